@@ -1,0 +1,1 @@
+"""The PPO engine: algorithms, models, rollout, data, checkpoints and the trainer."""

@@ -1,0 +1,203 @@
+"""Advantage estimators, registered through the ``register_advantage_estimators`` hook.
+
+Every estimator is a pure function called with keyword arguments only::
+
+    fn(*, token_level_rewards, response_mask, index, values=None,
+       gamma=1.0, lam=1.0, norm_adv_by_std_in_grpo=True, **kwargs)
+        -> (advantages, returns)          # both (B, T) float tensors
+
+- ``token_level_rewards`` (B, T): rewards per response token (the score on the
+  last valid token, minus the KL penalty when it is in the reward).
+- ``response_mask`` (B, T): 1 on valid response tokens.
+- ``index``: a list of B hashable group ids; the ``n`` samples of one prompt
+  share an id (GRPO, RLOO and REINFORCE++-baseline group by it).
+- ``values`` (B, T) or None: the critic's values. An estimator that needs them
+  sets the attribute ``requires_values = True`` on the function, and the
+  trainer then runs a critic.
+- ``**kwargs``: further options may be passed in later versions; accept and
+  ignore what you do not use.
+
+Advantages and returns must be zero outside ``response_mask``. A plugin adds
+an estimator with::
+
+    @hookimpl
+    def register_advantage_estimators(register):
+        register("my_estimator", my_estimator)
+
+and selects it with ``algorithm.adv_estimator=my_estimator``.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Hashable, Optional, Sequence
+
+import torch
+
+from rewardkit.core.functional import masked_whiten
+from rewardkit.plugins.hookspecs import hookimpl
+
+AdvantageResult = tuple[torch.Tensor, torch.Tensor]
+
+
+def compute_gae_advantage_return(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    values: Optional[torch.Tensor],
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    **_: Any,
+) -> AdvantageResult:
+    """Generalised advantage estimation over valid tokens.
+
+    ``delta_t = r_t + gamma * V_{t+1} - V_t``, ``A_t = delta_t + gamma * lam * A_{t+1}``
+    where ``t+1`` is the next *valid* token (padding is skipped, and past the
+    last valid token ``V = 0``, ``A = 0``). ``returns = A + V`` (before
+    whitening); the advantages returned are whitened over the masked tokens.
+    """
+    if values is None:
+        raise ValueError("the gae advantage estimator needs critic values (critic.enable must not be false)")
+    mask = response_mask.float()
+    rewards = token_level_rewards.float()
+    values = values.float() * mask
+    next_values = torch.zeros_like(values[:, 0])
+    last_gae = torch.zeros_like(values[:, 0])
+    reversed_adv = []
+    for t in reversed(range(rewards.shape[1])):
+        delta = rewards[:, t] + gamma * next_values - values[:, t]
+        gae = delta + gamma * lam * last_gae
+        m = mask[:, t]
+        next_values = values[:, t] * m + (1 - m) * next_values
+        last_gae = gae * m + (1 - m) * last_gae
+        reversed_adv.append(last_gae * m)
+    advantages = torch.stack(reversed_adv[::-1], dim=1)
+    returns = (advantages + values) * mask
+    advantages = masked_whiten(advantages, mask) * mask
+    return advantages, returns
+
+
+compute_gae_advantage_return.requires_values = True  # type: ignore[attr-defined]
+
+
+def _group_stats(scores: torch.Tensor, index: Sequence[Hashable]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-sample group mean, unbiased group std (1 for singleton groups) and group size."""
+    groups: dict[Hashable, list[int]] = defaultdict(list)
+    for i, key in enumerate(index):
+        groups[key].append(i)
+    mean = torch.zeros_like(scores)
+    std = torch.ones_like(scores)
+    size = torch.ones_like(scores)
+    for members in groups.values():
+        rows = torch.tensor(members)
+        group = scores[rows]
+        size[rows] = float(len(members))
+        if len(members) > 1:
+            mean[rows] = group.mean()
+            std[rows] = group.std()
+    return mean, std, size
+
+
+def _check_index(index: Sequence[Hashable], batch: int, name: str) -> None:
+    if index is None or len(index) != batch:
+        raise ValueError(f"the {name} advantage estimator needs `index` with one group id per sample ({batch})")
+
+
+def compute_grpo_outcome_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence[Hashable],
+    norm_adv_by_std_in_grpo: bool = True,
+    epsilon: float = 1e-6,
+    **_: Any,
+) -> AdvantageResult:
+    """GRPO: each sample's outcome ``s_i = sum_t r_{i,t}`` against its group.
+
+    ``A_i = (s_i - mean_g) / (std_g + epsilon)`` (unbiased std), or
+    ``A_i = s_i - mean_g`` when ``norm_adv_by_std_in_grpo`` is false; a
+    singleton group has mean 0 and std 1. ``A_i`` is broadcast over the
+    valid tokens; returns equal advantages.
+    """
+    _check_index(index, token_level_rewards.shape[0], "grpo")
+    scores = token_level_rewards.float().sum(-1)
+    mean, std, _size = _group_stats(scores, index)
+    adv = (scores - mean) / (std + epsilon) if norm_adv_by_std_in_grpo else scores - mean
+    advantages = adv.unsqueeze(-1) * response_mask.float()
+    return advantages, advantages
+
+
+def compute_rloo_outcome_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence[Hashable],
+    **_: Any,
+) -> AdvantageResult:
+    """RLOO: leave-one-out baseline ``A_i = s_i - mean_{j != i} s_j = n/(n-1) * (s_i - mean_g)``.
+
+    A singleton group keeps ``A_i = s_i``. Broadcast over valid tokens;
+    returns equal advantages.
+    """
+    _check_index(index, token_level_rewards.shape[0], "rloo")
+    scores = token_level_rewards.float().sum(-1)
+    mean, _std, size = _group_stats(scores, index)
+    multi = size > 1
+    adv = torch.where(multi, (scores - mean) * size / (size - 1).clamp(min=1), scores)
+    advantages = adv.unsqueeze(-1) * response_mask.float()
+    return advantages, advantages
+
+
+def compute_reinforce_plus_plus_outcome_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    gamma: float = 1.0,
+    **_: Any,
+) -> AdvantageResult:
+    """REINFORCE++: discounted return ``G_t = r_t + gamma * G_{t+1}`` (reset past the last valid token),
+    advantages ``A = whiten(G)`` over the masked tokens; returns are ``G``."""
+    mask = response_mask.float()
+    rewards = token_level_rewards.float()
+    returns = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[:, 0])
+    for t in reversed(range(rewards.shape[1])):
+        running = rewards[:, t] + gamma * running
+        returns[:, t] = running
+        running = running * mask[:, t]
+    returns = returns * mask
+    advantages = masked_whiten(returns, mask) * mask
+    return advantages, returns
+
+
+def compute_reinforce_plus_plus_baseline_outcome_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence[Hashable],
+    **_: Any,
+) -> AdvantageResult:
+    """REINFORCE++ with a group baseline: ``a_i = s_i - mean_g``, broadcast over valid tokens,
+    then whitened over the whole batch's masked tokens; returns equal advantages."""
+    _check_index(index, token_level_rewards.shape[0], "reinforce_plus_plus_baseline")
+    mask = response_mask.float()
+    scores = token_level_rewards.float().sum(-1)
+    mean, _std, _size = _group_stats(scores, index)
+    centred = (scores - mean).unsqueeze(-1) * mask
+    advantages = masked_whiten(centred, mask) * mask
+    return advantages, advantages
+
+
+BUILTIN_ESTIMATORS = {
+    "gae": compute_gae_advantage_return,
+    "grpo": compute_grpo_outcome_advantage,
+    "rloo": compute_rloo_outcome_advantage,
+    "reinforce_plus_plus": compute_reinforce_plus_plus_outcome_advantage,
+    "reinforce_plus_plus_baseline": compute_reinforce_plus_plus_baseline_outcome_advantage,
+}
+
+
+@hookimpl
+def register_advantage_estimators(register):
+    """Register the built-in estimators through the same hook plugins use."""
+    for name, fn in BUILTIN_ESTIMATORS.items():
+        register(name, fn)

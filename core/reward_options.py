@@ -1,0 +1,67 @@
+"""The reward options of seed document 004: reward masking, flipped advantages and critic rewards.
+
+- ``algorithm.reward_mask_ratio``: each trajectory loses its whole reward row
+  with probability ``ratio`` (:func:`sample_reward_mask`, :func:`apply_reward_mask`).
+- ``algorithm.reward_mask_flip_adv_when_masked``: masked trajectories' advantages
+  are multiplied by -1 (:func:`flip_masked_advantages`; rule-based rewards only).
+- ``algorithm.reward_source=critic``: a trajectory's reward is the critic's value
+  at its last valid token (:func:`critic_token_level_scores`) and its advantage is
+  that reward minus ``V(t)``, whitened (:func:`critic_source_advantage`).
+"""
+from __future__ import annotations
+
+import torch
+
+from rewardkit.core.functional import masked_whiten
+from rewardkit.plugins.batch import token_level_scores
+
+
+def sample_reward_mask(batch_size: int, ratio: float, generator: torch.Generator) -> torch.Tensor:
+    """A (B,) bool tensor, True for trajectories whose reward is masked; each is masked
+    independently with probability ``ratio`` (``u_i < ratio``, ``u_i ~ U[0, 1)``)."""
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"algorithm.reward_mask_ratio must be in [0, 1], got {ratio}")
+    return torch.rand(batch_size, generator=generator) < ratio
+
+
+def apply_reward_mask(token_level_rewards: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """Zero the whole reward row of each masked trajectory: ``r_i,t <- r_i,t * (1 - masked_i)``."""
+    return token_level_rewards * (~masked).to(token_level_rewards.dtype).unsqueeze(-1)
+
+
+def flip_masked_advantages(advantages: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """``A_i,t <- -A_i,t`` for masked trajectories, unchanged otherwise."""
+    sign = 1.0 - 2.0 * masked.to(advantages.dtype)
+    return advantages * sign.unsqueeze(-1)
+
+
+def last_valid_values(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+    """(B,) the value at each trajectory's last valid response token (0 for an empty response)."""
+    mask = response_mask.long()
+    positions = torch.arange(mask.shape[1]).expand_as(mask)
+    last = (positions * mask).max(-1).values
+    picked = values.float().gather(1, last.unsqueeze(-1)).squeeze(-1)
+    return picked * (mask.sum(-1) > 0).float()
+
+
+def critic_token_level_scores(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+    """Token-level scores for ``reward_source=critic``: ``V(last_i)`` on the last valid token, zeros elsewhere."""
+    return token_level_scores(last_valid_values(values, response_mask), response_mask)
+
+
+def critic_source_advantage(
+    token_level_rewards: torch.Tensor, values: torch.Tensor, response_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages for ``reward_source=critic``, replacing GAE.
+
+    With the trajectory reward ``R_i = sum_t r_i,t`` (``= V_i(last)`` unless it
+    was masked or KL-penalised): ``A_i,t = R_i - V_i,t`` on valid tokens,
+    ``returns = A + V`` (before whitening), and the advantages returned are
+    whitened over the batch's valid tokens.
+    """
+    mask = response_mask.float()
+    values = values.float() * mask
+    reward = token_level_rewards.float().sum(-1, keepdim=True)
+    advantages = (reward - values) * mask
+    returns = (advantages + values) * mask
+    return masked_whiten(advantages, mask) * mask, returns

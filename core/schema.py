@@ -1,0 +1,261 @@
+"""The full rewardkit config tree: one schema for training, SFT and offline scoring.
+
+Key names follow verl's ``ppo_trainer.yaml`` wherever verl has one, so a verl
+user's overrides (``actor_rollout_ref.rollout.n=8``, ``algorithm.adv_estimator=grpo``)
+work unchanged. Defaults are sized for one process on a laptop CPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Optional, Union
+
+from rewardkit.core.config import ConfigError, opt, section
+from rewardkit.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig
+
+Files = Union[str, list[str]]
+DType = Literal["float32", "bfloat16", "float16"]
+
+
+def _positive(key: str, value: Optional[float], allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if value is None or value <= 0:
+        raise ConfigError(f"{key} must be > 0{' or null' if allow_none else ''}, got {value!r}")
+
+
+@dataclass
+class DataConfig:
+    reward_fn_key: str = opt("data_source", "Row field that routes a row to its scorer.")
+    max_response_length: int = opt(512, "Maximum generated tokens per response.")
+    train_files: Files = opt([], "Training rows: jsonl or parquet file(s) in verl's row schema.")
+    val_files: Files = opt([], "Validation rows (held out), same schema.")
+    tokenizer: Optional[str] = opt(None, "Tokenizer directory (from_pretrained); null = actor_rollout_ref.model.path.")
+    prompt_key: str = opt("prompt", "Row field holding the prompt: a list of chat messages, or a plain string (sent as one user turn).")
+    max_prompt_length: int = opt(512, "Maximum prompt tokens after the chat template.")
+    truncation: Literal["error", "left", "right"] = opt("error", "A prompt longer than max_prompt_length: fail naming the row, or cut it from the left/right.")
+    filter_overlong_prompts: bool = opt(False, "Drop rows whose prompt exceeds max_prompt_length (instead of applying `truncation`).")
+    train_batch_size: int = opt(32, "Prompts per training step (each sampled actor_rollout_ref.rollout.n times).")
+    val_batch_size: Optional[int] = opt(None, "Prompts per validation generate call; null = the whole validation set at once.")
+    shuffle: bool = opt(True, "Shuffle training rows each epoch (seeded by data.seed and the epoch).")
+    seed: int = opt(1, "Seed of the training data order.")
+
+    def __post_init__(self) -> None:
+        _positive("data.max_response_length", self.max_response_length, allow_none=False)
+        _positive("data.max_prompt_length", self.max_prompt_length, allow_none=False)
+        _positive("data.train_batch_size", self.train_batch_size, allow_none=False)
+        _positive("data.val_batch_size", self.val_batch_size)
+
+
+@dataclass
+class ModelConfig:
+    path: Optional[str] = opt(None, "Local Hugging Face model directory (from_pretrained). Null = build from `config` with random weights.")
+    config: dict[str, Any] = opt({}, "Used when path is null: a transformers config as a mapping, e.g. {model_type: qwen2, hidden_size: 64, num_hidden_layers: 2, ...}; vocab_size and special token ids default to the tokenizer's.")
+    dtype: DType = opt("float32", "Parameter dtype of the actor, reference and critic (float32 is fastest on CPU).")
+    attn_implementation: Optional[str] = opt("sdpa", "transformers attention implementation (sdpa, eager, ...); null = the library's default.")
+    enable_gradient_checkpointing: bool = opt(False, "Recompute activations in the backward pass to save memory.")
+    trust_remote_code: bool = opt(False, "Allow custom modelling code shipped with a local model directory.")
+
+    def __post_init__(self) -> None:
+        if self.path is None and self.config and "model_type" not in self.config:
+            raise ConfigError("actor_rollout_ref.model.config must name a model_type (e.g. qwen2, llama)")
+
+
+@dataclass
+class OptimConfig:
+    lr: float = opt(1e-6, "AdamW learning rate.")
+    betas: list[float] = opt([0.9, 0.999], "AdamW betas.")
+    weight_decay: float = opt(0.01, "AdamW weight decay.")
+    lr_warmup_steps: int = opt(-1, "Linear warmup steps; negative = use lr_warmup_steps_ratio.")
+    lr_warmup_steps_ratio: float = opt(0.0, "Warmup as a fraction of the total training steps.")
+    warmup_style: Literal["constant", "cosine"] = opt("constant", "LR after warmup: constant, or cosine decay to min_lr_ratio * lr.")
+    min_lr_ratio: float = opt(0.0, "Final LR of the cosine schedule, as a fraction of lr.")
+
+    def __post_init__(self) -> None:
+        _positive("optim.lr", self.lr, allow_none=False)
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ConfigError(f"optim.betas must be two numbers in [0, 1), got {self.betas}")
+        if not 0.0 <= self.lr_warmup_steps_ratio <= 1.0:
+            raise ConfigError(f"optim.lr_warmup_steps_ratio must be in [0, 1], got {self.lr_warmup_steps_ratio}")
+
+
+@dataclass
+class CriticOptimConfig(OptimConfig):
+    lr: float = opt(1e-5, "AdamW learning rate of the critic.")
+
+
+@dataclass
+class ActorConfig:
+    ppo_mini_batch_size: int = opt(16, "Prompts per optimizer step (times rollout.n samples); a training batch gives train_batch_size / ppo_mini_batch_size updates per epoch.")
+    ppo_micro_batch_size: Optional[int] = opt(None, "Samples per forward/backward (gradient accumulation); null = the whole mini-batch.")
+    ppo_epochs: int = opt(1, "Passes over each training batch.")
+    shuffle: bool = opt(False, "Shuffle samples before splitting mini-batches.")
+    grad_clip: float = opt(1.0, "Clip the gradient's global norm to this value.")
+    clip_ratio: float = opt(0.2, "PPO clip range epsilon (both sides unless clip_ratio_low/high are set).")
+    clip_ratio_low: Optional[float] = opt(None, "Lower clip range: ratio >= 1 - clip_ratio_low; null = clip_ratio.")
+    clip_ratio_high: Optional[float] = opt(None, "Upper clip range: ratio <= 1 + clip_ratio_high; null = clip_ratio.")
+    clip_ratio_c: float = opt(3.0, "Dual-clip bound for negative advantages (must be > 1).")
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = opt("token-mean", "How per-token losses become one number.")
+    entropy_coeff: float = opt(0.0, "Entropy bonus coefficient (loss -= coeff * entropy).")
+    use_kl_loss: bool = opt(False, "Add a KL(policy || reference) loss term (GRPO style).")
+    kl_loss_coef: float = opt(0.001, "Coefficient of the KL loss.")
+    kl_loss_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"] = opt("low_var_kl", "KL estimator of the KL loss.")
+    optim: OptimConfig = section(OptimConfig, "Actor optimizer.")
+
+    def __post_init__(self) -> None:
+        _positive("actor_rollout_ref.actor.ppo_mini_batch_size", self.ppo_mini_batch_size, allow_none=False)
+        _positive("actor_rollout_ref.actor.ppo_micro_batch_size", self.ppo_micro_batch_size)
+        _positive("actor_rollout_ref.actor.ppo_epochs", self.ppo_epochs, allow_none=False)
+        if self.clip_ratio_c <= 1.0:
+            raise ConfigError(f"actor_rollout_ref.actor.clip_ratio_c must be > 1, got {self.clip_ratio_c}")
+
+
+@dataclass
+class RefConfig:
+    log_prob_micro_batch_size: Optional[int] = opt(None, "Samples per reference forward; null = the whole batch.")
+
+
+@dataclass
+class ValKwargsConfig:
+    n: int = opt(1, "Samples per validation prompt.")
+    do_sample: bool = opt(False, "Sample in validation (false = greedy).")
+    temperature: float = opt(0.0, "Validation temperature (used when do_sample).")
+    top_p: float = opt(1.0, "Validation nucleus sampling threshold.")
+    top_k: int = opt(-1, "Validation top-k (-1 = off).")
+
+
+@dataclass
+class RolloutConfig:
+    name: Literal["hf"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate).")
+    n: int = opt(1, "Responses sampled per prompt (the group size of GRPO/RLOO).")
+    do_sample: bool = opt(True, "Sample (false = greedy decoding).")
+    temperature: float = opt(1.0, "Sampling temperature.")
+    top_p: float = opt(1.0, "Nucleus sampling threshold.")
+    top_k: int = opt(-1, "Top-k sampling (-1 = off).")
+    log_prob_micro_batch_size: Optional[int] = opt(None, "Samples per forward when recomputing old log-probs; null = the whole batch.")
+    val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
+
+    def __post_init__(self) -> None:
+        _positive("actor_rollout_ref.rollout.n", self.n, allow_none=False)
+        if self.do_sample and self.temperature <= 0:
+            raise ConfigError(f"actor_rollout_ref.rollout.temperature must be > 0 when do_sample is true, got {self.temperature}")
+
+
+@dataclass
+class ActorRolloutRefConfig:
+    model: ModelConfig = section(ModelConfig, "The policy model (also the reference's starting point).")
+    actor: ActorConfig = section(ActorConfig, "Policy updates.")
+    ref: RefConfig = section(RefConfig, "The frozen reference policy (built only when a KL term is used).")
+    rollout: RolloutConfig = section(RolloutConfig, "Generation.")
+
+
+@dataclass
+class CriticModelConfig:
+    path: Optional[str] = opt(None, "Critic backbone directory; null = the actor's model.path (or its config when that is null too).")
+    config: dict[str, Any] = opt({}, "Critic transformers config when neither path is set; empty = the actor's model.config.")
+
+
+@dataclass
+class CriticConfig:
+    enable: Optional[bool] = opt(None, "Run a critic; null = when the advantage estimator needs values (gae) or algorithm.reward_source is critic.")
+    freeze: bool = opt(False, "Never update the critic (no optimizer); it still provides values. Logs critic/frozen=1.")
+    model: CriticModelConfig = section(CriticModelConfig, "Critic backbone (a one-output token head is added).")
+    ppo_mini_batch_size: Optional[int] = opt(None, "Prompts per critic optimizer step; null = the actor's.")
+    ppo_micro_batch_size: Optional[int] = opt(None, "Samples per critic forward/backward; null = the whole mini-batch.")
+    ppo_epochs: Optional[int] = opt(None, "Critic passes over each batch; null = the actor's.")
+    grad_clip: float = opt(1.0, "Clip the critic gradient's global norm.")
+    cliprange_value: float = opt(0.5, "Value clip range around the old values.")
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = opt("token-mean", "Aggregation of the value loss.")
+    optim: CriticOptimConfig = section(CriticOptimConfig, "Critic optimizer.")
+
+
+@dataclass
+class KLCtrlConfig:
+    type: Literal["fixed", "adaptive"] = opt("fixed", "KL coefficient controller for KL in the reward.")
+    kl_coef: float = opt(0.001, "Initial (fixed: constant) KL coefficient beta.")
+    horizon: int = opt(10000, "Adaptive controller horizon.")
+    target_kl: float = opt(0.1, "Adaptive controller target KL.")
+
+    def __post_init__(self) -> None:
+        _positive("algorithm.kl_ctrl.horizon", self.horizon, allow_none=False)
+        _positive("algorithm.kl_ctrl.target_kl", self.target_kl, allow_none=False)
+
+
+@dataclass
+class AlgorithmConfig:
+    adv_estimator: str = opt("gae", "Advantage estimator: gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, or one a plugin registers.")
+    gamma: float = opt(1.0, "Discount factor.")
+    lam: float = opt(1.0, "GAE lambda.")
+    norm_adv_by_std_in_grpo: bool = opt(True, "GRPO: divide by the group's std (false = Dr. GRPO style mean-centring only).")
+    use_kl_in_reward: bool = opt(False, "Subtract beta * KL(policy || reference) from the token rewards.")
+    kl_penalty: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"] = opt("kl", "KL estimator for the in-reward penalty.")
+    kl_ctrl: KLCtrlConfig = section(KLCtrlConfig, "KL coefficient control.")
+    reward_source: Literal["rule_based", "critic"] = opt("rule_based", "Where trajectory rewards come from: the reward managers, or the critic's value at the last valid token (advantage V(last) - V(t), whitened).")
+    reward_mask_ratio: float = opt(0.0, "Probability that a trajectory's whole reward row is zeroed before advantages.")
+    reward_mask_flip_adv_when_masked: bool = opt(True, "Multiply masked trajectories' advantages by -1 (rule_based rewards only).")
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.reward_mask_ratio <= 1.0:
+            raise ConfigError(f"algorithm.reward_mask_ratio must be in [0, 1], got {self.reward_mask_ratio}")
+        if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.lam <= 1.0:
+            raise ConfigError(f"algorithm.gamma and algorithm.lam must be in [0, 1], got {self.gamma} and {self.lam}")
+
+
+@dataclass
+class TrainerConfig:
+    project_name: str = opt("rewardkit", "Project name (part of the default output directory).")
+    experiment_name: str = opt("default", "Experiment name (part of the default output directory).")
+    default_local_dir: Optional[str] = opt(None, "Output directory for checkpoints, metrics.jsonl and plots; null = outputs/<project_name>/<experiment_name>.")
+    total_epochs: int = opt(1, "Passes over the training data.")
+    total_training_steps: Optional[int] = opt(None, "Stop after this many steps; null = total_epochs passes.")
+    logger: list[Literal["console", "jsonl", "tensorboard"]] = opt(["console", "jsonl"], "Metric sinks (tensorboard needs the tensorboard package).")
+    progress_bar: bool = opt(True, "Show a progress bar over steps.")
+    val_before_train: bool = opt(True, "Validate before the first step (logged as step 0).")
+    test_freq: int = opt(-1, "Validate every N steps and after the last (-1 = only at the end).")
+    save_freq: int = opt(-1, "Checkpoint every N steps and after the last (-1 = never).")
+    resume_mode: Literal["auto", "disable", "resume_path"] = opt("auto", "auto: resume from the latest checkpoint in default_local_dir if any; resume_path: from resume_from_path.")
+    resume_from_path: Optional[str] = opt(None, "A global_step_N checkpoint directory (with resume_mode=resume_path).")
+    max_ckpt_to_keep: Optional[int] = opt(None, "Keep only the newest N checkpoints; null = all.")
+    critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
+    log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
+    seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
+    device: Literal["auto", "cpu", "cuda"] = opt("auto", "Where the embedded engine runs: auto = cuda when available.")
+
+    def __post_init__(self) -> None:
+        _positive("trainer.total_epochs", self.total_epochs, allow_none=False)
+        _positive("trainer.total_training_steps", self.total_training_steps)
+        if self.resume_mode == "resume_path" and not self.resume_from_path:
+            raise ConfigError("trainer.resume_from_path must be set when trainer.resume_mode is resume_path")
+
+
+@dataclass
+class SFTConfig:
+    train_files: Files = opt([], "SFT rows: the row schema plus a response field (the target completion).")
+    response_key: str = opt("response", "Row field holding the target response.")
+    batch_size: int = opt(32, "Examples per optimizer step.")
+    total_epochs: int = opt(3, "Passes over the SFT rows.")
+    lr: float = opt(1e-3, "AdamW learning rate.")
+    weight_decay: float = opt(0.0, "AdamW weight decay.")
+    lr_warmup_steps_ratio: float = opt(0.1, "Linear warmup fraction, then cosine decay to 0.")
+    save_dir: Optional[str] = opt(None, "Where the fine-tuned model and tokenizer are saved; null = <trainer.default_local_dir>/sft_model.")
+
+    def __post_init__(self) -> None:
+        _positive("sft.batch_size", self.batch_size, allow_none=False)
+        _positive("sft.total_epochs", self.total_epochs, allow_none=False)
+        _positive("sft.lr", self.lr, allow_none=False)
+
+
+@dataclass
+class Config:
+    data: DataConfig = section(DataConfig, "Datasets and lengths.")
+    actor_rollout_ref: ActorRolloutRefConfig = section(ActorRolloutRefConfig, "Policy model, its updates, the reference and generation.")
+    critic: CriticConfig = section(CriticConfig, "Value model.")
+    algorithm: AlgorithmConfig = section(AlgorithmConfig, "Advantages, KL and reward options.")
+    trainer: TrainerConfig = section(TrainerConfig, "Run length, logging, validation and checkpoints.")
+    sft: SFTConfig = section(SFTConfig, "Supervised warm start (`rewardkit sft`).")
+    custom_reward_function: CustomRewardFunctionConfig = section(CustomRewardFunctionConfig, "A user compute_score file, as in verl.")
+    reward_model: RewardModelConfig = section(RewardModelConfig, "Reward managers, scorers and their execution.")
+    plugins: PluginsConfig = section(PluginsConfig, "Plugin loading.")
+
+    def __post_init__(self) -> None:
+        if self.algorithm.reward_source == "critic" and self.critic.enable is False:
+            raise ConfigError("algorithm.reward_source=critic requires a critic; critic.enable is false")
