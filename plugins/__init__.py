@@ -1,0 +1,1 @@
+"""The plugin system: hooks, registry, reward managers and custom compute_score loading."""

@@ -1,0 +1,74 @@
+"""What a reward manager takes and gives back."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+
+@dataclass
+class RewardBatch:
+    """Decoded rollouts to score, one entry per sample.
+
+    ``response_mask`` (B, T) marks valid response tokens; when given, the
+    manager also returns token-level scores and the DAPO penalty uses its row
+    sums as response lengths. ``response_lengths`` serves when there is no mask
+    (offline scoring).
+    """
+
+    data_sources: list[str]
+    solutions: list[str]
+    ground_truths: list[Any]
+    extra_infos: list[Optional[dict]] = None  # type: ignore[assignment]
+    styles: list[str] = None  # type: ignore[assignment]
+    prompts: Optional[list[str]] = None
+    response_mask: Optional[torch.Tensor] = None
+    response_lengths: Optional[list[int]] = None
+
+    def __post_init__(self) -> None:
+        n = len(self.solutions)
+        if self.extra_infos is None:
+            self.extra_infos = [None] * n
+        if self.styles is None:
+            self.styles = ["rule"] * n
+        for name in ("data_sources", "ground_truths", "extra_infos", "styles"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"RewardBatch.{name} has {len(getattr(self, name))} entries for {n} solutions")
+        if self.response_mask is not None:
+            if self.response_mask.shape[0] != n:
+                raise ValueError(f"RewardBatch.response_mask has {self.response_mask.shape[0]} rows for {n} solutions")
+            if self.response_lengths is None:
+                self.response_lengths = self.response_mask.sum(-1).long().tolist()
+
+    def __len__(self) -> int:
+        return len(self.solutions)
+
+
+@dataclass
+class RewardOutput:
+    """Per-sample rewards plus everything the scorers said about them.
+
+    ``extra_info`` holds the union of every sample's extra keys, one list entry
+    per sample (``None`` where a sample had no such key).
+    """
+
+    scores: torch.Tensor
+    extra_info: dict[str, list] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    token_level_scores: Optional[torch.Tensor] = None
+
+
+def token_level_scores(scores: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+    """Place each sample's score on its last valid response token, zeros elsewhere.
+
+    ``out[i, last_i] = scores[i]`` where ``last_i = max{t : mask[i, t] = 1}``;
+    a sample with an empty response gets no reward token.
+    """
+    out = torch.zeros(response_mask.shape, dtype=torch.float32)
+    lengths = response_mask.long().sum(-1)
+    positions = torch.arange(response_mask.shape[1]).expand_as(response_mask)
+    last = torch.where(response_mask.bool(), positions, torch.full_like(positions, -1)).max(-1).values
+    rows = torch.nonzero(lengths > 0).squeeze(-1)
+    out[rows, last[rows]] = scores[rows].float()
+    return out

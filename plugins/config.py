@@ -1,0 +1,80 @@
+"""Config sections of the reward side, with verl's key names."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from rewardkit.core.config import ConfigError, opt, section
+
+
+@dataclass
+class CustomRewardFunctionConfig:
+    path: Optional[str] = opt(None, "A Python file (or pkg://module.path) holding a verl-style compute_score; replaces data_source routing for every row.")
+    name: str = opt("compute_score", "Function name inside custom_reward_function.path.")
+    reward_kwargs: dict[str, Any] = opt({}, "Keyword arguments passed to the custom function on every call.")
+
+
+@dataclass
+class OverlongBufferConfig:
+    enable: bool = opt(False, "DAPO overlong penalty on responses that run into the last `len` tokens before max_resp_len.")
+    len: int = opt(0, "Length of the soft-penalty buffer in tokens; must be > 0 when enabled.")
+    penalty_factor: float = opt(1.0, "Penalty at max_resp_len; it grows linearly across the buffer.")
+    log: bool = opt(False, "Record overlong_reward and overlong in each sample's extra info.")
+
+    def __post_init__(self) -> None:
+        if self.len < 0:
+            raise ConfigError(f"reward_model.overlong_buffer.len must be >= 0, got {self.len}")
+        if self.enable and self.len == 0:
+            raise ConfigError("reward_model.overlong_buffer.len must be > 0 when overlong_buffer.enable is true")
+        if self.penalty_factor < 0:
+            raise ConfigError(f"reward_model.overlong_buffer.penalty_factor must be >= 0, got {self.penalty_factor}")
+
+
+@dataclass
+class SandboxFusionConfig:
+    url: Optional[str] = opt(None, "URL of a SandboxFusion-compatible /run_code endpoint (ours: `rewardkit sandbox serve`).")
+    max_concurrent: int = opt(64, "Sandbox requests in flight at once (sandbox manager).")
+    memory_limit_mb: int = opt(1024, "Memory limit per program run, in MB.")
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent < 1:
+            raise ConfigError(f"reward_model.sandbox_fusion.max_concurrent must be >= 1, got {self.max_concurrent}")
+
+
+@dataclass
+class RewardModelPathConfig:
+    path: Optional[str] = opt(None, "Local path of a reward model (model-based scoring).")
+
+
+@dataclass
+class RewardModelConfig:
+    enable: bool = opt(False, "Use a reward model for rows whose reward_model.style is 'model'.")
+    reward_manager: str = opt("naive", "Reward manager: naive, parallel, dapo, sandbox, or one a plugin registers.")
+    reward_kwargs: dict[str, Any] = opt({}, "Keyword arguments for the reward manager, as in verl (e.g. dapo: overlong_buffer_cfg, max_resp_len).")
+    num_workers: Optional[int] = opt(None, "Worker processes for parallel execution (parallel, and dapo/naive when > 1); null = CPU count.")
+    timeout: Optional[float] = opt(30.0, "Hard per-sample timeout in seconds for process-pool execution; null = none.")
+    fallback_score: float = opt(0.0, "Score given to a sample whose scorer failed, hung, crashed or returned an invalid value.")
+    scorer: Optional[str] = opt(None, "Score every row with this scorer name instead of routing by data_source.")
+    scorer_weights: dict[str, dict[str, float]] = opt({}, "Combine several scorers per data_source: {data_source or glob: {scorer: weight}}.")
+    max_resp_len: Optional[int] = opt(None, "Maximum response length for the DAPO penalty; null = data.max_response_length.")
+    overlong_buffer: OverlongBufferConfig = section(OverlongBufferConfig, "DAPO overlong penalty.")
+    sandbox_fusion: SandboxFusionConfig = section(SandboxFusionConfig, "Code execution sandbox.")
+    model: RewardModelPathConfig = section(RewardModelPathConfig, "Reward model.")
+
+    def __post_init__(self) -> None:
+        if self.num_workers is not None and self.num_workers < 1:
+            raise ConfigError(f"reward_model.num_workers must be >= 1 or null, got {self.num_workers}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ConfigError(f"reward_model.timeout must be > 0 or null, got {self.timeout}")
+        for pattern, weights in self.scorer_weights.items():
+            if not weights:
+                raise ConfigError(f"reward_model.scorer_weights.{pattern} must name at least one scorer")
+            for name, w in weights.items():
+                if w < 0:
+                    raise ConfigError(f"reward_model.scorer_weights.{pattern}.{name} must be >= 0, got {w}")
+
+
+@dataclass
+class PluginsConfig:
+    disable: list[str] = opt([], "Plugin names (as `rewardkit plugins` lists them) not to load.")
+    prefer: dict[str, str] = opt({}, "Settle a clash between plugins: {scorer name or data_source: plugin name}.")

@@ -1,0 +1,27 @@
+"""Errors of the reward side. Each message names what was wrong."""
+from __future__ import annotations
+
+
+class RewardError(Exception):
+    """Base class for reward configuration and routing errors."""
+
+
+class UnknownScorer(RewardError, KeyError):
+    """A scorer name or data_source that no loaded plugin provides."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class PluginConflict(RewardError):
+    """Two third-party plugins claim the same scorer name or data_source."""
+
+
+class CustomFunctionError(RewardError):
+    """A custom compute_score file could not be loaded."""
+
+
+class ScorerInfrastructureError(Exception):
+    """Raised by a scorer that could not judge a sample because something it depends
+    on (a sandbox, a model server) is unreachable. Counted as ``unavailable``,
+    never as a wrong answer."""

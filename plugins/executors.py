@@ -1,0 +1,151 @@
+"""Where scorer calls run: in process, in a process pool, or on threads.
+
+A reward manager hands an executor a list of :class:`ScoreJob` and gets one
+:class:`ScoreOutcome` back per job, in order. Failures are outcomes, not
+exceptions, so one bad sample never costs a batch.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Protocol, Sequence
+
+from rewardkit.plugins.refs import FunctionRef
+from rewardkit.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
+from rewardkit.plugins.workerpool import Task, WorkerPool
+
+Progress = Optional[Callable[[int], None]]
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """One scorer call on one sample."""
+
+    scorer: str
+    fn: Callable[..., Any]
+    data_source: str
+    solution_str: str
+    ground_truth: Any
+    extra_info: Optional[dict]
+    kwargs: dict
+
+
+class Executor(Protocol):
+    """Runs score jobs; ``progress(n)`` is told as each job ends."""
+
+    def run(self, jobs: Sequence[ScoreJob], progress: Progress = None) -> list[ScoreOutcome]: ...
+
+    def close(self) -> None: ...
+
+
+def _call(job: ScoreJob) -> ScoreOutcome:
+    return score_sample(job.fn, job.data_source, job.solution_str, job.ground_truth, job.extra_info, job.kwargs)
+
+
+class SerialExecutor:
+    """Scores in this process, one sample at a time (no timeout: a hang blocks the run)."""
+
+    def run(self, jobs: Sequence[ScoreJob], progress: Progress = None) -> list[ScoreOutcome]:
+        out = []
+        for job in jobs:
+            out.append(_call(job))
+            if progress:
+                progress(1)
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+_SCORE_BY_REF = FunctionRef("rewardkit.plugins.scoring", "score_by_ref")
+
+
+class ProcessExecutor:
+    """Scores in ``num_workers`` worker processes with a hard per-sample ``timeout``.
+
+    Scorers travel by :class:`FunctionRef` and are re-imported by the workers.
+    A hung sample's worker is killed and replaced; a crashed one is replaced.
+    """
+
+    def __init__(self, num_workers: int, timeout: Optional[float]) -> None:
+        self.num_workers = num_workers
+        self.timeout = timeout
+        self._pool: Optional[WorkerPool] = None
+
+    def run(self, jobs: Sequence[ScoreJob], progress: Progress = None) -> list[ScoreOutcome]:
+        tasks = [
+            Task(_SCORE_BY_REF, (FunctionRef.of(j.fn), j.data_source, j.solution_str, j.ground_truth, j.extra_info, j.kwargs))
+            for j in jobs
+        ]
+        if self._pool is None:
+            preload = sorted({t.args[0].module for t in tasks if not t.args[0].module.startswith("file:")})
+            self._pool = WorkerPool(self.num_workers, preload=["rewardkit.plugins.scoring", *preload])
+        results = self._pool.map(tasks, timeout=self.timeout, on_done=(lambda i, r: progress(1)) if progress else None)
+        outcomes = []
+        for r in results:
+            if r.status == "ok":
+                outcomes.append(r.value)
+            else:
+                status = {"timeout": TIMEOUT, "crash": CRASH}.get(r.status, ERROR)
+                outcomes.append(ScoreOutcome(status, error=r.error, seconds=r.seconds))
+        return outcomes
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+class ThreadExecutor:
+    """Scores on up to ``max_workers`` threads: for I/O-bound scorers (sandbox, HTTP judges).
+
+    A call past ``timeout`` is marked timed out and abandoned; its thread is a
+    daemon and frees its slot, so a stuck request cannot stall the batch.
+    """
+
+    def __init__(self, max_workers: int, timeout: Optional[float]) -> None:
+        self.max_workers = max_workers
+        self.timeout = timeout
+
+    def run(self, jobs: Sequence[ScoreJob], progress: Progress = None) -> list[ScoreOutcome]:
+        results: list[Optional[ScoreOutcome]] = [None] * len(jobs)
+        done: "queue.Queue[tuple[int, ScoreOutcome]]" = queue.Queue()
+        started: dict[int, float] = {}
+        next_job = 0
+        remaining = len(jobs)
+
+        def work(i: int) -> None:
+            done.put((i, _call(jobs[i])))
+
+        while remaining:
+            while next_job < len(jobs) and len(started) < self.max_workers:
+                started[next_job] = time.perf_counter()
+                threading.Thread(target=work, args=(next_job,), daemon=True).start()
+                next_job += 1
+            deadline = min(started.values()) + self.timeout if self.timeout is not None else None
+            try:
+                wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+                i, outcome = done.get(timeout=wait)
+            except queue.Empty:
+                now = time.perf_counter()
+                for i, t0 in list(started.items()):
+                    if now - t0 >= self.timeout:
+                        del started[i]
+                        results[i] = ScoreOutcome(TIMEOUT, error=f"timed out after {self.timeout:g}s", seconds=now - t0)
+                        remaining -= 1
+                        if progress:
+                            progress(1)
+                continue
+            if i not in started:  # finished after being declared timed out
+                continue
+            del started[i]
+            results[i] = outcome
+            remaining -= 1
+            if progress:
+                progress(1)
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,39 @@
+"""The hooks a rewardkit plugin can implement.
+
+Each hook receives a ``register`` callback, in the style of datasette and llm.
+Built-in scorers, reward managers and advantage estimators are registered
+through these very hooks, so third-party plugins and built-ins share one path.
+"""
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("rewardkit")
+hookimpl = pluggy.HookimplMarker("rewardkit")
+
+
+@hookspec
+def register_scorers(register):
+    """Register scorers: ``register(name, fn, data_sources=(...))``.
+
+    ``fn`` follows verl's contract
+    ``compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)
+    -> float | dict | None``; ``data_sources`` holds exact names and glob
+    patterns (``"aime*"``) this scorer answers for.
+    """
+
+
+@hookspec
+def register_reward_managers(register):
+    """Register reward managers: ``register(name, cls)``.
+
+    ``cls`` subclasses :class:`rewardkit.plugins.managers.base.RewardManager`.
+    """
+
+
+@hookspec
+def register_advantage_estimators(register):
+    """Register advantage estimators: ``register(name, fn)``.
+
+    ``fn`` is a pure function on tensors; see ``rewardkit.core.advantages``.
+    """

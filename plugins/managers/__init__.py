@@ -1,0 +1,20 @@
+"""Built-in reward managers, registered through the same hook as third-party ones."""
+from __future__ import annotations
+
+from rewardkit.plugins.hookspecs import hookimpl
+from rewardkit.plugins.managers.base import RewardManager
+from rewardkit.plugins.managers.dapo import DapoRewardManager
+from rewardkit.plugins.managers.naive import NaiveRewardManager
+from rewardkit.plugins.managers.parallel import ParallelRewardManager
+
+__all__ = ["RewardManager"]
+
+
+@hookimpl
+def register_reward_managers(register):
+    register("naive", NaiveRewardManager)
+    register("parallel", ParallelRewardManager)
+    register("dapo", DapoRewardManager)
+    from rewardkit.plugins.managers.sandbox import SandboxRewardManager
+
+    register("sandbox", SandboxRewardManager)

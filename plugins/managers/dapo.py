@@ -1,0 +1,69 @@
+"""``dapo``: DAPO's overlong penalty on top of rule scores."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+
+from rewardkit.core.config import ConfigError, build
+from rewardkit.plugins.batch import RewardBatch
+from rewardkit.plugins.config import OverlongBufferConfig
+from rewardkit.plugins.executors import Executor, ProcessExecutor, SerialExecutor
+from rewardkit.plugins.managers.base import RewardManager
+from rewardkit.plugins.plan import ScoringPlan
+
+
+def overlong_penalty(lengths: torch.Tensor, max_resp_len: int, buffer_len: int, penalty_factor: float) -> torch.Tensor:
+    """DAPO's soft overlong punishment per response.
+
+    ``penalty = min(-(L - (max_resp_len - buffer_len)) / buffer_len * penalty_factor, 0)``:
+    zero up to ``max_resp_len - buffer_len`` tokens, then falling linearly to
+    ``-penalty_factor`` at ``max_resp_len``.
+    """
+    expected = max_resp_len - buffer_len
+    return torch.clamp(-(lengths.float() - expected) / buffer_len * penalty_factor, max=0.0)
+
+
+class DapoRewardManager(RewardManager):
+    """Rule scores plus the overlong penalty of ``reward_model.overlong_buffer``.
+
+    verl's spelling also works: ``reward_model.reward_kwargs.overlong_buffer_cfg``
+    and ``reward_model.reward_kwargs.max_resp_len``. With
+    ``reward_model.num_workers`` > 1 it scores in a process pool with the
+    ``parallel`` manager's hard timeout.
+    """
+
+    name = "dapo"
+
+    def __init__(self, plan: ScoringPlan, config: Any, overlong_buffer_cfg: Optional[dict] = None,
+                 max_resp_len: Optional[int] = None, **options: Any) -> None:
+        super().__init__(plan, config, **options)
+        rm = config.reward_model
+        self.buffer = rm.overlong_buffer if overlong_buffer_cfg is None else build(
+            OverlongBufferConfig, dict(overlong_buffer_cfg), "reward_model.reward_kwargs.overlong_buffer_cfg.")
+        self.max_resp_len = max_resp_len or rm.max_resp_len or config.data.max_response_length
+        if self.buffer.enable and self.buffer.len > self.max_resp_len:
+            raise ConfigError(
+                f"reward_model.overlong_buffer.len ({self.buffer.len}) must not exceed max_resp_len ({self.max_resp_len})"
+            )
+
+    def make_executor(self) -> Executor:
+        workers = self.config.reward_model.num_workers
+        if workers is not None and workers > 1:
+            return ProcessExecutor(workers, self.config.reward_model.timeout)
+        return SerialExecutor()
+
+    def postprocess(self, batch: RewardBatch, scores: torch.Tensor, extra_info: dict[str, list]) -> torch.Tensor:
+        if not self.buffer.enable:
+            return scores
+        if batch.response_lengths is None:
+            raise ValueError(
+                "the dapo overlong penalty needs response lengths in tokens: train with a response mask, "
+                "or give each offline row a 'response_length' field"
+            )
+        penalty = overlong_penalty(torch.tensor(batch.response_lengths), self.max_resp_len,
+                                   self.buffer.len, self.buffer.penalty_factor)
+        if self.buffer.log:
+            extra_info["overlong_reward"] = penalty.tolist()
+            extra_info["overlong"] = (penalty < 0).tolist()
+        return scores + penalty

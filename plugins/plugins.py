@@ -1,0 +1,105 @@
+"""Loading plugins: the built-ins and every installed ``rewardkit`` entry point.
+
+Built-in modules are registered through exactly the hooks third-party plugins
+use. A plugin that fails to import or to register is recorded with its error
+and the rest keep working; only a run that needs what it would have provided
+fails, and that error mentions the broken plugin.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import threading
+from typing import Any, Optional
+
+import pluggy
+
+from rewardkit.plugins import hookspecs
+from rewardkit.plugins.registry import PluginInfo, Registry
+
+ENTRY_POINT_GROUP = "rewardkit"
+
+BUILTIN_MODULES: dict[str, str] = {
+    "rewardkit.reward_fns": "built-in scorers",
+    "rewardkit.plugins.managers": "built-in reward managers",
+    "rewardkit.core.advantages": "built-in advantage estimators",
+}
+
+_HOOKS = (
+    ("register_scorers", "add_scorer"),
+    ("register_reward_managers", "add_reward_manager"),
+    ("register_advantage_estimators", "add_advantage_estimator"),
+)
+
+
+def load_registry(disable: tuple[str, ...] = (), prefer: Optional[dict[str, str]] = None) -> Registry:
+    """Import every plugin (minus ``disable``) and collect what it registers."""
+    pm = pluggy.PluginManager("rewardkit")
+    pm.add_hookspecs(hookspecs)
+    infos: list[PluginInfo] = []
+    modules: dict[str, Any] = {}
+
+    for module_name in BUILTIN_MODULES:
+        info = PluginInfo(module_name, None, None, builtin=True)
+        infos.append(info)
+        if module_name in disable:
+            continue
+        _import_into(pm, info, lambda m=module_name: importlib.import_module(m), modules)
+
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist.name if ep.dist else None
+        version = ep.dist.version if ep.dist else None
+        info = PluginInfo(ep.name, dist, version, builtin=False)
+        infos.append(info)
+        if ep.name not in disable:
+            _import_into(pm, info, ep.load, modules)
+
+    registry = Registry(infos, prefer)
+    for info in infos:
+        plugin = modules.get(info.name)
+        if plugin is None:
+            continue
+        for hook_name, method in _HOOKS:
+            for impl in getattr(pm.hook, hook_name).get_hookimpls():
+                if impl.plugin is not plugin:
+                    continue
+                register = _register_for(registry, method, info)
+                try:
+                    impl.function(register=register)
+                except Exception as exc:  # noqa: BLE001 - reported, never fatal
+                    info.error = f"{hook_name} failed: {type(exc).__name__}: {exc}"
+    return registry
+
+
+def _import_into(pm: pluggy.PluginManager, info: PluginInfo, load: Any, modules: dict[str, Any]) -> None:
+    try:
+        plugin = load()
+        pm.register(plugin, name=info.name)
+    except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the host down
+        info.error = f"failed to load: {type(exc).__name__}: {exc}"
+        return
+    modules[info.name] = plugin
+
+
+def _register_for(registry: Registry, method: str, info: PluginInfo) -> Any:
+    add = getattr(registry, method)
+
+    def register(name: str, obj: Any, **kwargs: Any) -> None:
+        add(info, name, obj, **kwargs)
+
+    return register
+
+
+_cache: dict[tuple, Registry] = {}
+_lock = threading.Lock()
+
+
+def get_registry(plugins_config: Any = None) -> Registry:
+    """The registry for a ``plugins`` config section (cached; ``None`` = defaults)."""
+    disable = tuple(getattr(plugins_config, "disable", ()) or ())
+    prefer = dict(getattr(plugins_config, "prefer", {}) or {})
+    key = (disable, tuple(sorted(prefer.items())))
+    with _lock:
+        if key not in _cache:
+            _cache[key] = load_registry(disable, prefer)
+        return _cache[key]

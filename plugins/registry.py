@@ -1,0 +1,166 @@
+"""What the loaded plugins registered, and how clashes between them are settled.
+
+Each name (a scorer, a data_source route, a reward manager, an advantage
+estimator) collects every plugin's claim. A third-party claim overrides a
+built-in one (logged); two third-party claims are an error naming both
+distributions, unless ``plugins.prefer`` picks one.
+"""
+from __future__ import annotations
+
+import fnmatch
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from rewardkit.plugins.errors import PluginConflict, UnknownScorer
+
+log = logging.getLogger("rewardkit.plugins")
+
+
+@dataclass
+class PluginInfo:
+    """One plugin as ``rewardkit plugins`` shows it."""
+
+    name: str
+    distribution: Optional[str]
+    version: Optional[str]
+    builtin: bool
+    scorers: list[str] = field(default_factory=list)
+    reward_managers: list[str] = field(default_factory=list)
+    advantage_estimators: list[str] = field(default_factory=list)
+    error: Optional[str] = None
+
+    @property
+    def label(self) -> str:
+        dist = f"{self.distribution} {self.version}" if self.distribution else "built-in"
+        return f"plugin '{self.name}' ({dist})"
+
+
+@dataclass
+class Claim:
+    """One plugin's registration of ``obj`` under a name."""
+
+    obj: Any
+    plugin: PluginInfo
+    data_sources: tuple[str, ...] = ()
+
+
+def _is_pattern(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
+class Registry:
+    """Scorers, data_source routes, reward managers and advantage estimators of all loaded plugins."""
+
+    def __init__(self, plugins: Sequence[PluginInfo], prefer: Optional[dict[str, str]] = None) -> None:
+        self.plugins = list(plugins)
+        self.prefer = dict(prefer or {})
+        self._scorers: dict[str, list[Claim]] = {}
+        self._routes: dict[str, list[Claim]] = {}
+        self._managers: dict[str, list[Claim]] = {}
+        self._estimators: dict[str, list[Claim]] = {}
+
+    # -- registration (called through the hooks' register callbacks) -------
+    def add_scorer(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ()) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"scorer name must be a non-empty string, got {name!r}")
+        if not callable(fn):
+            raise TypeError(f"scorer '{name}' is not callable: {fn!r}")
+        if isinstance(data_sources, str):
+            data_sources = (data_sources,)
+        claim = Claim(fn, plugin, tuple(data_sources))
+        self._claim(self._scorers, "scorer", name, claim)
+        for source in claim.data_sources:
+            self._claim(self._routes, "data_source", source, claim)
+        plugin.scorers.append(name)
+
+    def add_reward_manager(self, plugin: PluginInfo, name: str, cls: type) -> None:
+        self._claim(self._managers, "reward manager", name, Claim(cls, plugin))
+        plugin.reward_managers.append(name)
+
+    def add_advantage_estimator(self, plugin: PluginInfo, name: str, fn: Callable[..., Any]) -> None:
+        self._claim(self._estimators, "advantage estimator", name, Claim(fn, plugin))
+        plugin.advantage_estimators.append(name)
+
+    def _claim(self, table: dict[str, list[Claim]], kind: str, key: str, claim: Claim) -> None:
+        claims = table.setdefault(key, [])
+        if any(c.plugin.builtin for c in claims) and not claim.plugin.builtin:
+            builtin = next(c for c in claims if c.plugin.builtin)
+            log.warning("%s overrides the built-in %s '%s' of %s", claim.plugin.label, kind, key, builtin.plugin.label)
+        claims.append(claim)
+
+    # -- lookup --------------------------------------------------------------
+    def _resolve(self, table: dict[str, list[Claim]], kind: str, key: str) -> Claim:
+        claims = table[key]
+        third_party = [c for c in claims if not c.plugin.builtin]
+        candidates = third_party or claims
+        if len(candidates) == 1:
+            return candidates[0]
+        preferred = self.prefer.get(key)
+        if preferred is not None:
+            for c in candidates:
+                if preferred in (c.plugin.name, c.plugin.distribution):
+                    return c
+        names = " and ".join(c.plugin.label for c in candidates)
+        raise PluginConflict(
+            f"{kind} '{key}' is registered by both {names}; choose one with "
+            f"plugins.prefer.{key}=<plugin name> (or uninstall one)"
+        )
+
+    def scorer(self, name: str) -> Callable[..., Any]:
+        """The scorer registered as ``name``."""
+        if name not in self._scorers:
+            raise UnknownScorer(f"unknown scorer '{name}'; known scorers: {', '.join(sorted(self._scorers)) or 'none'}{self._load_errors()}")
+        return self._resolve(self._scorers, "scorer", name).obj
+
+    def scorer_name(self, fn: Callable[..., Any]) -> str:
+        """The name under which ``fn`` was registered (for metrics)."""
+        for name, claims in self._scorers.items():
+            if any(c.obj is fn for c in claims):
+                return name
+        return getattr(fn, "__name__", "scorer")
+
+    def route(self, data_source: str) -> tuple[str, Callable[..., Any]]:
+        """``(scorer name, fn)`` for ``data_source``: an exact route wins over a glob; the longest glob wins."""
+        key = self._match(data_source, self._routes)
+        if key is None:
+            raise UnknownScorer(
+                f"no scorer for data_source '{data_source}'; known data sources: "
+                f"{', '.join(self.known_data_sources()) or 'none'}{self._load_errors()}"
+            )
+        claim = self._resolve(self._routes, "data_source", key)
+        return self.scorer_name(claim.obj), claim.obj
+
+    def known_data_sources(self) -> list[str]:
+        """Every exact data_source and glob pattern some scorer answers for."""
+        return sorted(self._routes)
+
+    def reward_manager(self, name: str) -> type:
+        """The reward manager class registered as ``name``."""
+        if name not in self._managers:
+            raise UnknownScorer(f"unknown reward manager '{name}' (reward_model.reward_manager); known: {', '.join(sorted(self._managers))}{self._load_errors()}")
+        return self._resolve(self._managers, "reward manager", name).obj
+
+    def advantage_estimator(self, name: str) -> Callable[..., Any]:
+        """The advantage estimator registered as ``name``."""
+        if name not in self._estimators:
+            raise UnknownScorer(f"unknown advantage estimator '{name}' (algorithm.adv_estimator); known: {', '.join(sorted(self._estimators))}{self._load_errors()}")
+        return self._resolve(self._estimators, "advantage estimator", name).obj
+
+    def _load_errors(self) -> str:
+        broken = [p for p in self.plugins if p.error]
+        if not broken:
+            return ""
+        return "; note: " + "; ".join(f"{p.label} failed to load and may have provided it: {p.error}" for p in broken)
+
+    @staticmethod
+    def _match(name: str, table: dict[str, list[Claim]]) -> Optional[str]:
+        if name in table:
+            return name
+        patterns = [p for p in table if _is_pattern(p) and fnmatch.fnmatchcase(name, p)]
+        return max(patterns, key=len) if patterns else None
+
+    @staticmethod
+    def match_key(name: str, keys: Sequence[str]) -> Optional[str]:
+        """The key of ``keys`` (exact names and globs) that ``name`` matches: exact first, then the longest glob."""
+        return Registry._match(name, {k: [] for k in keys})

@@ -1,0 +1,263 @@
+"""A process pool with a hard per-task timeout.
+
+Unlike ``concurrent.futures``, a task that hangs (even in C code, where
+signal-based timeouts never fire) or kills its process costs only that task:
+the worker is killed or reaped and a fresh one takes its place.
+
+Workers are plain ``python -c`` subprocesses talking over a socket pair, not
+``multiprocessing`` children: those re-import the caller's ``__main__``, which
+breaks every user script without an ``if __name__ == "__main__"`` guard.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from rewardkit.plugins.refs import FunctionRef
+
+# True inside a pool worker whose current task runs under a hard timeout, so
+# nested guards (run_with_hard_timeout) can run inline instead of forking again.
+_GUARDED = False
+
+
+@dataclass(frozen=True)
+class Task:
+    """One call ``ref(*args, **kwargs)`` to run in a worker."""
+
+    ref: FunctionRef
+    args: tuple = ()
+    kwargs: Optional[dict] = None
+
+
+@dataclass
+class TaskResult:
+    """What became of a task: ``status`` is ``ok``, ``error``, ``timeout`` or ``crash``."""
+
+    status: str
+    value: Any = None
+    error: Optional[str] = None
+    exception: Optional[BaseException] = None
+    seconds: float = 0.0
+
+
+def _worker_entry(fd: int, preload: list[str]) -> None:
+    """Body of a worker subprocess: import ``preload``, then serve tasks on ``fd``."""
+    import importlib
+
+    conn = Connection(fd)
+    for module in preload:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the task that needs it reports the error
+            pass
+    _serve(conn)
+
+
+def _serve(conn: Connection) -> None:
+    global _GUARDED
+    cache: dict[FunctionRef, Callable[..., Any]] = {}
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        task_id, task, guarded = msg
+        _GUARDED = guarded
+        try:
+            fn = cache.get(task.ref)
+            if fn is None:
+                fn = cache[task.ref] = task.ref.load()
+            reply = (task_id, True, fn(*task.args, **(task.kwargs or {})), None)
+        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+            summary = f"{type(exc).__name__}: {exc}"
+            tb = traceback.format_exc(limit=-3)
+            reply = (task_id, False, (summary, tb), exc)
+        try:
+            conn.send(reply)
+        except Exception as exc:  # unpicklable value or exception
+            conn.send((task_id, False, (f"result of {task.ref.module}:{task.ref.name} cannot be sent back: {exc}", ""), None))
+
+
+class _Worker:
+    def __init__(self, preload: list[str]) -> None:
+        parent, child = socket.socketpair()
+        code = (
+            "import sys; from rewardkit.plugins.workerpool import _worker_entry; "
+            f"_worker_entry({child.fileno()}, {preload!r})"
+        )
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
+        child.close()
+        self.conn = Connection(parent.detach())
+        self.task_id: Optional[int] = None
+        self.deadline = float("inf")
+        self.started = 0.0
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.kill()
+        self.proc.wait()
+        self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+            self.proc.wait(2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+
+class WorkerPool:
+    """``size`` long-lived worker processes running :class:`Task` s with a hard timeout."""
+
+    def __init__(self, size: int, preload: Iterable[str] = ()) -> None:
+        if size < 1:
+            raise ValueError(f"WorkerPool size must be >= 1, got {size}")
+        self._preload = list(preload)
+        self.size = size
+        self._workers: list[_Worker] = []
+        self._lock = threading.Lock()
+        self.replaced = 0
+
+    def _spawn(self) -> _Worker:
+        return _Worker(self._preload)
+
+    def map(
+        self,
+        tasks: Sequence[Task],
+        timeout: Optional[float] = None,
+        on_done: Optional[Callable[[int, TaskResult], None]] = None,
+    ) -> list[TaskResult]:
+        """Run ``tasks``; each gets at most ``timeout`` seconds of wall clock (None: no limit).
+
+        ``on_done(index, result)`` is called in the parent as each task ends.
+        """
+        with self._lock:
+            return self._map(tasks, timeout, on_done)
+
+    def _map(self, tasks, timeout, on_done) -> list[TaskResult]:
+        results: list[Optional[TaskResult]] = [None] * len(tasks)
+        # A worker may have died while idle (OOM killer, kill -9 from outside).
+        for i, worker in enumerate(self._workers):
+            if not worker.alive():
+                worker.kill()
+                self._workers[i] = self._spawn()
+        while len(self._workers) < min(self.size, max(len(tasks), 1)):
+            self._workers.append(self._spawn())
+        pending = list(range(len(tasks) - 1, -1, -1))  # stack, popped in order
+        busy: dict[Connection, _Worker] = {}
+
+        def finish(index: int, result: TaskResult) -> None:
+            results[index] = result
+            if on_done is not None:
+                on_done(index, result)
+
+        def assign(worker: _Worker) -> None:
+            index = pending.pop()
+            worker.task_id = index
+            worker.started = time.perf_counter()
+            worker.deadline = worker.started + timeout if timeout is not None else float("inf")
+            try:
+                worker.conn.send((index, tasks[index], timeout is not None))
+            except Exception as exc:  # the task itself could not be pickled
+                finish(index, TaskResult("error", error=f"task cannot be sent to a worker: {exc}"))
+                worker.task_id = None
+                return
+            busy[worker.conn] = worker
+
+        def replace(worker: _Worker) -> None:
+            worker.kill()
+            self._workers[self._workers.index(worker)] = fresh = self._spawn()
+            self.replaced += 1
+            idle.append(fresh)
+
+        idle = list(self._workers)
+        while pending or busy:
+            while pending and idle:
+                assign(idle.pop())
+            if not busy:
+                continue
+            now = time.perf_counter()
+            wait_for = max(0.0, min(w.deadline for w in busy.values()) - now)
+            # A dead worker's socket reads EOF, so the connections alone tell us of crashes.
+            ready = wait(list(busy), timeout=None if wait_for == float("inf") else wait_for)
+            for worker in list(busy.values()):
+                index = worker.task_id
+                elapsed = time.perf_counter() - worker.started
+                if worker.conn in ready:
+                    try:
+                        task_id, ok, payload, exc = worker.conn.recv()
+                    except (EOFError, OSError):
+                        del busy[worker.conn]
+                        code = worker.proc.wait()
+                        finish(index, TaskResult("crash", error=f"worker process died (exit code {code})", seconds=elapsed))
+                        replace(worker)
+                        continue
+                    del busy[worker.conn]
+                    worker.task_id = None
+                    if ok:
+                        finish(task_id, TaskResult("ok", value=payload, seconds=elapsed))
+                    else:
+                        finish(task_id, TaskResult("error", error=payload[0], exception=exc, seconds=elapsed))
+                    idle.append(worker)
+                elif time.perf_counter() >= worker.deadline:
+                    del busy[worker.conn]
+                    finish(index, TaskResult("timeout", error=f"timed out after {timeout:g}s", seconds=elapsed))
+                    replace(worker)
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Stop every worker."""
+        with self._lock:
+            for worker in self._workers:
+                worker.stop()
+            self._workers.clear()
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_guard: Optional[tuple[int, WorkerPool]] = None  # (owning pid, pool): a forked child needs its own
+_guard_lock = threading.Lock()
+
+
+def run_with_hard_timeout(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
+    """Run module-level ``fn(*args)`` in a guard subprocess that is killed after ``timeout`` seconds.
+
+    Raises ``TimeoutError`` on timeout and re-raises the function's own
+    exception. Inside a pool worker that already runs under a hard timeout the
+    call runs inline, since the outer guard will stop it.
+    """
+    global _guard
+    if _GUARDED:
+        return fn(*args)
+    ref = FunctionRef.of(fn)
+    with _guard_lock:
+        if _guard is None or _guard[0] != os.getpid():
+            _guard = (os.getpid(), WorkerPool(1, preload=[ref.module]))
+        pool = _guard[1]
+    result = pool.map([Task(ref, args)], timeout=timeout)[0]
+    if result.status == "ok":
+        return result.value
+    if result.status == "timeout":
+        raise TimeoutError(f"{ref.module}:{ref.name} {result.error}")
+    if result.exception is not None:
+        raise result.exception
+    raise RuntimeError(f"{ref.module}:{ref.name}: {result.error}")
+

@@ -1,0 +1,42 @@
+"""The ``rewardkit`` command line.
+
+Each subcommand lives in the module that owns its feature; that module
+provides ``configure(parser)`` and ``run(args) -> int``. Modules are imported
+only when their subcommand runs, so ``rewardkit plugins`` never pays for torch.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plugins": ("rewardkit.plugins.cli_plugins", "List installed plugins and what they registered."),
+    "score": ("rewardkit.plugins.offline", "Score a jsonl/parquet file of responses offline."),
+    "train": ("rewardkit.core.cli_train", "Train a policy with PPO/GRPO from a config."),
+    "sft": ("rewardkit.core.cli_sft", "Supervised warm start of a policy."),
+    "demo": ("rewardkit.core.cli_demo", "The embedded end-to-end demo: warm start, then RL, then a before/after table."),
+    "sandbox": ("rewardkit.sandbox.cli", "Run the code-execution sandbox service."),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rewardkit`` console script."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="rewardkit", description="Plugin-based rewards and a lean PPO engine.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_module, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        parser.parse_args(argv or ["--help"])
+        return 2
+    name = argv[0]
+    module = importlib.import_module(COMMANDS[name][0])
+    command_parser = argparse.ArgumentParser(prog=f"rewardkit {name}", description=COMMANDS[name][1])
+    module.configure(command_parser)
+    args = command_parser.parse_args(argv[1:])
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The code-execution sandbox service and its client."""
