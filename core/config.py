@@ -1,5 +1,9 @@
 """Typed configuration: YAML files plus Hydra-style ``key=value`` overrides.
 
+A section's ``__post_init__`` validates its values by raising ``ValueError``
+with field names relative to the section; :func:`build` prefixes the
+section's dotted path, so the message names the key wherever it was set.
+
 A schema is a tree of dataclasses whose fields carry a default and a help
 text (see :func:`opt`). Loading merges, in order, the schema's defaults, a YAML
 file and command-line overrides, then checks every key and value against the

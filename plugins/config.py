@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from rewardkit.core.config import ConfigError, opt, section
+from rewardkit.core.config import opt, section
 
 
 @dataclass
@@ -23,11 +23,11 @@ class OverlongBufferConfig:
 
     def __post_init__(self) -> None:
         if self.len < 0:
-            raise ConfigError(f"reward_model.overlong_buffer.len must be >= 0, got {self.len}")
+            raise ValueError(f"len must be >= 0, got {self.len}")
         if self.enable and self.len == 0:
-            raise ConfigError("reward_model.overlong_buffer.len must be > 0 when overlong_buffer.enable is true")
+            raise ValueError("len must be > 0 when enable is true")
         if self.penalty_factor < 0:
-            raise ConfigError(f"reward_model.overlong_buffer.penalty_factor must be >= 0, got {self.penalty_factor}")
+            raise ValueError(f"penalty_factor must be >= 0, got {self.penalty_factor}")
 
 
 @dataclass
@@ -38,7 +38,7 @@ class SandboxFusionConfig:
 
     def __post_init__(self) -> None:
         if self.max_concurrent < 1:
-            raise ConfigError(f"reward_model.sandbox_fusion.max_concurrent must be >= 1, got {self.max_concurrent}")
+            raise ValueError(f"max_concurrent must be >= 1, got {self.max_concurrent}")
 
 
 @dataclass
@@ -63,15 +63,15 @@ class RewardModelConfig:
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and self.num_workers < 1:
-            raise ConfigError(f"reward_model.num_workers must be >= 1 or null, got {self.num_workers}")
+            raise ValueError(f"num_workers must be >= 1 or null, got {self.num_workers}")
         if self.timeout is not None and not self.timeout > 0:
-            raise ConfigError(f"reward_model.timeout must be > 0 or null, got {self.timeout}")
+            raise ValueError(f"timeout must be > 0 or null, got {self.timeout}")
         for pattern, weights in self.scorer_weights.items():
             if not weights:
-                raise ConfigError(f"reward_model.scorer_weights.{pattern} must name at least one scorer")
+                raise ValueError(f"scorer_weights.{pattern} must name at least one scorer")
             for name, w in weights.items():
                 if w < 0:
-                    raise ConfigError(f"reward_model.scorer_weights.{pattern}.{name} must be >= 0, got {w}")
+                    raise ValueError(f"scorer_weights.{pattern}.{name} must be >= 0, got {w}")
 
 
 @dataclass

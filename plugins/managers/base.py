@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Callable, Optional
+from typing import Any, Optional, Protocol
 
 import torch
 
@@ -23,6 +23,14 @@ from rewardkit.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOU
 
 # When a sample has several scorers, its status is the most serious of theirs.
 _SEVERITY = [OK, ABSTAIN, INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT]
+
+
+class Progress(Protocol):
+    """A progress bar (``tqdm`` fits): ``reset(total)`` once, then ``update(n)``."""
+
+    def reset(self, total: Optional[int] = None) -> None: ...
+
+    def update(self, n: int = 1) -> Any: ...
 
 
 def _freeze(value: Any) -> str:
@@ -69,8 +77,8 @@ class RewardManager:
         self.close()
 
     # -- the pipeline ----------------------------------------------------------
-    def __call__(self, batch: RewardBatch, progress: Optional[Callable[[int], None]] = None) -> RewardOutput:
-        """Score ``batch``. ``progress(n)`` is told as scorer calls finish (unique calls only)."""
+    def __call__(self, batch: RewardBatch, progress: Optional[Progress] = None) -> RewardOutput:
+        """Score ``batch``; ``progress`` counts scorer calls (identical samples are scored once)."""
         plans = self._route(batch)
         jobs: list[ScoreJob] = []
         index: dict[tuple, int] = {}
@@ -86,7 +94,9 @@ class RewardManager:
                                          batch.ground_truths[i], batch.extra_infos[i], ws.kwargs))
                 ids.append(index[key])
             job_of.append(ids)
-        outcomes = self.executor.run(jobs, progress) if jobs else []
+        if progress is not None:
+            progress.reset(total=len(jobs))
+        outcomes = self.executor.run(jobs, progress.update if progress is not None else None) if jobs else []
 
         scores = torch.zeros(len(batch), dtype=torch.float32)
         per_sample: list[dict[str, Any]] = []

@@ -1,0 +1,46 @@
+"""``rewardkit plugins``: what is installed and what each plugin registered."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rewardkit.plugins.plugins import load_registry
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print a JSON list of plugin objects")
+
+
+def run(args: argparse.Namespace) -> int:
+    registry = load_registry()
+    records = [
+        {
+            "name": p.name,
+            "distribution": p.distribution or "rewardkit",
+            "version": p.version or _own_version(),
+            "builtin": p.builtin,
+            "scorers": p.scorers,
+            "reward_managers": p.reward_managers,
+            "advantage_estimators": p.advantage_estimators,
+            "error": p.error,
+        }
+        for p in registry.plugins
+    ]
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return 0
+    for r in records:
+        print(f"{r['name']}  ({r['distribution']} {r['version']}{', built-in' if r['builtin'] else ''})")
+        for kind in ("scorers", "reward_managers", "advantage_estimators"):
+            if r[kind]:
+                print(f"  {kind.replace('_', ' ')}: {', '.join(r[kind])}")
+        if r["error"]:
+            print(f"  ERROR: {r['error']}")
+    print(f"\ndata sources: {', '.join(registry.known_data_sources())}")
+    return 0
+
+
+def _own_version() -> str:
+    import rewardkit
+
+    return rewardkit.__version__

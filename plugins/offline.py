@@ -1,0 +1,105 @@
+"""``rewardkit score``: score a file of responses offline, exactly as training would."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rewardkit.core.config import load_config
+from rewardkit.core.rows import read_rows, write_rows
+from rewardkit.core.schema import Config
+from rewardkit.plugins.batch import RewardBatch
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="jsonl or parquet rows in verl's schema plus a 'response' field (string or list)")
+    parser.add_argument("-o", "--output", help="where to write the scored rows (default: INPUT.scored.jsonl)")
+    parser.add_argument("--scorer", help="score every row with this scorer, whatever its data_source")
+    parser.add_argument("--config", help="a YAML config file")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. reward_model.reward_manager=parallel")
+
+
+def samples_of(rows: list[dict[str, Any]], reward_fn_key: str, source: str) -> tuple[RewardBatch, list[tuple[int, int]]]:
+    """Flatten rows (each with one or several responses) into a batch; returns it and each sample's (row, response) index."""
+    sources, solutions, truths, extras, styles, lengths = [], [], [], [], [], []
+    owners: list[tuple[int, int]] = []
+    for i, row in enumerate(rows):
+        where = f"{source}: row {i}"
+        if "response" not in row:
+            raise ValueError(f"{where}: missing 'response' (a string or a list of strings)")
+        responses = row["response"] if isinstance(row["response"], list) else [row["response"]]
+        if reward_fn_key not in row:
+            raise ValueError(f"{where}: missing '{reward_fn_key}' (data.reward_fn_key)")
+        rm = row.get("reward_model") or {}
+        if not isinstance(rm, dict) or "ground_truth" not in rm:
+            raise ValueError(f"{where}: missing 'reward_model.ground_truth'")
+        row_lengths = row.get("response_length")
+        if row_lengths is not None and not isinstance(row_lengths, list):
+            row_lengths = [row_lengths]
+        for j, response in enumerate(responses):
+            if not isinstance(response, str):
+                raise ValueError(f"{where}: response {j} is {type(response).__name__}, expected a string")
+            owners.append((i, j))
+            sources.append(row[reward_fn_key])
+            solutions.append(response)
+            truths.append(rm["ground_truth"])
+            extras.append(row.get("extra_info"))
+            styles.append(rm.get("style", "rule"))
+            lengths.append(row_lengths[j] if row_lengths is not None and j < len(row_lengths) else None)
+    batch = RewardBatch(sources, solutions, truths, extras, styles,
+                        response_lengths=lengths if all(n is not None for n in lengths) and lengths else None)
+    return batch, owners
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
+
+
+def summary_table(sources: list[str], scores: list[float], statuses: list[str], seconds: list[float]) -> str:
+    """The per-data_source table printed at the end of ``rewardkit score``."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, s in enumerate(sources):
+        groups[s].append(i)
+    header = f"{'data_source':<32} {'rows':>6} {'mean':>8} {'errors':>7} {'timeouts':>9} {'p50 ms':>9} {'p99 ms':>9}"
+    lines = [header, "-" * len(header)]
+    for source in sorted(groups) + ["(all)"]:
+        idx = groups[source] if source != "(all)" else list(range(len(sources)))
+        errs = sum(statuses[i] in ("error", "invalid", "crash", "unavailable") for i in idx)
+        touts = sum(statuses[i] == "timeout" for i in idx)
+        lat = [seconds[i] * 1000 for i in idx]
+        mean = sum(scores[i] for i in idx) / len(idx) if idx else 0.0
+        lines.append(f"{source[:32]:<32} {len(idx):>6} {mean:>8.3f} {errs:>7} {touts:>9} "
+                     f"{_percentile(lat, 0.5):>9.1f} {_percentile(lat, 0.99):>9.1f}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from rewardkit.plugins.factory import build_reward_manager
+
+    overrides = list(args.overrides) + ([f"reward_model.scorer={args.scorer}"] if args.scorer else [])
+    config = load_config(Config, args.config, overrides)
+    rows = read_rows(args.input)
+    batch, owners = samples_of(rows, config.data.reward_fn_key, args.input)
+    output = Path(args.output) if args.output else Path(args.input).with_suffix(".scored.jsonl")
+    with build_reward_manager(config) as manager:
+        manager.check_data_sources(batch.data_sources)
+        with tqdm(desc="scoring", unit="call", file=sys.stderr) as bar:
+            out = manager(batch, progress=bar)
+    scores = out.scores.tolist()
+    per_row: dict[int, list[tuple[float, dict]]] = defaultdict(list)
+    for k, (i, _j) in enumerate(owners):
+        per_row[i].append((scores[k], {key: values[k] for key, values in out.extra_info.items()}))
+    for i, row in enumerate(rows):
+        results = per_row.get(i, [])
+        many = isinstance(row["response"], list)
+        row["score"] = [s for s, _ in results] if many else results[0][0]
+        row["reward_extra_info"] = [e for _, e in results] if many else results[0][1]
+    write_rows(output, rows)
+    print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"]))
+    print(f"wrote {len(rows)} scored rows to {output}")
+    return 0
