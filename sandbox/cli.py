@@ -1,0 +1,63 @@
+"""``rewardkit sandbox ...``: run the code-execution service."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from rewardkit.sandbox.server import ServerSettings, serve
+
+_DEFAULTS = ServerSettings()
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``serve`` sub-command to ``rewardkit sandbox``."""
+    sub = parser.add_subparsers(dest="sandbox_command", required=True)
+    s = sub.add_parser("serve", help="serve SandboxFusion-compatible /run_code on HTTP",
+                       description="Serve the isolated code sandbox (see docs/sandbox.md).")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    s.add_argument("--port", type=int, default=8080)
+    s.add_argument("--workers", type=int, default=_DEFAULTS.workers,
+                   help=f"warm worker processes, i.e. concurrent runs (default: {_DEFAULTS.workers})")
+    s.add_argument("--token", default=os.environ.get("REWARDKIT_SANDBOX_TOKEN"),
+                   help="require this bearer token (default: $REWARDKIT_SANDBOX_TOKEN, or none)")
+    s.add_argument("--allow-weak-isolation", action="store_true",
+                   help="start even if some isolation layer is unavailable (reported in every response)")
+    s.add_argument("--python", default=_DEFAULTS.python, help="interpreter that runs Python programs")
+    s.add_argument("--spawn-python", action="store_true",
+                   help="start a fresh interpreter per Python run instead of forking a warm one")
+    s.add_argument("--max-pending", type=int, default=_DEFAULTS.max_pending,
+                   help="runs in flight before new requests get 429")
+    s.add_argument("--max-timeout", type=float, default=_DEFAULTS.max_timeout,
+                   help="largest compile_timeout/run_timeout accepted, seconds")
+    s.add_argument("--default-memory-mb", type=int, default=_DEFAULTS.default_memory_mb,
+                   help="memory limit when a request sends memory_limit_MB=-1")
+    s.add_argument("--max-memory-mb", type=int, default=_DEFAULTS.max_memory_mb)
+    s.add_argument("--max-processes", type=int, default=_DEFAULTS.max_processes,
+                   help="processes/threads one run may have (RLIMIT_NPROC)")
+    s.add_argument("--max-output-bytes", type=int, default=_DEFAULTS.max_output_bytes,
+                   help="stdout/stderr kept per stream; the rest is dropped and flagged")
+    s.add_argument("--base-uid", type=int, default=_DEFAULTS.base_uid,
+                   help="worker i runs programs as uid base+i")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch ``rewardkit sandbox <command>``."""
+    settings = ServerSettings(
+        host=args.host, port=args.port, workers=args.workers, token=args.token,
+        allow_weak_isolation=args.allow_weak_isolation, python=args.python, spawn_python=args.spawn_python,
+        max_pending=args.max_pending, max_timeout=args.max_timeout, default_memory_mb=args.default_memory_mb,
+        max_memory_mb=args.max_memory_mb, max_processes=args.max_processes,
+        max_output_bytes=args.max_output_bytes, base_uid=args.base_uid,
+    )
+    return serve(settings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rewardkit.sandbox.cli serve ...`` (the same as ``rewardkit sandbox``)."""
+    parser = argparse.ArgumentParser(prog="rewardkit sandbox")
+    configure(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

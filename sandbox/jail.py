@@ -1,0 +1,193 @@
+"""Linux isolation primitives for the sandbox worker: namespaces, mounts, rlimits.
+
+Standard library only: this module is loaded by ``worker.py``, which runs on
+the bare sandbox interpreter (``python -I``) and must not import the rewardkit
+package or anything from site-packages.
+
+Every function either applies one layer or raises ``OSError``; the caller
+decides whether a missing layer is fatal (see ``--allow-weak-isolation``).
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import resource
+import stat
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_MOVE = 8192
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+
+PR_SET_NO_NEW_PRIVS = 38
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+# Mount points the worker never remounts: per-run code mounts fresh
+# instances over them (proc for the PID namespace, sysfs for the network one).
+_SKIP_READONLY = ("/proc", "/sys")
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _b(value: str | None) -> bytes | None:
+    return None if value is None else value.encode()
+
+
+def unshare(flags: int) -> None:
+    """Move the calling process into new namespaces (``unshare(2)``)."""
+    _check(_libc.unshare(flags), f"unshare({flags:#x})")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    """``mount(2)``; raises ``OSError`` naming the target on failure."""
+    _check(_libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)), f"mount {target}")
+
+
+def set_hostname(name: str) -> None:
+    """Set the UTS hostname (only inside a private UTS namespace)."""
+    raw = name.encode()
+    _check(_libc.sethostname(raw, len(raw)), "sethostname")
+
+
+def set_no_new_privs() -> None:
+    """Forbid privilege gain through setuid binaries or file capabilities."""
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+
+
+def _mountinfo() -> list[tuple[str, set[str]]]:
+    """(mount point, per-mount options) for every mount this process sees."""
+    mounts = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            fields = line.split()
+            point = fields[4].replace("\\040", " ")
+            mounts.append((point, set(fields[5].split(","))))
+    return mounts
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _first_closed_ancestor(path: str) -> str | None:
+    """The shallowest directory on ``path`` that others may not traverse."""
+    current = "/"
+    for part in path.strip("/").split("/"):
+        current = os.path.join(current, part)
+        if not os.stat(current).st_mode & stat.S_IXOTH:
+            return current
+    return None
+
+
+def expose(path: str, staging: str) -> None:
+    """Make ``path`` reachable for unprivileged users without opening its parents.
+
+    A closed ancestor (e.g. ``/root`` with mode 700) is covered by an empty
+    tmpfs, and ``path`` alone is bind-mounted back at its original location,
+    so an interpreter under ``/root/.pyenv`` keeps working while the rest of
+    ``/root`` disappears from view.
+    """
+    closed = _first_closed_ancestor(path)
+    if closed is None:
+        return
+    os.makedirs(staging, exist_ok=True)
+    mount(path, staging, None, MS_BIND | MS_REC)
+    mount("tmpfs", closed, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    os.makedirs(path, mode=0o755, exist_ok=True)
+    mount(staging, path, None, MS_MOVE)
+
+
+def enter_readonly_view(expose_paths: list[str]) -> None:
+    """Give the calling process a private mount namespace whose every mount is read-only.
+
+    Bind remounts change per-mount flags only, never the host's file systems.
+    ``nosuid`` everywhere closes setuid binaries; ``nodev`` everywhere but
+    ``/dev`` keeps device nodes from being smuggled in.
+    """
+    unshare(CLONE_NEWNS)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    for index, path in enumerate(expose_paths):
+        expose(path, f"/tmp/stage{index}")
+    for point, options in _mountinfo():
+        if any(_under(point, skip) for skip in _SKIP_READONLY):
+            continue
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID
+        if not _under(point, "/dev"):
+            flags |= MS_NODEV
+        if "noexec" in options:
+            flags |= MS_NOEXEC
+        try:
+            mount(None, point, None, flags)
+        except OSError as exc:
+            # A mount hidden under another one (e.g. a second /dev/pts) is
+            # unreachable by path; nothing can reach it, so nothing to protect.
+            if exc.errno not in (errno.EINVAL, errno.ENOENT):
+                raise
+
+
+def mount_private_tmp(size_mb: int) -> None:
+    """A fresh, size-capped tmpfs on /tmp and /dev/shm for one run."""
+    opts = f"size={size_mb}m,mode=1777"
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777")
+
+
+def mount_fresh_sysfs() -> None:
+    """sysfs as seen from the current network namespace (only its loopback)."""
+    mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def mount_fresh_proc() -> None:
+    """procfs for the current PID namespace: other runs' processes are invisible."""
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def apply_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int, nofile: int) -> None:
+    """Resource limits for one run.
+
+    Address space = ``memory_mb``; the stack stays at 8 MiB because glibc
+    sizes every thread's stack from RLIMIT_STACK, so a larger one would eat
+    the address-space budget and break threaded programs.
+    """
+    mib = 1024 * 1024
+    limits = {
+        resource.RLIMIT_AS: memory_mb * mib,
+        resource.RLIMIT_CPU: cpu_seconds,
+        resource.RLIMIT_NPROC: nproc,
+        resource.RLIMIT_FSIZE: fsize_mb * mib,
+        resource.RLIMIT_NOFILE: nofile,
+        resource.RLIMIT_STACK: 8 * mib,
+        resource.RLIMIT_CORE: 0,
+    }
+    for which, value in limits.items():
+        hard = value + 1 if which == resource.RLIMIT_CPU else value
+        resource.setrlimit(which, (value, hard))
+
+
+def drop_privileges(uid: int) -> None:
+    """Become ``uid``/``uid`` with no supplementary groups (irreversibly)."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)

@@ -1,0 +1,219 @@
+"""The server's pool of warm worker processes (asyncio side).
+
+Each worker runs one job at a time; requests wait in a bounded queue for a
+free worker, and the queue answers ``Overloaded`` once it is full so the
+server can reply 429 instead of piling up work it cannot finish.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rewardkit.sandbox import frames
+
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+
+# Isolation layers a run reports, with what each one guarantees; all are
+# required unless the server was started with --allow-weak-isolation.
+LAYERS = {
+    "mount_namespace": "private mount namespace per run",
+    "readonly_root": "read-only view of the host file system",
+    "private_tmp": "fresh size-capped tmpfs for /tmp and the work dir",
+    "network_namespace": "no network: only a downed loopback",
+    "pid_namespace": "PID namespace: a timeout kills the whole process tree",
+    "ipc_namespace": "private IPC and hostname",
+    "unprivileged_uid": "programs run as an unprivileged uid",
+}
+
+# Seconds a worker may overrun a job's own timeout before it is presumed hung.
+_WORKER_SLACK_S = 15.0
+
+
+class Overloaded(Exception):
+    """The queue is full; the caller should retry later (HTTP 429)."""
+
+
+class WorkerFailed(Exception):
+    """A worker died or hung while running a job (HTTP 200 with SandboxError)."""
+
+
+def worker_argv(python: str, uid: int, expose: list[str]) -> list[str]:
+    argv = [python, "-I", str(WORKER_SCRIPT), "--uid", str(uid)]
+    for path in expose:
+        argv += ["--expose", path]
+    return argv
+
+
+def probe_isolation(python: str, uid: int, expose: list[str]) -> dict[str, bool]:
+    """Start one worker, run ``print()`` through it, and report each layer's state.
+
+    Synchronous so ``serve`` can refuse to start before binding a port.
+    """
+    proc = subprocess.Popen(worker_argv(python, uid, expose), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        hello = frames.read_frame(proc.stdout.fileno())
+        if hello is None:
+            raise RuntimeError(f"the sandbox worker ({python}) exited during start-up; see its stderr above")
+        frames.write_frame(proc.stdin.fileno(), probe_job())
+        result = frames.read_frame(proc.stdout.fileno())
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+    if result is None or "error" in result:
+        raise RuntimeError(f"the sandbox worker could not run a probe program: {result}")
+    return {name: bool(result["layers"].get(name)) for name in LAYERS}
+
+
+def probe_job() -> dict:
+    return job_template(mode="inline-python", main="probe.py", files={"probe.py": b"print()"})
+
+
+def job_template(**fields) -> dict:
+    """A job with the worker's defaults; callers override what they set."""
+    job = {
+        "mode": "exec",
+        "argv": None,
+        "main": None,
+        "files": {},
+        "executable": (),
+        "stdin": b"",
+        "timeout": 5.0,
+        "memory_mb": 512,
+        "nproc": 64,
+        "fsize_mb": 64,
+        "nofile": 256,
+        "tmpfs_mb": 256,
+        "fetch": (),
+        "max_output": 1 << 20,
+        "max_file_bytes": 64 << 20,
+        "env": {},
+    }
+    job.update(fields)
+    return job
+
+
+@dataclass
+class _Worker:
+    index: int
+    argv: list[str]
+    proc: asyncio.subprocess.Process | None = None
+    runs: int = 0
+
+    async def start(self) -> dict:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
+        hello = await self._read()
+        if hello is None:
+            raise WorkerFailed(f"sandbox worker {self.index} exited during start-up")
+        return hello
+
+    async def call(self, job: dict) -> dict:
+        self.proc.stdin.write(frames.encode(job))
+        await self.proc.stdin.drain()
+        reply = await self._read()
+        if reply is None:
+            raise WorkerFailed(f"sandbox worker {self.index} died while running a job")
+        self.runs += 1
+        return reply
+
+    async def _read(self):
+        try:
+            header = await self.proc.stdout.readexactly(frames.HEADER.size)
+            (length,) = frames.HEADER.unpack(header)
+            body = await self.proc.stdout.readexactly(length)
+        except asyncio.IncompleteReadError:
+            return None
+        return frames.iter_frames(header + body).__next__()
+
+    async def stop(self) -> None:
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        await self.proc.wait()
+
+
+@dataclass
+class WorkerPool:
+    """``size`` warm workers, each with its own unprivileged uid (``base_uid + i``).
+
+    A per-worker uid keeps RLIMIT_NPROC per run: a fork bomb in one run
+    cannot starve the processes of a run in another worker.
+    """
+
+    python: str
+    size: int
+    base_uid: int
+    expose: list[str]
+    max_pending: int
+    _idle: asyncio.Queue = field(init=False)
+    _workers: list[_Worker] = field(init=False, default_factory=list)
+    pending: int = field(init=False, default=0)
+    busy: int = field(init=False, default=0)
+    restarts: int = field(init=False, default=0)
+
+    async def start(self) -> None:
+        self._idle = asyncio.Queue()
+        for index in range(self.size):
+            worker = _Worker(index, worker_argv(self.python, self.base_uid + index, self.expose))
+            await worker.start()
+            self._workers.append(worker)
+            self._idle.put_nowait(worker)
+
+    async def stop(self) -> None:
+        for worker in self._workers:
+            await worker.stop()
+
+    def reserve(self, count: int) -> None:
+        """Claim ``count`` run slots for one request, or raise ``Overloaded``."""
+        if self.pending + count > self.max_pending:
+            raise Overloaded(f"sandbox queue is full ({self.pending} runs in flight, limit {self.max_pending})")
+        self.pending += count
+
+    def release(self, count: int) -> None:
+        """Give back the slots a request reserved, once it is done."""
+        self.pending -= count
+
+    @property
+    def queue_depth(self) -> int:
+        """Runs waiting for a free worker."""
+        return max(0, self.pending - self.busy)
+
+    async def run(self, job: dict) -> dict:
+        """Run one job on the next free worker (within a reservation)."""
+        worker = await self._idle.get()
+        # Shielded: a client that disconnects mid-run must not leave a
+        # half-read reply in the worker's pipe for the next request.
+        return await asyncio.shield(asyncio.ensure_future(self._call(worker, job)))
+
+    async def _call(self, worker: _Worker, job: dict) -> dict:
+        self.busy += 1
+        try:
+            return await asyncio.wait_for(worker.call(job), job["timeout"] + _WORKER_SLACK_S)
+        except (asyncio.TimeoutError, WorkerFailed, ConnectionError) as exc:
+            await self._replace(worker)
+            raise WorkerFailed(f"sandbox worker {worker.index} failed: {exc or 'timed out'}") from exc
+        finally:
+            self.busy -= 1
+            self._idle.put_nowait(worker)
+
+    async def _replace(self, worker: _Worker) -> None:
+        await worker.stop()
+        self.restarts += 1
+        await worker.start()
+
+    def worker_pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers if w.proc is not None]
+
+
+def default_expose(python: str) -> list[str]:
+    """Directories the sandbox interpreter needs that may sit under a closed parent."""
+    real = os.path.realpath(python)
+    prefix = os.path.dirname(os.path.dirname(real))
+    return [prefix]

@@ -1,0 +1,119 @@
+"""Request and response bodies of the sandbox HTTP API (SandboxFusion-compatible).
+
+Requests accept SandboxFusion's fields and ignore unknown ones, so existing
+clients (verl's among them) work unchanged. Responses carry SandboxFusion's
+fields plus ours (``verdict``, ``cpu_time``, truncation flags, ...), which
+strict SandboxFusion clients simply ignore.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import posixpath
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+RunStatus = Literal["Finished", "TimeLimitExceeded", "Error"]
+ApiStatus = Literal["Success", "Failed", "SandboxError"]
+Verdict = Literal["OK", "RuntimeError", "TimeLimitExceeded", "MemoryLimitExceeded", "CompileError", "SandboxError"]
+
+
+def check_relative_path(path: str) -> str:
+    """Return ``path`` if it stays inside the work dir; raise ``ValueError`` otherwise."""
+    if not path or "\x00" in path:
+        raise ValueError(f"file path {path!r} is empty or contains NUL")
+    if path.startswith("/") or path.startswith("\\"):
+        raise ValueError(f"file path {path!r} is absolute; only paths relative to the work dir are allowed")
+    normal = posixpath.normpath(path)
+    if normal == ".." or normal.startswith("../") or normal == ".":
+        raise ValueError(f"file path {path!r} escapes the work dir")
+    return normal
+
+
+class _Limits(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    code: str
+    language: str = "python"
+    compile_timeout: float = Field(10.0, gt=0)
+    run_timeout: float = Field(10.0, gt=0)
+    memory_limit_MB: int = Field(-1, description="-1 means the server's default")
+    files: dict[str, Optional[str]] = Field(default_factory=dict, description="relative path -> base64 content")
+
+    @field_validator("files")
+    @classmethod
+    def _decode_files(cls, files: dict[str, Optional[str]]) -> dict[str, Optional[str]]:
+        for path, content in files.items():
+            check_relative_path(path)
+            if content is not None:
+                try:
+                    base64.b64decode(content, validate=True)
+                except (binascii.Error, ValueError) as exc:
+                    raise ValueError(f"file {path!r} is not valid base64: {exc}") from exc
+        return files
+
+    @field_validator("memory_limit_MB")
+    @classmethod
+    def _memory(cls, value: int) -> int:
+        if value == 0 or value < -1:
+            raise ValueError("must be a positive number of MiB, or -1 for the server default")
+        return value
+
+    def decoded_files(self) -> dict[str, bytes]:
+        return {check_relative_path(p): base64.b64decode(c) for p, c in self.files.items() if c is not None}
+
+
+class RunCodeRequest(_Limits):
+    """``POST /run_code``: run ``code`` once with ``stdin``."""
+
+    stdin: Optional[str] = None
+    fetch_files: list[str] = Field(default_factory=list)
+
+    @field_validator("fetch_files")
+    @classmethod
+    def _fetch(cls, paths: list[str]) -> list[str]:
+        return [check_relative_path(p) for p in paths]
+
+
+class BatchCase(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    stdin: Optional[str] = None
+
+
+class RunBatchRequest(_Limits):
+    """``POST /v1/run_batch``: compile once, run the program once per case."""
+
+    cases: list[BatchCase] = Field(min_length=1)
+
+
+class CommandResult(BaseModel):
+    """One compile or run step (SandboxFusion's ``CommandRunResult`` plus our fields)."""
+
+    status: RunStatus
+    execution_time: Optional[float] = None
+    return_code: Optional[int] = None
+    stdout: Optional[str] = None
+    stderr: Optional[str] = None
+    verdict: Verdict = "OK"
+    cpu_time: Optional[float] = None
+    max_rss_kb: Optional[int] = None
+    signal: Optional[int] = None
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+
+
+class RunCodeResponse(BaseModel):
+    status: ApiStatus
+    message: str = ""
+    compile_result: Optional[CommandResult] = None
+    run_result: Optional[CommandResult] = None
+    executor_pod_name: Optional[str] = None
+    files: dict[str, str] = Field(default_factory=dict)
+
+
+class RunBatchResponse(BaseModel):
+    status: ApiStatus
+    message: str = ""
+    compile_result: Optional[CommandResult] = None
+    results: list[CommandResult] = Field(default_factory=list)

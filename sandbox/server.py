@@ -1,0 +1,324 @@
+"""The sandbox HTTP service: SandboxFusion's ``/run_code`` plus batch and status endpoints.
+
+``serve(settings)`` probes which isolation layers this host provides,
+refuses to start if any is missing (unless ``allow_weak_isolation``), then
+runs the FastAPI app on uvicorn. Every request runs through a
+:class:`~rewardkit.sandbox.pool.WorkerPool` of warm, pre-forked workers.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import uvicorn
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from rewardkit.sandbox.languages import Language, detect_languages
+from rewardkit.sandbox.pool import LAYERS, Overloaded, WorkerFailed, WorkerPool, default_expose, job_template
+from rewardkit.sandbox.pool import probe_isolation
+from rewardkit.sandbox.schema import (
+    CommandResult,
+    RunBatchRequest,
+    RunBatchResponse,
+    RunCodeRequest,
+    RunCodeResponse,
+)
+from rewardkit.sandbox.verdicts import command_result
+
+
+def base_interpreter() -> str:
+    """The real interpreter behind this (possibly virtual-env) Python."""
+    return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+
+
+@dataclass
+class ServerSettings:
+    """Everything ``rewardkit sandbox serve`` can set; defaults suit a laptop."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    workers: int = field(default_factory=lambda: max(2, 2 * (os.cpu_count() or 1)))
+    token: str | None = None
+    allow_weak_isolation: bool = False
+    python: str = field(default_factory=base_interpreter)
+    spawn_python: bool = False  # exec a fresh interpreter per run instead of the warm path
+    max_pending: int = 1024
+    max_timeout: float = 60.0
+    default_memory_mb: int = 1024
+    max_memory_mb: int = 8192
+    compile_memory_mb: int = 2048
+    max_processes: int = 64
+    max_file_mb: int = 64
+    max_open_files: int = 256
+    tmpfs_mb: int = 256
+    max_output_bytes: int = 1 << 20
+    max_batch_cases: int = 1000
+    base_uid: int = 61000
+
+
+class Sandbox:
+    """Request handling between the HTTP layer and the worker pool."""
+
+    def __init__(self, settings: ServerSettings, layers: dict[str, bool]):
+        self.settings = settings
+        self.layers = layers
+        self.missing = [name for name, ok in layers.items() if not ok]
+        self.languages: dict[str, Language] = detect_languages(settings.python)
+        self.pool = WorkerPool(
+            python=settings.python,
+            size=settings.workers,
+            base_uid=settings.base_uid,
+            expose=default_expose(settings.python),
+            max_pending=settings.max_pending,
+        )
+        self.verdicts: Counter[str] = Counter()
+        self.started = time.time()
+
+    # -- validation that depends on the server's configuration -------------------
+
+    def _language(self, name: str) -> Language:
+        if name not in self.languages:
+            raise HTTPException(400, f"language: {name!r} is not supported here; available: {sorted(self.languages)}")
+        return self.languages[name]
+
+    def _check(self, req) -> int:
+        for name in ("compile_timeout", "run_timeout"):
+            if getattr(req, name) > self.settings.max_timeout:
+                raise HTTPException(400, f"{name}: {getattr(req, name)} s exceeds this server's limit of "
+                                         f"{self.settings.max_timeout} s")
+        memory = self.settings.default_memory_mb if req.memory_limit_MB == -1 else req.memory_limit_MB
+        if memory > self.settings.max_memory_mb:
+            raise HTTPException(400, f"memory_limit_MB: {memory} exceeds this server's limit of "
+                                     f"{self.settings.max_memory_mb}")
+        return memory
+
+    def _job(self, **fields) -> dict:
+        s = self.settings
+        return job_template(nproc=s.max_processes, fsize_mb=s.max_file_mb, nofile=s.max_open_files,
+                            tmpfs_mb=s.tmpfs_mb, max_output=s.max_output_bytes,
+                            max_file_bytes=s.max_file_mb << 20, **fields)
+
+    def _message(self, *notes: str) -> str:
+        parts = [n for n in notes if n]
+        if self.missing:
+            parts.append("weak isolation: missing layers " + ", ".join(self.missing))
+        return "; ".join(parts)
+
+    async def _execute(self, job: dict) -> tuple[CommandResult, dict]:
+        report = await self.pool.run(job)
+        if "error" in report:
+            raise WorkerFailed(report["error"])
+        return command_result(report), report
+
+    # -- the two kinds of request ------------------------------------------------
+
+    async def _compile(self, lang: Language, files: dict[str, bytes], req, memory: int):
+        """Compile when the language needs it; returns (compile_result, files for the run)."""
+        if lang.compile_argv is None:
+            return None, files
+        job = self._job(argv=list(lang.compile_argv), files=files, timeout=req.compile_timeout,
+                        memory_mb=max(memory, self.settings.compile_memory_mb), fetch=(lang.binary,))
+        result, report = await self._execute(job)
+        if result.verdict != "OK":
+            result.verdict = "TimeLimitExceeded" if result.status == "TimeLimitExceeded" else "CompileError"
+            return result, None
+        binary = report["files"].get(lang.binary)
+        if binary is None:
+            raise WorkerFailed(f"the compiler exited 0 but produced no {lang.binary!r}")
+        return result, {lang.binary: binary}
+
+    def _run_job(self, lang: Language, files: dict[str, bytes], stdin: str | None, req, memory: int, fetch=()):
+        common = dict(files=files, stdin=(stdin or "").encode(), timeout=req.run_timeout, memory_mb=memory,
+                      fetch=tuple(fetch))
+        if lang.warm_python and not self.settings.spawn_python:
+            return self._job(mode="inline-python", main=lang.source, **common)
+        executable = (lang.binary,) if lang.binary else ()
+        return self._job(argv=list(lang.run_argv), executable=executable, **common)
+
+    async def run_code(self, req: RunCodeRequest) -> RunCodeResponse:
+        lang = self._language(req.language)
+        memory = self._check(req)
+        files = {**req.decoded_files(), lang.source: req.code.encode()}
+        steps = 2 if lang.compile_argv else 1
+        self.pool.reserve(steps)
+        try:
+            compile_result, run_files = await self._compile(lang, files, req, memory)
+            if run_files is None:
+                self.verdicts[compile_result.verdict] += 1
+                return RunCodeResponse(status="Failed", compile_result=compile_result,
+                                       message=self._message("compilation failed"))
+            if lang.compile_argv:
+                run_files = {**files, **run_files}
+            run_result, report = await self._execute(
+                self._run_job(lang, run_files, req.stdin, req, memory, req.fetch_files))
+        except WorkerFailed as exc:
+            self.verdicts["SandboxError"] += 1
+            return RunCodeResponse(status="SandboxError", message=self._message(str(exc)))
+        finally:
+            self.pool.release(steps)
+        self.verdicts[run_result.verdict] += 1
+        missing = [p for p in req.fetch_files if p not in report["files"]]
+        notes = [f"fetch_files: {missing} not found" if missing else "",
+                 "output truncated" if run_result.stdout_truncated or run_result.stderr_truncated else ""]
+        return RunCodeResponse(
+            status="Success" if run_result.verdict == "OK" else "Failed",
+            message=self._message(*notes),
+            compile_result=compile_result,
+            run_result=run_result,
+            files={p: base64.b64encode(data).decode() for p, data in report["files"].items()},
+        )
+
+    async def run_batch(self, req: RunBatchRequest) -> RunBatchResponse:
+        lang = self._language(req.language)
+        memory = self._check(req)
+        if len(req.cases) > self.settings.max_batch_cases:
+            raise HTTPException(400, f"cases: {len(req.cases)} cases exceed this server's limit of "
+                                     f"{self.settings.max_batch_cases}")
+        files = {**req.decoded_files(), lang.source: req.code.encode()}
+        steps = len(req.cases) + (1 if lang.compile_argv else 0)
+        self.pool.reserve(steps)
+        try:
+            compile_result, run_files = await self._compile(lang, files, req, memory)
+            if run_files is None:
+                self.verdicts[compile_result.verdict] += 1
+                return RunBatchResponse(status="Failed", compile_result=compile_result,
+                                        message=self._message("compilation failed"))
+            if lang.compile_argv:
+                run_files = {**files, **run_files}
+            jobs = [self._run_job(lang, run_files, case.stdin, req, memory) for case in req.cases]
+            outcomes = await asyncio.gather(*(self._execute(job) for job in jobs), return_exceptions=True)
+        except WorkerFailed as exc:
+            self.verdicts["SandboxError"] += 1
+            return RunBatchResponse(status="SandboxError", message=self._message(str(exc)))
+        finally:
+            self.pool.release(steps)
+        results = []
+        for outcome in outcomes:
+            if isinstance(outcome, WorkerFailed):
+                self.verdicts["SandboxError"] += 1
+                return RunBatchResponse(status="SandboxError", message=self._message(str(outcome)))
+            if isinstance(outcome, BaseException):
+                raise outcome
+            self.verdicts[outcome[0].verdict] += 1
+            results.append(outcome[0])
+        ok = all(r.verdict == "OK" for r in results)
+        truncated = any(r.stdout_truncated or r.stderr_truncated for r in results)
+        return RunBatchResponse(status="Success" if ok else "Failed", compile_result=compile_result,
+                                results=results, message=self._message("output truncated" if truncated else ""))
+
+    def status(self) -> dict:
+        return {
+            "isolation": self.layers,
+            "missing_layers": self.missing,
+            "languages": sorted(self.languages),
+            "python": self.settings.python,
+            "python_mode": "spawn" if self.settings.spawn_python else "warm",
+            "workers": self.settings.workers,
+            "busy_workers": self.pool.busy,
+            "queue_depth": self.pool.queue_depth,
+            "runs_in_flight": self.pool.pending,
+            "max_pending": self.settings.max_pending,
+            "runs_by_verdict": dict(self.verdicts),
+            "worker_restarts": self.pool.restarts,
+            "uptime_s": round(time.time() - self.started, 3),
+        }
+
+
+def create_app(sandbox: Sandbox) -> FastAPI:
+    """The FastAPI app; the worker pool starts and stops with it."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        await sandbox.pool.start()
+        try:
+            yield
+        finally:
+            await sandbox.pool.stop()
+
+    app = FastAPI(title="rewardkit sandbox", lifespan=lifespan)
+    token = sandbox.settings.token
+
+    def authorize(request: Request) -> None:
+        if token is None:
+            return
+        header = request.headers.get("authorization", "")
+        given = header[7:] if header.lower().startswith("bearer ") else request.query_params.get("token")
+        if given != token:
+            raise HTTPException(401, "missing or wrong token: send 'Authorization: Bearer <token>' "
+                                     "or append '?token=<token>' to the URL")
+
+    auth = [Depends(authorize)]
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError):
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"] if p != "body") or "body"
+            problems.append(f"{where}: {err['msg']}")
+        return JSONResponse(status_code=422, content={"detail": "; ".join(problems)})
+
+    @app.exception_handler(Overloaded)
+    async def _overloaded(_request: Request, exc: Overloaded):
+        return JSONResponse(status_code=429, content={"detail": str(exc)}, headers={"Retry-After": "1"})
+
+    @app.get("/v1/ping", response_class=PlainTextResponse)
+    async def ping() -> str:
+        return "pong"
+
+    @app.get("/v1/status", dependencies=auth)
+    async def status() -> dict:
+        return sandbox.status()
+
+    @app.post("/run_code", dependencies=auth, response_model=RunCodeResponse, response_model_exclude_none=False)
+    async def run_code(req: RunCodeRequest) -> RunCodeResponse:
+        return await sandbox.run_code(req)
+
+    @app.post("/v1/run_batch", dependencies=auth, response_model=RunBatchResponse)
+    async def run_batch(req: RunBatchRequest) -> RunBatchResponse:
+        return await sandbox.run_batch(req)
+
+    return app
+
+
+class WeakIsolation(RuntimeError):
+    """Some isolation layer is unavailable and weak isolation was not allowed."""
+
+
+def check_isolation(settings: ServerSettings) -> dict[str, bool]:
+    """Probe the layers; raise ``WeakIsolation`` naming the missing ones unless allowed."""
+    layers = probe_isolation(settings.python, settings.base_uid, default_expose(settings.python))
+    missing = [name for name, ok in layers.items() if not ok]
+    if missing and not settings.allow_weak_isolation:
+        lines = "\n".join(f"  - {name}: {LAYERS[name]}" for name in missing)
+        raise WeakIsolation(
+            "refusing to start: these isolation layers are unavailable on this host "
+            f"(namespaces need root or CAP_SYS_ADMIN):\n{lines}\n"
+            "Start with --allow-weak-isolation to run anyway; the missing layers are then reported "
+            "by /v1/status and in every response's message."
+        )
+    return layers
+
+
+def serve(settings: ServerSettings) -> int:
+    """Probe isolation, then serve until interrupted. Returns a process exit code."""
+    try:
+        layers = check_isolation(settings)
+    except WeakIsolation as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    sandbox = Sandbox(settings, layers)
+    config = uvicorn.Config(create_app(sandbox), host=settings.host, port=settings.port,
+                            log_level="warning", access_log=False, backlog=4096)
+    print(f"rewardkit sandbox: http://{settings.host}:{settings.port} ({settings.workers} workers, "
+          f"languages {sorted(sandbox.languages)}, missing layers {sandbox.missing or 'none'})",
+          file=sys.stderr, flush=True)
+    uvicorn.Server(config).run()
+    return 0

@@ -1,0 +1,48 @@
+"""Turn a worker's raw report of one process into an API ``CommandResult``.
+
+Verdicts, in order of precedence:
+
+* ``TimeLimitExceeded``: the wall-clock deadline passed, or the CPU-time
+  rlimit fired (SIGXCPU);
+* ``MemoryLimitExceeded``: non-zero exit and the program reported failing to
+  allocate (Python ``MemoryError``, C++ ``std::bad_alloc``, ``ENOMEM``) —
+  with an address-space limit an allocation fails rather than the kernel
+  killing the process, so the program's own report is the signal;
+* ``RuntimeError``: any other non-zero exit or death by signal;
+* ``OK``: exit status 0.
+
+Output beyond the cap is dropped and flagged; it never changes the verdict.
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+from rewardkit.sandbox.schema import CommandResult
+
+_OOM_MARKERS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory")
+_STDERR_TAIL = 4096
+
+
+def command_result(report: dict) -> CommandResult:
+    """SandboxFusion-shaped result for one worker report (see ``worker.Worker.run``)."""
+    fields = {
+        "execution_time": round(report["wall_time"], 6),
+        "stdout": report["stdout"].decode("utf-8", errors="replace"),
+        "stderr": report["stderr"].decode("utf-8", errors="replace"),
+        "cpu_time": round(report["cpu_time"], 6),
+        "max_rss_kb": report["max_rss_kb"],
+        "stdout_truncated": report["stdout_truncated"],
+        "stderr_truncated": report["stderr_truncated"],
+    }
+    exit_code = os.waitstatus_to_exitcode(report["wait_status"])
+    killed_by = -exit_code if exit_code < 0 else None
+    if report["timed_out"] or killed_by == signal.SIGXCPU:
+        return CommandResult(status="TimeLimitExceeded", verdict="TimeLimitExceeded", signal=killed_by, **fields)
+    if exit_code == 0:
+        verdict = "OK"
+    elif any(marker in report["stderr"][-_STDERR_TAIL:] for marker in _OOM_MARKERS):
+        verdict = "MemoryLimitExceeded"
+    else:
+        verdict = "RuntimeError"
+    return CommandResult(status="Finished", return_code=exit_code, verdict=verdict, signal=killed_by, **fields)
