@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else Path(args.input).with_suffix(".scored.jsonl")
     with build_reward_manager(config) as manager:
         manager.check_data_sources(batch.data_sources)
-        with tqdm(desc="scoring", unit="call", file=sys.stderr) as bar:
+        with tqdm(total=len(batch), desc="scoring", unit="call", file=sys.stderr) as bar:
             out = manager(batch, progress=bar)
     scores = out.scores.tolist()
     per_row: dict[int, list[tuple[float, dict]]] = defaultdict(list)

@@ -36,7 +36,7 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
 
     def reward(prompts: Sequence[Any] = (), completions: Sequence[Any] = (), **columns: Any) -> list[float]:
         n = len(completions)
-        sources = columns.get("data_source") or [data_source] * n
+        sources = columns.get("data_source") or [data_source or scorer] * n
         if any(s is None for s in sources):
             raise ValueError("no data_source: add a 'data_source' column or pass data_source= to trl_reward_func")
         rm = columns.get("reward_model")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,8 +35,24 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     command_parser = argparse.ArgumentParser(prog=f"rewardkit {name}", description=COMMANDS[name][1])
     module.configure(command_parser)
-    args = command_parser.parse_args(argv[1:])
-    return int(module.run(args) or 0)
+    # key=value overrides may follow options (`score IN -o OUT a.b=1`), which a
+    # plain positional nargs="*" would reject: collect the stragglers here.
+    args, extra = command_parser.parse_known_args(argv[1:])
+    if extra:
+        if hasattr(args, "overrides") and all("=" in item and not item.startswith("-") for item in extra):
+            args.overrides = list(args.overrides or []) + extra
+        else:
+            command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        return int(module.run(args) or 0)
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        # Config, data and plugin errors name what was wrong; a traceback adds
+        # nothing for the user. REWARDKIT_DEBUG=1 shows it anyway.
+        if os.environ.get("REWARDKIT_DEBUG"):
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"rewardkit {name}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
