@@ -1,0 +1,59 @@
+"""Start a real sandbox server in a subprocess on a free loopback port (tests, benchmarks)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Iterator
+
+import requests
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_server(*args: str, start_timeout_s: float = 60.0, prefix: tuple[str, ...] = ()) -> Iterator[str]:
+    """Yield the base URL of ``rewardkit sandbox serve <args>`` bound to 127.0.0.1.
+
+    ``prefix`` wraps the command (e.g. ``setpriv ...`` to drop privileges).
+    The server is stopped (SIGTERM, then SIGKILL) on exit.
+    """
+    port = free_port()
+    cmd = [*prefix, sys.executable, "-m", "rewardkit.sandbox.cli", "serve", "--host", "127.0.0.1",
+           "--port", str(port), *args]
+    # A file, not a pipe: nobody drains a pipe while tests run, and a full one would stall the server.
+    log = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + start_timeout_s
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"sandbox server exited with {proc.returncode}:\n{log.read()}")
+            try:
+                if requests.get(url + "/v1/ping", timeout=1).ok:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sandbox server did not answer within {start_timeout_s} s")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
