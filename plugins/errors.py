@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-class RewardError(Exception):
+class RewardError(ValueError):
     """Base class for reward configuration and routing errors."""
 
 
