@@ -1,0 +1,134 @@
+"""Accuracy of ``math_answer`` against verl's math scorers and plain math-verify.
+
+Every judge scores every case of a labelled set (default:
+``tests/data/math_answer_cases.jsonl``: response, gold, data_source, whether
+the response is correct) and is graded on agreement with the label:
+
+* ``math_answer``         rewardkit's verifier
+* ``verl (by source)``    verl's ``default_compute_score`` routing: gsm8k for
+                          ``openai/gsm8k``, math_reward for MATH sources,
+                          math_dapo for DAPO / AIME sources
+* ``gsm8k`` / ``math_reward`` / ``math_dapo`` / ``math_verify``
+                          each verl port applied to every case
+* ``math-verify (plain)`` ``verify(parse(gold), parse(response))`` with
+                          math-verify's default extraction
+
+Usage: ``python benchmarks/math_accuracy.py [CASES.jsonl] [--json]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+from rewardkit.reward_fns import gsm8k, math_answer, math_dapo, math_reward, mathverify
+from rewardkit.reward_fns.math_verify_calls import parse, verify
+
+DEFAULT_CASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "math_answer_cases.jsonl"
+VERL_ROUTES = {"openai/gsm8k": gsm8k, "lighteval/MATH": math_reward, "DigitalLearningGmbH/MATH-lighteval": math_reward,
+               "HuggingFaceH4/MATH-500": math_reward}
+
+Case = dict[str, Any]
+
+
+def load_cases(path: Path) -> list[Case]:
+    """The labelled cases of a jsonl file (keys: id, category, data_source, response, gold, correct)."""
+    cases = []
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if line.strip():
+                case = json.loads(line)
+                missing = {"id", "category", "data_source", "response", "gold", "correct"} - case.keys()
+                if missing:
+                    raise ValueError(f"{path}:{line_no}: case lacks {sorted(missing)}")
+                cases.append(case)
+    return cases
+
+
+def _accepts(result: float | dict) -> bool:
+    return (result["score"] if isinstance(result, dict) else result) > 0
+
+
+def _verl_by_source(case: Case) -> bool:
+    source = case["data_source"]
+    module = VERL_ROUTES.get(source, math_dapo)  # math_dapo / math / aime* (the rest of the set)
+    return _accepts(module.compute_score(source, case["response"], case["gold"]))
+
+
+def _plain_math_verify(case: Case) -> bool:
+    from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
+
+    default = (LatexExtractionConfig(), ExprExtractionConfig())
+    return verify(parse(case["gold"], default), parse(case["response"], default))
+
+
+def _scorer(module: Any) -> Callable[[Case], bool]:
+    return lambda case: _accepts(module.compute_score(case["data_source"], case["response"], case["gold"]))
+
+
+JUDGES: dict[str, Callable[[Case], bool]] = {
+    "math_answer": _scorer(math_answer),
+    "verl (by source)": _verl_by_source,
+    "gsm8k": _scorer(gsm8k),
+    "math_reward": _scorer(math_reward),
+    "math_dapo": _scorer(math_dapo),
+    "math_verify": _scorer(mathverify),
+    "math-verify (plain)": _plain_math_verify,
+}
+
+
+def evaluate(cases: list[Case]) -> dict[str, dict[str, Any]]:
+    """Per judge: accuracy, counts of false accepts / false rejects, and the ids it got wrong."""
+    report = {}
+    for name, accepts in JUDGES.items():
+        wrong = [case for case in cases if accepts(case) != case["correct"]]
+        per_category: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for case in cases:
+            per_category[case["category"]][1] += 1
+        for case in wrong:
+            per_category[case["category"]][0] += 1
+        report[name] = {
+            "accuracy": 1 - len(wrong) / len(cases),
+            "false_accepts": sum(not case["correct"] for case in wrong),
+            "false_rejects": sum(case["correct"] for case in wrong),
+            "wrong_ids": [case["id"] for case in wrong],
+            "by_category": {cat: 1 - bad / total for cat, (bad, total) in sorted(per_category.items())},
+        }
+    return report
+
+
+def print_table(report: dict[str, dict[str, Any]], n_cases: int) -> None:
+    """The comparison table, then accuracy per category."""
+    baseline = max(v["accuracy"] for k, v in report.items() if k != "math_answer")
+    print(f"{n_cases} labelled cases\n")
+    print(f"{'judge':<22}{'accuracy':>10}{'false acc.':>12}{'false rej.':>12}{'vs best baseline':>18}")
+    for name, row in report.items():
+        ratio = row["accuracy"] / baseline if baseline else float("inf")
+        print(f"{name:<22}{row['accuracy']:>10.1%}{row['false_accepts']:>12}{row['false_rejects']:>12}{ratio:>17.2f}x")
+    categories = list(next(iter(report.values()))["by_category"])
+    print("\naccuracy by category")
+    print(f"{'judge':<22}" + "".join(f"{c[:12]:>13}" for c in categories))
+    for name, row in report.items():
+        print(f"{name:<22}" + "".join(f"{row['by_category'][c]:>13.0%}" for c in categories))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="?", type=Path, default=DEFAULT_CASES)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    cases = load_cases(args.cases)
+    report = evaluate(cases)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print_table(report, len(cases))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

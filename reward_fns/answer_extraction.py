@@ -1,0 +1,175 @@
+"""Finding the final answer in a response, for ``math_answer``.
+
+Each data_source has a convention for marking the final answer: ``#### 42``
+(GSM8K), ``Answer: 42`` (DAPO / AIME) or ``\\boxed{42}`` (MATH and the
+default). The row's convention is tried first, then the other two, then an
+"the answer is ..." phrase, then the final sentence. Only the text after the
+last ``</think>`` is read when a reasoning block precedes the answer.
+
+Consecutive boxes joined only by "and", "or" or commas are read together
+(``\\boxed{2} and \\boxed{3}`` -> ``2, 3``; ``\\boxed{2} or \\boxed{3}`` ->
+``2 or 3``, which the judge treats as a hedge).
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+from rewardkit.reward_fns.latex_boxes import closing_brace_index
+
+BOXED, HASH, ANSWER_COLON = "boxed", "####", "Answer:"
+CONVENTIONS = (BOXED, HASH, ANSWER_COLON)
+
+# data_source patterns -> convention; anything else reads \boxed{} first.
+_CONVENTION_BY_SOURCE = (
+    ("*gsm8k*", HASH),
+    ("math_dapo*", ANSWER_COLON),
+    ("*dapo*", ANSWER_COLON),
+    ("math", ANSWER_COLON),
+    ("aime*", ANSWER_COLON),
+)
+
+_BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{|\\boxed ")
+_BOX_JOINER = re.compile(r"^[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[\s$,]*$")
+_HASH = re.compile(r"####\s*([^\n]+)")
+_ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*([^\n]+)")
+_ANSWER_IS = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\s*:?\s*([^\n]+)")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+_NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
+_HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    """The final-answer span of a response and which rule found it."""
+
+    text: str
+    rule: str  # a convention, "answer is", or "final sentence"
+
+
+def convention_for(data_source: str) -> str:
+    """The answer-marking convention of a data_source (``####``, ``Answer:`` or ``boxed``)."""
+    lowered = str(data_source).lower()
+    for pattern, convention in _CONVENTION_BY_SOURCE:
+        if fnmatch.fnmatchcase(lowered, pattern):
+            return convention
+    return BOXED
+
+
+def after_reasoning(response: str) -> str:
+    """The text after the last ``</think>``, when that is not blank; else the whole response."""
+    _, sep, tail = response.rpartition("</think>")
+    return tail if sep and tail.strip() else response
+
+
+def boxed_groups(text: str) -> list[tuple[int, int, str]]:
+    """Every ``\\boxed{..}`` / ``\\fbox{..}`` / ``\\boxed X`` as ``(start, end, content)``."""
+    groups = []
+    for match in _BOX_START.finditer(text):
+        if match.group(0) == "\\boxed ":
+            rest = text[match.end():]
+            content = re.split(r"[\s$]", rest, maxsplit=1)[0]
+            groups.append((match.start(), match.end() + len(content), content))
+            continue
+        end = closing_brace_index(text, match.end() - 1)
+        if end is not None:
+            groups.append((match.start(), end + 1, text[match.end() : end]))
+    # A box nested in another box is part of the outer one.
+    return [g for g in groups if not any(o[0] < g[0] and g[1] <= o[1] for o in groups)]
+
+
+def _last_boxed(text: str) -> str | None:
+    groups = boxed_groups(text)
+    if not groups:
+        return None
+    contents, joiners = [groups[-1][2]], []
+    for previous, current in zip(reversed(groups[:-1]), reversed(groups)):
+        joiner = _BOX_JOINER.match(text[previous[1] : current[0]])
+        if joiner is None:
+            break
+        contents.insert(0, previous[2])
+        joiners.append(joiner.group(1) or joiner.group(2) or ",")
+    if "or" in joiners:
+        return " or ".join(contents)
+    return ", ".join(contents)
+
+
+def _last_line_match(pattern: re.Pattern[str], text: str) -> str | None:
+    found = pattern.findall(text)
+    return found[-1].strip() if found else None
+
+
+def _first_sentence(text: str) -> str:
+    # Cut at a sentence end outside math spans ("$3.5$." keeps its decimal point).
+    masked = _MATH_SPAN.sub(lambda m: "x" * len(m.group(0)), text)
+    match = _SENTENCE_END.search(masked)
+    return text[: match.start()] if match else text
+
+
+def _answer_is(text: str) -> str | None:
+    found = _ANSWER_IS.findall(text)
+    if not found:
+        return None
+    return _first_sentence(found[-1]).strip() or None
+
+
+def _final_sentence(text: str) -> str | None:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    masked = _MATH_SPAN.sub(lambda m: "x" * len(m.group(0)), lines[-1])
+    cuts = [m.end() for m in _SENTENCE_END.finditer(masked) if m.end() < len(masked)]
+    sentence = lines[-1][cuts[-1]:].strip() if cuts else lines[-1]
+    spans = [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(sentence)]
+    if spans:
+        return spans[-1].strip()
+    if "=" in sentence:
+        # "9 * 2 = $18 every day": the value right after the last "=".
+        rhs = sentence.rsplit("=", 1)[1].strip()
+        leading = _NUMBER.match(rhs.lstrip("$"))
+        return leading.group(0).strip() if leading else rhs
+    numbers = [n.strip() for n in _NUMBER.findall(sentence)]
+    if not numbers:
+        return sentence.rstrip(".!?").strip() or None
+    if len(set(numbers)) > 1 and _HEDGE_WORDS.search(sentence):
+        # "It is 7 or maybe 8": hand the judge every candidate so it can see the hedge.
+        return " or ".join(dict.fromkeys(numbers))
+    return numbers[-1]
+
+
+_EXTRACTORS = {
+    BOXED: _last_boxed,
+    HASH: lambda text: _last_line_match(_HASH, text),
+    ANSWER_COLON: lambda text: _last_line_match(_ANSWER_COLON, text),
+}
+
+
+def find_final_answer(response: str, convention: str = BOXED) -> FinalAnswer | None:
+    """The final answer of ``response`` under ``convention`` (see the module docstring)."""
+    if convention not in _EXTRACTORS:
+        raise ValueError(f"unknown answer convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    text = after_reasoning(response)
+    for rule in (convention, *(c for c in CONVENTIONS if c != convention)):
+        found = _EXTRACTORS[rule](text)
+        if found:
+            if rule != BOXED and _ANSWER_IS.search(found):
+                # Minerva style: "Final Answer: The final answer is $5$. I hope it is correct."
+                found = _answer_is(found) or found
+            elif rule != BOXED and boxed_groups(found):
+                found = _last_boxed(found) or found
+            return FinalAnswer(found, rule)
+    for rule, extractor in (("answer is", _answer_is), ("final sentence", _final_sentence)):
+        found = extractor(text)
+        if found:
+            return FinalAnswer(found, rule)
+    return None
+
+
+def gold_answer(ground_truth: str) -> str:
+    """The answer part of a ground truth: after ``####``, inside the last box, else all of it."""
+    if "####" in ground_truth:
+        return ground_truth.rsplit("####", 1)[1].strip()
+    boxed = _last_boxed(ground_truth)
+    return boxed if boxed is not None else ground_truth.strip()

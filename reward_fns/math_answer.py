@@ -1,0 +1,66 @@
+"""``math_answer``: rewardkit's own math verifier, for any data_source.
+
+1. Find the final answer in the convention of the row's data_source
+   (``####`` for GSM8K, ``Answer:`` for DAPO/AIME, ``\\boxed{}`` otherwise),
+   falling back to the other conventions, an "the answer is" phrase, then the
+   final sentence (:mod:`answer_extraction`). The gold is read the same way
+   (after ``####``, inside a box, or as is).
+2. Judge equivalence (:mod:`math_equivalence`): hedges are wrong; numbers are
+   compared exactly with a documented approximation rule; words, choices,
+   then math-verify and sympy.
+
+Judgements that need no symbolic algebra are made in-process. The rest run
+under a hard process-level timeout (``timeout`` seconds) in a guard
+subprocess that is killed when it overruns, because math-verify's own
+``signal.alarm`` timeout fails outside the main thread and cannot stop C-level
+work; an overrun raises ``TimeoutError`` so the reward manager records a
+timeout for that sample.
+
+Returns ``{"score": 1.0 | 0.0, "pred": str, "gold": str, "method": str}``;
+``method`` names the judge that decided (or ``no answer``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rewardkit.plugins.workerpool import run_with_hard_timeout
+from rewardkit.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
+from rewardkit.reward_fns.math_equivalence import Verdict, judge, quick_judge
+from rewardkit.reward_fns.scorer_inputs import require_text
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def _golds(ground_truth: Any) -> list[str]:
+    if isinstance(ground_truth, str):
+        return [gold_answer(ground_truth)]
+    if isinstance(ground_truth, (list, tuple)) and ground_truth and all(isinstance(g, str) for g in ground_truth):
+        return [gold_answer(g) for g in ground_truth]
+    raise TypeError(
+        "math_answer: ground_truth must be a string or a non-empty list of strings (accepted answers), "
+        f"got {type(ground_truth).__name__} {ground_truth!r:.80}"
+    )
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Score ``solution_str`` against ``ground_truth`` (see the module docstring).
+
+    ``ground_truth`` may also be a list of accepted answers; any match counts.
+    """
+    golds = _golds(ground_truth)
+    found = find_final_answer(require_text("math_answer", "solution_str", solution_str), convention_for(data_source))
+    if found is None:
+        return {"score": 0.0, "pred": "", "gold": golds[0], "method": "no answer"}
+    verdict = Verdict(False, "no answer")
+    for gold in golds:
+        verdict = quick_judge(found.text, gold) or run_with_hard_timeout(judge, (found.text, gold), timeout)
+        if verdict.correct:
+            break
+    return {"score": 1.0 if verdict.correct else 0.0, "pred": found.text, "gold": gold, "method": verdict.method}

@@ -1,0 +1,267 @@
+"""Judging whether a final answer equals the gold answer, for ``math_answer``.
+
+Both sides are put in canonical form (:mod:`answer_normalize`), then the first
+judge that applies decides, and its name is reported as ``method``:
+
+``string``         identical canonical strings.
+``hedge``          the answer offers alternatives ("42 or 43") that are not all
+                   equal: wrong, whatever the gold. A gold that itself lists
+                   alternatives ("1 or 2") needs the same collection back.
+``numeric``        both are plain numbers: exact rational equality; a
+                   percentage may stand for itself or a hundredth (25% = 25 = 0.25).
+``approximation``  a decimal literal against a value whose decimal expansion
+                   does not terminate (1/3, sqrt(2), pi): correct when the
+                   literal has at least 3 significant digits and equals the
+                   value rounded half-up *or* truncated to the literal's number
+                   of decimals (0.333, 0.3333 and 0.667 / 0.666 for 2/3 pass;
+                   0.33 and 0.334 fail). A value that terminates (1/8) must be
+                   given exactly.
+``choice``         a multiple-choice letter gold (C, (C)) against the letter
+                   the answer starts with.
+``text``           word answers (Monday, yes): case, punctuation and articles
+                   ignored, never handed to a symbolic parser (which reads
+                   "Monday" as a product of symbols).
+``math_verify``    math-verify (sympy) on both sides, each wrapped in
+                   ``\\boxed{}`` so that an unboxed or undelimited answer and a
+                   gold without ``$`` still parse.
+``sympy``          plain-text math (``2sqrt(3)``, ``3pi/2``) parsed with sympy
+                   and compared by simplifying the difference.
+
+``quick_judge`` runs the judges that need no symbolic algebra and answers
+``None`` when only math-verify / sympy could decide; ``judge`` runs them all
+and may take unbounded time, so callers run it under a hard timeout.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
+from fractions import Fraction
+from typing import Any
+
+from rewardkit.reward_fns.answer_normalize import ParsedNumber, canonical_answer, parse_number
+from rewardkit.reward_fns.math_verify_calls import parse, verify
+
+MIN_APPROX_SIGNIFICANT_DIGITS = 3
+
+_OR = re.compile(r"\s+or\s+|\s*\\lor\s*|\s*\\vee\s*")
+_LIST_SEPARATOR = re.compile(r"\s+or\s+|\s+and\s+|\s*,\s*|\s*;\s*")
+_CHOICE = re.compile(r"^\(?([A-Ea-e])\)?(?:$|[\s.:)])")
+_GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
+_WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+_TEXT_SYNONYMS = {"true": "yes", "false": "no"}
+_PLAIN_MATH = re.compile(r"^[0-9a-zA-Z+\-*/^(). ]+$")
+_PLAIN_NAMES = frozenset({"sqrt", "pi", "e", "i", "I", "log", "ln", "sin", "cos", "tan", "exp"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the answer is correct, and which judge decided."""
+
+    correct: bool
+    method: str
+
+
+def judge(pred: str, gold: str) -> Verdict:
+    """Full judgement of answer ``pred`` against ``gold`` (may run sympy; see the module docstring)."""
+    verdict = _judge(pred, gold, symbolic=True)
+    assert verdict is not None  # the symbolic judges always decide
+    return verdict
+
+
+def quick_judge(pred: str, gold: str) -> Verdict | None:
+    """The judgement when it needs no symbolic algebra, else ``None``."""
+    return _judge(pred, gold, symbolic=False)
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _split(pattern: re.Pattern[str], text: str) -> list[str]:
+    parts = [p.strip() for p in pattern.split(text)]
+    if len(parts) < 2 or not all(p and _balanced(p) for p in parts):
+        return [text]
+    return parts
+
+
+def _judge(pred: str, gold: str, symbolic: bool) -> Verdict | None:
+    answer, target = canonical_answer(pred), canonical_answer(gold)
+    if not target:
+        return Verdict(False, "empty gold")
+    if not answer:
+        return Verdict(False, "no answer")
+    gold_options = _split(_OR, target)
+    if len(gold_options) > 1:
+        return _same_collection(_split(_LIST_SEPARATOR, answer), gold_options, symbolic)
+    options = _split(_OR, answer)
+    for option in options[1:]:
+        verdict = _equal(option, options[0], symbolic)
+        if verdict is None:
+            return None
+        if not verdict.correct:
+            return Verdict(False, "hedge")
+    return _equal(options[0], target, symbolic)
+
+
+def _same_collection(items: list[str], golds: list[str], symbolic: bool) -> Verdict | None:
+    if len(items) != len(golds):
+        return Verdict(False, "collection")
+    unmatched = list(items)
+    for gold in golds:
+        for item in unmatched:
+            verdict = _equal(item, gold, symbolic)
+            if verdict is None:
+                return None
+            if verdict.correct:
+                unmatched.remove(item)
+                break
+        else:
+            return Verdict(False, "collection")
+    return Verdict(True, "collection")
+
+
+def _equal(answer: str, target: str, symbolic: bool) -> Verdict | None:
+    if answer == target:
+        return Verdict(True, "string")
+    answer_number, target_number = parse_number(answer), parse_number(target)
+    if answer_number is not None and target_number is not None:
+        return _compare_numbers(answer_number, target_number)
+    choice = _GOLD_CHOICE.match(target)
+    if choice is not None:
+        picked = _CHOICE.match(answer)
+        return Verdict(picked is not None and picked.group(1).upper() == choice.group(1), "choice")
+    if _is_text(target) or _is_text(answer):
+        return Verdict(_text_key(answer) == _text_key(target), "text")
+    if not symbolic:
+        return None
+    return _symbolic_equal(answer, target, answer_number, target_number)
+
+
+def _is_text(text: str) -> bool:
+    if not _WORDS.match(text):
+        return False
+    words = text.split()
+    return len(words) > 1 or len(text) >= 3 or text.lower() in ("no",)
+
+
+def _text_key(text: str) -> str:
+    text = "".join(ch for ch in text.lower() if ch.isalnum() or ch.isspace())
+    text = " ".join(_ARTICLES.sub(" ", text).split())
+    return _TEXT_SYNONYMS.get(text, text)
+
+
+def _compare_numbers(answer: ParsedNumber, target: ParsedNumber) -> Verdict:
+    if any(a == t for a in answer.candidates() for t in target.candidates()):
+        return Verdict(True, "numeric")
+    if _approximates(answer, target.value) or _approximates(target, answer.value):
+        return Verdict(True, "approximation")
+    return Verdict(False, "numeric")
+
+
+def _terminates(value: Fraction) -> bool:
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator == 1
+
+
+def _approximates(literal: ParsedNumber, exact: Any) -> bool:
+    """Whether decimal ``literal`` is ``exact`` rounded half-up or truncated (see the module docstring).
+
+    ``exact`` is a Fraction or a real sympy number.
+    """
+    if literal.decimals is None or literal.significant < MIN_APPROX_SIGNIFICANT_DIGITS:
+        return False
+    if isinstance(exact, Fraction) and _terminates(exact):
+        return False
+    shown = [(literal.value, literal.decimals)]
+    if literal.percent:
+        shown.append((literal.value / 100, literal.decimals + 2))
+    for value, decimals in shown:
+        with localcontext() as ctx:
+            ctx.prec = decimals + 40
+            exact_decimal = _to_decimal(exact, ctx.prec)
+            if exact_decimal is None:
+                return False
+            target = Decimal(value.numerator) / Decimal(value.denominator)
+            quantum = Decimal(1).scaleb(-decimals)
+            if target in (exact_decimal.quantize(quantum, ROUND_HALF_UP), exact_decimal.quantize(quantum, ROUND_DOWN)):
+                return True
+    return False
+
+
+def _to_decimal(exact: Any, digits: int) -> Decimal | None:
+    if isinstance(exact, Fraction):
+        return Decimal(exact.numerator) / Decimal(exact.denominator)
+    value = exact.evalf(digits)
+    if not value.is_real or not value.is_number:
+        return None
+    return Decimal(str(value))
+
+
+def _math_verify_parse(text: str) -> list[Any]:
+    from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
+
+    parsed = parse("\\boxed{" + text + "}", (LatexExtractionConfig(),), fallback_mode="no_fallback")
+    if not parsed:
+        parsed = parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback")
+    return parsed
+
+
+def _exact_real(parsed: list[Any]) -> Any | None:
+    """The first exact real number among math-verify's parses (a Fraction when rational)."""
+    for value in parsed:
+        if getattr(value, "is_number", False) and getattr(value, "is_real", False) and not value.is_Float:
+            return Fraction(int(value.p), int(value.q)) if value.is_Rational else value
+    return None
+
+
+def _plain_sympy(text: str) -> Any | None:
+    """``text`` as a sympy expression when it is plain-text math over known names only."""
+    if len(text) > 200 or not _PLAIN_MATH.match(text):
+        return None
+    names = set(re.findall(r"[A-Za-z]+", text))
+    if any(len(name) > 1 and name not in _PLAIN_NAMES for name in names):
+        return None
+    from sympy.parsing.sympy_parser import (
+        convert_xor,
+        implicit_multiplication_application,
+        parse_expr,
+        standard_transformations,
+    )
+
+    transformations = (*standard_transformations, implicit_multiplication_application, convert_xor)
+    try:
+        return parse_expr(text.replace("ln", "log"), transformations=transformations)
+    except Exception:  # noqa: BLE001 - unparsable text simply is not plain math
+        return None
+
+
+def _symbolic_equal(
+    answer: str, target: str, answer_number: ParsedNumber | None, target_number: ParsedNumber | None
+) -> Verdict:
+    gold_parsed, pred_parsed = _math_verify_parse(target), _math_verify_parse(answer)
+    if gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed):
+        return Verdict(True, "math_verify")
+    literal, other = (answer_number, gold_parsed) if answer_number is not None else (target_number, pred_parsed)
+    if literal is not None and literal.decimals is not None:
+        exact = _exact_real(other)
+        if exact is not None and _approximates(literal, exact):
+            return Verdict(True, "approximation")
+    # Plain-text math ("3pi/2") that the LaTeX parser misreads: sympy's own parser on that side.
+    plain_answer, plain_target = _plain_sympy(answer), _plain_sympy(target)
+    golds = [plain_target] if plain_target is not None else gold_parsed
+    preds = [plain_answer] if plain_answer is not None else pred_parsed
+    if (plain_answer is not None or plain_target is not None) and golds and preds and verify(golds, preds):
+        return Verdict(True, "sympy")
+    if not gold_parsed and plain_target is None:
+        return Verdict(False, "unparsed gold")
+    return Verdict(False, "math_verify")

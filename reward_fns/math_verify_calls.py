@@ -1,0 +1,39 @@
+"""math-verify with its ``signal.alarm`` timeouts switched off.
+
+Those timeouts raise outside the main thread and cannot interrupt C-level
+work, so rewardkit's scorers run math-verify under a hard process-level
+timeout instead (``rewardkit.plugins.workerpool.run_with_hard_timeout``) and
+call it through these wrappers. math-verify logs a warning the first time its
+timeout is disabled; that warning is expected here and is filtered out.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+_DISABLED_TIMEOUT_WARNING = "Timeout is disabled"
+
+
+class _DropDisabledTimeoutWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_DISABLED_TIMEOUT_WARNING)
+
+
+_FILTER = _DropDisabledTimeoutWarning()
+for _name in ("math_verify.parser", "math_verify.grader"):
+    logging.getLogger(_name).addFilter(_FILTER)
+
+
+def parse(text: str, extraction_config: Sequence[Any], fallback_mode: str = "first_match") -> list[Any]:
+    """``math_verify.parse`` without its alarm-based timeout."""
+    from math_verify.parser import parse as mv_parse
+
+    return mv_parse(text, extraction_config, fallback_mode=fallback_mode, parsing_timeout=None)
+
+
+def verify(gold: list[Any], target: list[Any]) -> bool:
+    """``math_verify.verify`` (default precision) without its alarm-based timeout."""
+    from math_verify.grader import verify as mv_verify
+
+    return mv_verify(gold, target, timeout_seconds=None)

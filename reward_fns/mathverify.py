@@ -1,0 +1,54 @@
+"""math-verify scorer: verl's ``math_verify.compute_score``, verdict for verdict.
+
+(Named ``mathverify`` so that it never shadows the ``math_verify`` package.)
+
+The ground truth is wrapped as ``\\boxed{<ground_truth>}`` and parsed with
+math-verify's LaTeX extraction; the whole response is parsed with expression
+and LaTeX extraction (math-verify finds the answer: boxed, "final answer is",
+the last expression, ...). 1.0 when any parsed prediction verifies against any
+parsed gold, else 0.0 (also 0.0 when either side parses to nothing).
+
+math-verify's own ``signal.alarm`` timeouts are off (they fail outside the main
+thread and cannot stop C-level work); instead the whole check runs under a hard
+process-level timeout (``timeout`` seconds, verl's default 30) and scores
+``timeout_score`` when it runs out, as verl's does.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rewardkit.plugins.workerpool import run_with_hard_timeout
+from rewardkit.reward_fns.math_verify_calls import parse, verify
+from rewardkit.reward_fns.scorer_inputs import require_text
+
+
+def verify_boxed_gold(ground_truth_boxed: str, model_output: str) -> float:
+    """1.0 when math-verify finds ``model_output`` equal to the boxed gold, else 0.0.
+
+    Pure and module-level, so the timeout guard can re-import it.
+    """
+    from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
+
+    golds = parse(ground_truth_boxed, (LatexExtractionConfig(),))
+    preds = parse(model_output, (ExprExtractionConfig(), LatexExtractionConfig()))
+    if not golds or not preds:
+        return 0.0
+    return 1.0 if verify(golds, preds) else 0.0
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict | None = None,
+    timeout_score: float = 0.0,
+    timeout: float = 30.0,
+    **kwargs: Any,
+) -> float:
+    """Score ``solution_str`` against ``ground_truth`` with math-verify (see the module docstring)."""
+    gold = "\\boxed{" + require_text("math_verify", "ground_truth", ground_truth) + "}"
+    output = require_text("math_verify", "solution_str", solution_str)
+    try:
+        return float(run_with_hard_timeout(verify_boxed_gold, (gold, output), timeout))
+    except TimeoutError:
+        return float(timeout_score)
