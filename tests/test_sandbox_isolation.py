@@ -1,0 +1,278 @@
+"""Hostile programs through the real server: every isolation layer is tested by an attack.
+
+Traffic goes only to 127.0.0.1. The server runs programs as uids 61000+i;
+after each attack no process with such a uid may survive on the host.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import textwrap
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import requests
+
+from rewardkit.sandbox.testing import running_server
+
+WORKERS = 4
+BASE_UID = 61000
+OUTPUT_CAP = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running_server("--workers", str(WORKERS), "--base-uid", str(BASE_UID),
+                        "--max-output-bytes", str(OUTPUT_CAP)) as base:
+        yield base
+
+
+def run(url, code, language="python", **fields):
+    reply = requests.post(url + "/run_code", json={"code": code, "language": language, **fields}, timeout=60)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def sandbox_processes() -> list[str]:
+    """Host processes still owned by a sandbox uid (should be none between runs)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        uid = int(text.split("\nUid:\t", 1)[1].split()[0])
+        if BASE_UID <= uid < BASE_UID + WORKERS:
+            found.append(text.splitlines()[0])
+    return found
+
+
+def assert_contained(url):
+    assert sandbox_processes() == []
+    assert run(url, "print('still serving')")["run_result"]["stdout"] == "still serving\n"
+
+
+FORK_BOMB = """
+import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+"""
+
+
+def test_python_fork_bomb_hits_the_process_limit_and_times_out(url):
+    body = run(url, FORK_BOMB, run_timeout=2)
+    assert body["run_result"]["status"] == "TimeLimitExceeded"
+    assert body["run_result"]["verdict"] == "TimeLimitExceeded"
+    assert_contained(url)
+
+
+def test_bash_fork_bomb(url):
+    body = run(url, ":(){ :|:& };:\nsleep 30", language="bash", run_timeout=2)
+    assert body["run_result"]["verdict"] == "TimeLimitExceeded"
+    assert_contained(url)
+
+
+def test_memory_bomb_gets_memory_verdict(url):
+    body = run(url, "x = []\nwhile True:\n    x.append(bytearray(10**7))", memory_limit_MB=256, run_timeout=10)
+    result = body["run_result"]
+    assert result["status"] == "Finished" and result["return_code"] == 1
+    assert result["verdict"] == "MemoryLimitExceeded"
+    assert "MemoryError" in result["stderr"]
+    assert_contained(url)
+
+
+def test_infinite_loop_times_out(url):
+    body = run(url, "while True:\n    pass", run_timeout=1)
+    result = body["run_result"]
+    assert body["status"] == "Failed"
+    assert result["status"] == "TimeLimitExceeded" and result["return_code"] is None
+    assert 1 <= result["execution_time"] < 6
+    assert_contained(url)
+
+
+def test_sleep_past_the_timeout_is_killed(url):
+    body = run(url, "import time\ntime.sleep(60)\nprint('woke')", run_timeout=1)
+    assert body["run_result"]["status"] == "TimeLimitExceeded"
+    assert body["run_result"]["stdout"] == ""
+    assert body["run_result"]["execution_time"] < 6
+    assert_contained(url)
+
+
+def test_double_forked_setsid_daemon_dies_with_the_run(url):
+    daemon = textwrap.dedent("""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(120)
+            os._exit(0)
+        print('parent done')
+    """)
+    body = run(url, daemon, run_timeout=5)
+    assert body["status"] == "Success" and body["run_result"]["stdout"] == "parent done\n"
+    body = run(url, "setsid nohup sleep 120 >/dev/null 2>&1 &\necho spawned", language="bash", run_timeout=5)
+    assert body["run_result"]["stdout"] == "spawned\n"
+    assert_contained(url)
+
+
+def test_socket_connect_to_a_loopback_server_fails(url):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    code = textwrap.dedent(f"""
+        import socket
+        for host in ("127.0.0.1", "localhost"):
+            try:
+                socket.create_connection((host, {port}), timeout=2)
+                print("CONNECTED", host)
+            except OSError as exc:
+                print("refused", host, type(exc).__name__)
+    """)
+    try:
+        body = run(url, code, run_timeout=10)
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+    assert "CONNECTED" not in body["run_result"]["stdout"]
+    assert body["run_result"]["stdout"].count("refused") == 2
+
+
+def test_only_a_downed_loopback_is_visible(url):
+    code = textwrap.dedent("""
+        import os, socket
+        print(socket.if_nameindex())
+        print(sorted(os.listdir('/sys/class/net')))
+        print(int(open('/sys/class/net/lo/flags').read(), 16) & 1)
+        print([line.split(':')[0].strip() for line in open('/proc/net/dev').readlines()[2:]])
+    """)
+    lines = run(url, code)["run_result"]["stdout"].splitlines()
+    assert lines == ["[(1, 'lo')]", "['lo']", "0", "['lo']"]
+
+
+def test_writes_outside_the_work_dir_fail(url):
+    marker = f"escape-{uuid.uuid4().hex}"
+    targets = [f"/etc/{marker}", f"{os.getcwd()}/{marker}", f"/root/{marker}", f"/var/tmp/{marker}",
+               f"/usr/{marker}", f"/dev/{marker}"]
+    code = textwrap.dedent(f"""
+        for path in {targets!r}:
+            try:
+                open(path, 'w').write('x')
+                print('WROTE', path)
+            except OSError as exc:
+                print('denied', type(exc).__name__)
+        open('/tmp/work/inside.txt', 'w').write('fine')
+        open('/tmp/also-fine', 'w').write('fine')
+        print('inside ok')
+    """)
+    out = run(url, code)["run_result"]["stdout"]
+    assert "WROTE" not in out and out.count("denied") == len(targets) and "inside ok" in out
+    for target in targets:
+        assert not os.path.exists(target)
+
+
+def test_secrets_of_the_host_and_privileges_stay_out_of_reach(url):
+    code = textwrap.dedent("""
+        import os
+        for path in ('/etc/shadow', '/root/.bash_history'):
+            try:
+                open(path).read(); print('READ', path)
+            except OSError as exc:
+                print('denied', type(exc).__name__)
+        try:
+            os.setuid(0); print('ROOT')
+        except PermissionError:
+            print('setuid denied')
+        print(os.getuid() >= 61000, os.getpid())
+    """)
+    out = run(url, code)["run_result"]["stdout"]
+    assert "READ" not in out and "ROOT" not in out and "setuid denied" in out
+    assert out.strip().endswith("True 1")  # its own PID namespace: it is PID 1 there
+
+
+def test_another_runs_work_dir_is_invisible(url):
+    secret = f"SECRET-{uuid.uuid4().hex}"
+    owner = "echo {s} > secret.txt; echo {s} > /tmp/secret2; echo {s} > /dev/shm/s3; sleep 4".format(s=secret)
+    # The spy gets the secret on stdin, so its own source file does not contain it.
+    spy = textwrap.dedent("""
+        import glob, os
+        secret = input()
+        hits = []
+        paths = glob.glob('/tmp/**', recursive=True) + glob.glob('/dev/shm/**', recursive=True)
+        paths += glob.glob('/proc/*/root/tmp/**', recursive=True) + glob.glob('/proc/*/cwd/*')
+        for path in paths:
+            try:
+                if os.path.isfile(path) and secret in open(path).read():
+                    hits.append(path)
+            except OSError:
+                pass
+        print([p for p in os.listdir('/proc') if p.isdigit()])
+        print('hits', hits)
+    """)
+    with ThreadPoolExecutor(2) as pool:
+        owner_run = pool.submit(run, url, owner, "bash", run_timeout=10)
+        time.sleep(1.0)
+        spied = run(url, spy, stdin=secret + "\n")["run_result"]["stdout"]
+        owner_run.result()
+    assert "hits []" in spied
+    assert spied.splitlines()[0] == "['1']"  # nothing but itself in its PID namespace
+
+
+def test_ten_megabytes_of_output_is_truncated_not_a_timeout(url):
+    body = run(url, "import sys\nsys.stdout.write('x' * 10_000_000)\nprint('done', file=sys.stderr)", run_timeout=10)
+    result = body["run_result"]
+    assert result["status"] == "Finished" and result["return_code"] == 0
+    assert result["stdout_truncated"] is True and len(result["stdout"]) == OUTPUT_CAP
+    assert result["stderr"] == "done\n" and result["stderr_truncated"] is False
+    assert body["status"] == "Success" and "truncated" in body["message"]
+
+
+def test_kill_minus_one_only_hits_the_run_itself(url):
+    body = run(url, "sleep 30 &\nkill -9 -1\necho survived", language="bash", run_timeout=5)
+    assert body["run_result"]["stdout"] == "survived\n"
+    code = "import os, signal, subprocess\nchild = subprocess.Popen(['sleep', '30'])\n" \
+           "os.kill(-1, signal.SIGKILL)\nprint('after', child.wait())"
+    body = run(url, code, run_timeout=5)
+    assert body["run_result"]["stdout"] == "after -9\n"
+    assert_contained(url)
+
+
+def test_attacks_in_parallel_with_benign_traffic(url):
+    attacks = [
+        (FORK_BOMB, "python", {"run_timeout": 2}, "TimeLimitExceeded"),
+        ("x = ' ' * (2 ** 34)", "python", {"memory_limit_MB": 256}, "MemoryLimitExceeded"),
+        ("while True: pass", "python", {"run_timeout": 1}, "TimeLimitExceeded"),
+        ("import sys\nsys.stdout.write('y' * 10_000_000)", "python", {}, "OK"),
+        ("kill -9 -1; echo ok", "bash", {}, "OK"),
+    ]
+    stop = threading.Event()
+    benign_failures: list[str] = []
+    benign_count = [0]
+
+    def benign():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            out = run(url, f"print({i} + 1)")["run_result"]["stdout"]
+            if out != f"{i + 1}\n":
+                benign_failures.append(out)
+            benign_count[0] += 1
+
+    with ThreadPoolExecutor(len(attacks) + 2) as pool:
+        streams = [pool.submit(benign) for _ in range(2)]
+        verdicts = list(pool.map(lambda a: run(url, a[0], a[1], **a[2])["run_result"]["verdict"], attacks))
+        stop.set()
+        for stream in streams:
+            stream.result()
+    assert verdicts == [a[3] for a in attacks]
+    assert benign_failures == [] and benign_count[0] > 0
+    assert_contained(url)
