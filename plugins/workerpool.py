@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections import deque
 import subprocess
 import sys
 import threading
@@ -22,6 +23,11 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from rewardkit.plugins.refs import FunctionRef
+
+_READY = "ready"  # a worker's first message: imports done, the task clock may start
+
+# Tasks queued ahead at each worker (hides the parent round trip between tasks).
+PIPELINE = 2
 
 # True inside a pool worker whose current task runs under a hard timeout, so
 # nested guards (run_with_hard_timeout) can run inline instead of forking again.
@@ -58,6 +64,7 @@ def _worker_entry(fd: int, preload: list[str]) -> None:
             importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the task that needs it reports the error
             pass
+    conn.send(_READY)
     _serve(conn)
 
 
@@ -98,9 +105,9 @@ class _Worker:
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
         child.close()
         self.conn = Connection(parent.detach())
-        self.task_id: Optional[int] = None
-        self.deadline = float("inf")
-        self.started = 0.0
+        self.inflight: deque[int] = deque()  # task indices sent, oldest (running) first
+        self.started = 0.0  # when the head of `inflight` started running
+        self.ready = False  # start-up imports can take seconds: not counted against a task
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -157,66 +164,69 @@ class WorkerPool:
                 self._workers[i] = self._spawn()
         while len(self._workers) < min(self.size, max(len(tasks), 1)):
             self._workers.append(self._spawn())
-        pending = list(range(len(tasks) - 1, -1, -1))  # stack, popped in order
-        busy: dict[Connection, _Worker] = {}
+        pending = deque(range(len(tasks)))
 
         def finish(index: int, result: TaskResult) -> None:
             results[index] = result
             if on_done is not None:
                 on_done(index, result)
 
-        def assign(worker: _Worker) -> None:
-            index = pending.pop()
-            worker.task_id = index
-            worker.started = time.perf_counter()
-            worker.deadline = worker.started + timeout if timeout is not None else float("inf")
-            try:
-                worker.conn.send((index, tasks[index], timeout is not None))
-            except Exception as exc:  # the task itself could not be pickled
-                finish(index, TaskResult("error", error=f"task cannot be sent to a worker: {exc}"))
-                worker.task_id = None
-                return
-            busy[worker.conn] = worker
+        def feed(worker: _Worker) -> None:
+            # Keep PIPELINE tasks queued at each worker so it never idles waiting
+            # for the parent; the head of the queue is the task running now.
+            while pending and len(worker.inflight) < PIPELINE:
+                index = pending.popleft()
+                try:
+                    worker.conn.send((index, tasks[index], timeout is not None))
+                except Exception as exc:  # the task itself could not be pickled
+                    finish(index, TaskResult("error", error=f"task cannot be sent to a worker: {exc}"))
+                    continue
+                if not worker.inflight:
+                    worker.started = time.perf_counter()
+                worker.inflight.append(index)
 
-        def replace(worker: _Worker) -> None:
+        def fail_head(worker: _Worker, status: str, error: str) -> None:
+            # The running task failed and took the worker with it; the tasks
+            # queued behind it never started, so they go back to the queue.
+            head = worker.inflight.popleft()
+            finish(head, TaskResult(status, error=error, seconds=time.perf_counter() - worker.started))
+            pending.extendleft(reversed(worker.inflight))
             worker.kill()
             self._workers[self._workers.index(worker)] = fresh = self._spawn()
             self.replaced += 1
-            idle.append(fresh)
+            feed(fresh)
 
-        idle = list(self._workers)
-        while pending or busy:
-            while pending and idle:
-                assign(idle.pop())
-            if not busy:
-                continue
-            now = time.perf_counter()
-            wait_for = max(0.0, min(w.deadline for w in busy.values()) - now)
+        for worker in self._workers:
+            feed(worker)
+        while any(w.inflight for w in self._workers):
+            busy = {w.conn: w for w in self._workers if w.inflight}
+            running = [w.started for w in busy.values() if w.ready]
+            deadline = min(running) + timeout if timeout is not None and running else None
+            wait_for = None if deadline is None else max(0.0, deadline - time.perf_counter())
             # A dead worker's socket reads EOF, so the connections alone tell us of crashes.
-            ready = wait(list(busy), timeout=None if wait_for == float("inf") else wait_for)
-            for worker in list(busy.values()):
-                index = worker.task_id
-                elapsed = time.perf_counter() - worker.started
-                if worker.conn in ready:
+            ready = wait(list(busy), timeout=wait_for)
+            for conn, worker in busy.items():
+                if conn in ready:
                     try:
-                        task_id, ok, payload, exc = worker.conn.recv()
+                        msg = conn.recv()
                     except (EOFError, OSError):
-                        del busy[worker.conn]
-                        code = worker.proc.wait()
-                        finish(index, TaskResult("crash", error=f"worker process died (exit code {code})", seconds=elapsed))
-                        replace(worker)
+                        fail_head(worker, "crash", f"worker process died (exit code {worker.proc.wait()})")
                         continue
-                    del busy[worker.conn]
-                    worker.task_id = None
+                    now = time.perf_counter()
+                    if msg == _READY:
+                        worker.ready, worker.started = True, now
+                        continue
+                    task_id, ok, payload, exc = msg
+                    elapsed = now - worker.started
+                    worker.inflight.popleft()
+                    worker.started = now
                     if ok:
                         finish(task_id, TaskResult("ok", value=payload, seconds=elapsed))
                     else:
                         finish(task_id, TaskResult("error", error=payload[0], exception=exc, seconds=elapsed))
-                    idle.append(worker)
-                elif time.perf_counter() >= worker.deadline:
-                    del busy[worker.conn]
-                    finish(index, TaskResult("timeout", error=f"timed out after {timeout:g}s", seconds=elapsed))
-                    replace(worker)
+                    feed(worker)
+                elif worker.ready and timeout is not None and time.perf_counter() - worker.started >= timeout:
+                    fail_head(worker, "timeout", f"timed out after {timeout:g}s")
         return results  # type: ignore[return-value]
 
     def close(self) -> None:
