@@ -38,7 +38,10 @@ _ANSWER_IS = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\s*:?\
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 _NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+# Inline "$..$" by pandoc's rule (no space just inside either "$", no digit just after the
+# closing one), so that currency ("costs $2 = $18") is not read as math.
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(?!\s)(.+?)(?<!\s)\$(?!\d)|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,8 @@ def _final_sentence(text: str) -> str | None:
         rhs = sentence.rsplit("=", 1)[1].strip()
         leading = _NUMBER.match(rhs.lstrip("$"))
         return leading.group(0).strip() if leading else rhs
-    numbers = [n.strip() for n in _NUMBER.findall(sentence)]
+    # "8, not 9": a number the sentence rules out is no candidate.
+    numbers = [n.strip() for n in _NUMBER.findall(_NEGATED_NUMBER.sub(" ", sentence))]
     if not numbers:
         return sentence.rstrip(".!?").strip() or None
     if len(set(numbers)) > 1 and _HEDGE_WORDS.search(sentence):

@@ -25,7 +25,7 @@ from typing import Any
 
 from rewardkit.plugins.workerpool import run_with_hard_timeout
 from rewardkit.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
-from rewardkit.reward_fns.math_equivalence import Verdict, judge, quick_judge
+from rewardkit.reward_fns.math_equivalence import Verdict, quick_judge
 from rewardkit.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -60,7 +60,12 @@ def compute_score(
         return {"score": 0.0, "pred": "", "gold": golds[0], "method": "no answer"}
     verdict = Verdict(False, "no answer")
     for gold in golds:
-        verdict = quick_judge(found.text, gold) or run_with_hard_timeout(judge, (found.text, gold), timeout)
+        verdict = quick_judge(found.text, gold)
+        if verdict is None:
+            # Imported only when needed: it brings in math-verify and sympy.
+            from rewardkit.reward_fns.math_symbolic import judge
+
+            verdict = run_with_hard_timeout(judge, (found.text, gold), timeout)
         if verdict.correct:
             break
     return {"score": 1.0 if verdict.correct else 0.0, "pred": found.text, "gold": gold, "method": verdict.method}

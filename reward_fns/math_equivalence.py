@@ -28,8 +28,10 @@ judge that applies decides, and its name is reported as ``method``:
                    and compared by simplifying the difference.
 
 ``quick_judge`` runs the judges that need no symbolic algebra and answers
-``None`` when only math-verify / sympy could decide; ``judge`` runs them all
-and may take unbounded time, so callers run it under a hard timeout.
+``None`` when only math-verify / sympy could decide.
+:func:`rewardkit.reward_fns.math_symbolic.judge` runs them all (the last two
+live in that module) and may take unbounded time, so callers run it under a
+hard timeout.
 """
 from __future__ import annotations
 
@@ -37,10 +39,9 @@ import re
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable, Optional
 
 from rewardkit.reward_fns.answer_normalize import ParsedNumber, canonical_answer, parse_number
-from rewardkit.reward_fns.math_verify_calls import parse, verify
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
 
@@ -51,8 +52,6 @@ _GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 _TEXT_SYNONYMS = {"true": "yes", "false": "no"}
-_PLAIN_MATH = re.compile(r"^[0-9a-zA-Z+\-*/^(). ]+$")
-_PLAIN_NAMES = frozenset({"sqrt", "pi", "e", "i", "I", "log", "ln", "sin", "cos", "tan", "exp"})
 
 
 @dataclass(frozen=True)
@@ -63,35 +62,22 @@ class Verdict:
     method: str
 
 
-def judge(pred: str, gold: str) -> Verdict:
-    """Full judgement of answer ``pred`` against ``gold`` (may run sympy; see the module docstring)."""
-    verdict = _judge(pred, gold, symbolic=True)
-    assert verdict is not None  # the symbolic judges always decide
-    return verdict
+# Decides two canonical, single answers that the plain judges could not: (answer, target,
+# answer as a number, target as a number) -> Verdict.
+SymbolicJudge = Callable[[str, str, Optional[ParsedNumber], Optional[ParsedNumber]], Verdict]
 
 
 def quick_judge(pred: str, gold: str) -> Verdict | None:
     """The judgement when it needs no symbolic algebra, else ``None``."""
-    return _judge(pred, gold, symbolic=False)
+    return run_judges(pred, gold, None)
 
 
-def _balanced(text: str) -> bool:
-    depth = 0
-    for char in text:
-        depth += {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}.get(char, 0)
-        if depth < 0:
-            return False
-    return depth == 0
+def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None) -> Verdict | None:
+    """Judge answer ``pred`` against ``gold`` (see the module docstring).
 
-
-def _split(pattern: re.Pattern[str], text: str) -> list[str]:
-    parts = [p.strip() for p in pattern.split(text)]
-    if len(parts) < 2 or not all(p and _balanced(p) for p in parts):
-        return [text]
-    return parts
-
-
-def _judge(pred: str, gold: str, symbolic: bool) -> Verdict | None:
+    ``symbolic`` decides what the plain judges cannot; without it such cases
+    give ``None``.
+    """
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
         return Verdict(False, "empty gold")
@@ -110,7 +96,23 @@ def _judge(pred: str, gold: str, symbolic: bool) -> Verdict | None:
     return _equal(options[0], target, symbolic)
 
 
-def _same_collection(items: list[str], golds: list[str], symbolic: bool) -> Verdict | None:
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"{": 1, "(": 1, "[": 1, "}": -1, ")": -1, "]": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _split(pattern: re.Pattern[str], text: str) -> list[str]:
+    parts = [p.strip() for p in pattern.split(text)]
+    if len(parts) < 2 or not all(p and _balanced(p) for p in parts):
+        return [text]
+    return parts
+
+
+def _same_collection(items: list[str], golds: list[str], symbolic: SymbolicJudge | None) -> Verdict | None:
     if len(items) != len(golds):
         return Verdict(False, "collection")
     unmatched = list(items)
@@ -127,7 +129,7 @@ def _same_collection(items: list[str], golds: list[str], symbolic: bool) -> Verd
     return Verdict(True, "collection")
 
 
-def _equal(answer: str, target: str, symbolic: bool) -> Verdict | None:
+def _equal(answer: str, target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
     if answer == target:
         return Verdict(True, "string")
     answer_number, target_number = parse_number(answer), parse_number(target)
@@ -139,9 +141,9 @@ def _equal(answer: str, target: str, symbolic: bool) -> Verdict | None:
         return Verdict(picked is not None and picked.group(1).upper() == choice.group(1), "choice")
     if _is_text(target) or _is_text(answer):
         return Verdict(_text_key(answer) == _text_key(target), "text")
-    if not symbolic:
+    if symbolic is None:
         return None
-    return _symbolic_equal(answer, target, answer_number, target_number)
+    return symbolic(answer, target, answer_number, target_number)
 
 
 def _is_text(text: str) -> bool:
@@ -160,7 +162,7 @@ def _text_key(text: str) -> str:
 def _compare_numbers(answer: ParsedNumber, target: ParsedNumber) -> Verdict:
     if any(a == t for a in answer.candidates() for t in target.candidates()):
         return Verdict(True, "numeric")
-    if _approximates(answer, target.value) or _approximates(target, answer.value):
+    if approximates(answer, target.value) or approximates(target, answer.value):
         return Verdict(True, "approximation")
     return Verdict(False, "numeric")
 
@@ -173,7 +175,7 @@ def _terminates(value: Fraction) -> bool:
     return denominator == 1
 
 
-def _approximates(literal: ParsedNumber, exact: Any) -> bool:
+def approximates(literal: ParsedNumber, exact: Any) -> bool:
     """Whether decimal ``literal`` is ``exact`` rounded half-up or truncated (see the module docstring).
 
     ``exact`` is a Fraction or a real sympy number.
@@ -205,63 +207,3 @@ def _to_decimal(exact: Any, digits: int) -> Decimal | None:
     if not value.is_real or not value.is_number:
         return None
     return Decimal(str(value))
-
-
-def _math_verify_parse(text: str) -> list[Any]:
-    from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
-
-    parsed = parse("\\boxed{" + text + "}", (LatexExtractionConfig(),), fallback_mode="no_fallback")
-    if not parsed:
-        parsed = parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback")
-    return parsed
-
-
-def _exact_real(parsed: list[Any]) -> Any | None:
-    """The first exact real number among math-verify's parses (a Fraction when rational)."""
-    for value in parsed:
-        if getattr(value, "is_number", False) and getattr(value, "is_real", False) and not value.is_Float:
-            return Fraction(int(value.p), int(value.q)) if value.is_Rational else value
-    return None
-
-
-def _plain_sympy(text: str) -> Any | None:
-    """``text`` as a sympy expression when it is plain-text math over known names only."""
-    if len(text) > 200 or not _PLAIN_MATH.match(text):
-        return None
-    names = set(re.findall(r"[A-Za-z]+", text))
-    if any(len(name) > 1 and name not in _PLAIN_NAMES for name in names):
-        return None
-    from sympy.parsing.sympy_parser import (
-        convert_xor,
-        implicit_multiplication_application,
-        parse_expr,
-        standard_transformations,
-    )
-
-    transformations = (*standard_transformations, implicit_multiplication_application, convert_xor)
-    try:
-        return parse_expr(text.replace("ln", "log"), transformations=transformations)
-    except Exception:  # noqa: BLE001 - unparsable text simply is not plain math
-        return None
-
-
-def _symbolic_equal(
-    answer: str, target: str, answer_number: ParsedNumber | None, target_number: ParsedNumber | None
-) -> Verdict:
-    gold_parsed, pred_parsed = _math_verify_parse(target), _math_verify_parse(answer)
-    if gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed):
-        return Verdict(True, "math_verify")
-    literal, other = (answer_number, gold_parsed) if answer_number is not None else (target_number, pred_parsed)
-    if literal is not None and literal.decimals is not None:
-        exact = _exact_real(other)
-        if exact is not None and _approximates(literal, exact):
-            return Verdict(True, "approximation")
-    # Plain-text math ("3pi/2") that the LaTeX parser misreads: sympy's own parser on that side.
-    plain_answer, plain_target = _plain_sympy(answer), _plain_sympy(target)
-    golds = [plain_target] if plain_target is not None else gold_parsed
-    preds = [plain_answer] if plain_answer is not None else pred_parsed
-    if (plain_answer is not None or plain_target is not None) and golds and preds and verify(golds, preds):
-        return Verdict(True, "sympy")
-    if not gold_parsed and plain_target is None:
-        return Verdict(False, "unparsed gold")
-    return Verdict(False, "math_verify")

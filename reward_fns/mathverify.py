@@ -18,22 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from rewardkit.plugins.workerpool import run_with_hard_timeout
-from rewardkit.reward_fns.math_verify_calls import parse, verify
 from rewardkit.reward_fns.scorer_inputs import require_text
-
-
-def verify_boxed_gold(ground_truth_boxed: str, model_output: str) -> float:
-    """1.0 when math-verify finds ``model_output`` equal to the boxed gold, else 0.0.
-
-    Pure and module-level, so the timeout guard can re-import it.
-    """
-    from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
-
-    golds = parse(ground_truth_boxed, (LatexExtractionConfig(),))
-    preds = parse(model_output, (ExprExtractionConfig(), LatexExtractionConfig()))
-    if not golds or not preds:
-        return 0.0
-    return 1.0 if verify(golds, preds) else 0.0
 
 
 def compute_score(
@@ -48,6 +33,9 @@ def compute_score(
     """Score ``solution_str`` against ``ground_truth`` with math-verify (see the module docstring)."""
     gold = "\\boxed{" + require_text("math_verify", "ground_truth", ground_truth) + "}"
     output = require_text("math_verify", "solution_str", solution_str)
+    # Imported here: math-verify takes ~1 s to import, which `rewardkit plugins` should not pay.
+    from rewardkit.reward_fns.math_verify_calls import verify_boxed_gold
+
     try:
         return float(run_with_hard_timeout(verify_boxed_gold, (gold, output), timeout))
     except TimeoutError:
