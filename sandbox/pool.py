@@ -156,6 +156,7 @@ class WorkerPool:
     _workers: list[_Worker] = field(init=False, default_factory=list)
     pending: int = field(init=False, default=0)
     busy: int = field(init=False, default=0)
+    peak_busy: int = field(init=False, default=0)
     restarts: int = field(init=False, default=0)
 
     async def start(self) -> None:
@@ -194,6 +195,7 @@ class WorkerPool:
 
     async def _call(self, worker: _Worker, job: dict) -> dict:
         self.busy += 1
+        self.peak_busy = max(self.peak_busy, self.busy)
         try:
             return await asyncio.wait_for(worker.call(job), job["timeout"] + _WORKER_SLACK_S)
         except (asyncio.TimeoutError, WorkerFailed, ConnectionError) as exc:

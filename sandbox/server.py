@@ -223,6 +223,7 @@ class Sandbox:
             "python_mode": "spawn" if self.settings.spawn_python else "warm",
             "workers": self.settings.workers,
             "busy_workers": self.pool.busy,
+            "peak_busy_workers": self.pool.peak_busy,
             "queue_depth": self.pool.queue_depth,
             "runs_in_flight": self.pool.pending,
             "max_pending": self.settings.max_pending,
