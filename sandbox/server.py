@@ -229,6 +229,8 @@ class Sandbox:
             "max_pending": self.settings.max_pending,
             "runs_by_verdict": dict(self.verdicts),
             "worker_restarts": self.pool.restarts,
+            "server_pid": os.getpid(),
+            "worker_pids": self.pool.worker_pids(),
             "uptime_s": round(time.time() - self.started, 3),
         }
 

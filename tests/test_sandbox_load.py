@@ -1,0 +1,68 @@
+"""Load and overload against a real server: no 5xx, bounded memory, 429 (not a crash) when full."""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from rewardkit.sandbox.testing import running_server
+
+
+def rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return int(next(line for line in fh if line.startswith("VmRSS:")).split()[1])
+
+
+def total_rss_kb(url: str) -> int:
+    status = requests.get(url + "/v1/status", timeout=10).json()
+    return sum(rss_kb(pid) for pid in [status["server_pid"], *status["worker_pids"]])
+
+
+def hammer(url: str, total: int, concurrency: int, code_for) -> Counter:
+    local = threading.local()
+
+    def one(i: int) -> str:
+        if not hasattr(local, "session"):
+            local.session = requests.Session()
+        reply = local.session.post(url + "/run_code", json={"code": code_for(i), "run_timeout": 10}, timeout=120)
+        if reply.status_code != 200:
+            return str(reply.status_code)
+        body = reply.json()
+        return "ok" if body["run_result"]["stdout"] == f"{i}\n" else f"wrong: {body}"
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        return Counter(pool.map(one, range(total)))
+
+
+@pytest.mark.slow
+def test_two_thousand_requests_at_concurrency_128():
+    with running_server("--workers", "4") as url:
+        hammer(url, 200, 32, lambda i: f"print({i})")  # warm-up: allocator pools, connections
+        before = total_rss_kb(url)
+        outcomes = hammer(url, 2000, 128, lambda i: f"import sys\nprint(sum([{i}]))")
+        after = total_rss_kb(url)
+        status = requests.get(url + "/v1/status", timeout=10).json()
+    assert outcomes == Counter({"ok": 2000})
+    assert after - before < 64 * 1024, f"server memory grew from {before} kB to {after} kB"
+    assert status["queue_depth"] == 0 and status["worker_restarts"] == 0
+
+
+def test_overload_is_answered_429_and_the_server_keeps_serving():
+    with running_server("--workers", "2", "--max-pending", "4") as url:
+        outcomes = hammer(url, 24, 24, lambda i: f"import time\ntime.sleep(1)\nprint({i})")
+        assert set(outcomes) == {"ok", "429"}, outcomes
+        assert outcomes["ok"] >= 4
+        with ThreadPoolExecutor(4) as pool:
+            sleepers = [pool.submit(requests.post, url + "/run_code",
+                                    json={"code": "import time\ntime.sleep(2)"}, timeout=30) for _ in range(4)]
+            while requests.get(url + "/v1/status", timeout=10).json()["runs_in_flight"] < 4:
+                pass
+            refused = requests.post(url + "/run_code", json={"code": "print(1)"}, timeout=30)
+            assert all(s.result().status_code == 200 for s in sleepers)
+        assert refused.status_code == 429
+        assert refused.headers["Retry-After"] == "1" and "limit 4" in refused.json()["detail"]
+        reply = requests.post(url + "/run_code", json={"code": "print('after')"}, timeout=30)
+        assert reply.json()["run_result"]["stdout"] == "after\n"
