@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
@@ -81,10 +82,12 @@ JUDGES: dict[str, Callable[[Case], bool]] = {
 
 
 def evaluate(cases: list[Case]) -> dict[str, dict[str, Any]]:
-    """Per judge: accuracy, counts of false accepts / false rejects, and the ids it got wrong."""
+    """Per judge: accuracy, false accepts / rejects, the ids it got wrong, and ms per case."""
     report = {}
     for name, accepts in JUDGES.items():
+        started = time.perf_counter()
         wrong = [case for case in cases if accepts(case) != case["correct"]]
+        elapsed = time.perf_counter() - started
         per_category: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for case in cases:
             per_category[case["category"]][1] += 1
@@ -95,6 +98,7 @@ def evaluate(cases: list[Case]) -> dict[str, dict[str, Any]]:
             "false_accepts": sum(not case["correct"] for case in wrong),
             "false_rejects": sum(case["correct"] for case in wrong),
             "wrong_ids": [case["id"] for case in wrong],
+            "ms_per_case": 1000 * elapsed / len(cases),
             "by_category": {cat: 1 - bad / total for cat, (bad, total) in sorted(per_category.items())},
         }
     return report
@@ -104,10 +108,11 @@ def print_table(report: dict[str, dict[str, Any]], n_cases: int) -> None:
     """The comparison table, then accuracy per category."""
     baseline = max(v["accuracy"] for k, v in report.items() if k != "math_answer")
     print(f"{n_cases} labelled cases\n")
-    print(f"{'judge':<22}{'accuracy':>10}{'false acc.':>12}{'false rej.':>12}{'vs best baseline':>18}")
+    print(f"{'judge':<22}{'accuracy':>10}{'false acc.':>12}{'false rej.':>12}{'vs best baseline':>18}{'ms/case':>9}")
     for name, row in report.items():
         ratio = row["accuracy"] / baseline if baseline else float("inf")
-        print(f"{name:<22}{row['accuracy']:>10.1%}{row['false_accepts']:>12}{row['false_rejects']:>12}{ratio:>17.2f}x")
+        print(f"{name:<22}{row['accuracy']:>10.1%}{row['false_accepts']:>12}{row['false_rejects']:>12}"
+              f"{ratio:>17.2f}x{row['ms_per_case']:>9.2f}")
     categories = list(next(iter(report.values()))["by_category"])
     print("\naccuracy by category")
     print(f"{'judge':<22}" + "".join(f"{c[:12]:>13}" for c in categories))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from rewardkit.reward_fns.latex_boxes import closing_brace_index
 
 BOXED, HASH, ANSWER_COLON = "boxed", "####", "Answer:"
+MAX_WORD_ANSWER = 3  # words a final sentence without numbers or math may have to count as an answer
 CONVENTIONS = (BOXED, HASH, ANSWER_COLON)
 
 # data_source patterns -> convention; anything else reads \boxed{} first.
@@ -136,7 +137,9 @@ def _final_sentence(text: str) -> str | None:
     # "8, not 9": a number the sentence rules out is no candidate.
     numbers = [n.strip() for n in _NUMBER.findall(_NEGATED_NUMBER.sub(" ", sentence))]
     if not numbers:
-        return sentence.rstrip(".!?").strip() or None
+        # A bare word answer ("Tuesday.") may stand alone; a longer sentence is no answer.
+        words = sentence.rstrip(".!?").split()
+        return " ".join(words) if 0 < len(words) <= MAX_WORD_ANSWER else None
     if len(set(numbers)) > 1 and _HEDGE_WORDS.search(sentence):
         # "It is 7 or maybe 8": hand the judge every candidate so it can see the hedge.
         return " or ".join(dict.fromkeys(numbers))

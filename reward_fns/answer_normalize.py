@@ -17,7 +17,7 @@ from fractions import Fraction
 from rewardkit.reward_fns.latex_boxes import closing_brace_index
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
-_SPACING = ("\\left", "\\right", "\\!", "\\,", "\\;", "\\:", "\\quad", "\\qquad")
+_SPACING = ("\\left", "\\right", "\\,", "\\;", "\\:", "\\quad", "\\qquad")
 _DEGREES = ("^{\\circ}", "^\\circ", "°", "\\degree")
 _TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox|textit|mathbf)\s*\{([^{}]*)\}")
 _TRAILING_TEXT_GROUP = re.compile(r"^(.*?\S)\s*\\(?:text|mathrm|mbox)\s*\{\s*[A-Za-z][A-Za-z .^0-9/-]*\}$")
@@ -61,6 +61,7 @@ def canonical_answer(text: str) -> str:
     text = text.replace("\\$", "")  # a currency sign, before "$" is read as a math delimiter
     for token in _DELIMITERS:
         text = text.replace(token, "")
+    text = text.replace("\\!", "")  # a negative space, as in "10,\!000"
     for token in _SPACING:
         text = text.replace(token, " ")
     text = re.sub(r"(?<!\\)\\ ", " ", text).replace("~", " ").replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
@@ -152,6 +153,9 @@ def parse_number(text: str) -> ParsedNumber | None:
     ``2\\frac{1}{2}`` (a mixed number, 5/2), ``12.5%``, number words.
     Long inputs are refused so that exact arithmetic stays cheap.
     """
+    spelled = words_to_number(text)
+    if spelled is not None:
+        return ParsedNumber(Fraction(spelled), None, 0, False)
     text = text.strip().replace(" ", "")
     if not text or len(text) > 60:
         return None
@@ -161,8 +165,7 @@ def parse_number(text: str) -> ParsedNumber | None:
     if parsed is None:
         parsed = _fraction(body)
     if parsed is None:
-        spelled = words_to_number(text) if not percent else None
-        return None if spelled is None else ParsedNumber(Fraction(spelled), None, 0, False)
+        return None
     return ParsedNumber(parsed.value, parsed.decimals, parsed.significant, percent)
 
 

@@ -1,0 +1,256 @@
+"""math_answer: extraction, canonical forms, the judges, the hard timeout, and its
+accuracy on the labelled set against verl's scorers and plain math-verify."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from rewardkit.reward_fns import math_answer
+from rewardkit.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
+from rewardkit.reward_fns.answer_normalize import canonical_answer, parse_number, words_to_number
+from rewardkit.reward_fns.math_equivalence import approximates, quick_judge
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES_PATH = ROOT / "tests" / "data" / "math_answer_cases.jsonl"
+CASES = [json.loads(line) for line in CASES_PATH.read_text().splitlines() if line.strip()]
+
+
+def _load_benchmark():
+    spec = importlib.util.spec_from_file_location("math_accuracy", ROOT / "benchmarks" / "math_accuracy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "data_source, convention",
+    [("openai/gsm8k", "####"), ("gsm8k_platinum", "####"), ("math_dapo", "Answer:"), ("math", "Answer:"),
+     ("aime2024", "Answer:"), ("BytedTsinghua-SIA/DAPO-Math-17k", "Answer:"), ("lighteval/MATH", "boxed"),
+     ("anything/else", "boxed")],
+)
+def test_convention_by_data_source(data_source, convention):
+    assert convention_for(data_source) == convention
+
+
+@pytest.mark.parametrize(
+    "response, convention, text, rule",
+    [
+        ("so \\boxed{5}\n#### 6", "####", "6", "####"),  # the row's convention first
+        ("so \\boxed{5}\n#### 6", "boxed", "5", "boxed"),
+        ("Answer: 3\n#### 4", "Answer:", "3", "Answer:"),
+        ("no hash marker here; the answer is \\boxed{7}.", "####", "7", "boxed"),  # then the others
+        ("**Answer:** $12$", "Answer:", "$12$", "Answer:"),
+        ("Final Answer: The final answer is $540$. I hope it is correct.", "Answer:", "$540$", "Answer:"),
+        ("Answer: $\\boxed{336}$", "Answer:", "336", "Answer:"),
+        ("The answer is 3.5 hours. Done.", "boxed", "3.5 hours", "answer is"),
+        ("So she has 12 marbles left.", "boxed", "12", "final sentence"),
+        ("She makes 9 * 2 = $18 every day.", "boxed", "18", "final sentence"),  # "$" as currency
+        ("Thus $m + n = 3 + 4 = 7$.", "boxed", "m + n = 3 + 4 = 7", "final sentence"),
+        ("So the total is 8, not 9.", "boxed", "8", "final sentence"),
+        ("It might be 7 or 8.", "boxed", "7 or 8", "final sentence"),  # a hedge is handed on whole
+        ("The roots are $\\boxed{2}$ and $\\boxed{3}$.", "boxed", "2, 3", "boxed"),
+        ("It is $\\boxed{2}$ or $\\boxed{3}$.", "boxed", "2 or 3", "boxed"),
+        ("First \\boxed{3}. Wait, that is wrong: \\boxed{4}.", "boxed", "4", "boxed"),
+        ("<think>surely \\boxed{5}</think>It is \\boxed{6}.", "boxed", "6", "boxed"),
+        ("<think>so it is \\boxed{5}</think>", "boxed", "5", "boxed"),  # nothing after </think>
+        ("\\boxed{\\frac{1}{\\sqrt{2}}}", "boxed", "\\frac{1}{\\sqrt{2}}", "boxed"),  # nested braces
+    ],
+)
+def test_find_final_answer(response, convention, text, rule):
+    found = find_final_answer(response, convention)
+    assert (found.text, found.rule) == (text, rule)
+
+
+def test_find_final_answer_none_and_bad_convention():
+    assert find_final_answer("   ", "boxed") is None
+    assert find_final_answer("I could not solve this one.", "boxed") is None
+    assert find_final_answer("Tuesday.", "boxed").text == "Tuesday"
+    with pytest.raises(ValueError, match="unknown answer convention 'latex'"):
+        find_final_answer("x", "latex")
+
+
+@pytest.mark.parametrize(
+    "ground_truth, gold",
+    [("72", "72"), ("She sold 48 + 24 = 72.\n#### 72", "72"), ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+     ("  $5$ ", "$5$")],
+)
+def test_gold_answer(ground_truth, gold):
+    assert gold_answer(ground_truth) == gold
+
+
+@pytest.mark.parametrize(
+    "raw, canonical",
+    [
+        ("$\\boxed{\\dfrac{1}{2}}$.", "\\frac{1}{2}"),
+        ("\\$18.90", "18.90"),
+        ("24 \\text{ cm}", "24"),
+        ("24\\text{cm}^2", "24"),
+        ("120 miles", "120"),
+        ("5cm", "5"),
+        ("3x", "3x"),  # glued letters are an expression, not a unit
+        ("30^\\circ", "30"),
+        ("25\\%", "25%"),
+        ("1{,}260", "1,260"),
+        ("10,\\!000", "10,000"),
+        ("x = 5", "5"),
+        ("y = 2x + 3", "2x + 3"),
+        ("x^2 + y^2 = 1", "x^2 + y^2 = 1"),  # not a single-variable assignment
+        ("\\text{Monday}", "Monday"),
+        ("42 \\text{ or } 43", "42 or 43"),
+        ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}"),
+    ],
+)
+def test_canonical_answer(raw, canonical):
+    assert canonical_answer(raw) == canonical
+
+
+@pytest.mark.parametrize(
+    "text, value, decimals, percent",
+    [
+        ("-12", Fraction(-12), None, False),
+        ("1,234.50", Fraction(246900, 200), 2, False),
+        (".5", Fraction(1, 2), 1, False),
+        ("3/4", Fraction(3, 4), None, False),
+        ("\\frac{-3}{4}", Fraction(-3, 4), None, False),
+        ("-\\frac34", Fraction(-3, 4), None, False),
+        ("2\\frac{1}{2}", Fraction(5, 2), None, False),  # a mixed number
+        ("12.5%", Fraction(25, 2), 1, True),
+        ("negative twenty-one", Fraction(-21), None, False),
+    ],
+)
+def test_parse_number(text, value, decimals, percent):
+    parsed = parse_number(text)
+    assert (parsed.value, parsed.decimals, parsed.percent) == (value, decimals, percent)
+
+
+@pytest.mark.parametrize("text", ["1,2", "x", "1/0", "1" * 61, "\\frac{1}{x}", "twenty apples"])
+def test_parse_number_refuses(text):
+    assert parse_number(text) is None
+
+
+def test_words_to_number():
+    assert words_to_number("one hundred and five") == 105
+    assert words_to_number("two thousand twenty") == 2020
+    assert words_to_number("a dozen") is None
+
+
+@pytest.mark.parametrize(
+    "literal, exact, ok",
+    [
+        ("0.333", Fraction(1, 3), True), ("0.3333", Fraction(1, 3), True),  # rounded
+        ("0.666", Fraction(2, 3), True), ("0.667", Fraction(2, 3), True),  # truncated / rounded
+        ("0.33", Fraction(1, 3), False),  # only 2 significant digits
+        ("0.334", Fraction(1, 3), False), ("0.668", Fraction(2, 3), False),  # neither
+        ("0.13", Fraction(1, 8), False),  # 1/8 terminates: it must be given exactly
+        ("33.3%", Fraction(1, 3), True),  # a percentage shifts the decimals
+        ("12", Fraction(1, 3), False),  # not a decimal literal
+    ],
+)
+def test_approximation_rule(literal, exact, ok):
+    assert approximates(parse_number(literal), exact) is ok
+
+
+@pytest.mark.parametrize(
+    "pred, gold, verdict",
+    [
+        ("72", "72", (True, "string")),
+        ("72.00", "72", (True, "numeric")),
+        ("0.25", "25\\%", (True, "numeric")),
+        ("0.25", "25", (False, "numeric")),
+        ("0.333", "\\frac{1}{3}", (True, "approximation")),
+        ("42 or 43", "42", (False, "hedge")),
+        ("\\frac{1}{2} \\text{ or } 0.5", "\\frac12", (True, "numeric")),  # equal alternatives are no hedge
+        ("2, 1", "1 \\text{ or } 2", (True, "collection")),
+        ("(C) 12", "\\text{(C)}", (True, "choice")),
+        ("Dynamo", "Monday", (False, "text")),  # never a product of symbols
+        ("\\text{True}", "yes", (True, "text")),
+        ("", "5", (False, "no answer")),
+        ("5", "$ $", (False, "empty gold")),
+    ],
+)
+def test_quick_judge_decides_without_sympy(pred, gold, verdict):
+    decided = quick_judge(pred, gold)
+    assert (decided.correct, decided.method) == verdict
+
+
+def test_quick_judge_defers_symbolic_cases():
+    assert quick_judge("(x+1)^2", "x^2+2x+1") is None
+    assert quick_judge("\\sqrt{8}", "2\\sqrt{2}") is None
+
+
+@pytest.mark.parametrize(
+    "response, gold, score, method",
+    [
+        ("so $\\boxed{(x+1)^2}$", "x^2+2x+1", 1.0, "math_verify"),
+        ("so $\\boxed{(x-1)^2}$", "x^2+2x+1", 0.0, "math_verify"),
+        ("so $\\boxed{1.414}$", "\\sqrt{2}", 1.0, "approximation"),
+        ("Answer: 3pi/2", "\\frac{3\\pi}{2}", 1.0, "sympy"),
+        ("so $\\boxed{x}$", "\\text{}", 0.0, "empty gold"),
+    ],
+)
+def test_symbolic_judges_through_the_guard(response, gold, score, method):
+    result = math_answer.compute_score("lighteval/MATH", response, gold)
+    assert (result["score"], result["method"]) == (score, method)
+
+
+def test_compute_score_result_and_inputs():
+    assert math_answer.compute_score("openai/gsm8k", "She sold 72 clips.\n#### 72", "72") == {
+        "score": 1.0, "pred": "72", "gold": "72", "method": "string"}
+    assert math_answer.compute_score("x", "I could not solve this one.", "7") == {"score": 0.0, "pred": "", "gold": "7",
+                                                              "method": "no answer"}
+    # a list of accepted answers: any may match
+    assert math_answer.compute_score("x", "\\boxed{0.5}", ["1/3", "1/2"])["score"] == 1.0
+    with pytest.raises(TypeError, match="math_answer: ground_truth must be a string or a non-empty list"):
+        math_answer.compute_score("x", "\\boxed{1}", 1)
+    with pytest.raises(TypeError, match="math_answer: solution_str must be a string"):
+        math_answer.compute_score("x", None, "1")
+
+
+def test_works_outside_the_main_thread():
+    # math-verify's own signal.alarm timeout raises in threads; ours is process-based.
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda r: math_answer.compute_score("x", r, "2\\sqrt{2}")["score"],
+                                ["\\boxed{\\sqrt{8}}", "\\boxed{\\sqrt{9}}"]))
+    assert results == [1.0, 0.0]
+
+
+@pytest.mark.slow
+def test_hard_timeout_stops_a_runaway_judgement():
+    started = time.perf_counter()
+    with pytest.raises(TimeoutError, match="math_symbolic:judge timed out after 2s"):
+        math_answer.compute_score("x", "$\\boxed{9^{9^{9^{9}}}}$", "1", timeout=2)
+    assert time.perf_counter() - started < 30
+    # the killed guard is replaced and keeps serving
+    assert math_answer.compute_score("x", "$\\boxed{\\sqrt{8}}$", "2\\sqrt{2}", timeout=20)["score"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def accuracy_report():
+    return _load_benchmark().evaluate(CASES)
+
+
+def test_case_set_is_varied():
+    assert len(CASES) >= 150
+    assert len({case["category"] for case in CASES}) >= 10
+    assert {case["data_source"] for case in CASES} >= {"openai/gsm8k", "lighteval/MATH", "math_dapo", "aime2024"}
+    wrong = sum(not case["correct"] for case in CASES)
+    assert 0.25 < wrong / len(CASES) < 0.75
+
+
+def test_math_answer_beats_every_baseline(accuracy_report):
+    ours = accuracy_report["math_answer"]["accuracy"]
+    for name, row in accuracy_report.items():
+        if name != "math_answer":
+            assert ours > row["accuracy"], f"math_answer {ours:.3f} <= {name} {row['accuracy']:.3f}"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["core"]], ids=lambda c: c["id"])
+def test_core_case_verdict(case):
+    result = math_answer.compute_score(case["data_source"], case["response"], case["gold"])
+    assert (result["score"] == 1.0) is case["correct"], result
