@@ -5,6 +5,11 @@ Starts two real servers on 127.0.0.1 (same isolation; one with
 short programs over keep-alive HTTP connections, and prints runs/s and
 p50/p99 latency side by side with the warm/spawn ratio.
 
+Runs/s depend on whatever else the machine is doing, so the table also
+shows the CPU the server's whole process tree spent per run (HTTP server,
+workers and every sandboxed child): ``2000 / cpu_ms`` is the rate two idle
+cores could sustain.
+
     .venv/bin/python benchmarks/sandbox_throughput.py [--requests 600] [--concurrency 1 4 16 64]
 """
 from __future__ import annotations
@@ -12,10 +17,13 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import statistics
 import threading
 import time
 from urllib.parse import urlparse
+
+import requests
 
 from rewardkit.sandbox.testing import running_server
 
@@ -26,6 +34,17 @@ PROGRAMS = [
     ("from collections import Counter\nprint(Counter(input()).most_common(1)[0][0])", "abracadabra\n", "a\n"),
     ("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(15))", "", "610\n"),
 ]
+
+
+def tree_cpu_s(url: str) -> float:
+    """CPU seconds used so far by the server, its workers and their reaped children."""
+    status = requests.get(url + "/v1/status", timeout=10).json()
+    total = 0.0
+    for pid in [status["server_pid"], *status["worker_pids"]]:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def drive(url: str, concurrency: int, total: int) -> dict:
@@ -58,17 +77,20 @@ def drive(url: str, concurrency: int, total: int) -> dict:
         conn.close()
 
     threads = [threading.Thread(target=client) for _ in range(concurrency)]
+    cpu_before = tree_cpu_s(url)
     start = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
+    cpu_ms = 1000 * (tree_cpu_s(url) - cpu_before) / len(latencies)
     latencies.sort()
     return {
         "runs_per_s": len(latencies) / wall,
         "p50_ms": 1000 * statistics.median(latencies),
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "cpu_ms": cpu_ms,
         "errors": len(errors),
     }
 
@@ -80,6 +102,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--workers", type=int, default=None, help="server workers (default: the server's)")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     extra = ["--workers", str(args.workers)] if args.workers else []
     rows = {}
     for mode, flags, total in (("warm", [], args.requests), ("spawn", ["--spawn-python"], args.spawn_requests)):
@@ -87,14 +110,16 @@ def main() -> None:
             drive(url, 4, 40)  # warm-up: connections, page cache
             for c in args.concurrency:
                 rows[(mode, c)] = drive(url, c, max(total, c))
-    print(f"{'conc':>5} | {'warm runs/s':>11} {'p50 ms':>7} {'p99 ms':>7} | {'spawn runs/s':>12} {'p50 ms':>7} "
-          f"{'p99 ms':>7} | {'ratio':>6} | errors")
-    print("-" * 88)
+    print(f"load average before the run: {load_before:.2f} on {os.cpu_count()} CPUs (other work skews runs/s)")
+    print(f"{'conc':>5} | {'warm runs/s':>11} {'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>7} | {'spawn runs/s':>12} "
+          f"{'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>7} | {'ratio':>6} | errors")
+    print("-" * 108)
     for c in args.concurrency:
         w, s = rows[("warm", c)], rows[("spawn", c)]
-        print(f"{c:>5} | {w['runs_per_s']:>11.1f} {w['p50_ms']:>7.1f} {w['p99_ms']:>7.1f} | "
-              f"{s['runs_per_s']:>12.1f} {s['p50_ms']:>7.1f} {s['p99_ms']:>7.1f} | "
+        print(f"{c:>5} | {w['runs_per_s']:>11.1f} {w['p50_ms']:>7.1f} {w['p99_ms']:>7.1f} {w['cpu_ms']:>7.2f} | "
+              f"{s['runs_per_s']:>12.1f} {s['p50_ms']:>7.1f} {s['p99_ms']:>7.1f} {s['cpu_ms']:>7.2f} | "
               f"{w['runs_per_s'] / s['runs_per_s']:>5.1f}x | {w['errors'] + s['errors']}")
+    print("cpu ms = CPU of the server's process tree per run; 2000 / cpu ms = runs/s two idle cores sustain")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import platform
 import resource
+import signal
 import stat
 
 CLONE_NEWNS = 0x00020000
@@ -32,12 +34,28 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 
 PR_SET_NO_NEW_PRIVS = 38
+MNT_DETACH = 2
+
+# Namespaces a run gets, by the isolation layer each provides.
+NAMESPACES = {
+    "mount_namespace": CLONE_NEWNS,
+    "pid_namespace": CLONE_NEWPID,
+    "network_namespace": CLONE_NEWNET,
+    "ipc_namespace": CLONE_NEWIPC | CLONE_NEWUTS,
+}
+
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.unshare.argtypes = [ctypes.c_int]
 _libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+# PyDLL keeps the GIL across the call, exactly as os.fork() does around fork().
+_clone = ctypes.PyDLL(None, use_errno=True).syscall
+_clone.restype = ctypes.c_long
+_clone.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 
 # Mount points the worker never remounts: per-run code mounts fresh
 # instances over them (proc for the PID namespace, sysfs for the network one).
@@ -57,6 +75,50 @@ def _b(value: str | None) -> bytes | None:
 def unshare(flags: int) -> None:
     """Move the calling process into new namespaces (``unshare(2)``)."""
     _check(_libc.unshare(flags), f"unshare({flags:#x})")
+
+
+def fork_into(flags: int) -> int:
+    """``os.fork()`` whose child starts in new namespaces (``clone(2)`` with ``flags``).
+
+    One system call instead of fork + unshare + fork: with CLONE_NEWPID the
+    child is PID 1 of a fresh PID namespace and this process stays its
+    parent, so it can wait4() it and kill the whole namespace by killing it.
+    CPython's own before/after-fork hooks run exactly as for ``os.fork()``.
+    Limitation: glibc's cached thread id is not refreshed in the child, so
+    ``raise()``/``abort()`` there fail until the child execs (the warm Python
+    path runs without exec; an abort there still ends the process).
+    """
+    if not flags:
+        return os.fork()
+    if _SYS_CLONE is None:
+        raise OSError(errno.ENOSYS, f"clone with namespaces is not wired for {platform.machine()}")
+    ctypes.pythonapi.PyOS_BeforeFork()
+    pid = _clone(_SYS_CLONE, flags | signal.SIGCHLD, None, None, None, None)
+    if pid == 0:
+        ctypes.pythonapi.PyOS_AfterFork_Child()
+        return 0
+    err = ctypes.get_errno()
+    ctypes.pythonapi.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(err, f"clone({flags:#x}): {os.strerror(err)}")
+    return pid
+
+
+def available_namespaces() -> dict[str, bool]:
+    """Which of ``NAMESPACES`` this process may create (each tried in a throwaway child)."""
+    found = {}
+    for name, flag in NAMESPACES.items():
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if _libc.unshare(flag) == 0 else 1)
+        _, status = os.waitpid(pid, 0)
+        found[name] = status == 0
+    return found
+
+
+def umount(target: str) -> None:
+    """Lazily detach the mount on ``target``."""
+    _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
@@ -147,11 +209,10 @@ def enter_readonly_view(expose_paths: list[str]) -> None:
                 raise
 
 
-def mount_private_tmp(size_mb: int) -> None:
-    """A fresh, size-capped tmpfs on /tmp and /dev/shm for one run."""
-    opts = f"size={size_mb}m,mode=1777"
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
-    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777")
+def mount_tmpfs(target: str, size_mb: int, noexec: bool = False) -> None:
+    """A fresh, size-capped, world-writable (sticky) tmpfs on ``target``."""
+    flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if noexec else 0)
+    mount("tmpfs", target, "tmpfs", flags, f"size={size_mb}m,mode=1777")
 
 
 def mount_fresh_sysfs() -> None:

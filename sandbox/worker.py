@@ -4,20 +4,20 @@ Started by the server as ``python -I worker.py --uid N [--expose PATH ...]``
 on the sandbox interpreter. It enters a private read-only mount namespace
 once, pre-imports common modules, then serves jobs read from stdin as
 length-prefixed pickles (the server is its only peer; user code never sees
-these pipes). For every job it forks:
+these pipes). For every job it:
 
-    worker ── fork ──> keeper: new mount/net/PID/IPC/UTS namespaces, fresh
-                       tmpfs on /tmp, job files written to /tmp/work
-                 └─ fork ──> init (PID 1 of the new namespace): fresh /proc,
-                             rlimits, unprivileged uid, then the program —
-                             Python source executed in-process (warm path),
-                             or ``execve`` of an argv (bash, C++, spawn path)
-
-When init exits the kernel kills everything left in its PID namespace, so a
-timeout (SIGKILL to init) ends the whole tree, daemons included. The keeper
-reports init's pid at once and, after it exits, its status, rusage and the
-requested files; the worker reads stdout/stderr while the program runs, caps
-them, and enforces the wall-clock deadline.
+1. mounts a fresh size-capped tmpfs on /tmp (in its own mount namespace)
+   and writes the job's files to /tmp/work;
+2. forks the program's process straight into new mount, PID, network, IPC
+   and UTS namespaces (one ``clone``): PID 1 of its namespace, with its own
+   /proc, /dev/shm and sysfs, resource limits and an unprivileged uid, it
+   then runs the program — Python source executed in-process (the warm
+   path), or ``execve`` of an argv (bash, C++, the spawn path);
+3. reads stdout/stderr while it runs, caps them, and enforces the
+   wall-clock deadline by SIGKILL to PID 1, which makes the kernel kill
+   everything else in the namespace (daemons included);
+4. reaps it (status, CPU time), reads the requested files without
+   following symlinks, and unmounts the run's tmpfs.
 """
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ import argparse
 import os
 import select
 import signal
+import stat
 import sys
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Loaded by path on purpose: this interpreter must not import rewardkit.
@@ -37,101 +39,96 @@ import jail  # noqa: E402
 # and shared copy-on-write by every run.
 import bisect, collections, copy, dataclasses, decimal, fractions, functools, heapq  # noqa: E401,F401,E402
 import io, itertools, json, math, operator, random, re, statistics, string  # noqa: E401,F401,E402
-import threading, traceback, types, typing  # noqa: E401,F401,E402
+import threading, types, typing  # noqa: E401,F401,E402
 
 WORK_DIR = "/tmp/work"
 _READ_CHUNK = 65536
 _KILL_GRACE_S = 5.0
+_DRAIN_GRACE_S = 0.5
 
 
 class Worker:
-    """Holds the worker-wide facts (uid, which layers came up) and runs jobs."""
+    """Holds the worker-wide facts (uid, which layers are available) and runs jobs."""
 
     def __init__(self, uid: int, expose: list[str]):
         self.uid = uid
-        self.layers: dict[str, bool] = {}
-        self.errors: dict[str, str] = {}
+        self.is_root = os.geteuid() == 0
+        self.layers = jail.available_namespaces()
         try:
             jail.enter_readonly_view(expose)
             self.layers["readonly_root"] = True
-        except OSError as exc:
-            self.layers["readonly_root"] = False
-            self.errors["readonly_root"] = str(exc)
-        self.is_root = os.geteuid() == 0
-
-    # -- the keeper (first child) ------------------------------------------------
-
-    def _keeper(self, job: dict, out_w: int, err_w: int, res_w: int) -> None:
-        layers = dict(self.layers)
-        ns_flags = {
-            "pid_namespace": jail.CLONE_NEWPID,
-            "network_namespace": jail.CLONE_NEWNET,
-            "ipc_namespace": jail.CLONE_NEWIPC | jail.CLONE_NEWUTS,
-            "mount_namespace": jail.CLONE_NEWNS,
-        }
-        try:
-            jail.unshare(sum(ns_flags.values()))
-            layers.update({name: True for name in ns_flags})
         except OSError:
-            for name, flag in ns_flags.items():
-                try:
-                    jail.unshare(flag)
-                    layers[name] = True
-                except OSError:
-                    layers[name] = False
-        private_mounts = layers["mount_namespace"] and layers["readonly_root"]
-        if private_mounts:
-            jail.mount_private_tmp(job["tmpfs_mb"])
+            self.layers["readonly_root"] = False
+        self.layers["private_tmp"] = self.layers["readonly_root"]
+        self.layers["unprivileged_uid"] = self.is_root
+        self.clone_flags = sum(flag for name, flag in jail.NAMESPACES.items() if self.layers[name])
+
+    # -- one job ---------------------------------------------------------------------
+
+    def run(self, job: dict) -> dict:
+        work = self._prepare_work_dir(job)
+        try:
+            return self._run_in(job, work)
+        finally:
+            self._discard_work_dir(work)
+
+    def _prepare_work_dir(self, job: dict) -> str:
+        if self.layers["private_tmp"]:
+            jail.mount_tmpfs("/tmp", job["tmpfs_mb"])
             work = WORK_DIR
+            os.mkdir(work, 0o755)
         else:
             import tempfile
             work = tempfile.mkdtemp(prefix="rewardkit-run-")
-        layers["private_tmp"] = private_mounts
-        layers["unprivileged_uid"] = self.is_root
-        if private_mounts and layers["network_namespace"]:
-            jail.mount_fresh_sysfs()
-        os.makedirs(work, mode=0o755, exist_ok=True)
-        _write_files(work, job["files"], job.get("executable", ()), self.uid if self.is_root else None)
+        _write_files(work, job["files"], job["executable"], self.uid if self.is_root else None)
+        return work
+
+    def _discard_work_dir(self, work: str) -> None:
+        if self.layers["private_tmp"]:
+            jail.umount("/tmp")
+        else:
+            import shutil
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _run_in(self, job: dict, work: str) -> dict:
         stdin_fd = os.memfd_create("stdin")
         os.write(stdin_fd, job["stdin"])
         os.lseek(stdin_fd, 0, os.SEEK_SET)
-
-        pid = os.fork()
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        pid = jail.fork_into(self.clone_flags)
         if pid == 0:
-            os.close(res_w)
-            self._init(job, work, layers, stdin_fd, out_w, err_w)
-        os.close(out_w)
-        os.close(err_w)
-        os.close(stdin_fd)
-        frames.write_frame(res_w, ("pid", pid))
+            self._become_program(job, work, stdin_fd, out_w, err_w)
         started = time.monotonic()
+        for fd in (stdin_fd, out_w, err_w):
+            os.close(fd)
+        try:
+            captured = self._supervise(job, pid, started, out_r, err_r)
+        finally:
+            os.close(out_r)
+            os.close(err_r)
         _, status, usage = os.wait4(pid, 0)
-        wall = time.monotonic() - started
-        if self.is_root:
-            # Read the requested files with the run's own rights: a symlink
-            # planted by the program then reaches nothing it could not read.
-            jail.drop_privileges(self.uid)
-        files = _fetch_files(work, job.get("fetch", ()), job["max_file_bytes"])
-        if not private_mounts:
-            import shutil
-            shutil.rmtree(work, ignore_errors=True)
-        frames.write_frame(res_w, ("result", {
+        return {
+            **captured,
             "wait_status": status,
-            "wall_time": wall,
             "cpu_time": usage.ru_utime + usage.ru_stime,
             "max_rss_kb": usage.ru_maxrss,
-            "files": files,
-            "layers": layers,
-        }))
+            "files": _fetch_files(work, job["fetch"], job["max_file_bytes"]),
+            "layers": self.layers,
+        }
 
-    # -- init: PID 1 of the run's namespace, becomes the program ------------------
+    # -- the child: PID 1 of the run's namespaces, becomes the program ------------------
 
-    def _init(self, job: dict, work: str, layers: dict, stdin_fd: int, out_w: int, err_w: int) -> None:
+    def _become_program(self, job: dict, work: str, stdin_fd: int, out_w: int, err_w: int) -> None:
         code = 127
         try:
-            if layers["pid_namespace"] and layers["mount_namespace"]:
-                jail.mount_fresh_proc()
-            if layers["ipc_namespace"]:
+            if self.layers["mount_namespace"] and self.layers["readonly_root"]:
+                jail.mount_tmpfs("/dev/shm", 64, noexec=True)
+                if self.layers["pid_namespace"]:
+                    jail.mount_fresh_proc()
+                if self.layers["network_namespace"]:
+                    jail.mount_fresh_sysfs()
+            if self.layers["ipc_namespace"]:
                 jail.set_hostname("sandbox")
             os.setsid()  # without a PID namespace the worker kills the process group
             os.dup2(stdin_fd, 0)
@@ -151,7 +148,7 @@ class Worker:
             os.chdir(work)
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "TMPDIR": "/tmp",
                    "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
-            env.update(job.get("env", {}))
+            env.update(job["env"])
             if job["mode"] == "inline-python":
                 code = _run_python_inline(os.path.join(work, job["main"]), env)
             else:
@@ -163,108 +160,71 @@ class Worker:
                 pass
         os._exit(code)
 
-    # -- the worker side of one job ---------------------------------------------
+    # -- the worker side: output, deadline ------------------------------------------
 
-    def run(self, job: dict) -> dict:
-        out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        res_r, res_w = os.pipe2(os.O_CLOEXEC)
-        keeper = os.fork()
-        if keeper == 0:
-            code = 0
-            try:
-                for fd in (out_r, err_r, res_r):
-                    os.close(fd)
-                self._keeper(job, out_w, err_w, res_w)
-            except BaseException:  # noqa: BLE001
-                traceback.print_exc()
-                code = 1
-            os._exit(code)
-        for fd in (out_w, err_w, res_w):
-            os.close(fd)
-        try:
-            return self._supervise(job, keeper, out_r, err_r, res_r)
-        finally:
-            for fd in (out_r, err_r, res_r):
-                os.close(fd)
-            os.waitpid(keeper, 0)
-
-    def _supervise(self, job: dict, keeper: int, out_r: int, err_r: int, res_r: int) -> dict:
+    def _supervise(self, job: dict, pid: int, started: float, out_r: int, err_r: int) -> dict:
+        """Read both streams until they close; kill the tree at the deadline."""
         cap = job["max_output"]
         streams = {out_r: bytearray(), err_r: bytearray()}
         truncated = {out_r: False, err_r: False}
-        res_buf = bytearray()
-        init_pid = None
-        deadline = None
-        timed_out = False
-        open_fds = {out_r, err_r, res_r}
+        exited = os.pidfd_open(pid)
         poller = select.poll()
-        for fd in open_fds:
+        for fd in (out_r, err_r, exited):
             poller.register(fd, select.POLLIN)
-        while open_fds:
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                if timed_out:
-                    # The tree refused to die within the grace period: give up on it.
-                    os.kill(keeper, signal.SIGKILL)
-                    break
-                timed_out = True
-                _kill_tree(init_pid)
-                deadline = now + _KILL_GRACE_S
-                continue
-            wait_ms = -1 if deadline is None else max(1, int((deadline - now) * 1000))
-            for fd, _ in poller.poll(wait_ms):
-                chunk = os.read(fd, _READ_CHUNK)
-                if not chunk:
-                    poller.unregister(fd)
-                    open_fds.discard(fd)
-                elif fd == res_r:
-                    res_buf += chunk
-                    if init_pid is None and len(res_buf) >= frames.HEADER.size:
-                        init_pid = _peek_pid(res_buf)
-                        if init_pid is not None:
-                            deadline = time.monotonic() + job["timeout"]
-                else:
+        open_fds = {out_r, err_r}
+        deadline = started + job["timeout"]
+        timed_out = False
+        ended = None
+        try:
+            while open_fds:
+                now = time.monotonic()
+                if now >= deadline:
+                    if timed_out or ended is not None:
+                        break  # past the grace period: what is still open belongs to escaped daemons
+                    timed_out = True
+                    ended = now
+                    _kill_tree(pid)
+                    deadline = now + _KILL_GRACE_S
+                    continue
+                for fd, _ in poller.poll(max(1, int((deadline - now) * 1000))):
+                    if fd == exited:
+                        poller.unregister(exited)
+                        ended = time.monotonic()
+                        # The program is gone; with a PID namespace so is everything
+                        # it started. Without one, take its process group along.
+                        _kill_tree(pid, group_only=True)
+                        deadline = min(deadline, ended + _DRAIN_GRACE_S)
+                        continue
+                    chunk = os.read(fd, _READ_CHUNK)
+                    if not chunk:
+                        poller.unregister(fd)
+                        open_fds.discard(fd)
+                        continue
                     room = cap - len(streams[fd])
                     if room > 0:
                         streams[fd] += chunk[:room]
                     if len(chunk) > room:
                         truncated[fd] = True
-        report = _last_frame(res_buf)
-        if report is None:
-            raise RuntimeError("the sandbox keeper died before reporting; see the worker log")
+        finally:
+            os.close(exited)
         return {
             "timed_out": timed_out,
+            "wall_time": (ended or time.monotonic()) - started,
             "stdout": bytes(streams[out_r]),
             "stderr": bytes(streams[err_r]),
             "stdout_truncated": truncated[out_r],
             "stderr_truncated": truncated[err_r],
-            **report,
         }
 
 
-def _kill_tree(init_pid: int | None) -> None:
-    if init_pid is None:
-        return
-    for kill in (os.kill, os.killpg):
+def _kill_tree(pid: int, group_only: bool = False) -> None:
+    """SIGKILL the program (PID 1 of its namespace: the kernel then kills the rest) and its group."""
+    kills = (os.killpg,) if group_only else (os.kill, os.killpg)
+    for kill in kills:
         try:
-            kill(init_pid, signal.SIGKILL)
+            kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def _peek_pid(buf: bytes) -> int | None:
-    for kind, value in frames.iter_frames(bytes(buf)):
-        if kind == "pid":
-            return value
-    return None
-
-
-def _last_frame(buf: bytes) -> dict | None:
-    for kind, value in frames.iter_frames(bytes(buf)):
-        if kind == "result":
-            return value
-    return None
 
 
 def _safe_join(work: str, rel: str) -> str:
@@ -289,11 +249,30 @@ def _write_files(work: str, files: dict, executable, uid: int | None) -> None:
                 parent = os.path.dirname(parent)
 
 
+def _open_beneath(work: str, rel: str) -> int:
+    """Open ``work/rel`` read-only without following any symlink the program planted."""
+    parts = rel.split("/")
+    dir_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{rel} is not a regular file")
+    return fd
+
+
 def _fetch_files(work: str, names, max_bytes: int) -> dict:
     files = {}
     for rel in names:
         try:
-            with open(_safe_join(work, rel), "rb") as fh:
+            _safe_join(work, rel)
+            with os.fdopen(_open_beneath(work, rel), "rb") as fh:
                 files[rel] = fh.read(max_bytes)
         except (OSError, ValueError):
             continue  # absent from the response; the server reports which
@@ -365,7 +344,7 @@ def main() -> None:
     os.set_inheritable(outbox, False)
     import gc
     gc.freeze()  # keep the collector from dirtying shared pages in every child
-    frames.write_frame(outbox, {"layers": worker.layers, "errors": worker.errors, "pid": os.getpid()})
+    frames.write_frame(outbox, {"layers": worker.layers, "pid": os.getpid()})
     while True:
         job = frames.read_frame(inbox)
         if job is None:
@@ -373,6 +352,7 @@ def main() -> None:
         try:
             reply = worker.run(job)
         except Exception as exc:  # noqa: BLE001 - reported to the server as a SandboxError
+            traceback.print_exc()
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         frames.write_frame(outbox, reply)
 

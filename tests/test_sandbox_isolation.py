@@ -227,6 +227,14 @@ def test_another_runs_work_dir_is_invisible(url):
     assert spied.splitlines()[0] == "['1']"  # nothing but itself in its PID namespace
 
 
+def test_fetch_files_never_follow_planted_symlinks(url):
+    code = "ln -s /etc/passwd leak.txt; ln -s / root; mkdir d; ln -s /etc d/etc; echo fine > ok.txt"
+    body = run(url, code, language="bash", fetch_files=["leak.txt", "root/etc/passwd", "d/etc/passwd", "ok.txt"])
+    assert set(body["files"]) == {"ok.txt"}
+    for name in ("leak.txt", "root/etc/passwd", "d/etc/passwd"):
+        assert name in body["message"]
+
+
 def test_ten_megabytes_of_output_is_truncated_not_a_timeout(url):
     body = run(url, "import sys\nsys.stdout.write('x' * 10_000_000)\nprint('done', file=sys.stderr)", run_timeout=10)
     result = body["run_result"]
