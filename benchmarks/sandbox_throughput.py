@@ -11,6 +11,7 @@ workers and every sandboxed child): ``2000 / cpu_ms`` is the rate two idle
 cores could sustain.
 
     .venv/bin/python benchmarks/sandbox_throughput.py [--requests 600] [--concurrency 1 4 16 64]
+        [--server-args="--network-namespace per-worker"]
 """
 from __future__ import annotations
 
@@ -101,9 +102,10 @@ def main() -> None:
     parser.add_argument("--spawn-requests", type=int, default=150, help="requests per spawn measurement")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--workers", type=int, default=None, help="server workers (default: the server's)")
+    parser.add_argument("--server-args", default="", help="extra `rewardkit sandbox serve` flags for both servers")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
-    extra = ["--workers", str(args.workers)] if args.workers else []
+    extra = (["--workers", str(args.workers)] if args.workers else []) + args.server_args.split()
     rows = {}
     for mode, flags, total in (("warm", [], args.requests), ("spawn", ["--spawn-python"], args.spawn_requests)):
         with running_server(*extra, *flags) as url:

@@ -25,6 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--python", default=_DEFAULTS.python, help="interpreter that runs Python programs")
     s.add_argument("--spawn-python", action="store_true",
                    help="start a fresh interpreter per Python run instead of forking a warm one")
+    s.add_argument("--network-namespace", choices=["per-run", "per-worker"], default="per-run",
+                   help="a fresh network namespace per run (default), or one per worker shared by its "
+                        "sequential runs: faster, and still no network")
     s.add_argument("--max-pending", type=int, default=_DEFAULTS.max_pending,
                    help="runs in flight before new requests get 429")
     s.add_argument("--max-timeout", type=float, default=_DEFAULTS.max_timeout,
@@ -45,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     settings = ServerSettings(
         host=args.host, port=args.port, workers=args.workers, token=args.token,
         allow_weak_isolation=args.allow_weak_isolation, python=args.python, spawn_python=args.spawn_python,
+        network_namespace=args.network_namespace,
         max_pending=args.max_pending, max_timeout=args.max_timeout, default_memory_mb=args.default_memory_mb,
         max_memory_mb=args.max_memory_mb, max_processes=args.max_processes,
         max_output_bytes=args.max_output_bytes, base_uid=args.base_uid,

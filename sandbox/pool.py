@@ -23,7 +23,7 @@ LAYERS = {
     "mount_namespace": "private mount namespace per run",
     "readonly_root": "read-only view of the host file system",
     "private_tmp": "fresh size-capped tmpfs for /tmp and the work dir",
-    "network_namespace": "no network: only a downed loopback",
+    "network_namespace": "no network: only a downed loopback (a namespace per run, or per worker if asked)",
     "pid_namespace": "PID namespace: a timeout kills the whole process tree",
     "ipc_namespace": "private IPC and hostname",
     "unprivileged_uid": "programs run as an unprivileged uid",
@@ -41,19 +41,19 @@ class WorkerFailed(Exception):
     """A worker died or hung while running a job (HTTP 200 with SandboxError)."""
 
 
-def worker_argv(python: str, uid: int, expose: list[str]) -> list[str]:
-    argv = [python, "-I", str(WORKER_SCRIPT), "--uid", str(uid)]
+def worker_argv(python: str, uid: int, expose: list[str], netns: str = "per-run") -> list[str]:
+    argv = [python, "-I", str(WORKER_SCRIPT), "--uid", str(uid), "--netns", netns]
     for path in expose:
         argv += ["--expose", path]
     return argv
 
 
-def probe_isolation(python: str, uid: int, expose: list[str]) -> dict[str, bool]:
+def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-run") -> dict[str, bool]:
     """Start one worker, run ``print()`` through it, and report each layer's state.
 
     Synchronous so ``serve`` can refuse to start before binding a port.
     """
-    proc = subprocess.Popen(worker_argv(python, uid, expose), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(worker_argv(python, uid, expose, netns), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         hello = frames.read_frame(proc.stdout.fileno())
         if hello is None:
@@ -152,6 +152,7 @@ class WorkerPool:
     base_uid: int
     expose: list[str]
     max_pending: int
+    netns: str = "per-run"
     _idle: asyncio.Queue = field(init=False)
     _workers: list[_Worker] = field(init=False, default_factory=list)
     pending: int = field(init=False, default=0)
@@ -162,7 +163,7 @@ class WorkerPool:
     async def start(self) -> None:
         self._idle = asyncio.Queue()
         for index in range(self.size):
-            worker = _Worker(index, worker_argv(self.python, self.base_uid + index, self.expose))
+            worker = _Worker(index, worker_argv(self.python, self.base_uid + index, self.expose, self.netns))
             await worker.start()
             self._workers.append(worker)
             self._idle.put_nowait(worker)

@@ -50,6 +50,7 @@ class ServerSettings:
     allow_weak_isolation: bool = False
     python: str = field(default_factory=base_interpreter)
     spawn_python: bool = False  # exec a fresh interpreter per run instead of the warm path
+    network_namespace: str = "per-run"  # or "per-worker": shared by a worker's (sequential) runs
     max_pending: int = 1024
     max_timeout: float = 60.0
     default_memory_mb: int = 1024
@@ -78,6 +79,7 @@ class Sandbox:
             base_uid=settings.base_uid,
             expose=default_expose(settings.python),
             max_pending=settings.max_pending,
+            netns=settings.network_namespace,
         )
         self.verdicts: Counter[str] = Counter()
         self.started = time.time()
@@ -221,6 +223,7 @@ class Sandbox:
             "languages": sorted(self.languages),
             "python": self.settings.python,
             "python_mode": "spawn" if self.settings.spawn_python else "warm",
+            "network_namespace": self.settings.network_namespace,
             "workers": self.settings.workers,
             "busy_workers": self.pool.busy,
             "peak_busy_workers": self.pool.peak_busy,
@@ -297,7 +300,8 @@ class WeakIsolation(RuntimeError):
 
 def check_isolation(settings: ServerSettings) -> dict[str, bool]:
     """Probe the layers; raise ``WeakIsolation`` naming the missing ones unless allowed."""
-    layers = probe_isolation(settings.python, settings.base_uid, default_expose(settings.python))
+    layers = probe_isolation(settings.python, settings.base_uid, default_expose(settings.python),
+                             settings.network_namespace)
     missing = [name for name, ok in layers.items() if not ok]
     if missing and not settings.allow_weak_isolation:
         lines = "\n".join(f"  - {name}: {LAYERS[name]}" for name in missing)

@@ -50,18 +50,28 @@ _DRAIN_GRACE_S = 0.5
 class Worker:
     """Holds the worker-wide facts (uid, which layers are available) and runs jobs."""
 
-    def __init__(self, uid: int, expose: list[str]):
+    def __init__(self, uid: int, expose: list[str], netns_per_worker: bool = False):
         self.uid = uid
         self.is_root = os.geteuid() == 0
         self.layers = jail.available_namespaces()
+        # Per-worker network namespace: created once here and shared by this
+        # worker's runs, which never overlap in time; creating and tearing
+        # down a network namespace is the costliest part of a run.
+        self.netns_per_run = self.layers["network_namespace"] and not netns_per_worker
+        if self.layers["network_namespace"] and netns_per_worker:
+            jail.unshare(jail.CLONE_NEWNET)
         try:
             jail.enter_readonly_view(expose)
             self.layers["readonly_root"] = True
         except OSError:
             self.layers["readonly_root"] = False
+        if self.layers["readonly_root"] and self.layers["network_namespace"] and netns_per_worker:
+            jail.mount_fresh_sysfs()
         self.layers["private_tmp"] = self.layers["readonly_root"]
         self.layers["unprivileged_uid"] = self.is_root
         self.clone_flags = sum(flag for name, flag in jail.NAMESPACES.items() if self.layers[name])
+        if not self.netns_per_run:
+            self.clone_flags &= ~jail.CLONE_NEWNET
 
     # -- one job ---------------------------------------------------------------------
 
@@ -126,7 +136,7 @@ class Worker:
                 jail.mount_tmpfs("/dev/shm", 64, noexec=True)
                 if self.layers["pid_namespace"]:
                     jail.mount_fresh_proc()
-                if self.layers["network_namespace"]:
+                if self.netns_per_run:
                     jail.mount_fresh_sysfs()
             if self.layers["ipc_namespace"]:
                 jail.set_hostname("sandbox")
@@ -333,8 +343,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--uid", type=int, required=True)
     parser.add_argument("--expose", action="append", default=[])
+    parser.add_argument("--netns", choices=["per-run", "per-worker"], default="per-run")
     args = parser.parse_args()
-    worker = Worker(args.uid, args.expose)
+    worker = Worker(args.uid, args.expose, netns_per_worker=args.netns == "per-worker")
     inbox, outbox = os.dup(0), os.dup(1)
     # Nothing user-facing may inherit the server's pipes as stdio.
     devnull = os.open(os.devnull, os.O_RDWR)

@@ -284,3 +284,55 @@ def test_attacks_in_parallel_with_benign_traffic(url):
     assert verdicts == [a[3] for a in attacks]
     assert benign_failures == [] and benign_count[0] > 0
     assert_contained(url)
+
+
+@pytest.fixture(scope="module")
+def shared_netns_url():
+    # One worker, so consecutive runs share its network namespace.
+    with running_server("--workers", "1", "--base-uid", str(BASE_UID), "--network-namespace", "per-worker") as base:
+        yield base
+
+
+def test_per_worker_network_namespace_has_no_network_either(shared_netns_url):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    code = textwrap.dedent(f"""
+        import os, socket
+        print(socket.if_nameindex(), os.listdir('/sys/class/net'), int(open('/sys/class/net/lo/flags').read(), 16) & 1)
+        try:
+            socket.create_connection(("127.0.0.1", {port}), timeout=2); print("CONNECTED")
+        except OSError as exc:
+            print("refused", type(exc).__name__)
+    """)
+    try:
+        out = run(shared_netns_url, code)["run_result"]["stdout"].splitlines()
+    finally:
+        listener.close()
+    assert out[0] == "[(1, 'lo')] ['lo'] 0"
+    assert out[1].startswith("refused")
+
+
+def test_per_worker_network_namespace_keeps_nothing_between_runs(shared_netns_url):
+    leave = textwrap.dedent("""
+        import os, socket, time
+        s = socket.socket(socket.AF_UNIX)
+        s.bind("\\0rewardkit-leak")
+        s.listen(1)
+        if os.fork() == 0:  # a daemon that would keep the socket alive, if it could outlive the run
+            os.setsid()
+            time.sleep(60)
+        print("bound")
+    """)
+    probe = textwrap.dedent("""
+        import socket
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect("\\0rewardkit-leak"); print("LEAKED")
+        except OSError as exc:
+            print("gone", type(exc).__name__)
+    """)
+    assert run(shared_netns_url, leave)["run_result"]["stdout"] == "bound\n"
+    assert run(shared_netns_url, probe)["run_result"]["stdout"] == "gone ConnectionRefusedError\n"
+    assert sandbox_processes() == []
