@@ -21,13 +21,13 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_server(*args: str, start_timeout_s: float = 60.0, prefix: tuple[str, ...] = ()) -> Iterator[str]:
-    """Yield the base URL of ``rewardkit sandbox serve <args>`` bound to 127.0.0.1.
+    """Yield the base URL of ``rewardkit sandbox serve <args>`` (the real CLI) bound to 127.0.0.1.
 
     ``prefix`` wraps the command (e.g. ``setpriv ...`` to drop privileges).
     The server is stopped (SIGTERM, then SIGKILL) on exit.
     """
     port = free_port()
-    cmd = [*prefix, sys.executable, "-m", "rewardkit.sandbox.cli", "serve", "--host", "127.0.0.1",
+    cmd = [*prefix, sys.executable, "-m", "rewardkit", "sandbox", "serve", "--host", "127.0.0.1",
            "--port", str(port), *args]
     # A file, not a pipe: nobody drains a pipe while tests run, and a full one would stall the server.
     log = tempfile.TemporaryFile(mode="w+")
