@@ -16,10 +16,13 @@ import fnmatch
 import re
 from dataclasses import dataclass
 
-from rewardkit.reward_fns.latex_boxes import closing_brace_index
+from rewardkit.reward_fns.latex_boxes import brace_partners
 
 BOXED, HASH, ANSWER_COLON = "boxed", "####", "Answer:"
 MAX_WORD_ANSWER = 3  # words a final sentence without numbers or math may have to count as an answer
+# The sentence rules read at most this much of a line: their regexes are not linear on
+# adversarial text (thousands of "$"), and a final answer is never that long.
+MAX_SENTENCE_CHARS = 2000
 CONVENTIONS = (BOXED, HASH, ANSWER_COLON)
 
 # data_source patterns -> convention; anything else reads \boxed{} first.
@@ -32,7 +35,9 @@ _CONVENTION_BY_SOURCE = (
 )
 
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{|\\boxed ")
-_BOX_JOINER = re.compile(r"^[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[\s$,]*$")
+_BARE_BOX_CONTENT = re.compile(r"[^\s$]*")
+MAX_JOINED_BOXES = 10
+_BOX_JOINER = re.compile(r"[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[\s$,]*$")
 _HASH = re.compile(r"####\s*([^\n]+)")
 _ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*([^\n]+)")
 _ANSWER_IS = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\s*:?\s*([^\n]+)")
@@ -69,19 +74,20 @@ def after_reasoning(response: str) -> str:
 
 
 def boxed_groups(text: str) -> list[tuple[int, int, str]]:
-    """Every ``\\boxed{..}`` / ``\\fbox{..}`` / ``\\boxed X`` as ``(start, end, content)``."""
-    groups = []
+    """Every outermost ``\\boxed{..}`` / ``\\fbox{..}`` / ``\\boxed X`` as ``(start, end, content)``."""
+    partners = brace_partners(text) if "{" in text else {}
+    groups: list[tuple[int, int, str]] = []
     for match in _BOX_START.finditer(text):
+        if groups and match.start() < groups[-1][1]:
+            continue  # a box nested in another box is part of the outer one
         if match.group(0) == "\\boxed ":
-            rest = text[match.end():]
-            content = re.split(r"[\s$]", rest, maxsplit=1)[0]
-            groups.append((match.start(), match.end() + len(content), content))
+            end = _BARE_BOX_CONTENT.match(text, match.end()).end()
+            groups.append((match.start(), end, text[match.end() : end]))
             continue
-        end = closing_brace_index(text, match.end() - 1)
+        end = partners.get(match.end() - 1)
         if end is not None:
             groups.append((match.start(), end + 1, text[match.end() : end]))
-    # A box nested in another box is part of the outer one.
-    return [g for g in groups if not any(o[0] < g[0] and g[1] <= o[1] for o in groups)]
+    return groups
 
 
 def _last_boxed(text: str) -> str | None:
@@ -89,8 +95,8 @@ def _last_boxed(text: str) -> str | None:
     if not groups:
         return None
     contents, joiners = [groups[-1][2]], []
-    for previous, current in zip(reversed(groups[:-1]), reversed(groups)):
-        joiner = _BOX_JOINER.match(text[previous[1] : current[0]])
+    for previous, current in zip(reversed(groups[-MAX_JOINED_BOXES:-1]), reversed(groups)):
+        joiner = _BOX_JOINER.match(text, previous[1], current[0])
         if joiner is None:
             break
         contents.insert(0, previous[2])
@@ -107,6 +113,7 @@ def _last_line_match(pattern: re.Pattern[str], text: str) -> str | None:
 
 def _first_sentence(text: str) -> str:
     # Cut at a sentence end outside math spans ("$3.5$." keeps its decimal point).
+    text = text[:MAX_SENTENCE_CHARS]
     masked = _MATH_SPAN.sub(lambda m: "x" * len(m.group(0)), text)
     match = _SENTENCE_END.search(masked)
     return text[: match.start()] if match else text
@@ -123,9 +130,10 @@ def _final_sentence(text: str) -> str | None:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return None
-    masked = _MATH_SPAN.sub(lambda m: "x" * len(m.group(0)), lines[-1])
+    line = lines[-1][-MAX_SENTENCE_CHARS:]
+    masked = _MATH_SPAN.sub(lambda m: "x" * len(m.group(0)), line)
     cuts = [m.end() for m in _SENTENCE_END.finditer(masked) if m.end() < len(masked)]
-    sentence = lines[-1][cuts[-1]:].strip() if cuts else lines[-1]
+    sentence = line[cuts[-1]:].strip() if cuts else line
     spans = [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(sentence)]
     if spans:
         return spans[-1].strip()

@@ -22,3 +22,19 @@ def closing_brace_index(text: str, start: int) -> int | None:
             if depth == 0:
                 return i
     return None
+
+
+def brace_partners(text: str) -> dict[int, int]:
+    """For every ``{`` that closes, the index of its ``}``, in one pass.
+
+    Same pairing as :func:`closing_brace_index`, but linear in ``len(text)``
+    however many groups are asked about.
+    """
+    partners: dict[int, int] = {}
+    open_at: list[int] = []
+    for i, char in enumerate(text):
+        if char == "{":
+            open_at.append(i)
+        elif char == "}" and open_at:
+            partners[open_at.pop()] = i
+    return partners

@@ -3,6 +3,7 @@
 Both sides are put in canonical form (:mod:`answer_normalize`), then the first
 judge that applies decides, and its name is reported as ``method``:
 
+``answer too long`` a final answer over 1,000 characters: wrong, unread.
 ``string``         identical canonical strings.
 ``hedge``          the answer offers alternatives ("42 or 43") that are not all
                    equal: wrong, whatever the gold. A gold that itself lists
@@ -44,6 +45,9 @@ from typing import Any, Callable, Optional
 from rewardkit.reward_fns.answer_normalize import ParsedNumber, canonical_answer, parse_number
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
+# A final answer longer than this is judged wrong unread: no math answer is that long, and
+# the canonical-form regexes need not stay fast on adversarial text of any length.
+MAX_ANSWER_CHARS = 1000
 
 _OR = re.compile(r"\s+or\s+|\s*\\lor\s*|\s*\\vee\s*")
 _LIST_SEPARATOR = re.compile(r"\s+or\s+|\s+and\s+|\s*,\s*|\s*;\s*")
@@ -78,6 +82,8 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None) -> Verdict 
     ``symbolic`` decides what the plain judges cannot; without it such cases
     give ``None``.
     """
+    if len(pred) > MAX_ANSWER_CHARS:
+        return Verdict(False, "answer too long")
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
         return Verdict(False, "empty gold")

@@ -212,6 +212,23 @@ def test_compute_score_result_and_inputs():
         math_answer.compute_score("x", None, "1")
 
 
+@pytest.mark.parametrize(
+    "response, pred, method",
+    [
+        ("\\boxed{" * 20000, None, None),  # nothing ever closes: no box, and no sentence answer
+        (" ".join(f"${i}" for i in range(20000)), "19999", "numeric"),  # thousands of currency signs
+        ("\\boxed{1} and " * 20000, "1, 1, 1, 1, 1, 1, 1, 1, 1, 1", None),  # joined boxes are capped
+        ("\\boxed{" + "9" * 5000 + "}", "9" * 5000, "answer too long"),
+    ],
+)
+def test_adversarial_responses_are_read_in_linear_time(response, pred, method):
+    # Extraction runs in the scoring process, outside the timeout guard: it must not blow up.
+    found = find_final_answer(response, "boxed")
+    assert (found.text if found else None) == pred
+    if method is not None:
+        assert math_answer.compute_score("x", response, "1")["method"] == method
+
+
 def test_works_outside_the_main_thread():
     # math-verify's own signal.alarm timeout raises in threads; ours is process-based.
     with ThreadPoolExecutor(2) as pool:
