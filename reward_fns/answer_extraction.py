@@ -46,6 +46,7 @@ _NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 # Inline "$..$" by pandoc's rule (no space just inside either "$", no digit just after the
 # closing one), so that currency ("costs $2 = $18") is not read as math.
+_WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(?!\s)(.+?)(?<!\s)\$(?!\d)|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 
@@ -147,7 +148,8 @@ def _final_sentence(text: str) -> str | None:
     if not numbers:
         # A bare word answer ("Tuesday.") may stand alone; a longer sentence is no answer.
         words = sentence.rstrip(".!?").split()
-        return " ".join(words) if 0 < len(words) <= MAX_WORD_ANSWER else None
+        answer = " ".join(words)
+        return answer if 0 < len(words) <= MAX_WORD_ANSWER and _WORDS.match(answer) else None
     if len(set(numbers)) > 1 and _HEDGE_WORDS.search(sentence):
         # "It is 7 or maybe 8": hand the judge every candidate so it can see the hedge.
         return " or ".join(dict.fromkeys(numbers))
