@@ -28,7 +28,7 @@ _UNIT_WORDS = r"(?!(?:or|and)\b)[A-Za-z][A-Za-z.]*(?:\s+(?!(?:or|and)\b)[A-Za-z]
 _UNIT_SUFFIX = re.compile(
     rf"^({_NUMBER_CORE})(?:\s*%?\s+({_UNIT_WORDS})|%?(cm|mm|km|kg|ft|mph|hrs|sec|min))\^?[23]?$"
 )
-_CURRENCY_PREFIX = re.compile(r"^(?:US\$|USD|Rs\.?|€|£|¥)\s*")
+_CURRENCY_PREFIX = re.compile(r"^(?:USD|US\$?|Rs\.?|€|£|¥)\s*(?=[\d.])")
 _ASSIGNMENT = re.compile(r"^\s*(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\approx|≈)\s*(.+)$", re.DOTALL)
 _DECIMAL = re.compile(r"^([+-]?)(\d{1,3}(?:,\d{3})+|\d*)(?:\.(\d+))?$")
 _SLASH_FRACTION = re.compile(r"^([+-]?)(\d+)\s*/\s*(\d+)$")
