@@ -33,6 +33,8 @@ MS_MOVE = 8192
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 MNT_DETACH = 2
 
@@ -135,6 +137,31 @@ def set_hostname(name: str) -> None:
 def set_no_new_privs() -> None:
     """Forbid privilege gain through setuid binaries or file capabilities."""
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent (the worker) dies.
+
+    Must come after the last uid change: changing credentials clears it.
+    """
+    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned descendants (programs of a crashed worker) so they can be reaped here."""
+    _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(CHILD_SUBREAPER)")
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid`` (all its threads)."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                found += [int(p) for p in fh.read().split()]
+        except OSError:
+            continue
+    return found
 
 
 def _mountinfo() -> list[tuple[str, set[str]]]:

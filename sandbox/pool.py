@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rewardkit.sandbox import frames
+from rewardkit.sandbox import frames, jail
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
@@ -161,6 +161,8 @@ class WorkerPool:
     restarts: int = field(init=False, default=0)
 
     async def start(self) -> None:
+        with contextlib.suppress(OSError):
+            jail.become_subreaper()
         self._idle = asyncio.Queue()
         for index in range(self.size):
             worker = _Worker(index, worker_argv(self.python, self.base_uid + index, self.expose, self.netns))
@@ -209,7 +211,27 @@ class WorkerPool:
     async def _replace(self, worker: _Worker) -> None:
         await worker.stop()
         self.restarts += 1
+        await self._reap_orphans()
         await worker.start()
+
+    async def _reap_orphans(self) -> None:
+        """Collect what a dead worker left behind.
+
+        Its program was SIGKILLed when the worker died (parent-death signal)
+        and, this process being a subreaper, is now our child: reap it, or it
+        stays a zombie counted against its uid's process limit.
+        """
+        known = set(self.worker_pids())
+        orphans = [pid for pid in jail.children_of(os.getpid()) if pid not in known]
+        for _ in range(100):
+            for pid in list(orphans):
+                with contextlib.suppress(ChildProcessError):
+                    if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                        continue
+                orphans.remove(pid)
+            if not orphans:
+                return
+            await asyncio.sleep(0.05)
 
     def worker_pids(self) -> list[int]:
         return [w.proc.pid for w in self._workers if w.proc is not None]

@@ -90,6 +90,8 @@ class Worker:
         else:
             import tempfile
             work = tempfile.mkdtemp(prefix="rewardkit-run-")
+        if self.is_root:
+            os.chown(work, self.uid, self.uid)
         _write_files(work, job["files"], job["executable"], self.uid if self.is_root else None)
         return work
 
@@ -102,7 +104,8 @@ class Worker:
 
     def _run_in(self, job: dict, work: str) -> dict:
         stdin_fd = os.memfd_create("stdin")
-        os.write(stdin_fd, job["stdin"])
+        with open(stdin_fd, "wb", closefd=False) as fh:
+            fh.write(job["stdin"])
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -155,6 +158,7 @@ class Worker:
             if self.is_root:
                 jail.drop_privileges(self.uid)
             jail.set_no_new_privs()
+            jail.die_with_parent()  # a crashed worker must not leave its program running
             os.chdir(work)
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "TMPDIR": "/tmp",
                    "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
@@ -245,18 +249,29 @@ def _safe_join(work: str, rel: str) -> str:
 
 
 def _write_files(work: str, files: dict, executable, uid: int | None) -> None:
+    """Write the job's files below ``work``, owned by the run's uid when we are root."""
     for rel, data in files.items():
         path = _safe_join(work, rel)
         parent = os.path.dirname(path)
-        os.makedirs(parent, mode=0o755, exist_ok=True)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, mode=0o755)
+            if uid is not None:
+                for directory in _dirs_between(work, parent):
+                    os.chown(directory, uid, uid)
         with open(path, "wb") as fh:
             fh.write(data)
         os.chmod(path, 0o755 if rel in executable else 0o644)
         if uid is not None:
             os.chown(path, uid, uid)
-            while parent.startswith(work):
-                os.chown(parent, uid, uid)
-                parent = os.path.dirname(parent)
+
+
+def _dirs_between(work: str, directory: str) -> list[str]:
+    """``directory`` and its parents, up to but excluding ``work``."""
+    found = []
+    while directory != work:
+        found.append(directory)
+        directory = os.path.dirname(directory)
+    return found
 
 
 def _open_beneath(work: str, rel: str) -> int:

@@ -66,3 +66,40 @@ def test_overload_is_answered_429_and_the_server_keeps_serving():
         assert refused.headers["Retry-After"] == "1" and "limit 4" in refused.json()["detail"]
         reply = requests.post(url + "/run_code", json={"code": "print('after')"}, timeout=30)
         assert reply.json()["run_result"]["stdout"] == "after\n"
+
+
+def test_a_worker_killed_mid_run_is_a_sandbox_error_and_is_replaced():
+    import os
+    import signal
+    import time
+
+    with running_server("--workers", "1") as url:
+        worker_pid = requests.get(url + "/v1/status", timeout=10).json()["worker_pids"][0]
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(requests.post, url + "/run_code",
+                                  json={"code": "import time\ntime.sleep(5)", "run_timeout": 10}, timeout=60)
+            while requests.get(url + "/v1/status", timeout=10).json()["busy_workers"] == 0:
+                time.sleep(0.05)
+            os.kill(worker_pid, signal.SIGKILL)
+            reply = pending.result().json()
+        assert reply["status"] == "SandboxError" and "worker 0" in reply["message"]
+        after = requests.post(url + "/run_code", json={"code": "print('replaced')"}, timeout=30).json()
+        assert after["run_result"]["stdout"] == "replaced\n"
+        status = requests.get(url + "/v1/status", timeout=10).json()
+        assert status["worker_restarts"] == 1 and status["worker_pids"] != [worker_pid]
+        # The program of the killed worker died with it (it would have slept 5 s more).
+        assert _processes_of_uid(61000) == []
+
+
+def _processes_of_uid(uid: int) -> list[str]:
+    from pathlib import Path
+
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        if int(text.split("\nUid:\t", 1)[1].split()[0]) == uid:
+            found.append(text.splitlines()[0])
+    return found
