@@ -6,8 +6,10 @@ judge that applies decides, and its name is reported as ``method``:
 ``answer too long`` a final answer over 1,000 characters: wrong, unread.
 ``string``         identical canonical strings.
 ``hedge``          the answer offers alternatives ("42 or 43") that are not all
-                   equal: wrong, whatever the gold. A gold that itself lists
-                   alternatives ("1 or 2") needs the same collection back.
+                   equal: wrong, unless together they are the gold ("2 or -2"
+                   for ``\\pm 2``, reported as ``collection``). A gold that
+                   itself lists alternatives ("1 or 2") needs the same
+                   collection back.
 ``numeric``        both are plain numbers: exact rational equality; a
                    percentage may stand for itself or a hundredth (25% = 25 = 0.25).
 ``approximation``  a decimal literal against a value whose decimal expansion
@@ -98,8 +100,20 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None) -> Verdict 
         if verdict is None:
             return None
         if not verdict.correct:
-            return Verdict(False, "hedge")
+            return _hedge_or_collection(options, target, symbolic)
     return _equal(options[0], target, symbolic)
+
+
+def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
+    # "2 or -2" hedges against gold 2, but is the whole answer when the gold is "\pm 2" or
+    # "-2, 2": a gold that is one plain number is always a hedge, anything else is asked of
+    # the symbolic judge as a collection.
+    if parse_number(target) is not None or _GOLD_CHOICE.match(target) or _is_text(target):
+        return Verdict(False, "hedge")
+    if symbolic is None:
+        return None
+    whole = symbolic(", ".join(options), target, None, None)
+    return Verdict(True, "collection") if whole.correct else Verdict(False, "hedge")
 
 
 def _balanced(text: str) -> bool:

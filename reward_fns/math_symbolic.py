@@ -69,7 +69,7 @@ def symbolic_equal(
 ) -> Verdict:
     """math-verify, then the approximation rule against a symbolic value, then sympy on plain text."""
     gold_parsed, pred_parsed = _math_verify_parse(target), _math_verify_parse(answer)
-    if gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed):
+    if gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed, allow_set_relation_comp=True):
         return Verdict(True, "math_verify")
     literal, other = (answer_number, gold_parsed) if answer_number is not None else (target_number, pred_parsed)
     if literal is not None and literal.decimals is not None:

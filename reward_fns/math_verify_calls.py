@@ -37,9 +37,13 @@ def parse(text: str, extraction_config: Sequence[Any], fallback_mode: str = "fir
     return _mv_parse(text, extraction_config, fallback_mode=fallback_mode, parsing_timeout=None)
 
 
-def verify(gold: list[Any], target: list[Any]) -> bool:
-    """``math_verify.verify`` (default precision) without its alarm-based timeout."""
-    return _mv_verify(gold, target, timeout_seconds=None)
+def verify(gold: list[Any], target: list[Any], allow_set_relation_comp: bool = False) -> bool:
+    """``math_verify.verify`` (default precision) without its alarm-based timeout.
+
+    ``allow_set_relation_comp`` lets an inequality match an interval
+    (``x \\ge 3`` = ``[3, \\infty)``) whichever side is the gold.
+    """
+    return _mv_verify(gold, target, allow_set_relation_comp=allow_set_relation_comp, timeout_seconds=None)
 
 
 def verify_boxed_gold(ground_truth_boxed: str, model_output: str) -> float:

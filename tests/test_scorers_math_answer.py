@@ -194,6 +194,9 @@ def test_quick_judge_defers_symbolic_cases():
         ("so $\\boxed{1.414}$", "\\sqrt{2}", 1.0, "approximation"),
         ("Answer: 3pi/2", "\\frac{3\\pi}{2}", 1.0, "sympy"),
         ("so $\\boxed{x}$", "\\text{}", 0.0, "empty gold"),
+        ("so $\\boxed{x \\ge 3}$", "[3,\\infty)", 1.0, "math_verify"),  # an inequality is its interval
+        ("$\\boxed{2}$ or $\\boxed{-2}$", "\\pm 2", 1.0, "collection"),  # together they are the gold
+        ("$\\boxed{2}$ or $\\boxed{3}$", "2", 0.0, "hedge"),
     ],
 )
 def test_symbolic_judges_through_the_guard(response, gold, score, method):
