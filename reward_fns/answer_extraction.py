@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from rewardkit.reward_fns.latex_boxes import brace_partners
 
 BOXED, HASH, ANSWER_COLON = "boxed", "####", "Answer:"
+CONVENTIONS = (BOXED, HASH, ANSWER_COLON)
 MAX_WORD_ANSWER = 3  # words a final sentence without numbers or math may have to count as an answer
+MAX_JOINED_BOXES = 10
 # The sentence rules read at most this much of a line: their regexes are not linear on
 # adversarial text (thousands of "$"), and a final answer is never that long.
 MAX_SENTENCE_CHARS = 2000
-CONVENTIONS = (BOXED, HASH, ANSWER_COLON)
 
 # data_source patterns -> convention; anything else reads \boxed{} first.
 _CONVENTION_BY_SOURCE = (
@@ -36,19 +37,18 @@ _CONVENTION_BY_SOURCE = (
 
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{|\\boxed ")
 _BARE_BOX_CONTENT = re.compile(r"[^\s$]*")
-MAX_JOINED_BOXES = 10
 _BOX_JOINER = re.compile(r"[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[\s$,]*$")
 _HASH = re.compile(r"####\s*([^\n]+)")
 _ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*([^\n]+)")
 _ANSWER_IS = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\s*:?\s*([^\n]+)")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 _NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
+_NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
+_WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # Inline "$..$" by pandoc's rule (no space just inside either "$", no digit just after the
 # closing one), so that currency ("costs $2 = $18") is not read as math.
-_WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(?!\s)(.+?)(?<!\s)\$(?!\d)|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
-_NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
