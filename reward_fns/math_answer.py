@@ -32,6 +32,8 @@ DEFAULT_TIMEOUT_S = 10.0
 
 
 def _golds(ground_truth: Any) -> list[str]:
+    if hasattr(ground_truth, "tolist") and not isinstance(ground_truth, str):
+        ground_truth = ground_truth.tolist()  # a list column read from parquet as a numpy array
     if isinstance(ground_truth, str):
         return [gold_answer(ground_truth)]
     if isinstance(ground_truth, (list, tuple)) and ground_truth and all(isinstance(g, str) for g in ground_truth):

@@ -211,6 +211,8 @@ def test_compute_score_result_and_inputs():
                                                               "method": "no answer"}
     # a list of accepted answers: any may match
     assert math_answer.compute_score("x", "\\boxed{0.5}", ["1/3", "1/2"])["score"] == 1.0
+    numpy = pytest.importorskip("numpy", reason="numpy is needed to build a parquet-style array gold")
+    assert math_answer.compute_score("x", "\\boxed{0.5}", numpy.array(["1/3", "1/2"]))["score"] == 1.0
     with pytest.raises(TypeError, match="math_answer: ground_truth must be a string or a non-empty list"):
         math_answer.compute_score("x", "\\boxed{1}", 1)
     with pytest.raises(TypeError, match="math_answer: solution_str must be a string"):
