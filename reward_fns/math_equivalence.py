@@ -105,7 +105,7 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None) -> Verdict 
 
 
 def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
-    # "2 or -2" hedges against gold 2, but is the whole answer when the gold is "\\pm 2" or
+    # "2 or -2" hedges against gold 2, but is the whole answer when the gold is "\pm 2" or
     # "-2, 2": against a gold that is one number, letter or word it is always a hedge;
     # otherwise the symbolic judge is asked about the alternatives as a collection.
     if parse_number(target) is not None or _GOLD_CHOICE.match(target) or _is_text(target):
