@@ -78,6 +78,8 @@ def score_sample(fn: Callable[..., Any], data_source: str, solution_str: str, gr
         return ScoreOutcome(INVALID, error=str(exc), seconds=time.perf_counter() - start)
     except ScorerInfrastructureError as exc:
         return ScoreOutcome(UNAVAILABLE, error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
+    except TimeoutError as exc:  # a scorer's own guard (e.g. math_answer's hard timeout) gave up
+        return ScoreOutcome(TIMEOUT, error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - a scorer's bug costs one sample
         return ScoreOutcome(ERROR, error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - start)
     status = ABSTAIN if score is None else OK

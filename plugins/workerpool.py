@@ -64,7 +64,10 @@ def _worker_entry(fd: int, preload: list[str]) -> None:
             importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the task that needs it reports the error
             pass
-    conn.send(_READY)
+    try:
+        conn.send(_READY)
+    except OSError:  # the parent went away while we were importing
+        return
     _serve(conn)
 
 

@@ -38,3 +38,12 @@ def test_thread_executor_abandons_hung_calls():
 def test_thread_executor_runs_async_scorers():
     out = ThreadExecutor(max_workers=4, timeout=5).run([job(async_scorer, "1")] * 4)
     assert [o.score for o in out] == [1.0] * 4
+
+
+def guarded_scorer(data_source, solution_str, ground_truth, extra_info=None):
+    raise TimeoutError("judge ran past 1s")
+
+
+def test_a_scorers_own_timeout_counts_as_timeout():
+    (out,) = SerialExecutor().run([job(guarded_scorer, "x")])
+    assert out.status == "timeout" and "judge ran past 1s" in out.error
