@@ -216,6 +216,14 @@ def enter_readonly_view(expose_paths: list[str]) -> None:
     """
     unshare(CLONE_NEWNS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # The host's sysfs (and the cgroup trees under it) goes: runs mount one of
+    # their own network namespace, and every mount left here is copied into
+    # (and torn down with) every run's mount namespace.
+    try:
+        umount("/sys")
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:  # EINVAL: /sys is no mount point here
+            raise
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
     for index, path in enumerate(expose_paths):
         expose(path, f"/tmp/stage{index}")

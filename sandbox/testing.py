@@ -12,6 +12,18 @@ from typing import Iterator
 
 import requests
 
+from rewardkit.sandbox.jail import available_namespaces
+
+
+def isolation_unavailable() -> str | None:
+    """Why this host cannot run the fully isolated server, or None if it can."""
+    missing = [name for name, ok in available_namespaces().items() if not ok]
+    if missing:
+        return f"creating namespaces ({', '.join(missing)}) is not permitted here: needs root or CAP_SYS_ADMIN"
+    if os.geteuid() != 0:
+        return "the sandbox drops programs to other uids, which needs root"
+    return None
+
 
 def free_port() -> int:
     with socket.socket() as sock:

@@ -8,11 +8,15 @@ import pytest
 
 from rewardkit.plugins.errors import ScorerInfrastructureError
 from rewardkit.reward_fns.code import compute_score, extract_program, outputs_match, parse_test_cases
-from rewardkit.sandbox.testing import free_port, running_server
+from rewardkit.sandbox.testing import free_port, running_server, isolation_unavailable
+
+NO_ISOLATION = isolation_unavailable()
 
 
 @pytest.fixture(scope="module")
 def url():
+    if NO_ISOLATION:
+        pytest.skip(NO_ISOLATION)
     with running_server("--workers", "3") as base:
         yield base + "/run_code"  # verl-style URL, as in reward_model.sandbox_fusion.url
 

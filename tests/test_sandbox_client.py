@@ -10,13 +10,17 @@ import pytest
 import requests
 
 from rewardkit.sandbox.client import SandboxClient, SandboxRequestError, SandboxUnavailable
-from rewardkit.sandbox.testing import free_port, running_server
+from rewardkit.sandbox.testing import free_port, running_server, isolation_unavailable
+
+NO_ISOLATION = isolation_unavailable()
 
 TOKEN = "client-test-token"
 
 
 @pytest.fixture(scope="module")
 def url():
+    if NO_ISOLATION:
+        pytest.skip(NO_ISOLATION)
     with running_server("--workers", "2", "--token", TOKEN) as base:
         yield base
 

@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from rewardkit.sandbox.testing import running_server
+from rewardkit.sandbox.testing import running_server, isolation_unavailable
+
+NO_ISOLATION = isolation_unavailable()
+pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
 
 WORKERS = 4
 BASE_UID = 61000

@@ -8,7 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from rewardkit.sandbox.testing import running_server
+from rewardkit.sandbox.testing import running_server, isolation_unavailable
+
+NO_ISOLATION = isolation_unavailable()
+pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
 
 
 def rss_kb(pid: int) -> int:

@@ -9,9 +9,17 @@ import torch
 
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.sandbox.testing import free_port, running_server
+from rewardkit.sandbox.testing import free_port, running_server, isolation_unavailable
+
+NO_ISOLATION = isolation_unavailable()
 
 SQUARE = json.dumps({"inputs": ["2\n", "3\n", "-4\n"], "outputs": ["4\n", "9\n", "16\n"]})
+
+
+def server(*args: str):
+    if NO_ISOLATION:
+        pytest.skip(NO_ISOLATION)
+    return running_server(*args)
 
 
 def fenced(code: str) -> str:
@@ -37,7 +45,7 @@ def test_scores_code_rows_with_verdicts_and_token_level_rewards(make_config):
     mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0], [1, 1, 1, 1]])
     batch = RewardBatch(["codecontests", "apps", "taco", "codeforces"], responses, [SQUARE] * 4,
                         response_mask=mask)
-    with running_server("--workers", "3") as url, manager_for(make_config, url, 8) as manager:
+    with server("--workers", "3") as url, manager_for(make_config, url, 8) as manager:
         out = manager(batch)
     assert out.scores.tolist() == pytest.approx([1.0, 1 / 3, 0.0, 0.0])
     assert out.extra_info["verdicts"][0] == ["passed"] * 3
@@ -56,7 +64,7 @@ def test_requests_in_flight_follow_max_concurrent(make_config):
     batch = RewardBatch(["codecontests"] * 12, responses, [SQUARE] * 12)
     peaks = {}
     for max_concurrent in (1, 12):
-        with running_server("--workers", "8") as url, manager_for(make_config, url, max_concurrent) as manager:
+        with server("--workers", "8") as url, manager_for(make_config, url, max_concurrent) as manager:
             out = manager(batch)
             peaks[max_concurrent] = requests.get(url + "/v1/status", timeout=10).json()["peak_busy_workers"]
         assert out.scores.tolist() == [1.0] * 12

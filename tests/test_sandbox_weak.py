@@ -5,6 +5,7 @@ CAP_SYS_ADMIN dropped from its bounding set, so unshare(2) fails for real.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import requests
 
 from rewardkit.sandbox.testing import free_port, running_server
 
-pytestmark = pytest.mark.skipif(shutil.which("setpriv") is None,
-                                reason="setpriv (Debian package util-linux) is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (Debian package util-linux) is not installed"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="dropping CAP_SYS_ADMIN with setpriv needs root"),
+]
 NO_SYS_ADMIN = ("setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin")
 
 
