@@ -1,0 +1,98 @@
+"""The demo's dataset: short arithmetic word problems in verl's row schema.
+
+Rows mix three of verl's data sources, each asking for its own answer format,
+so the built-in scorers judge them exactly as in verl:
+
+- ``openai/gsm8k``: the answer after ``####`` (scorer ``gsm8k``)
+- ``lighteval/MATH``: the answer in ``\\boxed{}`` (scorer ``math_reward``)
+- ``math_dapo``: a final ``Answer: n`` line (scorer ``math_dapo``, reward +-1)
+
+Problems are additions and subtractions with one-digit operands and answers and short prompts, so a
+tiny character-level model can learn them on a laptop CPU in minutes.
+Generation is deterministic in the seed; ``python -m rewardkit.core.arith DIR``
+writes the shipped ``arith_*.jsonl`` files.
+"""
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+NAMES = ["Ann", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal", "Ivy", "Jo", "Kim", "Lu", "Max", "Ned", "Ola", "Pat"]
+THINGS = ["pens", "cats", "cups", "eggs", "hats", "keys", "nuts", "owls", "rugs", "toys"]
+ADD = ["{n} has {a} {t}, gets {b} more.", "{n} had {a} {t}, found {b}.", "{n} buys {a} {t}, then {b} more."]
+SUB = ["{n} has {a} {t}, loses {b}.", "{n} had {a} {t}, gave {b} away.", "{n} owns {a} {t}, sells {b}."]
+# data_source -> (the format cue ending the prompt, the expected completion). The
+# completion first writes the equation, then the answer in the source's format:
+# a short chain of thought that puts the operands next to the answer.
+FORMATS = {
+    "openai/gsm8k": ("Use ####", "{e}={x}\n#### {x}"),
+    "lighteval/MATH": ("Use \\boxed", "{e}={x} so \\boxed{{{x}}}"),
+    "math_dapo": ("Use Answer:", "{e}={x}\nAnswer: {x}"),
+}
+
+
+def make_problem(rng: random.Random, index: int, split: str) -> dict:
+    """One row: a random problem, its data source, and (in ``response``) the target completion."""
+    # One-digit operands and answers: a + b <= 9, a - b >= 0.
+    subtract = rng.random() < 0.5
+    if subtract:
+        a = rng.randint(1, 9)
+        b = rng.randint(0, a)
+    else:
+        a = rng.randint(0, 8)
+        b = rng.randint(1, 9 - a)
+    answer = a - b if subtract else a + b
+    expression = f"{a}{'-' if subtract else '+'}{b}"
+    story = rng.choice(SUB if subtract else ADD).format(n=rng.choice(NAMES), a=a, b=b, t=rng.choice(THINGS))
+    source = rng.choice(list(FORMATS))
+    instruction, response = FORMATS[source]
+    return {
+        "data_source": source,
+        "prompt": [{"role": "user", "content": f"{story} How many? {instruction}"}],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": str(answer)},
+        "extra_info": {"split": split, "index": index, "expression": expression},
+        "response": response.format(e=expression, x=answer),
+    }
+
+
+def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset()) -> list[dict]:
+    """``n`` distinct problems from ``seed`` whose prompt text is not in ``exclude``."""
+    rng = random.Random(seed)
+    rows: list[dict] = []
+    seen = set(exclude)
+    while len(rows) < n:
+        row = make_problem(rng, len(rows), split)
+        text = row["prompt"][0]["content"]
+        if text not in seen:
+            seen.add(text)
+            rows.append(row)
+    return rows
+
+
+def make_dataset(n_sft: int = 384, n_train: int = 2048, n_val: int = 128, seed: int = 0) -> dict[str, list[dict]]:
+    """The demo splits ``sft``, ``train`` and ``val``; validation prompts never occur in sft or train."""
+    sft = make_split(n_sft, seed, "sft")
+    train = make_split(n_train, seed + 1, "train")
+    used = {r["prompt"][0]["content"] for r in sft + train}
+    val = make_split(n_val, seed + 2, "val", exclude=used)
+    return {"sft": sft, "train": train, "val": val}
+
+
+def write_dataset(directory: str | Path, **kwargs: int) -> dict[str, Path]:
+    """Write ``arith_{sft,train,val}.jsonl`` into ``directory``; returns their paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for split, rows in make_dataset(**kwargs).items():
+        path = directory / f"arith_{split}.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        paths[split] = path
+    return paths
+
+
+if __name__ == "__main__":
+    for split, path in write_dataset(sys.argv[1] if len(sys.argv) > 1 else "examples/data").items():
+        print(f"{split}: {path}")

@@ -1,0 +1,159 @@
+"""Building the actor, reference, critic and reward models, and running them on a batch.
+
+The actor and reference are ``AutoModelForCausalLM``. The critic and a reward
+model are a backbone with a one-output token head
+(``AutoModelForTokenClassification`` with ``num_labels=1``, as in verl): a
+score at each token. Each loads from a local directory (``from_pretrained``)
+or is built from a config mapping with random weights.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    PreTrainedTokenizerFast,
+)
+
+from rewardkit.core.functional import entropy_from_logits, logprobs_from_logits
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+# Tokenizers whose whole pipeline lives in tokenizer.json.
+GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
+def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
+    """A tokenizer from a local directory, set up for left-padded generation.
+
+    A generic fast tokenizer (tokenizer_config.json's ``tokenizer_class``) is
+    loaded as such: ``AutoTokenizer`` would pick the class of the model in
+    ``config.json`` beside it (e.g. Qwen2's), whose own pre-tokenizer replaces
+    the one in tokenizer.json.
+    """
+    config_file = Path(path) / "tokenizer_config.json"
+    declared = json.loads(config_file.read_text()).get("tokenizer_class") if config_file.is_file() else None
+    if declared in GENERIC_TOKENIZER_CLASSES:
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.pad_token_id is None:
+        raise ValueError(f"tokenizer at {path} has neither a pad nor an eos token")
+    return tokenizer
+
+
+def _config_from_mapping(mapping: dict[str, Any], tokenizer: PreTrainedTokenizerBase, **extra: Any):
+    """A transformers config from ``{model_type: ..., ...}``; the vocabulary and special ids default to the tokenizer's."""
+    values = dict(mapping)
+    model_type = values.pop("model_type")
+    values.setdefault("vocab_size", len(tokenizer))
+    values.setdefault("pad_token_id", tokenizer.pad_token_id)
+    values.setdefault("eos_token_id", tokenizer.eos_token_id)
+    values.setdefault("bos_token_id", tokenizer.bos_token_id)
+    values.update(extra)
+    return AutoConfig.for_model(model_type, **values)
+
+
+def _common_kwargs(model_cfg: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"dtype": DTYPES[model_cfg.dtype]}
+    if model_cfg.attn_implementation:
+        kwargs["attn_implementation"] = model_cfg.attn_implementation
+    return kwargs
+
+
+def _finish(model: PreTrainedModel, model_cfg: Any) -> PreTrainedModel:
+    # Dropout would make recomputed log-probs differ from the rollout's; RL runs dropout-free.
+    model.eval()
+    if model_cfg.enable_gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    return model
+
+
+def build_causal_lm(model_cfg: Any, tokenizer: PreTrainedTokenizerBase, path: Optional[str] = None) -> PreTrainedModel:
+    """The policy (or reference) model from ``path`` (default ``model_cfg.path``) or ``model_cfg.config``."""
+    path = path or model_cfg.path
+    kwargs = _common_kwargs(model_cfg)
+    if path:
+        model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=model_cfg.trust_remote_code, **kwargs)
+    else:
+        if not model_cfg.config:
+            raise ValueError("actor_rollout_ref.model: set either path (a local model directory) or config (a mapping with model_type)")
+        config = _config_from_mapping(model_cfg.config, tokenizer)
+        model = AutoModelForCausalLM.from_config(config, **kwargs)
+    return _finish(model, model_cfg)
+
+
+def build_value_model(
+    model_cfg: Any, tokenizer: PreTrainedTokenizerBase, path: Optional[str] = None, config: Optional[dict] = None
+) -> PreTrainedModel:
+    """A backbone with a one-output token head (critic or reward model).
+
+    From ``path`` the backbone's weights are loaded and the head is new
+    (unless the directory already holds a token-classification model).
+    """
+    kwargs = _common_kwargs(model_cfg)
+    if path:
+        model = AutoModelForTokenClassification.from_pretrained(
+            path, num_labels=1, trust_remote_code=model_cfg.trust_remote_code, **kwargs
+        )
+    else:
+        mapping = config or model_cfg.config
+        if not mapping:
+            raise ValueError("critic.model: no path or config to build the critic from")
+        model = AutoModelForTokenClassification.from_config(_config_from_mapping(mapping, tokenizer, num_labels=1), **kwargs)
+    return _finish(model, model_cfg)
+
+
+def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Positions counting only attended tokens (left padding gets position 0)."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def response_logprobs(
+    model: PreTrainedModel,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    response_length: int,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """Log-probs (and entropy) of the last ``response_length`` tokens of ``input_ids``.
+
+    ``logits / temperature`` at position ``t - 1`` scores token ``t``, the
+    distribution the rollout sampled from.
+    """
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
+    logits = out.logits[:, -response_length - 1 : -1, :]
+    if temperature != 1.0:
+        logits = logits / temperature
+    labels = input_ids[:, -response_length:]
+    logprob = logprobs_from_logits(logits, labels)
+    entropy = entropy_from_logits(logits) if with_entropy else None
+    return logprob, entropy
+
+
+def response_values(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_length: int) -> torch.Tensor:
+    """``V(t)`` for each response token: the head's output at position ``t - 1``, the state the
+    token was generated from (verl's layout)."""
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
+    return out.logits[:, -response_length - 1 : -1, 0].float()
+
+
+def sequence_scores(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """A reward model's score per sequence: its head's output at the last attended token."""
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device).expand_as(attention_mask)
+    last = (positions * attention_mask.long()).max(-1).values
+    return out.logits[torch.arange(input_ids.shape[0], device=input_ids.device), last, 0].float()

@@ -1,0 +1,102 @@
+"""Rollout engines: prompts in, sampled responses out.
+
+The trainer talks to an engine only through :class:`RolloutEngine`, so an
+engine may hold its own copy of the weights elsewhere (vLLM, another process);
+the embedded :class:`HFRollout` samples with Hugging Face ``generate`` from the
+actor module itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from transformers import GenerationConfig, PreTrainedModel
+
+from rewardkit.core.batch import Batch
+
+
+@dataclass
+class SamplingParams:
+    n: int = 1
+    do_sample: bool = True
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = -1
+    max_new_tokens: int = 32
+
+
+class RolloutEngine(Protocol):
+    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        """Sample ``params.n`` responses per prompt.
+
+        ``prompts`` holds left-padded ``input_ids`` and ``attention_mask``
+        (B, P). The result has B * n samples, the n of a prompt adjacent, with
+        ``prompts`` (B*n, P), ``responses`` (B*n, R) right-padded to
+        ``R = max_new_tokens``, ``response_mask`` (1 up to and including the
+        first EOS), and the full ``input_ids`` / ``attention_mask`` (B*n, P+R);
+        ``prompts.meta`` is repeated alongside.
+        """
+        ...
+
+
+def response_mask_from_eos(responses: torch.Tensor, eos_token_ids: list[int]) -> torch.Tensor:
+    """1 for tokens up to and including the first EOS of each row, 0 after it."""
+    is_eos = torch.zeros_like(responses, dtype=torch.bool)
+    for eos in eos_token_ids:
+        is_eos |= responses == eos
+    seen = is_eos.long().cumsum(-1)
+    return ((seen - is_eos.long()) == 0).long()
+
+
+class HFRollout:
+    """Embedded rollout with ``model.generate`` (left-padded prompts, EOS-terminated responses)."""
+
+    def __init__(self, model: PreTrainedModel, pad_token_id: int, eos_token_ids: list[int]) -> None:
+        self.model = model
+        self.pad_token_id = pad_token_id
+        self.eos_token_ids = list(eos_token_ids)
+
+    @torch.no_grad()
+    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        device = next(self.model.parameters()).device
+        input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).to(device)
+        attention_mask = prompts["attention_mask"].repeat_interleave(params.n, dim=0).to(device)
+        gen = GenerationConfig(
+            max_new_tokens=params.max_new_tokens,
+            do_sample=params.do_sample,
+            pad_token_id=self.pad_token_id,
+            eos_token_id=self.eos_token_ids,
+            bos_token_id=None,
+        )
+        if params.do_sample:
+            # top_k=0 disables top-k in transformers (its own default is 50).
+            gen.temperature = params.temperature
+            gen.top_p = params.top_p
+            gen.top_k = params.top_k if params.top_k > 0 else 0
+        else:
+            gen.temperature, gen.top_p, gen.top_k = None, None, None
+        was_cached = self.model.config.use_cache
+        self.model.config.use_cache = True
+        try:
+            sequences = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=gen)
+        finally:
+            self.model.config.use_cache = was_cached
+        input_ids, attention_mask = input_ids.cpu(), attention_mask.cpu()
+        responses = sequences[:, input_ids.shape[1]:].cpu()
+        pad = params.max_new_tokens - responses.shape[1]
+        if pad > 0:
+            responses = torch.nn.functional.pad(responses, (0, pad), value=self.pad_token_id)
+        response_mask = response_mask_from_eos(responses, self.eos_token_ids)
+        responses = torch.where(response_mask.bool(), responses, torch.full_like(responses, self.pad_token_id))
+        out = Batch(
+            {
+                "prompts": input_ids,
+                "responses": responses,
+                "response_mask": response_mask,
+                "input_ids": torch.cat([input_ids, responses], dim=1),
+                "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
+            },
+            {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()},
+        )
+        return out

@@ -1,0 +1,346 @@
+"""The PPO trainer: one readable loop, like verl's ``fit``.
+
+Per step: rollout -> old/reference log-probs and values -> rewards (reward
+managers, or the critic) -> KL in the reward -> reward masking -> advantages
+-> critic update -> actor update -> metrics, validation and checkpoints.
+Models live inside workers; the trainer only moves CPU batches between them.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import torch
+from tqdm import tqdm
+
+from rewardkit.core.batch import Batch
+from rewardkit.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
+from rewardkit.core.data import PromptDataset, PromptLoader, read_files
+from rewardkit.core.functional import masked_mean
+from rewardkit.core.kl import KLController, apply_kl_penalty
+from rewardkit.core.models import build_causal_lm, build_value_model, load_tokenizer
+from rewardkit.core.reward_options import (
+    apply_reward_mask,
+    critic_source_advantage,
+    critic_token_level_scores,
+    flip_masked_advantages,
+    sample_reward_mask,
+)
+from rewardkit.core.rollout import HFRollout, SamplingParams
+from rewardkit.core.tracking import Tracker
+from rewardkit.core.workers import ActorWorker, CriticWorker, PolicyWorker
+from rewardkit.plugins.batch import RewardBatch
+from rewardkit.plugins.factory import build_reward_manager
+from rewardkit.plugins.plugins import get_registry
+
+# Metrics that measure the machine, not the run (a resumed run differs only in these).
+TIMING_PREFIXES = ("timing_s/", "perf/")
+
+
+def output_dir(config: Any) -> Path:
+    """``trainer.default_local_dir``, or ``outputs/<project_name>/<experiment_name>``."""
+    t = config.trainer
+    return Path(t.default_local_dir or Path("outputs") / t.project_name / t.experiment_name)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("trainer.device=cuda but no CUDA device is available")
+    return torch.device(name)
+
+
+def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
+    if values.numel() == 0:
+        return {}
+    return {f"{prefix}/mean": values.float().mean().item(), f"{prefix}/max": values.max().item(), f"{prefix}/min": values.min().item()}
+
+
+class PPOTrainer:
+    """Builds the workers from a :class:`rewardkit.core.schema.Config` and runs :meth:`fit`."""
+
+    def __init__(self, config: Any, stream=None) -> None:
+        self.config = config
+        self.stream = stream
+        c, t = config, config.trainer
+        self.out_dir = output_dir(config)
+        self.device = pick_device(t.device)
+        torch.manual_seed(t.seed)
+
+        model_cfg = c.actor_rollout_ref.model
+        tokenizer_path = c.data.tokenizer or model_cfg.path
+        if not tokenizer_path:
+            raise ValueError("set data.tokenizer (a tokenizer directory) when actor_rollout_ref.model.path is null")
+        self.tokenizer = load_tokenizer(tokenizer_path)
+        self.train_set = PromptDataset(read_files(c.data.train_files, "data.train_files"), self.tokenizer, c.data)
+        self.val_set = PromptDataset(read_files(c.data.val_files, "data.val_files"), self.tokenizer, c.data) if c.data.val_files else None
+        self.loader = PromptLoader(self.train_set, c.data.train_batch_size, c.data.shuffle, c.data.seed)
+        self.total_steps = t.total_training_steps or self.loader.batches_per_epoch * t.total_epochs
+
+        self.reward_manager = build_reward_manager(config)
+        sources = self.train_set.data_sources() + (self.val_set.data_sources() if self.val_set else [])
+        self.reward_manager.check_data_sources(sorted(set(sources)))
+
+        algo = c.algorithm
+        self.estimator = get_registry(c.plugins).advantage_estimator(algo.adv_estimator)
+        needs_values = bool(getattr(self.estimator, "requires_values", False)) or algo.reward_source == "critic"
+        self.use_critic = needs_values if c.critic.enable is None else c.critic.enable
+        if needs_values and not self.use_critic:
+            raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} needs a critic, but critic.enable is false")
+        self.use_ref = algo.use_kl_in_reward or c.actor_rollout_ref.actor.use_kl_loss
+
+        rollout_cfg = c.actor_rollout_ref.rollout
+        self.n = rollout_cfg.n
+        actor_model = build_causal_lm(model_cfg, self.tokenizer).to(self.device)
+        temperature = rollout_cfg.temperature if rollout_cfg.do_sample else 1.0
+        self.actor = ActorWorker(actor_model, c.actor_rollout_ref.actor, temperature, rollout_cfg.log_prob_micro_batch_size,
+                                 self.n, self.total_steps, t.seed)
+        self.ref: Optional[PolicyWorker] = None
+        if self.use_ref:
+            ref_model = copy.deepcopy(actor_model).requires_grad_(False)
+            self.ref = PolicyWorker(ref_model, temperature, c.actor_rollout_ref.ref.log_prob_micro_batch_size)
+        self.critic: Optional[CriticWorker] = None
+        if self.use_critic:
+            critic_cfg = c.critic
+            critic_model = build_value_model(
+                model_cfg, self.tokenizer, path=critic_cfg.model.path or model_cfg.path,
+                config=critic_cfg.model.config or model_cfg.config,
+            ).to(self.device)
+            mini = (critic_cfg.ppo_mini_batch_size or c.actor_rollout_ref.actor.ppo_mini_batch_size) * self.n
+            epochs = critic_cfg.ppo_epochs or c.actor_rollout_ref.actor.ppo_epochs
+            self.critic = CriticWorker(critic_model, critic_cfg, mini, epochs, self.total_steps, t.seed)
+
+        eos_ids = [self.tokenizer.eos_token_id]
+        self.rollout = HFRollout(actor_model, self.tokenizer.pad_token_id, eos_ids)
+        self.sampling = SamplingParams(rollout_cfg.n, rollout_cfg.do_sample, rollout_cfg.temperature, rollout_cfg.top_p,
+                                       rollout_cfg.top_k, c.data.max_response_length)
+        v = rollout_cfg.val_kwargs
+        self.val_sampling = SamplingParams(v.n, v.do_sample, v.temperature if v.do_sample else 1.0, v.top_p, v.top_k,
+                                           c.data.max_response_length)
+        self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
+        self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
+        self.global_step = 0
+
+    # -- the loop ---------------------------------------------------------------
+    def fit(self) -> dict[str, float]:
+        """Train to ``total_steps``; returns the metrics of the last step (with its validation)."""
+        t = self.config.trainer
+        self._write(f"output directory: {self.out_dir.resolve()}")
+        self.maybe_resume()
+        tracker = Tracker(self.out_dir, t.logger, resume_step=self.global_step, stream=self.stream)
+        last: dict[str, float] = {}
+        try:
+            if t.val_before_train and self.global_step == 0 and self.val_set is not None:
+                last = self.validate()
+                tracker.log(0, last)
+            batches = iter(self.loader)
+            with tqdm(total=self.total_steps, initial=self.global_step, desc="training", disable=not t.progress_bar,
+                      file=self.stream, dynamic_ncols=True) as bar:
+                while self.global_step < self.total_steps:
+                    self.global_step += 1
+                    last = self.train_step(next(batches))
+                    done = self.global_step == self.total_steps
+                    if self.val_set is not None and (done or (t.test_freq > 0 and self.global_step % t.test_freq == 0)):
+                        last.update(self.validate())
+                    tracker.log(self.global_step, last)
+                    if t.save_freq > 0 and (done or self.global_step % t.save_freq == 0):
+                        self.save_checkpoint()
+                    bar.update(1)
+                    if "critic/score/mean" in last:
+                        bar.set_postfix(score=f"{last['critic/score/mean']:.3f}")
+        finally:
+            tracker.close()
+        return last
+
+    def train_step(self, prompts: Batch) -> dict[str, float]:
+        """One PPO step on a batch of prompts; returns its metrics."""
+        c = self.config
+        algo = c.algorithm
+        timing: dict[str, float] = {}
+        metrics: dict[str, float] = {}
+        start = time.perf_counter()
+        with self._timer(timing, "gen"):
+            batch = self.rollout.generate(prompts, self.sampling)
+        mask = batch["response_mask"].float()
+        with self._timer(timing, "old_log_prob"):
+            batch["old_log_probs"], entropy = self.actor.compute_log_prob(batch, with_entropy=True)
+        metrics["actor/entropy"] = masked_mean(entropy, mask).item()
+        if self.ref is not None:
+            with self._timer(timing, "ref"):
+                batch["ref_log_prob"], _ = self.ref.compute_log_prob(batch)
+        values = None
+        if self.critic is not None:
+            with self._timer(timing, "values"):
+                values = batch["values"] = self.critic.compute_values(batch)
+
+        with self._timer(timing, "reward"):
+            reward = self.score(batch)
+        metrics.update(reward.metrics)
+        if algo.reward_source == "critic":
+            scores = critic_token_level_scores(values, batch["response_mask"])
+        else:
+            scores = reward.token_level_scores
+        metrics.update(_stats("critic/score", scores.sum(-1)))
+
+        rewards = scores
+        if algo.use_kl_in_reward:
+            beta = self.kl_ctrl.value
+            rewards, current_kl = apply_kl_penalty(scores, batch["old_log_probs"], batch["ref_log_prob"], mask, beta, algo.kl_penalty)
+            self.kl_ctrl.update(current_kl, n_steps=len(batch))
+            metrics["actor/reward_kl_penalty"] = current_kl
+            metrics["actor/reward_kl_penalty_coeff"] = beta
+        masked = None
+        if algo.reward_mask_ratio > 0:
+            masked = sample_reward_mask(len(batch), algo.reward_mask_ratio, self.mask_generator)
+            rewards = apply_reward_mask(rewards, masked)
+            metrics["reward_mask/num_masked"] = float(masked.sum())
+            metrics["reward_mask/mask_ratio_actual"] = float(masked.float().mean())
+
+        with self._timer(timing, "adv"):
+            if algo.reward_source == "critic":
+                advantages, returns = critic_source_advantage(rewards, values, mask)
+            else:
+                advantages, returns = self.estimator(
+                    token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
+                    gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
+                )
+                if masked is not None and algo.reward_mask_flip_adv_when_masked:
+                    advantages = flip_masked_advantages(advantages, masked)
+        batch["token_level_rewards"] = rewards
+        batch["advantages"], batch["returns"] = advantages, returns
+
+        if self.critic is not None:
+            if self.critic.frozen:
+                metrics["critic/frozen"] = 1.0
+            else:
+                with self._timer(timing, "update_critic"):
+                    metrics.update(self.critic.update(batch))
+        if self.global_step > c.trainer.critic_warmup:
+            with self._timer(timing, "update_actor"):
+                metrics.update(self.actor.update(batch))
+        timing["step"] = time.perf_counter() - start
+        metrics.update(self._data_metrics(batch, values))
+        metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
+        tokens = batch["attention_mask"].sum().item()
+        metrics["perf/total_num_tokens"] = float(tokens)
+        metrics["perf/tokens_per_s"] = tokens / timing["step"]
+        metrics["training/global_step"] = float(self.global_step)
+        metrics["training/epoch"] = float(self.loader.epoch)
+        return metrics
+
+    def score(self, batch: Batch):
+        """The reward managers' verdict on a generated batch (decoded responses)."""
+        responses = batch["responses"]
+        lengths = batch["response_mask"].sum(-1).tolist()
+        texts = [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(responses, lengths)]
+        return self.reward_manager(RewardBatch(
+            data_sources=batch.meta["data_source"], solutions=texts, ground_truths=batch.meta["ground_truth"],
+            extra_infos=batch.meta["extra_info"], styles=batch.meta["style"], response_mask=batch["response_mask"],
+        ))
+
+    def _data_metrics(self, batch: Batch, values: Optional[torch.Tensor]) -> dict[str, float]:
+        mask = batch["response_mask"].bool()
+        lengths = batch["response_mask"].sum(-1).float()
+        metrics = {}
+        metrics.update(_stats("critic/rewards", batch["token_level_rewards"].sum(-1)))
+        metrics.update(_stats("critic/advantages", batch["advantages"][mask]))
+        metrics.update(_stats("critic/returns", batch["returns"][mask]))
+        if values is not None:
+            metrics.update(_stats("critic/values", values[mask]))
+        metrics.update(_stats("response_length", lengths))
+        metrics["response_length/clip_ratio"] = (lengths == batch["responses"].shape[1]).float().mean().item()
+        metrics.update(_stats("prompt_length", batch["prompts"].ne(self.tokenizer.pad_token_id).sum(-1).float()))
+        return metrics
+
+    # -- validation ---------------------------------------------------------------
+    def validate(self) -> dict[str, float]:
+        """Generate for every validation prompt with ``rollout.val_kwargs`` and score it.
+
+        Returns ``val/reward/mean``, ``val/reward/<data_source>/mean`` and
+        ``val/response_length/mean``.
+        """
+        assert self.val_set is not None
+        size = self.config.data.val_batch_size or len(self.val_set)
+        scores, sources, lengths = [], [], []
+        shown = 0
+        for start in range(0, len(self.val_set), size):
+            prompts = self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-")
+            batch = self.rollout.generate(prompts, self.val_sampling)
+            out = self.score(batch)
+            scores += out.scores.tolist()
+            sources += batch.meta["data_source"]
+            lengths += batch["response_mask"].sum(-1).tolist()
+            while shown < self.config.trainer.log_val_generations and shown < len(batch):
+                text = self.tokenizer.decode(batch["responses"][shown][: lengths[shown]].tolist(), skip_special_tokens=True)
+                prompt = self.tokenizer.decode(batch["prompts"][shown].tolist(), skip_special_tokens=True)
+                self._write(f"[val] {prompt!r} -> {text!r} score={scores[shown]:.3g}")
+                shown += 1
+        metrics = {"val/reward/mean": sum(scores) / len(scores), "val/response_length/mean": sum(lengths) / len(lengths)}
+        for source in sorted(set(sources)):
+            picked = [s for s, src in zip(scores, sources) if src == source]
+            metrics[f"val/reward/{source}/mean"] = sum(picked) / len(picked)
+        return metrics
+
+    # -- checkpoints ---------------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        """Models, optimizers, data position, KL controller and RNG of the current step."""
+        path = step_dir(self.out_dir, self.global_step)
+        self.actor.save(path / "actor")
+        self.tokenizer.save_pretrained(path / "actor")
+        if self.critic is not None:
+            self.critic.save(path / "critic")
+        torch.save({
+            "global_step": self.global_step,
+            "loader": self.loader.state_dict(),
+            "kl_ctrl": self.kl_ctrl.state_dict(),
+            "mask_generator": self.mask_generator.get_state(),
+            "rng": rng_state(),
+        }, path / "trainer_state.pt")
+        mark_latest(self.out_dir, self.global_step, self.config.trainer.max_ckpt_to_keep)
+        return path
+
+    def maybe_resume(self) -> Optional[Path]:
+        """Restore from ``trainer.resume_mode``'s checkpoint, if there is one."""
+        t = self.config.trainer
+        if t.resume_mode == "disable":
+            return None
+        if t.resume_mode == "resume_path":
+            path = Path(t.resume_from_path)
+            step_of(path)
+            if not (path / "trainer_state.pt").is_file():
+                raise FileNotFoundError(f"trainer.resume_from_path={path} holds no trainer_state.pt")
+        else:
+            path = latest_checkpoint(self.out_dir)
+            if path is None:
+                return None
+        self.actor.load(path / "actor")
+        if self.critic is not None:
+            if not (path / "critic").is_dir():
+                raise FileNotFoundError(f"checkpoint {path} has no critic/ but this run uses a critic")
+            self.critic.load(path / "critic")
+        state = torch.load(path / "trainer_state.pt", weights_only=False)
+        self.global_step = int(state["global_step"])
+        self.loader.load_state_dict(state["loader"])
+        self.kl_ctrl.load_state_dict(state["kl_ctrl"])
+        self.mask_generator.set_state(state["mask_generator"])
+        # Last: loading models above may have drawn from the global generators.
+        set_rng_state(state["rng"])
+        self._write(f"resumed from {path} at step {self.global_step}")
+        return path
+
+    def close(self) -> None:
+        self.reward_manager.close()
+
+    def _write(self, text: str) -> None:
+        tqdm.write(text, file=self.stream)
+
+    @staticmethod
+    @contextmanager
+    def _timer(timing: dict[str, float], name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        timing[name] = time.perf_counter() - start
