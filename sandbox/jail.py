@@ -59,9 +59,9 @@ _clone = ctypes.PyDLL(None, use_errno=True).syscall
 _clone.restype = ctypes.c_long
 _clone.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 
-# Mount points the worker never remounts: per-run code mounts fresh
-# instances over them (proc for the PID namespace, sysfs for the network one).
-_SKIP_READONLY = ("/proc", "/sys")
+# Mount points the worker never remounts: every run mounts a fresh procfs
+# of its own PID namespace over /proc.
+_SKIP_READONLY = ("/proc",)
 
 
 def _check(ret: int, what: str) -> None:

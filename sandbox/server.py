@@ -283,7 +283,7 @@ def create_app(sandbox: Sandbox) -> FastAPI:
     async def status() -> dict:
         return sandbox.status()
 
-    @app.post("/run_code", dependencies=auth, response_model=RunCodeResponse, response_model_exclude_none=False)
+    @app.post("/run_code", dependencies=auth, response_model=RunCodeResponse)
     async def run_code(req: RunCodeRequest) -> RunCodeResponse:
         return await sandbox.run_code(req)
 

@@ -25,6 +25,23 @@ def isolation_unavailable() -> str | None:
     return None
 
 
+def processes_of_uids(uids: range) -> list[str]:
+    """``"pid name"`` of every host process whose real uid is in ``uids``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                text = fh.read()
+        except OSError:
+            continue  # exited meanwhile
+        uid = int(text.split("\nUid:\t", 1)[1].split()[0])
+        if uid in uids:
+            found.append(f"{entry} {text.splitlines()[0].split()[-1]}")
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -22,11 +22,15 @@ these pipes). For every job it:
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import os
 import select
+import shutil
 import signal
 import stat
 import sys
+import tempfile
 import time
 import traceback
 
@@ -88,7 +92,6 @@ class Worker:
             work = WORK_DIR
             os.mkdir(work, 0o755)
         else:
-            import tempfile
             work = tempfile.mkdtemp(prefix="rewardkit-run-")
         if self.is_root:
             os.chown(work, self.uid, self.uid)
@@ -99,7 +102,6 @@ class Worker:
         if self.layers["private_tmp"]:
             jail.umount("/tmp")
         else:
-            import shutil
             shutil.rmtree(work, ignore_errors=True)
 
     def _run_in(self, job: dict, work: str) -> dict:
@@ -336,7 +338,6 @@ def _run_python_inline(path: str, env: dict) -> int:
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         status = 1
     try:
-        import atexit
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -368,7 +369,6 @@ def main() -> None:
     os.dup2(devnull, 1)
     os.set_inheritable(inbox, False)
     os.set_inheritable(outbox, False)
-    import gc
     gc.freeze()  # keep the collector from dirtying shared pages in every child
     frames.write_frame(outbox, {"layers": worker.layers, "pid": os.getpid()})
     while True:

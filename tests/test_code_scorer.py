@@ -8,7 +8,7 @@ import pytest
 
 from rewardkit.plugins.errors import ScorerInfrastructureError
 from rewardkit.reward_fns.code import compute_score, extract_program, outputs_match, parse_test_cases
-from rewardkit.sandbox.testing import free_port, running_server, isolation_unavailable
+from rewardkit.sandbox.testing import free_port, isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
 

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from rewardkit.sandbox.client import SandboxClient, SandboxRequestError, SandboxUnavailable
-from rewardkit.sandbox.testing import free_port, running_server, isolation_unavailable
+from rewardkit.sandbox.testing import free_port, isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
 

@@ -12,12 +12,11 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 import requests
 
-from rewardkit.sandbox.testing import running_server, isolation_unavailable
+from rewardkit.sandbox.testing import isolation_unavailable, processes_of_uids, running_server
 
 NO_ISOLATION = isolation_unavailable()
 pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
@@ -42,16 +41,7 @@ def run(url, code, language="python", **fields):
 
 def sandbox_processes() -> list[str]:
     """Host processes still owned by a sandbox uid (should be none between runs)."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            text = status.read_text()
-        except OSError:
-            continue
-        uid = int(text.split("\nUid:\t", 1)[1].split()[0])
-        if BASE_UID <= uid < BASE_UID + WORKERS:
-            found.append(text.splitlines()[0])
-    return found
+    return processes_of_uids(range(BASE_UID, BASE_UID + WORKERS))
 
 
 def assert_contained(url):

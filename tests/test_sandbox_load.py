@@ -1,14 +1,17 @@
 """Load and overload against a real server: no 5xx, bounded memory, 429 (not a crash) when full."""
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
 
-from rewardkit.sandbox.testing import running_server, isolation_unavailable
+from rewardkit.sandbox.testing import isolation_unavailable, processes_of_uids, running_server
 
 NO_ISOLATION = isolation_unavailable()
 pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
@@ -72,10 +75,6 @@ def test_overload_is_answered_429_and_the_server_keeps_serving():
 
 
 def test_a_worker_killed_mid_run_is_a_sandbox_error_and_is_replaced():
-    import os
-    import signal
-    import time
-
     with running_server("--workers", "1") as url:
         worker_pid = requests.get(url + "/v1/status", timeout=10).json()["worker_pids"][0]
         with ThreadPoolExecutor(1) as pool:
@@ -91,18 +90,5 @@ def test_a_worker_killed_mid_run_is_a_sandbox_error_and_is_replaced():
         status = requests.get(url + "/v1/status", timeout=10).json()
         assert status["worker_restarts"] == 1 and status["worker_pids"] != [worker_pid]
         # The program of the killed worker died with it (it would have slept 5 s more).
-        assert _processes_of_uid(61000) == []
+        assert processes_of_uids(range(61000, 61001)) == []
 
-
-def _processes_of_uid(uid: int) -> list[str]:
-    from pathlib import Path
-
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            text = status.read_text()
-        except OSError:
-            continue
-        if int(text.split("\nUid:\t", 1)[1].split()[0]) == uid:
-            found.append(text.splitlines()[0])
-    return found

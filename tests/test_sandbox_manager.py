@@ -9,7 +9,7 @@ import torch
 
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.sandbox.testing import free_port, running_server, isolation_unavailable
+from rewardkit.sandbox.testing import free_port, isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
 
