@@ -252,7 +252,7 @@ def create_app(sandbox: Sandbox) -> FastAPI:
     app = FastAPI(title="rewardkit sandbox", lifespan=lifespan)
     token = sandbox.settings.token
 
-    def authorize(request: Request) -> None:
+    async def authorize(request: Request) -> None:  # async: a sync dependency would hop to a thread
         if token is None:
             return
         header = request.headers.get("authorization", "")
