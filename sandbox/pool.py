@@ -199,11 +199,13 @@ class WorkerPool:
     async def _call(self, worker: _Worker, job: dict) -> dict:
         self.busy += 1
         self.peak_busy = max(self.peak_busy, self.busy)
+        deadline = job["timeout"] + _WORKER_SLACK_S
         try:
-            return await asyncio.wait_for(worker.call(job), job["timeout"] + _WORKER_SLACK_S)
+            return await asyncio.wait_for(worker.call(job), deadline)
         except (asyncio.TimeoutError, WorkerFailed, ConnectionError) as exc:
             await self._replace(worker)
-            raise WorkerFailed(f"sandbox worker {worker.index} failed: {exc or 'timed out'}") from exc
+            detail = str(exc) or f"timed out: no answer within {deadline:g} s"
+            raise WorkerFailed(f"sandbox worker {worker.index} failed: {detail}") from exc
         finally:
             self.busy -= 1
             self._idle.put_nowait(worker)

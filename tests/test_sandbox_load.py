@@ -92,3 +92,15 @@ def test_a_worker_killed_mid_run_is_a_sandbox_error_and_is_replaced():
         # The program of the killed worker died with it (it would have slept 5 s more).
         assert processes_of_uids(range(61000, 61001)) == []
 
+
+
+@pytest.mark.slow
+def test_a_hung_worker_is_replaced_after_its_deadline():
+    with running_server("--workers", "1") as url:
+        worker_pid = requests.get(url + "/v1/status", timeout=10).json()["worker_pids"][0]
+        os.kill(worker_pid, signal.SIGSTOP)  # frozen: it will never answer
+        reply = requests.post(url + "/run_code", json={"code": "print(1)", "run_timeout": 1}, timeout=60).json()
+        assert reply["status"] == "SandboxError" and "timed out" in reply["message"]
+        after = requests.post(url + "/run_code", json={"code": "print('fresh')"}, timeout=30).json()
+        assert after["run_result"]["stdout"] == "fresh\n"
+        assert requests.get(url + "/v1/status", timeout=10).json()["worker_restarts"] == 1
