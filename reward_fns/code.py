@@ -110,7 +110,9 @@ def _summary(verdicts: list[str], continuous: bool) -> dict[str, Any]:
 def _client(url: str) -> SandboxClient:
     with _clients_lock:
         if url not in _clients:
-            _clients[url] = SandboxClient(url)
+            # The reward manager bounds requests in flight (max_concurrent); the
+            # client's own cap only guards against runaway callers.
+            _clients[url] = SandboxClient(url, max_concurrency=1024)
         return _clients[url]
 
 

@@ -4,7 +4,8 @@
 with exponential backoff on connection errors, 5xx and 429 (honouring
 ``Retry-After``). Read timeouts follow the request's own compile and run
 timeouts. The URL may be the server's base URL or verl-style
-``http://host:8080/run_code``.
+``http://host:8080/run_code``, with an optional ``?token=`` (what verl users
+write, since verl sends no headers).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -48,7 +50,8 @@ class SandboxClient:
         timeout_margin_s: float = 15.0,
         connect_timeout_s: float = 5.0,
     ):
-        self.base_url = _base_url(url)
+        self.base_url, url_token = _split_url(url)
+        token = token or url_token
         self.retries = retries
         self.backoff_s = backoff_s
         self.timeout_margin_s = timeout_margin_s
@@ -185,12 +188,15 @@ class SandboxClient:
                                  f"{last_problem}")
 
 
-def _base_url(url: str) -> str:
-    url = url.rstrip("/")
+def _split_url(url: str) -> tuple[str, Optional[str]]:
+    """Base URL without a ``/run_code`` suffix, and a ``?token=`` found in it (verl-style URLs)."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
     for suffix in ("/run_code", "/v1/run_batch"):
-        if url.endswith(suffix):
-            return url[: -len(suffix)]
-    return url
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+    token = parse_qs(parts.query).get("token", [None])[0]
+    return urlunsplit((parts.scheme, parts.netloc, path, "", "")), token
 
 
 def _detail(reply: requests.Response) -> str:

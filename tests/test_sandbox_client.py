@@ -77,6 +77,13 @@ def test_run_code_with_verl_style_url_and_token(url):
     assert reply["status"] == "Success" and reply["run_result"]["stdout"] == "cba\n"
 
 
+def test_token_in_a_verl_style_url_is_used(url):
+    with SandboxClient(f"{url}/run_code?token={TOKEN}") as client:
+        assert client.base_url == url
+        assert client.run_code("print(5)")["run_result"]["stdout"] == "5\n"
+        assert client.run_batch("print(input())", ["a"])["results"][0]["stdout"] == "a\n"
+
+
 def test_files_are_encoded_and_fetched(url):
     with SandboxClient(url, token=TOKEN) as client:
         reply = client.run_code("cat in.bin > out.bin", "bash", files={"in.bin": b"\x00\x01\xff"},
