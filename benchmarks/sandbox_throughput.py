@@ -26,6 +26,10 @@ from urllib.parse import urlparse
 
 import requests
 
+from rewardkit.core.config import load_config
+from rewardkit.core.schema import Config
+from rewardkit.plugins.batch import RewardBatch
+from rewardkit.plugins.factory import build_reward_manager
 from rewardkit.sandbox.testing import running_server
 
 PROGRAMS = [
@@ -96,6 +100,24 @@ def drive(url: str, concurrency: int, total: int) -> dict:
     }
 
 
+def manager_rate(url: str, samples: int, max_concurrent: int) -> tuple[float, float]:
+    """Runs/s of the ``sandbox`` reward manager scoring ``samples`` one-case code responses,
+    and the CPU milliseconds this (client) process spent per sample."""
+    config = load_config(Config, None, ["reward_model.reward_manager=sandbox",
+                                        f"reward_model.sandbox_fusion.url={url}/run_code",
+                                        f"reward_model.sandbox_fusion.max_concurrent={max_concurrent}"])
+    truth = json.dumps({"inputs": ["3 4\n"], "outputs": ["7\n"]})
+    responses = [f"```python\nprint(sum(map(int, input().split())))  # {i}\n```" for i in range(samples)]
+    batch = RewardBatch(["codecontests"] * samples, responses, [truth] * samples)
+    with build_reward_manager(config) as manager:
+        start, cpu_start = time.perf_counter(), time.process_time()
+        out = manager(batch)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    if out.scores.sum().item() != samples:
+        raise RuntimeError(f"the manager scored {out.scores.sum().item()} of {samples} correct responses as correct")
+    return samples / wall, 1000 * cpu / samples
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=600, help="requests per warm measurement")
@@ -112,6 +134,8 @@ def main() -> None:
             drive(url, 4, 40)  # warm-up: connections, page cache
             for c in args.concurrency:
                 rows[(mode, c)] = drive(url, c, max(total, c))
+            if mode == "warm":
+                managed, client_ms = manager_rate(url, 1024, 64)
     print(f"load average before the run: {load_before:.2f} on {os.cpu_count()} CPUs (other work skews runs/s)")
     print(f"{'conc':>5} | {'warm runs/s':>11} {'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>7} | {'spawn runs/s':>12} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>7} | {'ratio':>6} | errors")
@@ -122,6 +146,10 @@ def main() -> None:
               f"{s['runs_per_s']:>12.1f} {s['p50_ms']:>7.1f} {s['p99_ms']:>7.1f} {s['cpu_ms']:>7.2f} | "
               f"{w['runs_per_s'] / s['runs_per_s']:>5.1f}x | {w['errors'] + s['errors']}")
     print("cpu ms = CPU of the server's process tree per run; 2000 / cpu ms = runs/s two idle cores sustain")
+    best = max(rows[("warm", c)]["runs_per_s"] for c in args.concurrency)
+    print(f"sandbox reward manager, 1024 responses, max_concurrent=64: {managed:.1f} runs/s "
+          f"= {managed / best:.2f} x the best raw /run_code rate above; client CPU {client_ms:.2f} ms/sample "
+          f"(on the same cores as the sandbox)")
 
 
 if __name__ == "__main__":

@@ -83,3 +83,15 @@ def test_unreachable_sandbox_marks_rows_unavailable_not_wrong(make_config):
     assert out.scores.tolist() == [-1.0, -1.0]
     assert out.metrics["reward/unavailable"] == 2.0
     assert "unavailable" in out.extra_info["reward_error"][0]
+
+
+@pytest.mark.slow
+def test_a_batch_of_1024_responses_keeps_every_worker_busy(make_config):
+    gt = json.dumps({"inputs": ["7\n"], "outputs": ["49\n"]})
+    responses = [fenced(f"print(int(input()) ** 2)  # sample {i}") for i in range(1024)]
+    batch = RewardBatch(["codecontests"] * 1024, responses, [gt] * 1024)
+    with server("--workers", "4") as url, manager_for(make_config, url, 64) as manager:
+        out = manager(batch)
+        status = requests.get(url + "/v1/status", timeout=10).json()
+    assert out.scores.tolist() == [1.0] * 1024
+    assert status["peak_busy_workers"] == 4 and status["runs_by_verdict"] == {"OK": 1024}
