@@ -87,8 +87,8 @@ def fork_into(flags: int) -> int:
     parent, so it can wait4() it and kill the whole namespace by killing it.
     CPython's own before/after-fork hooks run exactly as for ``os.fork()``.
     Limitation: glibc's cached thread id is not refreshed in the child, so
-    ``raise()``/``abort()`` there fail until the child execs (the warm Python
-    path runs without exec; an abort there still ends the process).
+    ``raise()`` there fails until the child execs (``abort()`` still ends
+    the process, as it does for any PID 1).
     """
     if not flags:
         return os.fork()
