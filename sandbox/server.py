@@ -11,6 +11,7 @@ import asyncio
 import base64
 import contextlib
 import os
+import pwd
 import sys
 import time
 from collections import Counter
@@ -314,9 +315,23 @@ def check_isolation(settings: ServerSettings) -> dict[str, bool]:
     return layers
 
 
+def check_uids_unused(base_uid: int, workers: int) -> None:
+    """Refuse uids that belong to real accounts: programs would get those accounts' files."""
+    taken = []
+    for uid in range(base_uid, base_uid + workers):
+        try:
+            taken.append(f"{uid} ({pwd.getpwuid(uid).pw_name})")
+        except KeyError:
+            continue
+    if taken:
+        raise WeakIsolation(f"refusing to start: sandbox uids {', '.join(taken)} belong to existing accounts; "
+                            f"choose a free range with --base-uid")
+
+
 def serve(settings: ServerSettings) -> int:
     """Probe isolation, then serve until interrupted. Returns a process exit code."""
     try:
+        check_uids_unused(settings.base_uid, settings.workers)
         layers = check_isolation(settings)
     except WeakIsolation as exc:
         print(exc, file=sys.stderr)

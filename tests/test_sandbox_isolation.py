@@ -22,7 +22,7 @@ NO_ISOLATION = isolation_unavailable()
 pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
 
 WORKERS = 4
-BASE_UID = 61000
+BASE_UID = 62000  # own range: the process checks below look at these uids only
 OUTPUT_CAP = 1 << 20
 
 

@@ -75,7 +75,7 @@ def test_overload_is_answered_429_and_the_server_keeps_serving():
 
 
 def test_a_worker_killed_mid_run_is_a_sandbox_error_and_is_replaced():
-    with running_server("--workers", "1") as url:
+    with running_server("--workers", "1", "--base-uid", "63000") as url:
         worker_pid = requests.get(url + "/v1/status", timeout=10).json()["worker_pids"][0]
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(requests.post, url + "/run_code",
@@ -90,7 +90,7 @@ def test_a_worker_killed_mid_run_is_a_sandbox_error_and_is_replaced():
         status = requests.get(url + "/v1/status", timeout=10).json()
         assert status["worker_restarts"] == 1 and status["worker_pids"] != [worker_pid]
         # The program of the killed worker died with it (it would have slept 5 s more).
-        assert processes_of_uids(range(61000, 61001)) == []
+        assert processes_of_uids(range(63000, 63001)) == []
 
 
 

@@ -32,6 +32,13 @@ def test_refuses_to_start_and_names_the_missing_layers():
     assert "--allow-weak-isolation" in done.stderr
 
 
+def test_refuses_uids_of_existing_accounts():
+    cmd = [sys.executable, "-m", "rewardkit", "sandbox", "serve", "--port", str(free_port()), "--base-uid", "0"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "0 (root)" in done.stderr and "--base-uid" in done.stderr
+
+
 def test_weak_mode_runs_and_reports_missing_layers_everywhere():
     with running_server("--workers", "2", "--allow-weak-isolation", prefix=NO_SYS_ADMIN) as url:
         status = requests.get(url + "/v1/status", timeout=10).json()
