@@ -38,6 +38,9 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 MNT_DETACH = 2
 
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
 # Namespaces a run gets, by the isolation layer each provides.
 NAMESPACES = {
     "mount_namespace": CLONE_NEWNS,
@@ -162,6 +165,82 @@ def children_of(pid: int) -> list[int]:
         except OSError:
             continue
     return found
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_CLONE_NEWUSER = 0x10000000
+# x86_64 system calls a program never needs and that open kernel attack surface
+# (the rest of this list needs privileges that a user namespace would grant).
+_DENIED_X86_64 = {
+    "ptrace": 101, "pivot_root": 155, "mount": 165, "umount2": 166, "add_key": 248, "request_key": 249,
+    "keyctl": 250, "perf_event_open": 298, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
+    "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+    "fsconfig": 431, "fsmount": 432, "fspick": 433,
+}
+_NR_CLONE, _NR_UNSHARE, _NR_CLONE3 = 56, 272, 435
+
+
+def seccomp_available() -> bool:
+    """Whether ``install_seccomp_filter`` works here (tried in a throwaway child)."""
+    if platform.machine() != "x86_64":
+        return False  # the filter is written for x86_64 system call numbers
+    pid = os.fork()
+    if pid == 0:
+        try:
+            set_no_new_privs()
+            install_seccomp_filter()
+            os._exit(0)
+        except BaseException:  # noqa: BLE001 - any failure means "not available"
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return status == 0
+
+
+def install_seccomp_filter() -> None:
+    """Deny user namespaces, io_uring, bpf, ptrace, keyrings and mount APIs (EPERM).
+
+    ``clone``/``unshare`` are refused only with CLONE_NEWUSER (the one
+    namespace an unprivileged process may create); ``clone3`` answers ENOSYS,
+    so glibc falls back to ``clone``, whose flags the filter can read. System
+    calls of other ABIs (i386, x32) answer ENOSYS. Requires no_new_privs.
+    """
+    if platform.machine() != "x86_64":
+        raise OSError(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
+    ld_w, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
+    allow, errno_ret = 0x7FFF0000, 0x00050000
+    deny, nosys = errno_ret | errno.EPERM, errno_ret | errno.ENOSYS
+    prog = [
+        (ld_w, 0, 0, 4),  # arch
+        (jeq, 1, 0, _AUDIT_ARCH_X86_64),
+        (ret, 0, 0, nosys),
+        (ld_w, 0, 0, 0),  # syscall number
+        (jge, 0, 1, 0x40000000),  # x32 ABI
+        (ret, 0, 0, nosys),
+        (jeq, 0, 1, _NR_CLONE3),
+        (ret, 0, 0, nosys),
+    ]
+    for nr in (_NR_CLONE, _NR_UNSHARE):
+        prog += [
+            (jeq, 0, 4, nr),
+            (ld_w, 0, 0, 16),  # low 32 bits of the first argument (the flags)
+            (jset, 0, 1, _CLONE_NEWUSER),
+            (ret, 0, 0, deny),
+            (ret, 0, 0, allow),
+        ]
+    for nr in _DENIED_X86_64.values():
+        prog += [(jeq, 0, 1, nr), (ret, 0, 0, deny)]
+    prog.append((ret, 0, 0, allow))
+    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
+    fprog = _SockFprog(len(prog), filters)
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0), "prctl(SECCOMP)")
 
 
 def _mountinfo() -> list[tuple[str, set[str]]]:

@@ -192,6 +192,23 @@ def test_secrets_of_the_host_and_privileges_stay_out_of_reach(url):
     assert out.strip().endswith("True 1")  # its own PID namespace: it is PID 1 there
 
 
+def test_user_namespaces_and_risky_system_calls_are_refused(url):
+    code = textwrap.dedent("""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        for name, nr, args in [("unshare(NEWUSER)", 272, (0x10000000,)), ("clone(NEWUSER)", 56, (0x10000000 | 17, 0, 0, 0, 0)),
+                               ("io_uring_setup", 425, (8, 0)), ("bpf", 321, (0, 0, 0)), ("ptrace", 101, (0, 0, 0, 0)),
+                               ("userfaultfd", 323, (0,)), ("keyctl", 250, (0, 0))]:
+            result = libc.syscall(nr, *args)
+            print(name, result, os.strerror(ctypes.get_errno()) if result < 0 else "ALLOWED")
+    """)
+    lines = run(url, code)["run_result"]["stdout"].splitlines()
+    assert len(lines) == 7
+    assert all(line.endswith("-1 Operation not permitted") for line in lines), lines
+    body = run(url, "unshare --user --map-root-user id", language="bash")
+    assert body["run_result"]["return_code"] != 0 and "Operation not permitted" in body["run_result"]["stderr"]
+
+
 def test_another_runs_work_dir_is_invisible(url):
     secret = f"SECRET-{uuid.uuid4().hex}"
     owner = "echo {s} > secret.txt; echo {s} > /tmp/secret2; echo {s} > /dev/shm/s3; sleep 4".format(s=secret)
