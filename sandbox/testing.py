@@ -12,7 +12,7 @@ from typing import Iterator
 
 import requests
 
-from rewardkit.sandbox.jail import available_namespaces
+from rewardkit.sandbox.jail import available_namespaces, seccomp_available
 
 
 def isolation_unavailable() -> str | None:
@@ -22,6 +22,8 @@ def isolation_unavailable() -> str | None:
         return f"creating namespaces ({', '.join(missing)}) is not permitted here: needs root or CAP_SYS_ADMIN"
     if os.geteuid() != 0:
         return "the sandbox drops programs to other uids, which needs root"
+    if not seccomp_available():
+        return "the sandbox's seccomp filter is written for x86_64 only"
     return None
 
 
