@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import requests
@@ -95,3 +97,25 @@ def test_a_batch_of_1024_responses_keeps_every_worker_busy(make_config):
         status = requests.get(url + "/v1/status", timeout=10).json()
     assert out.scores.tolist() == [1.0] * 1024
     assert status["peak_busy_workers"] == 4 and status["runs_by_verdict"] == {"OK": 1024}
+
+
+def test_rewardkit_score_cli_with_the_sandbox_manager(tmp_path):
+    rows = [
+        {"data_source": "codecontests", "prompt": [{"role": "user", "content": "square"}], "ability": "code",
+         "reward_model": {"style": "rule", "ground_truth": SQUARE}, "extra_info": {},
+         "response": fenced("print(int(input()) ** 2)")},
+        {"data_source": "taco", "prompt": [{"role": "user", "content": "square"}], "ability": "code",
+         "reward_model": {"style": "rule", "ground_truth": json.loads(SQUARE)}, "extra_info": {},
+         "response": fenced("print(int(input()) * 2)")},
+    ]
+    source, scored = tmp_path / "rows.jsonl", tmp_path / "scored.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with server("--workers", "2") as url:
+        done = subprocess.run([sys.executable, "-m", "rewardkit", "score", str(source), "-o", str(scored),
+                               "reward_model.reward_manager=sandbox",
+                               f"reward_model.sandbox_fusion.url={url}/run_code"],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = [json.loads(line) for line in scored.read_text().splitlines()]
+    assert [row["score"] for row in out] == [1.0, pytest.approx(1 / 3)]
+    assert out[1]["reward_extra_info"]["verdicts"] == ["passed", "wrong_answer", "wrong_answer"]
