@@ -1,8 +1,9 @@
 """The languages this machine can run, and how each is compiled and started.
 
 A language is available when its toolchain is installed (Debian packages:
-``bash``, ``g++``); Python always is, since the sandbox runs on the server's
-own base interpreter unless ``--python`` names another.
+``bash``, ``g++``, ``gcc``, ``nodejs``, ``perl``); Python always is, since the
+sandbox runs on the server's own base interpreter unless ``--python`` names
+another.
 """
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ class Language:
     compile_argv: tuple[str, ...] | None = None
     binary: str | None = None  # what compiling produces, fetched and fed to every run
     warm_python: bool = False  # run in-process in a pre-forked interpreter
+    # Runtimes that reserve address space up front (V8) get this much on top of
+    # the memory limit, and bound their heap themselves ("{memory_mb}" in run_argv).
+    address_space_extra_mb: int = 0
+
+    def argv(self, memory_mb: int) -> list[str]:
+        """The run command for a program limited to ``memory_mb``."""
+        return [part.format(memory_mb=memory_mb) for part in self.run_argv]
 
 
 def detect_languages(python: str) -> dict[str, Language]:
@@ -37,4 +45,20 @@ def detect_languages(python: str) -> dict[str, Language]:
             compile_argv=(gxx, "-O2", "-std=gnu++17", "-pipe", "-o", "solution", "solution.cpp"),
             binary="solution",
         )
+    gcc = shutil.which("gcc")
+    if gcc:
+        found["c"] = Language(
+            "c",
+            "solution.c",
+            ("./solution",),
+            compile_argv=(gcc, "-O2", "-std=gnu11", "-pipe", "-o", "solution", "solution.c", "-lm"),
+            binary="solution",
+        )
+    node = shutil.which("node")
+    if node:
+        found["nodejs"] = Language("nodejs", "solution.js", (node, "--max-old-space-size={memory_mb}", "solution.js"),
+                                   address_space_extra_mb=1024)
+    perl = shutil.which("perl")
+    if perl:
+        found["perl"] = Language("perl", "solution.pl", (perl, "solution.pl"))
     return found

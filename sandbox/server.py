@@ -139,12 +139,12 @@ class Sandbox:
         return result, {lang.binary: binary}
 
     def _run_job(self, lang: Language, files: dict[str, bytes], stdin: str | None, req, memory: int, fetch=()):
-        common = dict(files=files, stdin=(stdin or "").encode(), timeout=req.run_timeout, memory_mb=memory,
-                      fetch=tuple(fetch))
+        common = dict(files=files, stdin=(stdin or "").encode(), timeout=req.run_timeout,
+                      memory_mb=memory + lang.address_space_extra_mb, fetch=tuple(fetch))
         if lang.warm_python and not self.settings.spawn_python:
             return self._job(mode="inline-python", main=lang.source, **common)
         executable = (lang.binary,) if lang.binary else ()
-        return self._job(argv=list(lang.run_argv), executable=executable, **common)
+        return self._job(argv=lang.argv(memory), executable=executable, **common)
 
     async def run_code(self, req: RunCodeRequest) -> RunCodeResponse:
         lang = self._language(req.language)

@@ -130,6 +130,34 @@ def test_cpp_compile_error(url):
     assert body["compile_result"]["return_code"] != 0 and "error" in body["compile_result"]["stderr"]
 
 
+ECHO_SUM = {
+    "python": ("python3", "a, b = map(int, input().split())\nprint(a + b)"),
+    "bash": ("bash", "read a b; echo $((a + b))"),
+    "cpp": ("g++", "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<'\\n';}"),
+    "c": ("gcc", "#include <stdio.h>\nint main(){long a,b;scanf(\"%ld %ld\",&a,&b);printf(\"%ld\\n\",a+b);}"),
+    "nodejs": ("node", "const [a, b] = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\n"
+                       "console.log(a + b);"),
+    "perl": ("perl", "my ($a, $b) = split ' ', <STDIN>; print $a + $b, \"\\n\";"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(ECHO_SUM))
+def test_every_installed_language_runs_under_a_memory_limit(url, language):
+    tool, code = ECHO_SUM[language]
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed (the {language} toolchain)")
+    body = run(url, code, language=language, stdin="40 2\n", memory_limit_MB=256)
+    assert body["status"] == "Success", body
+    assert body["run_result"]["stdout"] == "42\n"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (Debian package nodejs)")
+def test_nodejs_heap_is_bounded_by_the_memory_limit(url):
+    body = run(url, "const a = []; while (true) a.push(new Array(1e6).fill(1));", language="nodejs",
+               memory_limit_MB=128, run_timeout=20)
+    assert body["run_result"]["verdict"] == "MemoryLimitExceeded", body["run_result"]["stderr"][-500:]
+
+
 def test_batch_runs_every_case_in_order(url):
     body = {"code": "print(sum(map(int, input().split())))", "language": "python", "run_timeout": 5,
             "cases": [{"stdin": f"{i} {i}\n"} for i in range(12)] + [{"stdin": ""}]}
