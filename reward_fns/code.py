@@ -38,7 +38,14 @@ from rewardkit.plugins.errors import ScorerInfrastructureError
 from rewardkit.sandbox.client import SandboxClient, SandboxRequestError, SandboxUnavailable
 
 _FENCE = re.compile(r"```([\w+#.-]*)[ \t]*\n(.*?)```", re.DOTALL)
-_LANGUAGE_TAGS = {"python": ("python", "py", "python3"), "cpp": ("cpp", "c++", "cc", "cxx"), "bash": ("bash", "sh")}
+_LANGUAGE_TAGS = {
+    "python": ("python", "py", "python3"),
+    "cpp": ("cpp", "c++", "cc", "cxx"),
+    "c": ("c",),
+    "bash": ("bash", "sh"),
+    "nodejs": ("javascript", "js", "node", "nodejs"),
+    "perl": ("perl", "pl"),
+}
 _CASE_VERDICTS = {"TimeLimitExceeded": "timeout", "MemoryLimitExceeded": "memory_limit", "RuntimeError": "runtime_error"}
 
 _clients: dict[str, SandboxClient] = {}

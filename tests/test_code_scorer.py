@@ -153,6 +153,7 @@ def test_extract_program_prefers_the_last_python_fence():
     assert extract_program("```\nonly_generic()\n```") == "only_generic()\n"
     assert extract_program("```cpp\nint main(){}\n```", "cpp") == "int main(){}\n"
     assert extract_program("no fences here") is None
+    assert extract_program("```js\nconsole.log(1)\n```\n```\nsample\n```", "nodejs") == "console.log(1)\n"
 
 
 def test_outputs_match_rules():
