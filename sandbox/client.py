@@ -174,7 +174,11 @@ class SandboxClient:
                 last_problem = f"{type(exc).__name__}: {exc}"
             else:
                 if reply.status_code < 400:
-                    return reply.json()
+                    try:
+                        return reply.json()
+                    except ValueError as exc:
+                        raise SandboxUnavailable(f"{method} {url} answered {reply.status_code} with a body that "
+                                                 f"is not JSON: {reply.text[:200]!r}") from exc
                 if reply.status_code not in _RETRY_STATUS:
                     raise SandboxRequestError(f"{method} {url} -> {reply.status_code}: {_detail(reply)}",
                                               reply.status_code)
