@@ -258,7 +258,7 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _first_closed_ancestor(path: str) -> str | None:
+def first_closed_ancestor(path: str) -> str | None:
     """The shallowest directory on ``path`` that others may not traverse."""
     current = "/"
     for part in path.strip("/").split("/"):
@@ -276,7 +276,7 @@ def expose(path: str, staging: str) -> None:
     so an interpreter under ``/root/.pyenv`` keeps working while the rest of
     ``/root`` disappears from view.
     """
-    closed = _first_closed_ancestor(path)
+    closed = first_closed_ancestor(path)
     if closed is None:
         return
     os.makedirs(staging, exist_ok=True)

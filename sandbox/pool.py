@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 from dataclasses import dataclass, field
@@ -49,9 +50,12 @@ def worker_argv(python: str, uid: int, expose: list[str], netns: str = "per-run"
     return argv
 
 
-def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-run") -> dict[str, bool]:
-    """Start one worker, run ``print()`` through it, and report each layer's state.
+def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-run") -> tuple[dict[str, bool], bool]:
+    """Start one worker, run a probe program through it, and report each layer's state.
 
+    A layer counts as present only if the worker set it up *and* the probe,
+    running as an ordinary program, observes it (fail closed). Also says
+    whether programs can import from the interpreter's standard library.
     Synchronous so ``serve`` can refuse to start before binding a port.
     """
     proc = subprocess.Popen(worker_argv(python, uid, expose, netns), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -59,7 +63,8 @@ def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-
         hello = frames.read_frame(proc.stdout.fileno())
         if hello is None:
             raise RuntimeError(f"the sandbox worker ({python}) exited during start-up; see its stderr above")
-        frames.write_frame(proc.stdin.fileno(), probe_job())
+        frames.write_frame(proc.stdin.fileno(), job_template(mode="inline-python", main="probe.py",
+                                                             files={"probe.py": _PROBE.encode()}))
         result = frames.read_frame(proc.stdout.fileno())
     finally:
         proc.stdin.close()
@@ -67,11 +72,34 @@ def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-
         proc.stdout.close()
     if result is None or "error" in result:
         raise RuntimeError(f"the sandbox worker could not run a probe program: {result}")
-    return {name: bool(result["layers"].get(name)) for name in LAYERS}
+    try:
+        observed = json.loads(result["stdout"])
+    except ValueError as exc:
+        raise RuntimeError(f"the isolation probe failed: {result['stderr'][-2000:]!r}") from exc
+    layers = {name: bool(result["layers"].get(name)) and observed.get(name, True) for name in LAYERS}
+    return layers, observed["stdlib_readable"]
 
 
-def probe_job() -> dict:
-    return job_template(mode="inline-python", main="probe.py", files={"probe.py": b"print()"})
+# What a program inside the sandbox can see of each layer.
+_PROBE = """
+import ctypes, json, os  # preloaded by the worker: importable whatever the uid may read
+seen = {}
+seen["pid_namespace"] = os.getpid() == 1
+seen["unprivileged_uid"] = os.getuid() != 0 and os.geteuid() != 0
+seen["readonly_root"] = bool(os.statvfs("/").f_flag & os.ST_RDONLY)
+seen["private_tmp"] = sorted(os.listdir("/tmp")) == ["work"]
+seen["mount_namespace"] = seen["readonly_root"] and seen["private_tmp"]
+seen["network_namespace"] = sorted(os.listdir("/sys/class/net")) == ["lo"]
+seen["ipc_namespace"] = os.uname().nodename == "sandbox"
+libc = ctypes.CDLL(None, use_errno=True)
+seen["seccomp"] = libc.unshare(0x10000000) != 0 and ctypes.get_errno() == 1  # CLONE_NEWUSER -> EPERM
+try:
+    import wave  # never preloaded: only importable if the program's uid can read the standard library
+    seen["stdlib_readable"] = True
+except ImportError:
+    seen["stdlib_readable"] = False
+print(json.dumps(seen))
+"""
 
 
 def job_template(**fields) -> dict:

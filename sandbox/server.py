@@ -301,8 +301,8 @@ class WeakIsolation(RuntimeError):
 
 def check_isolation(settings: ServerSettings) -> dict[str, bool]:
     """Probe the layers; raise ``WeakIsolation`` naming the missing ones unless allowed."""
-    layers = probe_isolation(settings.python, settings.base_uid, default_expose(settings.python),
-                             settings.network_namespace)
+    layers, stdlib_readable = probe_isolation(settings.python, settings.base_uid, default_expose(settings.python),
+                                              settings.network_namespace)
     missing = [name for name, ok in layers.items() if not ok]
     if missing and not settings.allow_weak_isolation:
         lines = "\n".join(f"  - {name}: {LAYERS[name]}" for name in missing)
@@ -311,6 +311,12 @@ def check_isolation(settings: ServerSettings) -> dict[str, bool]:
             f"(namespaces need root or CAP_SYS_ADMIN):\n{lines}\n"
             "Start with --allow-weak-isolation to run anyway; the missing layers are then reported "
             "by /v1/status and in every response's message."
+        )
+    if not stdlib_readable:
+        raise WeakIsolation(
+            f"refusing to start: programs, running as uid {settings.base_uid}, cannot read the standard library of "
+            f"{settings.python} (a directory above it is private and, without a mount namespace, it cannot be "
+            "exposed alone); pass --python with an interpreter installed outside private directories"
         )
     return layers
 

@@ -13,6 +13,8 @@ import sys
 import pytest
 import requests
 
+from rewardkit.sandbox.jail import first_closed_ancestor
+from rewardkit.sandbox.server import base_interpreter
 from rewardkit.sandbox.testing import free_port, running_server
 
 pytestmark = [
@@ -39,8 +41,32 @@ def test_refuses_uids_of_existing_accounts():
     assert "0 (root)" in done.stderr and "--base-uid" in done.stderr
 
 
+def _public_interpreter() -> str | None:
+    """An interpreter unprivileged uids can read without a mount namespace to expose it."""
+    for candidate in (base_interpreter(), shutil.which("python3"), "/usr/bin/python3"):
+        if candidate and os.path.exists(candidate):
+            prefix = os.path.dirname(os.path.dirname(os.path.realpath(candidate)))
+            if first_closed_ancestor(prefix) is None:
+                return candidate
+    return None
+
+
+def test_refuses_an_interpreter_programs_cannot_read():
+    python = base_interpreter()
+    if first_closed_ancestor(os.path.dirname(os.path.dirname(python))) is None:
+        pytest.skip(f"{python} is readable by everyone here; nothing to refuse")
+    cmd = [*NO_SYS_ADMIN, sys.executable, "-m", "rewardkit", "sandbox", "serve", "--port", str(free_port()),
+           "--allow-weak-isolation"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "cannot read the standard library" in done.stderr and "--python" in done.stderr
+
+
 def test_weak_mode_runs_and_reports_missing_layers_everywhere():
-    with running_server("--workers", "2", "--allow-weak-isolation", prefix=NO_SYS_ADMIN) as url:
+    python = _public_interpreter()
+    if python is None:
+        pytest.skip("no Python interpreter outside private directories for weak mode (e.g. Debian's python3)")
+    with running_server("--workers", "2", "--allow-weak-isolation", "--python", python, prefix=NO_SYS_ADMIN) as url:
         status = requests.get(url + "/v1/status", timeout=10).json()
         assert "network_namespace" in status["missing_layers"]
         assert status["isolation"]["network_namespace"] is False
