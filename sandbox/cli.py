@@ -39,6 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                    help="processes/threads one run may have (RLIMIT_NPROC)")
     s.add_argument("--max-output-bytes", type=int, default=_DEFAULTS.max_output_bytes,
                    help="stdout/stderr kept per stream; the rest is dropped and flagged")
+    s.add_argument("--max-request-mb", type=int, default=_DEFAULTS.max_request_mb,
+                   help="largest request body accepted (413 beyond)")
     s.add_argument("--base-uid", type=int, default=_DEFAULTS.base_uid,
                    help="worker i runs programs as uid base+i")
 
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         network_namespace=args.network_namespace,
         max_pending=args.max_pending, max_timeout=args.max_timeout, default_memory_mb=args.default_memory_mb,
         max_memory_mb=args.max_memory_mb, max_processes=args.max_processes,
-        max_output_bytes=args.max_output_bytes, base_uid=args.base_uid,
+        max_output_bytes=args.max_output_bytes, base_uid=args.base_uid, max_request_mb=args.max_request_mb,
     )
     return serve(settings)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import os
 import pwd
 import sys
@@ -63,6 +64,7 @@ class ServerSettings:
     tmpfs_mb: int = 256
     max_output_bytes: int = 1 << 20
     max_batch_cases: int = 1000
+    max_request_mb: int = 64
     base_uid: int = 61000
 
 
@@ -251,6 +253,7 @@ def create_app(sandbox: Sandbox) -> FastAPI:
             await sandbox.pool.stop()
 
     app = FastAPI(title="rewardkit sandbox", lifespan=lifespan)
+    app.add_middleware(BodyLimit, limit=sandbox.settings.max_request_mb << 20)
     token = sandbox.settings.token
 
     async def authorize(request: Request) -> None:  # async: a sync dependency would hop to a thread
@@ -293,6 +296,50 @@ def create_app(sandbox: Sandbox) -> FastAPI:
         return await sandbox.run_batch(req)
 
     return app
+
+
+class BodyLimit:
+    """Answer 413 to a request body over ``limit`` bytes instead of buffering it (pure ASGI).
+
+    The body is read here, up to the limit, and replayed to the app.
+    """
+
+    def __init__(self, app, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            return await self._refuse(send)
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                return await self._refuse(send)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        return await self.app(scope, replay, send)
+
+    async def _refuse(self, send) -> None:
+        body = json.dumps({"detail": f"request body exceeds this server's limit of {self.limit >> 20} MiB"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
 
 class WeakIsolation(RuntimeError):

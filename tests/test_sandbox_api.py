@@ -20,7 +20,8 @@ TOKEN = "s3cret-token"
 
 @pytest.fixture(scope="module")
 def url():
-    with running_server("--workers", "3", "--token", TOKEN, "--max-output-bytes", "65536") as base:
+    with running_server("--workers", "3", "--token", TOKEN, "--max-output-bytes", "65536",
+                        "--max-request-mb", "2") as base:
         yield base
 
 
@@ -208,6 +209,23 @@ def test_bad_requests_name_the_field(url, body, field):
     reply = post(url, "/run_code", body)
     assert 400 <= reply.status_code < 500, reply.text
     assert field in reply.json()["detail"]
+
+
+def test_oversized_request_is_413_declared_or_streamed(url):
+    big = {"code": "print(1)", "stdin": "x" * (3 << 20)}
+    reply = post(url, "/run_code", big)
+    assert reply.status_code == 413 and "2 MiB" in reply.json()["detail"]
+
+    def chunks():  # no Content-Length: the limit applies while the body streams in
+        yield b'{"code": "print(1)", "stdin": "'
+        for _ in range(3):
+            yield b"x" * (1 << 20)
+        yield b'"}'
+
+    reply = requests.post(url + "/run_code", data=chunks(), timeout=60,
+                          headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    assert reply.status_code == 413
+    assert run(url, "print('fine')", stdin="y" * (1 << 20))["run_result"]["stdout"] == "fine\n"
 
 
 def test_status_reports_layers_queue_and_verdicts(url):
