@@ -7,8 +7,9 @@ so the built-in scorers judge them exactly as in verl:
 - ``lighteval/MATH``: the answer in ``\\boxed{}`` (scorer ``math_reward``)
 - ``math_dapo``: a final ``Answer: n`` line (scorer ``math_dapo``, reward +-1)
 
-Problems are additions and subtractions with one-digit operands and answers and short prompts, so a
-tiny character-level model can learn them on a laptop CPU in minutes.
+Problems are additions and subtractions with one-digit operands and answers
+and short prompts, so a tiny character-level model can learn them on a laptop
+CPU in minutes.
 Generation is deterministic in the seed; ``python -m rewardkit.core.arith DIR``
 writes the shipped ``arith_*.jsonl`` files.
 """
@@ -33,8 +34,12 @@ FORMATS = {
 }
 
 
-def make_problem(rng: random.Random, index: int, split: str) -> dict:
-    """One row: a random problem, its data source, and (in ``response``) the target completion."""
+def make_problem(rng: random.Random, index: int, split: str, any_format: bool = False) -> dict:
+    """One row: a random problem, its data source, and (in ``response``) a target completion.
+
+    With ``any_format`` the completion uses one of the three answer conventions
+    at random, whatever the row's data source asks for.
+    """
     # One-digit operands and answers: a + b <= 9, a - b >= 0.
     subtract = rng.random() < 0.5
     if subtract:
@@ -48,6 +53,8 @@ def make_problem(rng: random.Random, index: int, split: str) -> dict:
     story = rng.choice(SUB if subtract else ADD).format(n=rng.choice(NAMES), a=a, b=b, t=rng.choice(THINGS))
     source = rng.choice(list(FORMATS))
     instruction, response = FORMATS[source]
+    if any_format:
+        response = FORMATS[rng.choice(list(FORMATS))][1]
     return {
         "data_source": source,
         "prompt": [{"role": "user", "content": f"{story} How many? {instruction}"}],
@@ -58,13 +65,13 @@ def make_problem(rng: random.Random, index: int, split: str) -> dict:
     }
 
 
-def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset()) -> list[dict]:
+def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset(), any_format: bool = False) -> list[dict]:
     """``n`` distinct problems from ``seed`` whose prompt text is not in ``exclude``."""
     rng = random.Random(seed)
     rows: list[dict] = []
     seen = set(exclude)
     while len(rows) < n:
-        row = make_problem(rng, len(rows), split)
+        row = make_problem(rng, len(rows), split, any_format)
         text = row["prompt"][0]["content"]
         if text not in seen:
             seen.add(text)
@@ -73,8 +80,14 @@ def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset()) -
 
 
 def make_dataset(n_sft: int = 384, n_train: int = 2048, n_val: int = 128, seed: int = 0) -> dict[str, list[dict]]:
-    """The demo splits ``sft``, ``train`` and ``val``; validation prompts never occur in sft or train."""
-    sft = make_split(n_sft, seed, "sft")
+    """The demo splits ``sft``, ``train`` and ``val``; validation prompts never occur in sft or train.
+
+    The SFT responses are correct but written in a random one of the three
+    answer conventions, as in a warm-start corpus gathered from mixed sources:
+    the warm-started policy can do the arithmetic but ignores the format its
+    data source asks for, and RL with the sources' scorers teaches it.
+    """
+    sft = make_split(n_sft, seed, "sft", any_format=True)
     train = make_split(n_train, seed + 1, "train")
     used = {r["prompt"][0]["content"] for r in sft + train}
     val = make_split(n_val, seed + 2, "val", exclude=used)

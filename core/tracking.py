@@ -24,6 +24,7 @@ class Tracker:
     """Writes one record per step to every configured sink."""
 
     def __init__(self, out_dir: Path, loggers: Sequence[str], resume_step: int = 0, stream=None) -> None:
+        """``resume_step``: the step a resumed run continues from (0 = a fresh run, which starts a new metrics.jsonl)."""
         self.loggers = set(loggers)
         self.stream = stream or sys.stdout
         self.path = out_dir / "metrics.jsonl"
@@ -43,6 +44,9 @@ class Tracker:
     def _truncate_after(self, step: int) -> None:
         """A resumed run rewrites the steps after its checkpoint, so drop their old lines."""
         if not self.path.is_file():
+            return
+        if step == 0:
+            self.path.unlink()
             return
         kept = [line for line in self.path.read_text().splitlines() if line.strip() and json.loads(line).get("step", 0) <= step]
         self.path.write_text("".join(line + "\n" for line in kept))

@@ -158,11 +158,31 @@ class PPOTrainer:
 
     def train_step(self, prompts: Batch) -> dict[str, float]:
         """One PPO step on a batch of prompts; returns its metrics."""
-        c = self.config
-        algo = c.algorithm
-        timing: dict[str, float] = {}
-        metrics: dict[str, float] = {}
         start = time.perf_counter()
+        timing: dict[str, float] = {}
+        batch, metrics = self.make_experience(prompts, timing)
+        metrics.update(self.update(batch, timing))
+        timing["step"] = time.perf_counter() - start
+        metrics.update(self._data_metrics(batch))
+        metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
+        tokens = batch["attention_mask"].sum().item()
+        metrics["perf/total_num_tokens"] = float(tokens)
+        metrics["perf/tokens_per_s"] = tokens / timing["step"]
+        metrics["training/global_step"] = float(self.global_step)
+        metrics["training/epoch"] = float(self.loader.epoch)
+        return metrics
+
+    def make_experience(self, prompts: Batch, timing: Optional[dict[str, float]] = None) -> tuple[Batch, dict[str, float]]:
+        """Rollout, log-probs, values, rewards and advantages for ``prompts`` (no update).
+
+        The returned batch holds, besides the rollout's tensors,
+        ``old_log_probs``, ``ref_log_prob`` (with a reference), ``values``
+        (with a critic), ``token_level_scores``, ``token_level_rewards``,
+        ``advantages``, ``returns`` and ``reward_masked`` (B,) bool.
+        """
+        algo = self.config.algorithm
+        timing = {} if timing is None else timing
+        metrics: dict[str, float] = {}
         with self._timer(timing, "gen"):
             batch = self.rollout.generate(prompts, self.sampling)
         mask = batch["response_mask"].float()
@@ -184,7 +204,7 @@ class PPOTrainer:
             scores = critic_token_level_scores(values, batch["response_mask"])
         else:
             scores = reward.token_level_scores
-        metrics.update(_stats("critic/score", scores.sum(-1)))
+        batch["token_level_scores"] = scores
 
         rewards = scores
         if algo.use_kl_in_reward:
@@ -193,12 +213,14 @@ class PPOTrainer:
             self.kl_ctrl.update(current_kl, n_steps=len(batch))
             metrics["actor/reward_kl_penalty"] = current_kl
             metrics["actor/reward_kl_penalty_coeff"] = beta
-        masked = None
+        masked = torch.zeros(len(batch), dtype=torch.bool)
         if algo.reward_mask_ratio > 0:
             masked = sample_reward_mask(len(batch), algo.reward_mask_ratio, self.mask_generator)
             rewards = apply_reward_mask(rewards, masked)
             metrics["reward_mask/num_masked"] = float(masked.sum())
             metrics["reward_mask/mask_ratio_actual"] = float(masked.float().mean())
+        batch["reward_masked"] = masked
+        batch["token_level_rewards"] = rewards
 
         with self._timer(timing, "adv"):
             if algo.reward_source == "critic":
@@ -208,28 +230,24 @@ class PPOTrainer:
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
                 )
-                if masked is not None and algo.reward_mask_flip_adv_when_masked:
+                if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)
-        batch["token_level_rewards"] = rewards
         batch["advantages"], batch["returns"] = advantages, returns
+        return batch, metrics
 
+    def update(self, batch: Batch, timing: Optional[dict[str, float]] = None) -> dict[str, float]:
+        """Critic update (unless frozen), then actor update (after ``trainer.critic_warmup`` steps)."""
+        timing = {} if timing is None else timing
+        metrics: dict[str, float] = {}
         if self.critic is not None:
             if self.critic.frozen:
                 metrics["critic/frozen"] = 1.0
             else:
                 with self._timer(timing, "update_critic"):
                     metrics.update(self.critic.update(batch))
-        if self.global_step > c.trainer.critic_warmup:
+        if self.global_step > self.config.trainer.critic_warmup:
             with self._timer(timing, "update_actor"):
                 metrics.update(self.actor.update(batch))
-        timing["step"] = time.perf_counter() - start
-        metrics.update(self._data_metrics(batch, values))
-        metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
-        tokens = batch["attention_mask"].sum().item()
-        metrics["perf/total_num_tokens"] = float(tokens)
-        metrics["perf/tokens_per_s"] = tokens / timing["step"]
-        metrics["training/global_step"] = float(self.global_step)
-        metrics["training/epoch"] = float(self.loader.epoch)
         return metrics
 
     def score(self, batch: Batch):
@@ -242,15 +260,16 @@ class PPOTrainer:
             extra_infos=batch.meta["extra_info"], styles=batch.meta["style"], response_mask=batch["response_mask"],
         ))
 
-    def _data_metrics(self, batch: Batch, values: Optional[torch.Tensor]) -> dict[str, float]:
+    def _data_metrics(self, batch: Batch) -> dict[str, float]:
         mask = batch["response_mask"].bool()
         lengths = batch["response_mask"].sum(-1).float()
         metrics = {}
+        metrics.update(_stats("critic/score", batch["token_level_scores"].sum(-1)))
         metrics.update(_stats("critic/rewards", batch["token_level_rewards"].sum(-1)))
         metrics.update(_stats("critic/advantages", batch["advantages"][mask]))
         metrics.update(_stats("critic/returns", batch["returns"][mask]))
-        if values is not None:
-            metrics.update(_stats("critic/values", values[mask]))
+        if "values" in batch:
+            metrics.update(_stats("critic/values", batch["values"][mask]))
         metrics.update(_stats("response_length", lengths))
         metrics["response_length/clip_ratio"] = (lengths == batch["responses"].shape[1]).float().mean().item()
         metrics.update(_stats("prompt_length", batch["prompts"].ne(self.tokenizer.pad_token_id).sum(-1).float()))

@@ -1,0 +1,50 @@
+"""Generate docs/config.md, the reference of every config key with its default.
+
+``python -m rewardkit.core.config_doc docs/config.md`` rewrites the file; a
+test checks that the committed file is up to date.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rewardkit.core.config import describe
+from rewardkit.core.schema import Config
+
+HEADER = """# Config reference
+
+Every key of a rewardkit config, with its type and default. Set keys in a YAML
+file (nested mappings) or on the command line as `key=value` (values are parsed
+as YAML: `data.train_files=[a.jsonl,b.jsonl]`, `trainer.save_freq=10`). An
+unknown key or a bad value is an error naming the key. Names follow verl's
+`ppo_trainer.yaml` wherever verl has the same setting.
+
+This file is generated from the schema (`core/schema.py`) by
+`python -m rewardkit.core.config_doc docs/config.md`.
+"""
+
+
+def _default(value: Any) -> str:
+    return "`" + json.dumps(value) + "`"
+
+
+def render() -> str:
+    """The whole docs/config.md text."""
+    out = [HEADER]
+    section = None
+    for key, type_name, default, help_text in describe(Config):
+        top = key.split(".")[0]
+        if top != section:
+            section = top
+            out.append(f"\n## `{top}`\n\n| key | type | default | meaning |\n|---|---|---|---|")
+        cell = help_text.replace("|", "\\|")
+        out.append(f"| `{key}` | {type_name.replace('|', '&#124;')} | {_default(default)} | {cell} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/config.md")
+    target.write_text(render())
+    print(f"wrote {target}")

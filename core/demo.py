@@ -1,0 +1,153 @@
+"""The embedded demo: a supervised warm start, then GRPO, on the shipped arithmetic problems.
+
+Everything is built locally (data from :mod:`rewardkit.core.arith`, a character
+tokenizer, a tiny Qwen2-style model from a config), so nothing is downloaded.
+The run prints a before/after table per data source and writes
+``reward_curve.png`` and ``metrics.jsonl`` to its output directory.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from rewardkit.core.arith import write_dataset
+from rewardkit.core.char_tokenizer import build_char_tokenizer
+from rewardkit.core.config import load_config
+from rewardkit.core.schema import Config
+
+TINY_QWEN2 = (
+    "{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 4, "
+    "num_key_value_heads: 4, max_position_embeddings: 128, tie_word_embeddings: true}"
+)
+
+# The demo's settings, in the same key=value language as the command line;
+# the user's overrides come after and win.
+DEMO_OVERRIDES = [
+    "trainer.default_local_dir=outputs/demo",
+    "trainer.experiment_name=demo",
+    "trainer.resume_mode=disable",
+    "trainer.total_training_steps=80",
+    "trainer.test_freq=10",
+    "trainer.save_freq=40",
+    f"actor_rollout_ref.model.config={TINY_QWEN2}",
+    "data.max_prompt_length=96",
+    "data.max_response_length=20",
+    "data.train_batch_size=32",
+    "algorithm.adv_estimator=grpo",
+    "actor_rollout_ref.rollout.n=8",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+    "actor_rollout_ref.actor.optim.lr=0.0005",
+    "sft.total_epochs=60",
+    "sft.batch_size=32",
+    "sft.lr=0.005",
+]
+TARGET = 0.8
+
+
+def demo_config(overrides: Sequence[str] = ()) -> Config:
+    """The demo's config: :data:`DEMO_OVERRIDES`, then ``overrides``."""
+    return load_config(Config, None, [*DEMO_OVERRIDES, *overrides])
+
+
+def prepare(config: Config, out_dir: Path) -> list[str]:
+    """Write the dataset and tokenizer under ``out_dir``; returns the overrides pointing at them."""
+    paths = write_dataset(out_dir / "data")
+    build_char_tokenizer().save_pretrained(out_dir / "tokenizer")
+    return [
+        f"data.tokenizer={out_dir / 'tokenizer'}",
+        f"sft.train_files={paths['sft']}",
+        f"data.train_files={paths['train']}",
+        f"data.val_files={paths['val']}",
+        f"sft.save_dir={out_dir / 'sft_model'}",
+    ]
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def before_after(records: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+    """The first and last validation records' ``val/reward/...`` means."""
+    vals = [r for r in records if "val/reward/mean" in r]
+    if not vals:
+        raise ValueError("metrics.jsonl holds no validation lines (val/reward/mean)")
+    pick = lambda r: {k: v for k, v in r.items() if k.startswith("val/reward/") and k.endswith("/mean")}  # noqa: E731
+    return pick(vals[0]), pick(vals[-1])
+
+
+def format_table(before: dict[str, float], after: dict[str, float], counts: dict[str, int]) -> str:
+    """A before/after table of mean validation reward per data source (and overall)."""
+    sources = sorted(k[len("val/reward/"):-len("/mean")] for k in after if k != "val/reward/mean")
+    width = max([len("data_source"), *map(len, sources)]) + 2
+    lines = [f"{'data_source':<{width}}{'rows':>6}{'before':>9}{'after':>9}"]
+    for source in sources:
+        key = f"val/reward/{source}/mean"
+        lines.append(f"{source:<{width}}{counts.get(source, 0):>6}{before.get(key, float('nan')):>9.3f}{after[key]:>9.3f}")
+    lines.append(f"{'all':<{width}}{sum(counts.values()):>6}{before['val/reward/mean']:>9.3f}{after['val/reward/mean']:>9.3f}")
+    return "\n".join(lines)
+
+
+def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path:
+    """PNG of the training score and validation reward per step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    train = [(r["step"], r["critic/score/mean"]) for r in records if "critic/score/mean" in r]
+    val = [(r["step"], r["val/reward/mean"]) for r in records if "val/reward/mean" in r]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if train:
+        ax.plot(*zip(*train), label="train score (sampled)", alpha=0.6)
+    ax.plot(*zip(*val), marker="o", label="validation reward (greedy)")
+    ax.axhline(TARGET, linestyle="--", color="grey", linewidth=1, label=f"target {TARGET}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("mean reward")
+    ax.set_title("rewardkit demo: GRPO on arithmetic word problems")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def run_demo(overrides: Sequence[str] = (), stream=None) -> dict[str, Any]:
+    """Warm start, train, and report; returns the before/after metrics and the output paths."""
+    from rewardkit.core.sft import run_sft
+    from rewardkit.core.trainer import PPOTrainer, output_dir
+
+    out_dir = output_dir(demo_config(overrides))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    prepared = prepare(demo_config(overrides), out_dir)
+    # The user's overrides still win over the prepared paths.
+    config = demo_config([*prepared, *overrides])
+    sft_dir = run_sft(config, stream=stream)
+    config = demo_config([*prepared, f"actor_rollout_ref.model.path={sft_dir}", *overrides])
+    trainer = PPOTrainer(config, stream=stream)
+    try:
+        trainer.fit()
+    finally:
+        trainer.close()
+    records = read_metrics(out_dir / "metrics.jsonl")
+    before, after = before_after(records)
+    counts: dict[str, int] = {}
+    for source in trainer.val_set.data_sources() if trainer.val_set else []:
+        counts[source] = sum(1 for r in trainer.val_set.rows if r[config.data.reward_fn_key] == source)
+    return {
+        "before": before,
+        "after": after,
+        "table": format_table(before, after, counts),
+        "plot": plot_rewards(records, out_dir / "reward_curve.png"),
+        "metrics": out_dir / "metrics.jsonl",
+        "out_dir": out_dir,
+    }
+
+
+def summary(result: dict[str, Any], target: Optional[float] = TARGET) -> str:
+    after = result["after"]["val/reward/mean"]
+    verdict = "reached" if target is not None and after >= target else "not reached"
+    return (
+        f"{result['table']}\n\nheld-out reward {result['before']['val/reward/mean']:.3f} -> {after:.3f} "
+        f"(target {target}: {verdict})\nreward curve: {result['plot']}\nmetrics: {result['metrics']}"
+    )

@@ -1,0 +1,67 @@
+"""Shared set-up for the core/train tests: a tiny model, the arithmetic rows and a custom reward."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rewardkit.core.arith import make_dataset
+from rewardkit.core.char_tokenizer import build_char_tokenizer
+from rewardkit.core.config import load_config
+from rewardkit.core.rows import write_rows
+from rewardkit.core.schema import Config
+
+TINY_MODEL = (
+    "{model_type: qwen2, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
+    "num_key_value_heads: 2, max_position_embeddings: 128, tie_word_embeddings: true}"
+)
+
+# A reward a random tiny model can improve in a few steps: the share of digit
+# characters in the response (loaded as a verl-style custom compute_score file).
+DIGITS_REWARD = '''
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    return sum(ch.isdigit() for ch in solution_str) / max(1, len(solution_str))
+'''
+
+
+def write_inputs(tmp_path: Path, n_train: int = 64, n_val: int = 8) -> dict[str, Path]:
+    """Arithmetic rows, the character tokenizer and the custom reward file under ``tmp_path``."""
+    splits = make_dataset(n_sft=32, n_train=n_train, n_val=n_val)
+    paths = {}
+    for split, rows in splits.items():
+        paths[split] = tmp_path / f"{split}.jsonl"
+        write_rows(paths[split], rows)
+    paths["tokenizer"] = tmp_path / "tokenizer"
+    build_char_tokenizer().save_pretrained(paths["tokenizer"])
+    paths["reward"] = tmp_path / "digits.py"
+    paths["reward"].write_text(DIGITS_REWARD)
+    return paths
+
+
+def tiny_overrides(tmp_path: Path, paths: dict[str, Path], custom_reward: bool = True) -> list[str]:
+    """A run of two tiny steps: 4 prompts x 2 samples, 8-token responses."""
+    overrides = [
+        f"data.tokenizer={paths['tokenizer']}",
+        f"data.train_files={paths['train']}",
+        f"data.val_files={paths['val']}",
+        f"sft.train_files={paths['sft']}",
+        f"actor_rollout_ref.model.config={TINY_MODEL}",
+        "data.max_prompt_length=96",
+        "data.max_response_length=8",
+        "data.train_batch_size=4",
+        "actor_rollout_ref.rollout.n=2",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+        "actor_rollout_ref.actor.optim.lr=0.001",
+        f"trainer.default_local_dir={tmp_path / 'run'}",
+        "trainer.progress_bar=false",
+        "trainer.logger=[jsonl]",
+        "trainer.total_training_steps=2",
+        "trainer.val_before_train=false",
+        "trainer.device=cpu",
+    ]
+    if custom_reward:
+        overrides.append(f"custom_reward_function.path={paths['reward']}")
+    return overrides
+
+
+def tiny_config(tmp_path: Path, *extra: str, custom_reward: bool = True) -> Config:
+    paths = write_inputs(tmp_path)
+    return load_config(Config, None, [*tiny_overrides(tmp_path, paths, custom_reward), *extra])

@@ -1,0 +1,111 @@
+"""The reward options of seed document 004 inside real (tiny) training steps."""
+import torch
+
+from core_helpers import tiny_config
+
+from rewardkit.core.functional import masked_whiten
+from rewardkit.core.reward_options import last_valid_values
+from rewardkit.core.trainer import PPOTrainer
+
+
+def experience(tmp_path, *overrides):
+    trainer = PPOTrainer(tiny_config(tmp_path, *overrides))
+    trainer.global_step = 1
+    batch, metrics = trainer.make_experience(next(iter(trainer.loader)))
+    return trainer, batch, metrics
+
+
+def test_reward_source_critic_uses_the_critic_value_at_the_last_token(tmp_path):
+    trainer, batch, metrics = experience(tmp_path, "algorithm.reward_source=critic", "algorithm.adv_estimator=grpo")
+    try:
+        assert trainer.critic is not None  # enabled because reward_source needs it
+        mask = batch["response_mask"].float()
+        values = batch["values"]
+        v_last = last_valid_values(values, batch["response_mask"])
+        assert torch.allclose(batch["token_level_scores"].sum(-1), v_last)
+        assert not torch.equal(v_last, torch.zeros_like(v_last))
+        raw = (v_last.unsqueeze(-1) - values) * mask  # V(last) - V(t), then whitened
+        assert torch.allclose(batch["advantages"], masked_whiten(raw, mask) * mask, atol=1e-5)
+        assert torch.allclose(batch["returns"], (raw + values) * mask, atol=1e-6)
+        # the rule-based scores are still computed and logged
+        assert "reward/mean" in metrics
+    finally:
+        trainer.close()
+
+
+def test_reward_mask_ratio_one_masks_every_trajectory(tmp_path):
+    trainer, batch, metrics = experience(tmp_path, "algorithm.reward_mask_ratio=1.0", "algorithm.adv_estimator=grpo")
+    try:
+        assert metrics["reward_mask/num_masked"] == len(batch) == 8
+        assert metrics["reward_mask/mask_ratio_actual"] == 1.0
+        assert batch["reward_masked"].all()
+        assert torch.count_nonzero(batch["token_level_rewards"]) == 0
+        assert torch.count_nonzero(batch["token_level_scores"]) > 0  # the scores were not zero to begin with
+    finally:
+        trainer.close()
+
+
+def test_reward_mask_ratio_half_logs_the_actual_ratio(tmp_path):
+    trainer, batch, metrics = experience(tmp_path, "algorithm.reward_mask_ratio=0.5", "algorithm.adv_estimator=grpo")
+    try:
+        masked = batch["reward_masked"]
+        assert metrics["reward_mask/num_masked"] == float(masked.sum())
+        assert metrics["reward_mask/mask_ratio_actual"] == float(masked.sum()) / len(batch)
+        rewards, scores = batch["token_level_rewards"], batch["token_level_scores"]
+        assert torch.equal(rewards[masked], torch.zeros_like(rewards[masked]))
+        assert torch.equal(rewards[~masked], scores[~masked])
+    finally:
+        trainer.close()
+
+
+def test_flip_negates_masked_advantages_only(tmp_path):
+    common = ("algorithm.reward_mask_ratio=0.5", "algorithm.adv_estimator=gae", "critic.freeze=true")
+    flipped_trainer, flipped, _ = experience(tmp_path / "a", *common)
+    plain_trainer, plain, _ = experience(tmp_path / "b", *common, "algorithm.reward_mask_flip_adv_when_masked=false")
+    try:
+        masked = flipped["reward_masked"]
+        assert torch.equal(masked, plain["reward_masked"])  # same seed, same draws
+        assert masked.any() and (~masked).any()
+        assert torch.allclose(flipped["advantages"][masked], -plain["advantages"][masked])
+        assert torch.allclose(flipped["advantages"][~masked], plain["advantages"][~masked])
+    finally:
+        flipped_trainer.close()
+        plain_trainer.close()
+
+
+def test_flip_does_not_apply_to_critic_rewards(tmp_path):
+    trainer, batch, _ = experience(tmp_path, "algorithm.reward_source=critic", "algorithm.reward_mask_ratio=1.0")
+    try:
+        mask = batch["response_mask"].float()
+        # every reward row zeroed: A = 0 - V(t), whitened, and not multiplied by -1
+        expected = masked_whiten(-batch["values"] * mask, mask) * mask
+        assert torch.allclose(batch["advantages"], expected, atol=1e-5)
+    finally:
+        trainer.close()
+
+
+def test_frozen_critic_is_never_updated_but_gives_values(tmp_path):
+    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=gae", "critic.freeze=true"))
+    try:
+        critic_before = {k: v.clone() for k, v in trainer.critic.model.state_dict().items()}
+        actor_before = {k: v.clone() for k, v in trainer.actor.model.state_dict().items()}
+        assert trainer.critic.optimizer is None
+        last = trainer.fit()
+        assert last["critic/frozen"] == 1.0
+        assert "critic/vf_loss" not in last and "critic/values/mean" in last
+        for k, v in trainer.critic.model.state_dict().items():
+            assert torch.equal(v, critic_before[k]), k
+        assert any(not torch.equal(v, actor_before[k]) for k, v in trainer.actor.model.state_dict().items())
+    finally:
+        trainer.close()
+
+
+def test_unfrozen_critic_learns(tmp_path):
+    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=gae"))
+    try:
+        before = {k: v.clone() for k, v in trainer.critic.model.state_dict().items()}
+        last = trainer.fit()
+        assert "critic/frozen" not in last and last["critic/vf_loss"] >= 0
+        assert any(not torch.equal(v, before[k]) for k, v in trainer.critic.model.state_dict().items())
+    finally:
+        trainer.close()
