@@ -28,7 +28,7 @@ LAYERS = {
     "pid_namespace": "PID namespace: a timeout kills the whole process tree",
     "ipc_namespace": "private IPC and hostname",
     "unprivileged_uid": "programs run as an unprivileged uid",
-    "seccomp": "system-call filter: no user namespaces, io_uring, bpf, ptrace, keyrings or mount APIs",
+    "seccomp": "system-call filter: no user namespaces, io_uring, bpf, ptrace, perf events or keyrings",
 }
 
 # Seconds a worker may overrun a job's own timeout before it is presumed hung.

@@ -10,8 +10,8 @@ these pipes). For every job it:
    and writes the job's files to /tmp/work;
 2. forks the program's process straight into new mount, PID, network, IPC
    and UTS namespaces (one ``clone``): PID 1 of its namespace, with its own
-   /proc, /dev/shm and sysfs, resource limits, an unprivileged uid and a
-   seccomp filter, it
+   /proc, /dev/shm and sysfs, resource limits and an unprivileged uid (and
+   the worker's seccomp filter, inherited), it
    then runs the program — Python source executed in-process (the warm
    path), or ``execve`` of an argv (bash, C++, the spawn path);
 3. reads stdout/stderr while it runs, caps them, and enforces the
@@ -74,7 +74,14 @@ class Worker:
             jail.mount_fresh_sysfs()
         self.layers["private_tmp"] = self.layers["readonly_root"]
         self.layers["unprivileged_uid"] = self.is_root
-        self.layers["seccomp"] = jail.seccomp_available()
+        # Installed once, here, and inherited by every run: compiling the
+        # filter per run would cost more than the rest of a run's set-up.
+        try:
+            jail.set_no_new_privs()
+            jail.install_seccomp_filter()
+            self.layers["seccomp"] = True
+        except OSError:
+            self.layers["seccomp"] = False
         self.clone_flags = sum(flag for name, flag in jail.NAMESPACES.items() if self.layers[name])
         if not self.netns_per_run:
             self.clone_flags &= ~jail.CLONE_NEWNET
@@ -162,8 +169,6 @@ class Worker:
             if self.is_root:
                 jail.drop_privileges(self.uid)
             jail.set_no_new_privs()
-            if self.layers["seccomp"]:
-                jail.install_seccomp_filter()
             jail.die_with_parent()  # a crashed worker must not leave its program running
             os.chdir(work)
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "TMPDIR": "/tmp",
