@@ -5,6 +5,9 @@ Starts two real servers on 127.0.0.1 (same isolation; one with
 short programs over keep-alive HTTP connections, and prints runs/s and
 p50/p99 latency side by side with the warm/spawn ratio.
 
+It also measures ``/v1/run_batch`` (many cases per request) and the
+``sandbox`` reward manager scoring 1,024 responses, against the same server.
+
 Runs/s depend on whatever else the machine is doing, so the table also
 shows the CPU the server's whole process tree spent per run (HTTP server,
 workers and every sandboxed child): ``2000 / cpu_ms`` is the rate two idle
@@ -100,6 +103,38 @@ def drive(url: str, concurrency: int, total: int) -> dict:
     }
 
 
+def batch_rate(url: str, concurrency: int, requests_total: int, cases: int) -> float:
+    """Runs/s through ``/v1/run_batch`` with ``cases`` test cases per request (one program each)."""
+    parsed = urlparse(url)
+    code, stdin, expected = PROGRAMS[0]
+    body = json.dumps({"code": code, "language": "python", "run_timeout": 10, "cases": [{"stdin": stdin}] * cases})
+    counter = iter(range(requests_total))
+    lock = threading.Lock()
+    bad: list[str] = []
+
+    def client():
+        conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=120)
+        while True:
+            with lock:
+                if next(counter, None) is None:
+                    break
+            conn.request("POST", "/v1/run_batch", body, {"Content-Type": "application/json"})
+            reply = json.loads(conn.getresponse().read())
+            if [r["stdout"] for r in reply["results"]] != [expected] * cases:
+                bad.append(str(reply)[:200])
+        conn.close()
+
+    threads = [threading.Thread(target=client) for _ in range(concurrency)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if bad:
+        raise RuntimeError(f"wrong batch results: {bad[0]}")
+    return requests_total * cases / (time.perf_counter() - start)
+
+
 def manager_rate(url: str, samples: int, max_concurrent: int) -> tuple[float, float]:
     """Runs/s of the ``sandbox`` reward manager scoring ``samples`` one-case code responses,
     and the CPU milliseconds this (client) process spent per sample."""
@@ -136,6 +171,7 @@ def main() -> None:
                 rows[(mode, c)] = drive(url, c, max(total, c))
             if mode == "warm":
                 managed, client_ms = manager_rate(url, 1024, 64)
+                batched = batch_rate(url, 8, 64, 16)
     print(f"load average before the run: {load_before:.2f} on {os.cpu_count()} CPUs (other work skews runs/s)")
     print(f"{'conc':>5} | {'warm runs/s':>11} {'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>7} | {'spawn runs/s':>12} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'cpu ms':>7} | {'ratio':>6} | errors")
@@ -147,6 +183,8 @@ def main() -> None:
               f"{w['runs_per_s'] / s['runs_per_s']:>5.1f}x | {w['errors'] + s['errors']}")
     print("cpu ms = CPU of the server's process tree per run; 2000 / cpu ms = runs/s two idle cores sustain")
     best = max(rows[("warm", c)]["runs_per_s"] for c in args.concurrency)
+    print(f"/v1/run_batch, 16 cases per request, 8 requests in flight: {batched:.1f} runs/s "
+          f"= {batched / best:.2f} x the best raw /run_code rate above")
     print(f"sandbox reward manager, 1024 responses, max_concurrent=64: {managed:.1f} runs/s "
           f"= {managed / best:.2f} x the best raw /run_code rate above; client CPU {client_ms:.2f} ms/sample "
           f"(on the same cores as the sandbox)")
