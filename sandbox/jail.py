@@ -177,8 +177,6 @@ class _SockFprog(ctypes.Structure):
 
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _CLONE_NEWUSER = 0x10000000
-# x86_64 system calls a program never needs and that open kernel attack surface
-# (the rest of this list needs privileges that a user namespace would grant).
 # x86_64 system calls a program never needs and that open kernel attack
 # surface. Mount APIs stay allowed (the worker needs them, and they need
 # CAP_SYS_ADMIN, which only the refused user namespaces could give a program).
