@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.test-installed
 
 .PHONY: venv demo test test-fast clean
 
@@ -20,13 +21,19 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/rewardkit demo
 
+# verl (its files only, --no-deps) for the compatibility tests: our ports of
+# its scorers and its sandbox client are checked against verl's own code.
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1"
+	touch $(TEST_STAMP)
+
 # Everything CI runs: the fast suite, then the slow (multi-process, pip
 # install, training) tests.
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 	$(BIN)/python -m pytest -q -m slow
 
-test-fast: $(STAMP)
+test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
 clean:

@@ -8,8 +8,9 @@ the last ``=``, drop spaces and a list of unit words, unwrap ``\\text{}``,
 ``\\boxed{}``, ``$..$``, ``\\frac12`` -> ``\\frac{1}{2}``, drop commas in
 plain integers) and must then be equal strings.
 
-With ``strict_box_verify=True`` the last ``\\boxed{}`` within the last 100
-characters is compared verbatim with the ground truth instead.
+When no ``Answer:`` line exists, the last ``\\boxed{}`` within the last 100
+characters decides instead, compared verbatim with the ground truth (verl
+0.9's fallback); with ``strict_box_verify=True`` only that box rule is used.
 
 Returns ``{"score": 1.0 | -1.0, "acc": bool, "pred": str | None}``.
 """
@@ -46,6 +47,9 @@ REMOVED_EXPRESSIONS = [
     "\\text{}^2", "\\text{}^3", "\\text{\n}", "\\text{}", r"\mathrm{th}",
     r"^\circ", r"^{\circ}", r"\;", r",\!", "{,}", '"', "\\dots",
 ]
+
+
+INVALID = "[INVALID]"
 
 
 def last_boxed_only_string(string: str) -> str | None:
@@ -90,7 +94,7 @@ def is_correct_minerva(
 ) -> tuple[bool, str]:
     """``(correct, normalised prediction)`` under the ``Answer:`` rule."""
     matches = re.findall(answer_pattern, solution_str)
-    pred = normalize_final_answer(matches[-1] if matches else "[INVALID]")
+    pred = normalize_final_answer(matches[-1] if matches else INVALID)
     if gt_need_extract:
         boxed = last_boxed_only_string(gt)
         if boxed is None:
@@ -130,4 +134,8 @@ def compute_score(
         correct, pred = is_correct_strict_box(tail, ground_truth, pause_tokens_index)
     else:
         correct, pred = is_correct_minerva(tail, ground_truth)
+        if pred == INVALID:
+            box_correct, box_pred = is_correct_strict_box(tail, ground_truth, pause_tokens_index)
+            if box_pred is not None:
+                correct, pred = box_correct, box_pred
     return {"score": 1.0 if correct else -1.0, "acc": correct, "pred": pred}
