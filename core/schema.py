@@ -219,10 +219,12 @@ class TrainerConfig:
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
     device: Literal["auto", "cpu", "cuda"] = opt("auto", "Where the embedded engine runs: auto = cuda when available.")
+    cpu_threads: Optional[int] = opt(None, "torch threads on CPU; null = torch's default (one per core). 1 is much faster when other processes busy the same cores.")
 
     def __post_init__(self) -> None:
         _positive("trainer.total_epochs", self.total_epochs, allow_none=False)
         _positive("trainer.total_training_steps", self.total_training_steps)
+        _positive("trainer.cpu_threads", self.cpu_threads)
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise ConfigError("trainer.resume_from_path must be set when trainer.resume_mode is resume_path")
 

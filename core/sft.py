@@ -19,7 +19,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from rewardkit.core.data import messages_of, prompt_text, read_files
 from rewardkit.core.models import build_causal_lm, load_tokenizer, position_ids_from_mask
 from rewardkit.core.optim import lr_factor
-from rewardkit.core.trainer import output_dir, pick_device
+from rewardkit.core.trainer import output_dir, setup_torch
 
 
 def encode_example(row: dict[str, Any], tokenizer: PreTrainedTokenizerBase, prompt_key: str, response_key: str) -> tuple[list[int], int]:
@@ -54,8 +54,7 @@ def sft_loss(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: to
 def run_sft(config: Any, stream=None) -> Path:
     """Fine-tune ``actor_rollout_ref.model`` on ``sft.train_files``; returns the saved model directory."""
     s, model_cfg = config.sft, config.actor_rollout_ref.model
-    torch.manual_seed(config.trainer.seed)
-    device = pick_device(config.trainer.device)
+    device = setup_torch(config.trainer)
     tokenizer_path = config.data.tokenizer or model_cfg.path
     if not tokenizer_path:
         raise ValueError("set data.tokenizer (a tokenizer directory) when actor_rollout_ref.model.path is null")

@@ -46,6 +46,14 @@ def output_dir(config: Any) -> Path:
     return Path(t.default_local_dir or Path("outputs") / t.project_name / t.experiment_name)
 
 
+def setup_torch(trainer_cfg: Any) -> torch.device:
+    """Seed torch, set its CPU threads and pick the device (``trainer.seed/cpu_threads/device``)."""
+    torch.manual_seed(trainer_cfg.seed)
+    if trainer_cfg.cpu_threads:
+        torch.set_num_threads(trainer_cfg.cpu_threads)
+    return pick_device(trainer_cfg.device)
+
+
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -68,8 +76,7 @@ class PPOTrainer:
         self.stream = stream
         c, t = config, config.trainer
         self.out_dir = output_dir(config)
-        self.device = pick_device(t.device)
-        torch.manual_seed(t.seed)
+        self.device = setup_torch(t)
 
         model_cfg = c.actor_rollout_ref.model
         tokenizer_path = c.data.tokenizer or model_cfg.path

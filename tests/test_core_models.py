@@ -1,0 +1,144 @@
+"""Tokenizer, models and the Hugging Face rollout, with real (tiny) transformers models."""
+import json
+
+import pytest
+import torch
+
+from rewardkit.core.batch import Batch
+from rewardkit.core.char_tokenizer import CHAT_TEMPLATE, build_char_tokenizer
+from rewardkit.core.config import load_config
+from rewardkit.core.models import (
+    build_causal_lm,
+    build_value_model,
+    load_tokenizer,
+    response_logprobs,
+    response_values,
+    sequence_scores,
+)
+from rewardkit.core.rollout import HFRollout, SamplingParams, response_mask_from_eos
+from rewardkit.core.schema import Config
+
+from core_helpers import TINY_MODEL
+
+TEXT = "Ann has 3 pens, gets 4 more. How many? Use \\boxed"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_char_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def model_cfg():
+    return load_config(Config, None, [f"actor_rollout_ref.model.config={TINY_MODEL}"]).actor_rollout_ref.model
+
+
+def test_char_tokenizer_round_trip_and_chat_template(tokenizer):
+    ids = tokenizer(TEXT, add_special_tokens=False)["input_ids"]
+    assert len(ids) == len(TEXT)  # one token per character, spaces included
+    assert tokenizer.decode(ids) == TEXT
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "2+3?"}], tokenize=False, add_generation_prompt=True)
+    assert prompt == "<|user|>2+3?<|end|><|assistant|>"
+    assert tokenizer.chat_template == CHAT_TEMPLATE
+    assert tokenizer.padding_side == "left"
+
+
+def test_tokenizer_saved_beside_a_model_loads_unchanged(tmp_path, tokenizer, model_cfg):
+    # AutoTokenizer would load a Qwen2 tokenizer class here and drop the spaces.
+    model = build_causal_lm(model_cfg, tokenizer)
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    loaded = load_tokenizer(str(tmp_path))
+    assert loaded(TEXT, add_special_tokens=False)["input_ids"] == tokenizer(TEXT, add_special_tokens=False)["input_ids"]
+    assert (loaded.eos_token_id, loaded.pad_token_id) == (tokenizer.eos_token_id, tokenizer.pad_token_id)
+
+
+def test_shipped_tokenizer_is_the_built_one(tokenizer):
+    from pathlib import Path
+
+    shipped = load_tokenizer(str(Path(__file__).resolve().parents[1] / "examples" / "data" / "arith_tokenizer"))
+    assert shipped.get_vocab() == tokenizer.get_vocab()
+    assert shipped.chat_template == tokenizer.chat_template
+
+
+def test_causal_lm_from_config_and_from_path(tmp_path, tokenizer, model_cfg):
+    torch.manual_seed(0)
+    model = build_causal_lm(model_cfg, tokenizer)
+    assert model.config.vocab_size == len(tokenizer)
+    assert model.config.model_type == "qwen2"
+    model.save_pretrained(tmp_path)
+    again = build_causal_lm(model_cfg, tokenizer, path=str(tmp_path))
+    ids = torch.tensor([tokenizer(TEXT)["input_ids"]])
+    assert torch.allclose(model(input_ids=ids).logits, again(input_ids=ids).logits)
+    with pytest.raises(ValueError, match="path .* or config"):
+        build_causal_lm(load_config(Config).actor_rollout_ref.model, tokenizer)
+
+
+def left_padded(tokenizer, texts):
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    width = max(map(len, ids))
+    input_ids = torch.full((len(ids), width), tokenizer.pad_token_id)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for i, row in enumerate(ids):
+        input_ids[i, width - len(row):] = torch.tensor(row)
+        mask[i, width - len(row):] = 1
+    return input_ids, mask
+
+
+def test_log_probs_do_not_depend_on_left_padding(tokenizer, model_cfg):
+    torch.manual_seed(0)
+    model = build_causal_lm(model_cfg, tokenizer)
+    input_ids, mask = left_padded(tokenizer, ["a short one", "a much longer prompt than that"])
+    alone = torch.tensor([tokenizer("a short one", add_special_tokens=False)["input_ids"]])
+    batched, _ = response_logprobs(model, input_ids, mask, 5)
+    single, _ = response_logprobs(model, alone, torch.ones_like(alone), 5)
+    assert torch.allclose(batched[0], single[0], atol=1e-5)
+    # temperature divides the logits the log-probs come from
+    hot, entropy = response_logprobs(model, alone, torch.ones_like(alone), 5, temperature=2.0, with_entropy=True)
+    logits = model(input_ids=alone).logits[:, -6:-1] / 2.0
+    expected = torch.log_softmax(logits, -1).gather(-1, alone[:, -5:].unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(hot, expected, atol=1e-5)
+    assert entropy.shape == (1, 5) and (entropy > 0).all()
+
+
+def test_value_model_and_reward_model_scores(tmp_path, tokenizer, model_cfg):
+    torch.manual_seed(0)
+    build_causal_lm(model_cfg, tokenizer).save_pretrained(tmp_path)
+    critic = build_value_model(model_cfg, tokenizer, path=str(tmp_path))
+    assert critic.config.num_labels == 1
+    input_ids, mask = left_padded(tokenizer, ["short", "a longer text"])
+    values = response_values(critic, input_ids, mask, 3)
+    assert values.shape == (2, 3)
+    full = critic(input_ids=input_ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[..., 0]
+    assert torch.allclose(values, full[:, -4:-1])  # V(t) is read at position t - 1
+    # right padding after the response: the score is read at the last attended token
+    ids = torch.tensor([tokenizer("abcde", add_special_tokens=False)["input_ids"]])
+    padded = torch.cat([ids, torch.full((1, 3), tokenizer.pad_token_id)], dim=1)
+    pad_mask = torch.cat([torch.ones(1, 5, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long)], dim=1)
+    alone = critic(input_ids=ids).logits[0, -1, 0]
+    assert torch.allclose(sequence_scores(critic, padded, pad_mask), alone.unsqueeze(0), atol=1e-5)
+    from_config = build_value_model(model_cfg, tokenizer)
+    assert from_config.config.num_labels == 1
+
+
+def test_response_mask_ends_at_the_first_eos():
+    responses = torch.tensor([[5, 1, 7, 1], [5, 5, 5, 5], [1, 0, 0, 0]])
+    assert response_mask_from_eos(responses, [1]).tolist() == [[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]]
+
+
+def test_hf_rollout_generates_n_samples_per_prompt(tokenizer, model_cfg):
+    torch.manual_seed(0)
+    model = build_causal_lm(model_cfg, tokenizer)
+    input_ids, mask = left_padded(tokenizer, ["<|user|>1+1<|end|><|assistant|>", "<|user|>a longer prompt<|end|><|assistant|>"])
+    prompts = Batch({"input_ids": input_ids, "attention_mask": mask}, {"uid": ["a", "b"]})
+    engine = HFRollout(model, tokenizer.pad_token_id, [tokenizer.eos_token_id])
+    out = engine.generate(prompts, SamplingParams(n=3, do_sample=True, temperature=1.0, max_new_tokens=6))
+    assert len(out) == 6 and out.meta["uid"] == ["a"] * 3 + ["b"] * 3
+    assert out["responses"].shape == (6, 6)
+    assert torch.equal(out["input_ids"], torch.cat([out["prompts"], out["responses"]], dim=1))
+    assert torch.equal(out["attention_mask"][:, -6:], out["response_mask"])
+    # nothing but padding after a response's mask ends
+    after = out["responses"][out["response_mask"] == 0]
+    assert (after == tokenizer.pad_token_id).all()
+    greedy = engine.generate(prompts, SamplingParams(n=2, do_sample=False, max_new_tokens=6))
+    assert torch.equal(greedy["responses"][0], greedy["responses"][1])

@@ -1,0 +1,77 @@
+"""`rewardkit train` and `rewardkit sft` end to end, through the real command line entry point."""
+import json
+
+import yaml
+
+from core_helpers import TINY_MODEL, write_inputs
+
+from rewardkit.cli import main
+from rewardkit.core.models import build_causal_lm, load_tokenizer
+from rewardkit.core.config import load_config
+from rewardkit.core.schema import Config
+
+
+def write_config(tmp_path, paths, **extra):
+    config = {
+        "data": {"tokenizer": str(paths["tokenizer"]), "train_files": str(paths["train"]), "val_files": str(paths["val"]),
+                 "max_prompt_length": 96, "max_response_length": 8, "train_batch_size": 4},
+        "actor_rollout_ref": {"model": {"config": yaml.safe_load(TINY_MODEL)}, "rollout": {"n": 2},
+                              "actor": {"ppo_mini_batch_size": 2}},
+        "algorithm": {"adv_estimator": "grpo"},
+        "trainer": {"default_local_dir": str(tmp_path / "run"), "total_training_steps": 2, "save_freq": 2, "progress_bar": False},
+        "sft": {"train_files": str(paths["sft"]), "total_epochs": 1, "batch_size": 8, "save_dir": str(tmp_path / "sft")},
+    }
+    for key, value in extra.items():
+        config[key].update(value)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_train_runs_from_a_yaml_file_with_overrides(tmp_path, capsys):
+    paths = write_inputs(tmp_path)
+    config = write_config(tmp_path, paths)
+    assert main(["train", str(config), "trainer.logger=[console,jsonl]", "algorithm.adv_estimator=rloo"]) == 0
+    out = capsys.readouterr()
+    assert f"output directory: {(tmp_path / 'run').resolve()}" in out.out + out.err
+    assert "final validation reward:" in out.out
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [0, 1, 2]
+    assert "val/reward/mean" in records[0] and "val/reward/mean" in records[-1]
+    for key in ("critic/score/mean", "actor/pg_loss", "actor/entropy", "actor/grad_norm", "timing_s/gen",
+                "perf/tokens_per_s", "response_length/mean"):
+        assert key in records[1], key
+    assert any(k.startswith("reward/source/") for k in records[1])
+    saved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert saved["algorithm"]["adv_estimator"] == "rloo"
+    assert (tmp_path / "run" / "global_step_2" / "actor" / "config.json").is_file()
+
+
+def test_sft_then_train_from_its_output(tmp_path, capsys):
+    paths = write_inputs(tmp_path)
+    config = write_config(tmp_path, paths)
+    assert main(["sft", str(config)]) == 0
+    assert f"actor_rollout_ref.model.path={tmp_path / 'sft'}" in capsys.readouterr().out
+    model_cfg = load_config(Config).actor_rollout_ref.model
+    tokenizer = load_tokenizer(str(tmp_path / "sft"))
+    model = build_causal_lm(model_cfg, tokenizer, path=str(tmp_path / "sft"))
+    assert model.config.vocab_size == len(tokenizer)
+    assert main(["train", str(config), f"actor_rollout_ref.model.path={tmp_path / 'sft'}", "data.tokenizer=null",
+                 "trainer.total_training_steps=1", "trainer.resume_mode=disable"]) == 0
+
+
+def test_user_errors_are_one_line_naming_the_problem(tmp_path, capsys):
+    paths = write_inputs(tmp_path)
+    config = write_config(tmp_path, paths)
+    assert main(["train", str(config), "trainer.bogus=1"]) == 2
+    assert "unknown config key 'trainer.bogus'" in capsys.readouterr().err
+    assert main(["train", str(tmp_path / "missing.yaml")]) == 2
+    assert "config file not found" in capsys.readouterr().err
+    assert main(["train", str(config), "algorithm.adv_estimator=nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    rows = [json.loads(line) for line in paths["val"].read_text().splitlines()]
+    rows[0]["data_source"] = "no/such_source"
+    paths["val"].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["train", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "no/such_source" in err and "openai/gsm8k" in err  # lists the known sources
