@@ -128,11 +128,13 @@ def response_logprobs(
     response_length: int,
     temperature: float = 1.0,
     with_entropy: bool = False,
+    entropy_grad: bool = False,
 ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
     """Log-probs (and entropy) of the last ``response_length`` tokens of ``input_ids``.
 
     ``logits / temperature`` at position ``t - 1`` scores token ``t``, the
-    distribution the rollout sampled from.
+    distribution the rollout sampled from. The entropy carries gradients only
+    with ``entropy_grad`` (an entropy bonus), which saves memory otherwise.
     """
     out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
     logits = out.logits[:, -response_length - 1 : -1, :]
@@ -140,7 +142,9 @@ def response_logprobs(
         logits = logits / temperature
     labels = input_ids[:, -response_length:]
     logprob = logprobs_from_logits(logits, labels)
-    entropy = entropy_from_logits(logits) if with_entropy else None
+    entropy = None
+    if with_entropy:
+        entropy = entropy_from_logits(logits if entropy_grad else logits.detach())
     return logprob, entropy
 
 

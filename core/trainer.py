@@ -19,7 +19,6 @@ from tqdm import tqdm
 from rewardkit.core.batch import Batch
 from rewardkit.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
 from rewardkit.core.data import PromptDataset, PromptLoader, read_files
-from rewardkit.core.functional import masked_mean
 from rewardkit.core.kl import KLController, apply_kl_penalty
 from rewardkit.core.models import build_causal_lm, build_value_model, load_tokenizer
 from rewardkit.core.reward_options import (
@@ -183,7 +182,8 @@ class PPOTrainer:
         """Rollout, log-probs, values, rewards and advantages for ``prompts`` (no update).
 
         The returned batch holds, besides the rollout's tensors,
-        ``old_log_probs``, ``ref_log_prob`` (with a reference), ``values``
+        ``old_log_probs`` (unless the batch makes a single optimizer step, see
+        :meth:`ActorWorker.single_update`), ``ref_log_prob`` (with a reference), ``values``
         (with a critic), ``token_level_scores``, ``token_level_rewards``,
         ``advantages``, ``returns`` and ``reward_masked`` (B,) bool.
         """
@@ -193,12 +193,12 @@ class PPOTrainer:
         with self._timer(timing, "gen"):
             batch = self.rollout.generate(prompts, self.sampling)
         mask = batch["response_mask"].float()
-        with self._timer(timing, "old_log_prob"):
-            batch["old_log_probs"], entropy = self.actor.compute_log_prob(batch, with_entropy=True)
-        metrics["actor/entropy"] = masked_mean(entropy, mask).item()
+        if algo.use_kl_in_reward or not self.actor.single_update(len(batch)):
+            with self._timer(timing, "old_log_prob"):
+                batch["old_log_probs"] = self.actor.compute_log_prob(batch)
         if self.ref is not None:
             with self._timer(timing, "ref"):
-                batch["ref_log_prob"], _ = self.ref.compute_log_prob(batch)
+                batch["ref_log_prob"] = self.ref.compute_log_prob(batch)
         values = None
         if self.critic is not None:
             with self._timer(timing, "values"):

@@ -53,20 +53,15 @@ class PolicyWorker:
         self.micro_batch_size = micro_batch_size
 
     @torch.no_grad()
-    def compute_log_prob(self, batch: Batch, with_entropy: bool = False) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """(B, R) log-probs of ``responses`` and, if asked, the per-token entropy."""
+    def compute_log_prob(self, batch: Batch) -> torch.Tensor:
+        """(B, R) log-probs of ``responses`` under this model."""
         device = _device_of(self.model)
-        size = self.micro_batch_size or len(batch)
-        logps, ents = [], []
         width = batch["responses"].shape[1]
-        for micro in batch.chunks(size):
-            logp, ent = response_logprobs(
-                self.model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, self.temperature, with_entropy
-            )
+        logps = []
+        for micro in batch.chunks(self.micro_batch_size or len(batch)):
+            logp, _ = response_logprobs(self.model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, self.temperature)
             logps.append(logp.cpu())
-            if ent is not None:
-                ents.append(ent.cpu())
-        return torch.cat(logps), (torch.cat(ents) if with_entropy else None)
+        return torch.cat(logps)
 
 
 class ActorWorker(PolicyWorker):
@@ -80,17 +75,29 @@ class ActorWorker(PolicyWorker):
         self.optimizer, self.scheduler = build_optimizer(model.parameters(), actor_cfg.optim, total_steps)
         self.generator = torch.Generator().manual_seed(seed)
 
+    def single_update(self, batch_size: int) -> bool:
+        """Whether a batch of ``batch_size`` samples makes exactly one optimizer step.
+
+        Then the policy being updated is the one that sampled the batch, its
+        old log-probs equal the current ones, and recomputing them is skipped.
+        """
+        return self.cfg.ppo_epochs == 1 and batch_size <= self.mini_batch_size
+
     def update(self, batch: Batch) -> dict[str, float]:
         """``ppo_epochs`` passes of clipped-PPO updates over ``batch`` (see :func:`policy_loss`).
 
-        Needs ``old_log_probs`` and ``advantages`` (and ``ref_log_prob`` with
-        ``use_kl_loss``). Loss = pg_loss - entropy_coeff * entropy + kl_loss_coef * kl_loss.
+        Needs ``advantages``, and ``old_log_probs`` unless :meth:`single_update`
+        holds (then the current log-probs, detached, are the old ones), and
+        ``ref_log_prob`` with ``use_kl_loss``.
+        Loss = pg_loss - entropy_coeff * entropy + kl_loss_coef * kl_loss.
         """
         cfg = self.cfg
         device = _device_of(self.model)
         low = cfg.clip_ratio if cfg.clip_ratio_low is None else cfg.clip_ratio_low
         high = cfg.clip_ratio if cfg.clip_ratio_high is None else cfg.clip_ratio_high
         width = batch["responses"].shape[1]
+        if "old_log_probs" not in batch and not self.single_update(len(batch)):
+            raise ValueError("old_log_probs are needed when a batch makes more than one optimizer step")
         stats: dict[str, list[float]] = defaultdict(list)
         for _epoch in range(cfg.ppo_epochs):
             for mini in _mini_batches(batch, self.mini_batch_size, cfg.shuffle, self.generator):
@@ -101,21 +108,21 @@ class ActorWorker(PolicyWorker):
                     mask = micro["response_mask"].float()
                     weight = micro_batch_weight(mask, mask_sum, len(mini), cfg.loss_agg_mode)
                     logp, entropy = response_logprobs(
-                        self.model, micro["input_ids"], micro["attention_mask"], width, self.temperature, cfg.entropy_coeff != 0
+                        self.model, micro["input_ids"], micro["attention_mask"], width, self.temperature,
+                        with_entropy=True, entropy_grad=cfg.entropy_coeff != 0,
                     )
+                    old = micro["old_log_probs"] if "old_log_probs" in micro else logp.detach()
                     pg, pg_stats = policy_loss(
-                        logp, micro["old_log_probs"], micro["advantages"], mask, low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight
+                        logp, old, micro["advantages"], mask, low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight
                     )
-                    loss = pg
-                    if entropy is not None:
-                        ent = agg_loss(entropy, mask, cfg.loss_agg_mode, weight)
-                        loss = loss - cfg.entropy_coeff * ent
-                        stats["actor/entropy_loss"].append(ent.item() / max(weight, 1e-12))
+                    ent = agg_loss(entropy, mask, cfg.loss_agg_mode, weight)
+                    loss = pg - cfg.entropy_coeff * ent if cfg.entropy_coeff != 0 else pg
                     if cfg.use_kl_loss:
                         kl = agg_loss(kl_penalty(logp, micro["ref_log_prob"], cfg.kl_loss_type), mask, cfg.loss_agg_mode, weight)
                         loss = loss + cfg.kl_loss_coef * kl
                         stats["actor/kl_loss"].append(kl.item() / max(weight, 1e-12))
                     loss.backward()
+                    stats["actor/entropy"].append(ent.item() / max(weight, 1e-12))
                     stats["actor/pg_loss"].append(pg.item() / max(weight, 1e-12))
                     stats["actor/pg_clipfrac"].append(pg_stats["clipfrac"].item())
                     stats["actor/pg_clipfrac_lower"].append(pg_stats["clipfrac_lower"].item())

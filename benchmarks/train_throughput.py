@@ -1,0 +1,169 @@
+"""GRPO training throughput: rewardkit's engine against TRL's GRPOTrainer on the same job.
+
+Both train the same tiny Qwen2-style model (same random init) with the same
+character tokenizer, prompts (the demo's arithmetic problems), batch
+(PROMPTS prompts x N samples, one optimizer step per batch), sampling
+(temperature 1, no top-k/top-p) and generation length, scoring with the same
+scorer. Each runs in its own subprocess so that peak memory is its own; the
+first step (warm-up) is not timed.
+
+    python benchmarks/train_throughput.py [--steps 6] [--prompts 16] [--n 8] [--max-new-tokens 20]
+
+TRL is installed into the running environment with pip when it is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MODEL = ("{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 4, "
+         "num_key_value_heads: 4, max_position_embeddings: 128, tie_word_embeddings: true}")
+
+
+def prepare(work: Path) -> dict[str, str]:
+    """Dataset, tokenizer and one randomly initialised model directory shared by both runs."""
+    import torch
+
+    from rewardkit.core.arith import write_dataset
+    from rewardkit.core.char_tokenizer import build_char_tokenizer
+    from rewardkit.core.config import load_config
+    from rewardkit.core.models import build_causal_lm
+    from rewardkit.core.schema import Config
+
+    paths = write_dataset(work / "data")
+    tokenizer = build_char_tokenizer()
+    torch.manual_seed(0)
+    model_cfg = load_config(Config, None, [f"actor_rollout_ref.model.config={MODEL}"]).actor_rollout_ref.model
+    model = build_causal_lm(model_cfg, tokenizer)
+    model.save_pretrained(work / "model")
+    tokenizer.save_pretrained(work / "model")
+    return {"train": str(paths["train"]), "model": str(work / "model")}
+
+
+def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path) -> float:
+    from rewardkit.core.config import load_config
+    from rewardkit.core.schema import Config
+    from rewardkit.core.trainer import PPOTrainer
+
+    config = load_config(Config, None, [
+        f"actor_rollout_ref.model.path={files['model']}", f"data.train_files={files['train']}",
+        "data.max_prompt_length=96", f"data.max_response_length={args.max_new_tokens}",
+        f"data.train_batch_size={args.prompts}", f"actor_rollout_ref.rollout.n={args.n}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={args.prompts}", "actor_rollout_ref.actor.optim.lr=0.0001",
+        "algorithm.adv_estimator=grpo", "trainer.progress_bar=false", "trainer.logger=[]", "trainer.resume_mode=disable",
+        f"trainer.default_local_dir={out}", "trainer.device=cpu",
+    ])
+    trainer = PPOTrainer(config)
+    batches = iter(trainer.loader)
+    trainer.global_step = 1
+    trainer.train_step(next(batches))  # warm-up
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        trainer.global_step += 1
+        trainer.train_step(next(batches))
+    elapsed = time.perf_counter() - start
+    trainer.close()
+    return elapsed
+
+
+def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path) -> float:
+    import inspect
+
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rewardkit.core.models import load_tokenizer
+    from rewardkit.core.rows import read_rows
+    from rewardkit.plugins.api import compute_score
+
+    rows = read_rows(files["train"])
+    dataset = Dataset.from_list([{"prompt": r["prompt"], "ground_truth": r["reward_model"]["ground_truth"],
+                                  "data_source": r["data_source"]} for r in rows])
+
+    def reward(prompts, completions, ground_truth, data_source, **kwargs):
+        texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+        results = [compute_score(s, t, g) for s, t, g in zip(data_source, texts, ground_truth)]
+        return [float(r["score"] if isinstance(r, dict) else r) for r in results]
+
+    stamps: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, *a, **k):
+            stamps.append(time.perf_counter())
+
+    options = dict(
+        output_dir=str(out), per_device_train_batch_size=args.prompts * args.n, num_generations=args.n,
+        steps_per_generation=1, gradient_accumulation_steps=1, max_completion_length=args.max_new_tokens,
+        max_steps=args.steps + 1, learning_rate=1e-4, beta=0.0, temperature=1.0, top_p=1.0, top_k=0,
+        use_cpu=True, bf16=False, report_to=[], save_strategy="no", logging_steps=1000, num_iterations=1,
+        dataloader_num_workers=0, seed=0,
+    )
+    accepted = inspect.signature(GRPOConfig).parameters
+    grpo_args = GRPOConfig(**{k: v for k, v in options.items() if k in accepted})
+    tokenizer = load_tokenizer(files["model"])
+    model = AutoModelForCausalLM.from_pretrained(files["model"])
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=grpo_args, train_dataset=dataset,
+                          processing_class=tokenizer, callbacks=[Clock()])
+    trainer.train()
+    return stamps[-1] - stamps[0]
+
+
+def child(args: argparse.Namespace) -> None:
+    files = json.loads(args.files)
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = run_ours if args.child == "rewardkit" else run_trl
+        elapsed = runner(args, files, Path(tmp))
+    samples = args.steps * args.prompts * args.n
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": elapsed, "samples_per_s": samples / elapsed, "peak_mb": peak_mb}))
+
+
+def ensure_trl() -> None:
+    try:
+        import trl  # noqa: F401
+    except ImportError:
+        print("TRL is not installed; installing it with pip for this benchmark ...", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "trl"], check=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=6, help="timed steps after one warm-up step")
+    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--n", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=20)
+    parser.add_argument("--child", choices=["rewardkit", "trl"], help=argparse.SUPPRESS)
+    parser.add_argument("--files", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+    ensure_trl()
+    with tempfile.TemporaryDirectory() as tmp:
+        files = prepare(Path(tmp))
+        results = {}
+        for name in ("trl", "rewardkit"):
+            cmd = [sys.executable, __file__, "--child", name, "--files", json.dumps(files), "--steps", str(args.steps),
+                   "--prompts", str(args.prompts), "--n", str(args.n), "--max-new-tokens", str(args.max_new_tokens)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.exit(f"{name} run failed:\n{proc.stderr[-4000:]}")
+            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+    base = results["trl"]["samples_per_s"]
+    print(f"\nGRPO step throughput: {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, "
+          f"{args.steps} timed steps, CPU")
+    print(f"{'engine':<12}{'samples/s':>11}{'seconds':>10}{'peak MB':>10}{'ratio':>8}")
+    for name in ("trl", "rewardkit"):
+        r = results[name]
+        print(f"{name:<12}{r['samples_per_s']:>11.1f}{r['seconds']:>10.2f}{r['peak_mb']:>10.0f}{r['samples_per_s'] / base:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
