@@ -1,13 +1,9 @@
 """PPO losses: clipped policy loss with dual clip, clipped value loss, and loss aggregation."""
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 
 from rewardkit.core.functional import masked_mean
-
-LossAggMode = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
 
 
 def agg_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str, weight: float = 1.0) -> torch.Tensor:

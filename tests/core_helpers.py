@@ -56,6 +56,8 @@ def tiny_overrides(tmp_path: Path, paths: dict[str, Path], custom_reward: bool =
         "trainer.total_training_steps=2",
         "trainer.val_before_train=false",
         "trainer.device=cpu",
+        # One thread: tiny models gain nothing from more, and tests share the cores.
+        "trainer.cpu_threads=1",
     ]
     if custom_reward:
         overrides.append(f"custom_reward_function.path={paths['reward']}")

@@ -1,5 +1,4 @@
 """Tokenizer, models and the Hugging Face rollout, with real (tiny) transformers models."""
-import json
 
 import pytest
 import torch
