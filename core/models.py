@@ -77,7 +77,12 @@ def _finish(model: PreTrainedModel, model_cfg: Any) -> PreTrainedModel:
     # Dropout would make recomputed log-probs differ from the rollout's; RL runs dropout-free.
     model.eval()
     if model_cfg.enable_gradient_checkpointing:
+        # transformers checkpoints only in training mode; dropout layers stay in eval mode.
         model.gradient_checkpointing_enable()
+        model.train()
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.eval()
     return model
 
 

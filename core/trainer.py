@@ -87,10 +87,6 @@ class PPOTrainer:
         self.loader = PromptLoader(self.train_set, c.data.train_batch_size, c.data.shuffle, c.data.seed)
         self.total_steps = t.total_training_steps or self.loader.batches_per_epoch * t.total_epochs
 
-        self.reward_manager = build_reward_manager(config)
-        sources = self.train_set.data_sources() + (self.val_set.data_sources() if self.val_set else [])
-        self.reward_manager.check_data_sources(sorted(set(sources)))
-
         algo = c.algorithm
         self.estimator = get_registry(c.plugins).advantage_estimator(algo.adv_estimator)
         needs_values = bool(getattr(self.estimator, "requires_values", False)) or algo.reward_source == "critic"
@@ -130,6 +126,14 @@ class PPOTrainer:
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
+        # Last, so that nothing after it can fail and leave its worker processes behind.
+        self.reward_manager = build_reward_manager(config)
+        sources = self.train_set.data_sources() + (self.val_set.data_sources() if self.val_set else [])
+        try:
+            self.reward_manager.check_data_sources(sorted(set(sources)))
+        except Exception:
+            self.reward_manager.close()
+            raise
 
     # -- the loop ---------------------------------------------------------------
     def fit(self) -> dict[str, float]:

@@ -141,3 +141,18 @@ def test_hf_rollout_generates_n_samples_per_prompt(tokenizer, model_cfg):
     assert (after == tokenizer.pad_token_id).all()
     greedy = engine.generate(prompts, SamplingParams(n=2, do_sample=False, max_new_tokens=6))
     assert torch.equal(greedy["responses"][0], greedy["responses"][1])
+
+
+def test_gradient_checkpointing_gives_the_same_gradients(tokenizer, model_cfg):
+    checkpointed_cfg = load_config(Config, None, [f"actor_rollout_ref.model.config={TINY_MODEL}",
+                                                  "actor_rollout_ref.model.enable_gradient_checkpointing=true"]).actor_rollout_ref.model
+    torch.manual_seed(0)
+    checkpointed = build_causal_lm(checkpointed_cfg, tokenizer)
+    torch.manual_seed(0)
+    plain = build_causal_lm(model_cfg, tokenizer)
+    assert checkpointed.model.gradient_checkpointing and checkpointed.training
+    ids = torch.randint(10, 100, (2, 12))
+    for model in (checkpointed, plain):
+        logp, _ = response_logprobs(model, ids, torch.ones_like(ids), 5)
+        logp.sum().backward()
+    assert torch.allclose(checkpointed.model.embed_tokens.weight.grad, plain.model.embed_tokens.weight.grad, atol=1e-6)
