@@ -73,16 +73,24 @@ def _common_kwargs(model_cfg: Any) -> dict[str, Any]:
     return kwargs
 
 
+def set_mode(model: PreTrainedModel, training: bool) -> None:
+    """``model.train(training)`` with dropout always off.
+
+    Dropout would make recomputed log-probs differ from the rollout's, so RL
+    runs dropout-free; training mode only matters to gradient checkpointing,
+    which transformers applies in training mode alone.
+    """
+    model.train(training)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.eval()
+
+
 def _finish(model: PreTrainedModel, model_cfg: Any) -> PreTrainedModel:
-    # Dropout would make recomputed log-probs differ from the rollout's; RL runs dropout-free.
-    model.eval()
+    set_mode(model, False)
     if model_cfg.enable_gradient_checkpointing:
-        # transformers checkpoints only in training mode; dropout layers stay in eval mode.
         model.gradient_checkpointing_enable()
-        model.train()
-        for module in model.modules():
-            if isinstance(module, torch.nn.Dropout):
-                module.eval()
+        set_mode(model, True)
     return model
 
 

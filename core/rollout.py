@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import torch
-from transformers import GenerationConfig, PreTrainedModel
+from transformers import DynamicCache, GenerationConfig, PreTrainedModel
 
 from rewardkit.core.batch import Batch
+from rewardkit.core.models import set_mode
 
 
 @dataclass
@@ -50,7 +51,11 @@ def response_mask_from_eos(responses: torch.Tensor, eos_token_ids: list[int]) ->
 
 
 class HFRollout:
-    """Embedded rollout with ``model.generate`` (left-padded prompts, EOS-terminated responses)."""
+    """Embedded rollout with ``model.generate`` (left-padded prompts, EOS-terminated responses).
+
+    With ``n > 1`` each prompt is pre-filled once and its KV cache repeated
+    for its ``n`` samples, instead of pre-filling every copy.
+    """
 
     def __init__(self, model: PreTrainedModel, pad_token_id: int, eos_token_ids: list[int]) -> None:
         self.model = model
@@ -59,11 +64,22 @@ class HFRollout:
 
     @torch.no_grad()
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        # Evaluation mode: with gradient checkpointing, training mode would switch off the KV cache.
+        was_training = self.model.training
+        set_mode(self.model, False)
+        try:
+            return self._generate(prompts, params)
+        finally:
+            set_mode(self.model, was_training)
+
+    def _generate(self, prompts: Batch, params: SamplingParams) -> Batch:
         device = next(self.model.parameters()).device
+        cache = self._shared_prefix(prompts, params.n, device) if params.n > 1 else None
         input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).to(device)
         attention_mask = prompts["attention_mask"].repeat_interleave(params.n, dim=0).to(device)
         gen = GenerationConfig(
             max_new_tokens=params.max_new_tokens,
+            use_cache=True,
             do_sample=params.do_sample,
             pad_token_id=self.pad_token_id,
             eos_token_id=self.eos_token_ids,
@@ -76,12 +92,9 @@ class HFRollout:
             gen.top_k = params.top_k if params.top_k > 0 else 0
         else:
             gen.temperature, gen.top_p, gen.top_k = None, None, None
-        was_cached = self.model.config.use_cache
-        self.model.config.use_cache = True
-        try:
-            sequences = self.model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=gen)
-        finally:
-            self.model.config.use_cache = was_cached
+        sequences = self.model.generate(
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, past_key_values=cache
+        )
         input_ids, attention_mask = input_ids.cpu(), attention_mask.cpu()
         responses = sequences[:, input_ids.shape[1]:].cpu()
         pad = params.max_new_tokens - responses.shape[1]
@@ -100,3 +113,19 @@ class HFRollout:
             {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()},
         )
         return out
+
+    def _shared_prefix(self, prompts: Batch, n: int, device: torch.device) -> DynamicCache | None:
+        """The KV cache of every prompt but its last token, computed once and repeated ``n`` times.
+
+        ``generate`` then only runs the last prompt token for each sample
+        (left padding makes it a real token in every row).
+        """
+        ids, mask = prompts["input_ids"].to(device), prompts["attention_mask"].to(device)
+        if ids.shape[1] < 2:
+            return None
+        cache = DynamicCache(config=self.model.config)
+        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        self.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+                   past_key_values=cache, use_cache=True)
+        cache.batch_repeat_interleave(n)
+        return cache

@@ -156,3 +156,30 @@ def test_gradient_checkpointing_gives_the_same_gradients(tokenizer, model_cfg):
         logp, _ = response_logprobs(model, ids, torch.ones_like(ids), 5)
         logp.sum().backward()
     assert torch.allclose(checkpointed.model.embed_tokens.weight.grad, plain.model.embed_tokens.weight.grad, atol=1e-6)
+
+
+def test_shared_prefix_generation_equals_generating_each_copy(tokenizer, model_cfg):
+    torch.manual_seed(0)
+    model = build_causal_lm(model_cfg, tokenizer)
+    input_ids, mask = left_padded(tokenizer, ["<|user|>1+1<|end|><|assistant|>", "<|user|>a longer prompt<|end|><|assistant|>"])
+    engine = HFRollout(model, tokenizer.pad_token_id, [tokenizer.eos_token_id])
+    shared = engine.generate(Batch({"input_ids": input_ids, "attention_mask": mask}), SamplingParams(n=3, do_sample=False, max_new_tokens=8))
+    copies = Batch({"input_ids": input_ids.repeat_interleave(3, 0), "attention_mask": mask.repeat_interleave(3, 0)})
+    each = engine.generate(copies, SamplingParams(n=1, do_sample=False, max_new_tokens=8))
+    assert torch.equal(shared["input_ids"], each["input_ids"])
+
+
+def test_rollout_with_gradient_checkpointing_uses_the_cache_and_keeps_training_mode(tokenizer, model_cfg):
+    cfg = load_config(Config, None, [f"actor_rollout_ref.model.config={TINY_MODEL}",
+                                     "actor_rollout_ref.model.enable_gradient_checkpointing=true"]).actor_rollout_ref.model
+    torch.manual_seed(0)
+    checkpointed = build_causal_lm(cfg, tokenizer)
+    torch.manual_seed(0)
+    plain = build_causal_lm(model_cfg, tokenizer)
+    input_ids, mask = left_padded(tokenizer, ["<|user|>1+1<|end|><|assistant|>", "<|user|>hi<|end|><|assistant|>"])
+    prompts = Batch({"input_ids": input_ids, "attention_mask": mask})
+    params = SamplingParams(n=2, do_sample=False, max_new_tokens=6)
+    a = HFRollout(checkpointed, tokenizer.pad_token_id, [tokenizer.eos_token_id]).generate(prompts, params)
+    b = HFRollout(plain, tokenizer.pad_token_id, [tokenizer.eos_token_id]).generate(prompts, params)
+    assert torch.equal(a["responses"], b["responses"])
+    assert checkpointed.training and not any(m.training for m in checkpointed.modules() if isinstance(m, torch.nn.Dropout))
