@@ -119,6 +119,7 @@ def run_demo(overrides: Sequence[str] = (), stream=None) -> dict[str, Any]:
 
     out_dir = output_dir(demo_config(overrides))
     out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"rewardkit demo: output directory {out_dir.resolve()}", file=stream, flush=True)
     prepared = prepare(demo_config(overrides), out_dir)
     # The user's overrides still win over the prepared paths.
     config = demo_config([*prepared, *overrides])

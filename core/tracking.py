@@ -9,6 +9,8 @@ from typing import Any, Optional, Sequence
 
 from tqdm import tqdm
 
+from rewardkit.core.config import ConfigError
+
 # Console lines show these first, then the rest is in metrics.jsonl.
 CONSOLE_KEYS = ("critic/score/mean", "val/reward/mean", "response_length/mean", "actor/pg_loss", "actor/entropy",
                 "actor/ppo_kl", "critic/vf_loss", "perf/tokens_per_s", "timing_s/step")
@@ -36,7 +38,7 @@ class Tracker:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as exc:
-                raise RuntimeError(
+                raise ConfigError(
                     "trainer.logger includes tensorboard but it is not installed: pip install 'rewardkit[tensorboard]'"
                 ) from exc
             self.writer = SummaryWriter(str(out_dir / "tensorboard"))
