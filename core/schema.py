@@ -122,6 +122,11 @@ class ValKwargsConfig:
     top_p: float = opt(1.0, "Validation nucleus sampling threshold.")
     top_k: int = opt(-1, "Validation top-k (-1 = off).")
 
+    def __post_init__(self) -> None:
+        _positive("actor_rollout_ref.rollout.val_kwargs.n", self.n, allow_none=False)
+        if self.do_sample and self.temperature <= 0:
+            raise ConfigError(f"actor_rollout_ref.rollout.val_kwargs.temperature must be > 0 when do_sample is true, got {self.temperature}")
+
 
 @dataclass
 class RolloutConfig:

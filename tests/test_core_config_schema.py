@@ -43,6 +43,7 @@ def test_verl_style_overrides():
     ("trainer.resume_mode=resume_path", "trainer.resume_from_path must be set"),
     ("actor_rollout_ref.model.config={hidden_size: 8}", "must name a model_type"),
     ("actor_rollout_ref.rollout.n=0", "actor_rollout_ref.rollout.n must be > 0"),
+    ("actor_rollout_ref.rollout.val_kwargs.do_sample=true", "val_kwargs.temperature must be > 0 when do_sample"),
     ("actor_rollout_ref.actor.optim.betas=[0.9]", "optim.betas"),
     ("critic.bogus=1", "unknown config key 'critic.bogus'"),
 ])
