@@ -67,13 +67,16 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _reward_means(record: dict[str, Any]) -> dict[str, float]:
+    return {k: v for k, v in record.items() if k.startswith("val/reward/") and k.endswith("/mean")}
+
+
 def before_after(records: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
     """The first and last validation records' ``val/reward/...`` means."""
     vals = [r for r in records if "val/reward/mean" in r]
     if not vals:
         raise ValueError("metrics.jsonl holds no validation lines (val/reward/mean)")
-    pick = lambda r: {k: v for k, v in r.items() if k.startswith("val/reward/") and k.endswith("/mean")}  # noqa: E731
-    return pick(vals[0]), pick(vals[-1])
+    return _reward_means(vals[0]), _reward_means(vals[-1])
 
 
 def format_table(before: dict[str, float], after: dict[str, float], counts: dict[str, int]) -> str:
