@@ -183,3 +183,18 @@ def test_rollout_with_gradient_checkpointing_uses_the_cache_and_keeps_training_m
     b = HFRollout(plain, tokenizer.pad_token_id, [tokenizer.eos_token_id]).generate(prompts, params)
     assert torch.equal(a["responses"], b["responses"])
     assert checkpointed.training and not any(m.training for m in checkpointed.modules() if isinstance(m, torch.nn.Dropout))
+
+
+def test_llama_models_work_the_same_way(tokenizer):
+    llama = ("{model_type: llama, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
+             "num_key_value_heads: 2, max_position_embeddings: 128}")
+    cfg = load_config(Config, None, [f"actor_rollout_ref.model.config={llama}"]).actor_rollout_ref.model
+    torch.manual_seed(0)
+    policy, critic = build_causal_lm(cfg, tokenizer), build_value_model(cfg, tokenizer)
+    assert policy.config.model_type == critic.config.model_type == "llama"
+    input_ids, mask = left_padded(tokenizer, ["<|user|>1+1<|end|><|assistant|>", "<|user|>hi<|end|><|assistant|>"])
+    out = HFRollout(policy, tokenizer.pad_token_id, [tokenizer.eos_token_id]).generate(
+        Batch({"input_ids": input_ids, "attention_mask": mask}), SamplingParams(n=2, max_new_tokens=4))
+    logp, _ = response_logprobs(policy, out["input_ids"], out["attention_mask"], 4)
+    assert logp.shape == (4, 4) and torch.isfinite(logp).all()
+    assert response_values(critic, out["input_ids"], out["attention_mask"], 4).shape == (4, 4)
