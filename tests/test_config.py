@@ -60,3 +60,8 @@ def test_describe_lists_every_leaf_with_default():
     rows = {key: default for key, _type, default, _help in describe(Config)}
     assert rows["reward_model.overlong_buffer.len"] == 0
     assert rows["custom_reward_function.name"] == "compute_score"
+
+
+def test_exponent_without_dot_is_a_number():
+    # PyYAML (YAML 1.1) reads 3e-3 as a string
+    assert load_config(Config, None, ["reward_model.timeout=3e-3"]).reward_model.timeout == 0.003
