@@ -368,7 +368,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--uid", type=int, required=True)
     parser.add_argument("--expose", action="append", default=[])
-    parser.add_argument("--netns", choices=["per-run", "per-worker"], default="per-run")
+    parser.add_argument("--netns", choices=["per-worker", "per-run"], default="per-worker")
     args = parser.parse_args()
     worker = Worker(args.uid, args.expose, netns_per_worker=args.netns == "per-worker")
     inbox, outbox = os.dup(0), os.dup(1)

@@ -297,13 +297,19 @@ def test_attacks_in_parallel_with_benign_traffic(url):
 
 
 @pytest.fixture(scope="module")
-def shared_netns_url():
-    # One worker, so consecutive runs share its network namespace.
-    with running_server("--workers", "1", "--base-uid", str(BASE_UID), "--network-namespace", "per-worker") as base:
+def per_run_netns_url():
+    with running_server("--workers", "1", "--base-uid", str(BASE_UID), "--network-namespace", "per-run") as base:
         yield base
 
 
-def test_per_worker_network_namespace_has_no_network_either(shared_netns_url):
+@pytest.fixture(scope="module")
+def one_worker_url():
+    # One worker, so consecutive runs share its network namespace (the default).
+    with running_server("--workers", "1", "--base-uid", str(BASE_UID)) as base:
+        yield base
+
+
+def test_per_run_network_namespace_has_no_network_either(per_run_netns_url):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -317,19 +323,23 @@ def test_per_worker_network_namespace_has_no_network_either(shared_netns_url):
             print("refused", type(exc).__name__)
     """)
     try:
-        out = run(shared_netns_url, code)["run_result"]["stdout"].splitlines()
+        out = run(per_run_netns_url, code)["run_result"]["stdout"].splitlines()
     finally:
         listener.close()
     assert out[0] == "[(1, 'lo')] ['lo'] 0"
     assert out[1].startswith("refused")
 
 
-def test_per_worker_network_namespace_keeps_nothing_between_runs(shared_netns_url):
+def test_shared_network_namespace_keeps_nothing_between_runs(one_worker_url):
     leave = textwrap.dedent("""
-        import os, socket, time
+        import fcntl, os, socket, struct, time
         s = socket.socket(socket.AF_UNIX)
         s.bind("\\0rewardkit-leak")
         s.listen(1)
+        try:  # SIOCSIFFLAGS, IFF_UP: bring the shared loopback up for the next run
+            fcntl.ioctl(socket.socket(), 0x8914, struct.pack("16sH", b"lo", 1)); print("UP")
+        except OSError as exc:
+            print("lo stays down", type(exc).__name__)
         if os.fork() == 0:  # a daemon that would keep the socket alive, if it could outlive the run
             os.setsid()
             time.sleep(60)
@@ -337,12 +347,13 @@ def test_per_worker_network_namespace_keeps_nothing_between_runs(shared_netns_ur
     """)
     probe = textwrap.dedent("""
         import socket
+        print(int(open('/sys/class/net/lo/flags').read(), 16) & 1)
         s = socket.socket(socket.AF_UNIX)
         try:
             s.connect("\\0rewardkit-leak"); print("LEAKED")
         except OSError as exc:
             print("gone", type(exc).__name__)
     """)
-    assert run(shared_netns_url, leave)["run_result"]["stdout"] == "bound\n"
-    assert run(shared_netns_url, probe)["run_result"]["stdout"] == "gone ConnectionRefusedError\n"
+    assert run(one_worker_url, leave)["run_result"]["stdout"] == "lo stays down PermissionError\nbound\n"
+    assert run(one_worker_url, probe)["run_result"]["stdout"] == "0\ngone ConnectionRefusedError\n"
     assert sandbox_processes() == []
