@@ -47,6 +47,10 @@ import io, itertools, json, math, operator, random, re, statistics, string  # no
 import threading, types, typing  # noqa: E401,F401,E402
 
 WORK_DIR = "/tmp/work"
+# Every program's environment, plus HOME (its work dir) and the job's own
+# variables. Set once in the worker: replacing the whole environment in each
+# run's child cost about 0.3 ms of a run's CPU.
+PROGRAM_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
 _READ_CHUNK = 65536
 _KILL_GRACE_S = 5.0
 _DRAIN_GRACE_S = 0.5
@@ -171,13 +175,13 @@ class Worker:
             jail.set_no_new_privs()
             jail.die_with_parent()  # a crashed worker must not leave its program running
             os.chdir(work)
-            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "TMPDIR": "/tmp",
-                   "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
-            env.update(job["env"])
+            # The rest of the environment was set once, in the worker (PROGRAM_ENV).
+            os.environ["HOME"] = work
+            os.environ.update(job["env"])
             if job["mode"] == "inline-python":
-                code = _run_python_inline(os.path.join(work, job["main"]), env)
+                code = _run_python_inline(os.path.join(work, job["main"]))
             else:
-                os.execve(job["argv"][0], job["argv"], env)
+                os.execve(job["argv"][0], job["argv"], os.environ)
         except BaseException as exc:  # noqa: BLE001 - must never return into the worker loop
             try:
                 os.write(2, f"sandbox: could not start the program: {exc}\n".encode())
@@ -315,14 +319,12 @@ def _fetch_files(work: str, names, max_bytes: int) -> dict:
     return files
 
 
-def _run_python_inline(path: str, env: dict) -> int:
+def _run_python_inline(path: str) -> int:
     """Execute a Python file in this (freshly forked) interpreter like ``python path``.
 
     Returns the exit status the interpreter would have had: 0, the
     ``SystemExit`` code, or 1 after printing the traceback.
     """
-    os.environ.clear()
-    os.environ.update(env)
     sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
     sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
     sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace",
@@ -371,6 +373,8 @@ def main() -> None:
     parser.add_argument("--netns", choices=["per-worker", "per-run"], default="per-worker")
     args = parser.parse_args()
     worker = Worker(args.uid, args.expose, netns_per_worker=args.netns == "per-worker")
+    os.environ.clear()  # the server's environment is not the programs' business
+    os.environ.update(PROGRAM_ENV)
     inbox, outbox = os.dup(0), os.dup(1)
     # Nothing user-facing may inherit the server's pipes as stdio.
     devnull = os.open(os.devnull, os.O_RDWR)
