@@ -34,6 +34,18 @@ def _mini_batches(batch: Batch, size: int, shuffle: bool, generator: torch.Gener
     return list(batch.select(order).chunks(size))
 
 
+def _clip_and_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, grad_clip: float,
+                   stats: dict[str, list[float]], prefix: str) -> None:
+    # A non-finite gradient norm (fp16 overflow, a bad batch) skips the step
+    # instead of writing NaN into the weights; it is counted, not hidden.
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    if torch.isfinite(grad_norm):
+        optimizer.step()
+    else:
+        stats[f"{prefix}/nonfinite_grad_steps"].append(1.0)
+    stats[f"{prefix}/grad_norm"].append(float(grad_norm))
+
+
 def _save_model(model: PreTrainedModel, path: Path) -> None:
     model.save_pretrained(path)
 
@@ -127,12 +139,7 @@ class ActorWorker(PolicyWorker):
                     stats["actor/pg_clipfrac"].append(pg_stats["clipfrac"].item())
                     stats["actor/pg_clipfrac_lower"].append(pg_stats["clipfrac_lower"].item())
                     stats["actor/ppo_kl"].append(pg_stats["ppo_kl"].item())
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-                if torch.isfinite(grad_norm):
-                    self.optimizer.step()
-                else:
-                    stats["actor/nonfinite_grad_steps"].append(1.0)
-                stats["actor/grad_norm"].append(float(grad_norm))
+                _clip_and_step(self.model, self.optimizer, cfg.grad_clip, stats, "actor")
         self.optimizer.zero_grad(set_to_none=True)
         metrics = _mean_metrics(stats)
         metrics["actor/lr"] = self.scheduler.get_last_lr()[0]
@@ -202,10 +209,7 @@ class CriticWorker:
                     stats["critic/vf_loss"].append(loss.item() / max(weight, 1e-12))
                     stats["critic/vf_clipfrac"].append(v_stats["vf_clipfrac"].item())
                     stats["critic/vpred_mean"].append(masked_mean(vpreds.detach(), mask).item())
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-                if torch.isfinite(grad_norm):
-                    self.optimizer.step()
-                stats["critic/grad_norm"].append(float(grad_norm))
+                _clip_and_step(self.model, self.optimizer, cfg.grad_clip, stats, "critic")
         self.optimizer.zero_grad(set_to_none=True)
         metrics = _mean_metrics(stats)
         metrics["critic/lr"] = self.scheduler.get_last_lr()[0]
