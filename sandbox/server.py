@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import uvicorn
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel
 
 from rewardkit.sandbox.languages import Language, detect_languages
 from rewardkit.sandbox.pool import LAYERS, Overloaded, WorkerFailed, WorkerPool, default_expose, job_template
@@ -265,7 +266,8 @@ def create_app(sandbox: Sandbox) -> FastAPI:
             raise HTTPException(401, "missing or wrong token: send 'Authorization: Bearer <token>' "
                                      "or append '?token=<token>' to the URL")
 
-    auth = [Depends(authorize)]
+    # Without a token there is nothing to check: no dependency to solve per request.
+    auth = [Depends(authorize)] if token is not None else []
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError):
@@ -288,14 +290,23 @@ def create_app(sandbox: Sandbox) -> FastAPI:
         return sandbox.status()
 
     @app.post("/run_code", dependencies=auth, response_model=RunCodeResponse)
-    async def run_code(req: RunCodeRequest) -> RunCodeResponse:
-        return await sandbox.run_code(req)
+    async def run_code(req: RunCodeRequest) -> Response:
+        return _json_response(await sandbox.run_code(req))
 
     @app.post("/v1/run_batch", dependencies=auth, response_model=RunBatchResponse)
-    async def run_batch(req: RunBatchRequest) -> RunBatchResponse:
-        return await sandbox.run_batch(req)
+    async def run_batch(req: RunBatchRequest) -> Response:
+        return _json_response(await sandbox.run_batch(req))
 
     return app
+
+
+def _json_response(model: BaseModel) -> Response:
+    """The model as JSON, serialized once by pydantic.
+
+    Returning a model instead makes FastAPI validate it again against the
+    ``response_model`` (kept for the OpenAPI schema) before serializing it.
+    """
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 class BodyLimit:
