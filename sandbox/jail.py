@@ -61,6 +61,14 @@ _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _clone = ctypes.PyDLL(None, use_errno=True).syscall
 _clone.restype = ctypes.c_long
 _clone.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+# Resolved once, here: the child-side hook is otherwise looked up (dlsym, a
+# new function object) in every forked child, whose pages are all
+# copy-on-write, and it is the child's CPU that a run pays for.
+_before_fork = ctypes.pythonapi.PyOS_BeforeFork
+_after_fork_child = ctypes.pythonapi.PyOS_AfterFork_Child
+_after_fork_parent = ctypes.pythonapi.PyOS_AfterFork_Parent
+for _hook in (_before_fork, _after_fork_child, _after_fork_parent):
+    _hook.argtypes, _hook.restype = [], None
 
 # Mount points the worker never remounts: every run mounts a fresh procfs
 # of its own PID namespace over /proc.
@@ -97,13 +105,13 @@ def fork_into(flags: int) -> int:
         return os.fork()
     if _SYS_CLONE is None:
         raise OSError(errno.ENOSYS, f"clone with namespaces is not wired for {platform.machine()}")
-    ctypes.pythonapi.PyOS_BeforeFork()
+    _before_fork()
     pid = _clone(_SYS_CLONE, flags | signal.SIGCHLD, None, None, None, None)
     if pid == 0:
-        ctypes.pythonapi.PyOS_AfterFork_Child()
+        _after_fork_child()
         return 0
     err = ctypes.get_errno()
-    ctypes.pythonapi.PyOS_AfterFork_Parent()
+    _after_fork_parent()
     if pid < 0:
         raise OSError(err, f"clone({flags:#x}): {os.strerror(err)}")
     return pid
