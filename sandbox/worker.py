@@ -179,7 +179,7 @@ class Worker:
             os.environ["HOME"] = work
             os.environ.update(job["env"])
             if job["mode"] == "inline-python":
-                code = _run_python_inline(os.path.join(work, job["main"]))
+                code = _run_python_inline(os.path.join(work, job["main"]), job["files"][job["main"]])
             else:
                 os.execve(job["argv"][0], job["argv"], os.environ)
         except BaseException as exc:  # noqa: BLE001 - must never return into the worker loop
@@ -319,8 +319,12 @@ def _fetch_files(work: str, names, max_bytes: int) -> dict:
     return files
 
 
-def _run_python_inline(path: str) -> int:
-    """Execute a Python file in this (freshly forked) interpreter like ``python path``.
+def _run_python_inline(path: str, source: bytes) -> int:
+    """Execute ``source``, the Python file at ``path``, in this (freshly forked) interpreter like ``python path``.
+
+    The source comes from the job, not from reading the file back (which
+    cost ~0.08 ms per run); compiled from bytes, it is decoded as the
+    interpreter decodes a file (UTF-8 or its PEP 263 coding line).
 
     Returns the exit status the interpreter would have had: 0, the
     ``SystemExit`` code, or 1 after printing the traceback.
@@ -337,8 +341,6 @@ def _run_python_inline(path: str) -> int:
     sys.modules["__main__"] = module
     status = 0
     try:
-        with open(path, encoding="utf-8") as fh:
-            source = fh.read()
         exec(compile(source, path, "exec"), module.__dict__)
         threading._shutdown()
     except SystemExit as exc:
