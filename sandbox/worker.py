@@ -2,15 +2,16 @@
 
 Started by the server as ``python -I worker.py --uid N [--expose PATH ...]``
 on the sandbox interpreter. It enters a private read-only mount namespace
-once, pre-imports common modules, then serves jobs read from stdin as
+and an empty network namespace once (``--netns per-run``: a network
+namespace per run instead), pre-imports common modules, then serves jobs read from stdin as
 length-prefixed pickles (the server is its only peer; user code never sees
 these pipes). For every job it:
 
 1. mounts a fresh size-capped tmpfs on /tmp (in its own mount namespace)
    and writes the job's files to /tmp/work;
-2. forks the program's process straight into new mount, PID, network, IPC
-   and UTS namespaces (one ``clone``): PID 1 of its namespace, with its own
-   /proc, /dev/shm and sysfs, resource limits and an unprivileged uid (and
+2. forks the program's process straight into new mount, PID, IPC and UTS
+   namespaces (one ``clone``): PID 1 of its namespace, with its own
+   /proc and /dev/shm, resource limits and an unprivileged uid (and
    the worker's seccomp filter, inherited), it
    then runs the program — Python source executed in-process (the warm
    path), or ``execve`` of an argv (bash, C++, the spawn path);
