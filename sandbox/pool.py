@@ -43,14 +43,14 @@ class WorkerFailed(Exception):
     """A worker died or hung while running a job (HTTP 200 with SandboxError)."""
 
 
-def worker_argv(python: str, uid: int, expose: list[str], netns: str = "per-worker") -> list[str]:
+def worker_argv(python: str, uid: int, expose: list[str], netns: str = "per-run") -> list[str]:
     argv = [python, "-I", str(WORKER_SCRIPT), "--uid", str(uid), "--netns", netns]
     for path in expose:
         argv += ["--expose", path]
     return argv
 
 
-def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-worker") -> tuple[dict[str, bool], bool]:
+def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-run") -> tuple[dict[str, bool], bool]:
     """Start one worker, run a probe program through it, and report each layer's state.
 
     A layer counts as present only if the worker set it up *and* the probe,
@@ -181,7 +181,7 @@ class WorkerPool:
     base_uid: int
     expose: list[str]
     max_pending: int
-    netns: str = "per-worker"
+    netns: str = "per-run"
     _idle: asyncio.Queue = field(init=False)
     _workers: list[_Worker] = field(init=False, default_factory=list)
     pending: int = field(init=False, default=0)

@@ -53,7 +53,7 @@ class ServerSettings:
     allow_weak_isolation: bool = False
     python: str = field(default_factory=base_interpreter)
     spawn_python: bool = False  # exec a fresh interpreter per run instead of the warm path
-    network_namespace: str = "per-worker"  # shared by a worker's (sequential) runs; or "per-run"
+    network_namespace: str = "per-run"  # a fresh one per run; or "per-worker": shared by a worker's sequential runs
     max_pending: int = 1024
     max_timeout: float = 60.0
     default_memory_mb: int = 1024

@@ -373,7 +373,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--uid", type=int, required=True)
     parser.add_argument("--expose", action="append", default=[])
-    parser.add_argument("--netns", choices=["per-worker", "per-run"], default="per-worker")
+    parser.add_argument("--netns", choices=["per-worker", "per-run"], default="per-run")
     args = parser.parse_args()
     worker = Worker(args.uid, args.expose, netns_per_worker=args.netns == "per-worker")
     os.environ.clear()  # the server's environment is not the programs' business

@@ -304,8 +304,8 @@ def per_run_netns_url():
 
 @pytest.fixture(scope="module")
 def one_worker_url():
-    # One worker, so consecutive runs share its network namespace (the default).
-    with running_server("--workers", "1", "--base-uid", str(BASE_UID)) as base:
+    # One worker with --network-namespace per-worker, so consecutive runs share its namespace.
+    with running_server("--workers", "1", "--base-uid", str(BASE_UID), "--network-namespace", "per-worker") as base:
         yield base
 
 
