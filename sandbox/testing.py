@@ -28,7 +28,7 @@ def isolation_unavailable() -> str | None:
 
 
 def processes_of_uids(uids: range) -> list[str]:
-    """``"pid name"`` of every host process whose real uid is in ``uids``."""
+    """``"pid name"`` of every live (not zombie) host process whose real uid is in ``uids``."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -39,7 +39,10 @@ def processes_of_uids(uids: range) -> list[str]:
         except OSError:
             continue  # exited meanwhile
         uid = int(text.split("\nUid:\t", 1)[1].split()[0])
-        if uid in uids:
+        # A zombie has already died; only its exit status waits to be reaped
+        # (asynchronously, by whoever inherited it).
+        zombie = "\nState:\tZ" in text
+        if uid in uids and not zombie:
             found.append(f"{entry} {text.splitlines()[0].split()[-1]}")
     return found
 
