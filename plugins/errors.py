@@ -6,8 +6,8 @@ class RewardError(ValueError):
     """Base class for reward configuration and routing errors."""
 
 
-class UnknownScorer(RewardError, KeyError):
-    """A scorer name or data_source that no loaded plugin provides."""
+class NotRegistered(RewardError, KeyError):
+    """A scorer, data_source, reward manager or advantage estimator that no loaded plugin provides."""
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rewardkit.plugins.custom import load_custom_function
-from rewardkit.plugins.errors import UnknownScorer
+from rewardkit.plugins.errors import NotRegistered
 from rewardkit.plugins.registry import Registry
 
 
@@ -65,7 +65,7 @@ class ScoringPlan:
         return {k: v for k, v in offered.items() if k in params and v is not None}
 
     def scorers_for(self, data_source: str) -> list[WeightedScorer]:
-        """The weighted scorers for ``data_source``; raises :class:`UnknownScorer` listing the known ones."""
+        """The weighted scorers for ``data_source``; raises :class:`NotRegistered` listing the known ones."""
         if self._fixed is not None:
             return self._fixed
         cached = self._cache.get(data_source)
@@ -84,5 +84,5 @@ class ScoringPlan:
         for source in dict.fromkeys(data_sources):
             try:
                 self.scorers_for(source)
-            except UnknownScorer as exc:
-                raise UnknownScorer(f"dataset row data_source '{source}': {exc}") from None
+            except NotRegistered as exc:
+                raise NotRegistered(f"dataset row data_source '{source}': {exc}") from None

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from rewardkit.plugins.errors import PluginConflict, UnknownScorer
+from rewardkit.plugins.errors import PluginConflict, NotRegistered
 
 log = logging.getLogger("rewardkit.plugins")
 
@@ -110,7 +110,7 @@ class Registry:
     def scorer(self, name: str) -> Callable[..., Any]:
         """The scorer registered as ``name``."""
         if name not in self._scorers:
-            raise UnknownScorer(f"unknown scorer '{name}'; known scorers: {', '.join(sorted(self._scorers)) or 'none'}{self._load_errors()}")
+            raise NotRegistered(f"unknown scorer '{name}'; known scorers: {', '.join(sorted(self._scorers)) or 'none'}{self._load_errors()}")
         return self._resolve(self._scorers, "scorer", name).obj
 
     def scorer_name(self, fn: Callable[..., Any]) -> str:
@@ -124,7 +124,7 @@ class Registry:
         """``(scorer name, fn)`` for ``data_source``: an exact route wins over a glob; the longest glob wins."""
         key = self._match(data_source, self._routes)
         if key is None:
-            raise UnknownScorer(
+            raise NotRegistered(
                 f"no scorer for data_source '{data_source}'; known data sources: "
                 f"{', '.join(self.known_data_sources()) or 'none'}{self._load_errors()}"
             )
@@ -138,13 +138,13 @@ class Registry:
     def reward_manager(self, name: str) -> type:
         """The reward manager class registered as ``name``."""
         if name not in self._managers:
-            raise UnknownScorer(f"unknown reward manager '{name}' (reward_model.reward_manager); known: {', '.join(sorted(self._managers))}{self._load_errors()}")
+            raise NotRegistered(f"unknown reward manager '{name}' (reward_model.reward_manager); known: {', '.join(sorted(self._managers))}{self._load_errors()}")
         return self._resolve(self._managers, "reward manager", name).obj
 
     def advantage_estimator(self, name: str) -> Callable[..., Any]:
         """The advantage estimator registered as ``name``."""
         if name not in self._estimators:
-            raise UnknownScorer(f"unknown advantage estimator '{name}' (algorithm.adv_estimator); known: {', '.join(sorted(self._estimators))}{self._load_errors()}")
+            raise NotRegistered(f"unknown advantage estimator '{name}' (algorithm.adv_estimator); known: {', '.join(sorted(self._estimators))}{self._load_errors()}")
         return self._resolve(self._estimators, "advantage estimator", name).obj
 
     def _load_errors(self) -> str:

@@ -8,7 +8,7 @@ import torch
 
 from rewardkit.core.config import ConfigError
 from rewardkit.plugins.batch import RewardBatch, token_level_scores
-from rewardkit.plugins.errors import RewardError, UnknownScorer
+from rewardkit.plugins.errors import RewardError, NotRegistered
 from rewardkit.plugins.factory import build_reward_manager
 from rewardkit.plugins.managers.dapo import overlong_penalty
 
@@ -130,15 +130,15 @@ def test_weighted_scorers_combine_and_log_each(installed_plugins, make_config):
 
 
 def test_scorer_weights_with_unknown_scorer_fails_at_build(make_config):
-    with pytest.raises(UnknownScorer, match="unknown scorer 'nope'"):
+    with pytest.raises(NotRegistered, match="unknown scorer 'nope'"):
         build_reward_manager(make_config("reward_model.scorer_weights={'x': {nope: 1.0}}"))
 
 
 def test_unknown_data_source_names_row_and_known_sources(make_config):
     with build_reward_manager(make_config()) as manager:
-        with pytest.raises(UnknownScorer, match=r"row 1: no scorer for data_source 'mystery'.*openai/gsm8k"):
+        with pytest.raises(NotRegistered, match=r"row 1: no scorer for data_source 'mystery'.*openai/gsm8k"):
             manager(batch_of(["1", "2"], sources=["openai/gsm8k", "mystery"]))
-        with pytest.raises(UnknownScorer, match="dataset row data_source 'mystery'"):
+        with pytest.raises(NotRegistered, match="dataset row data_source 'mystery'"):
             manager.check_data_sources(["openai/gsm8k", "mystery"])
 
 
@@ -197,5 +197,5 @@ def test_manager_rejects_unknown_reward_kwargs(make_config):
 
 
 def test_unknown_manager_lists_known(make_config):
-    with pytest.raises(UnknownScorer, match=r"unknown reward manager 'fancy'.*naive"):
+    with pytest.raises(NotRegistered, match=r"unknown reward manager 'fancy'.*naive"):
         build_reward_manager(make_config("reward_model.reward_manager=fancy"))

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from rewardkit.plugins.errors import PluginConflict, UnknownScorer
+from rewardkit.plugins.errors import PluginConflict, NotRegistered
 from rewardkit.plugins.plugins import BUILTIN_MODULES, get_registry, load_registry
 
 SCORER_PLUGIN = '''
@@ -63,7 +63,7 @@ def test_exact_route_wins_over_glob_and_longest_glob_wins(installed_plugins):
 
 
 def test_unknown_data_source_lists_known_ones():
-    with pytest.raises(UnknownScorer, match=r"no scorer for data_source 'nope'.*openai/gsm8k"):
+    with pytest.raises(NotRegistered, match=r"no scorer for data_source 'nope'.*openai/gsm8k"):
         load_registry().route("nope")
 
 
@@ -101,12 +101,12 @@ def test_broken_plugins_are_reported_and_the_host_keeps_working(installed_plugin
     assert "RuntimeError: boom at import" in errors["fakeplug_bad"]
     assert "ValueError: bad registration" in errors["fakeplug_hook"]
     assert registry.route("openai/gsm8k")[0] == "gsm8k"
-    with pytest.raises(UnknownScorer, match=r"fakeplug_bad.*failed to load.*boom at import"):
+    with pytest.raises(NotRegistered, match=r"fakeplug_bad.*failed to load.*boom at import"):
         registry.scorer("something_only_it_had")
 
 
 def test_disabled_plugin_is_not_loaded(installed_plugins):
     installed_plugins({"fake-plugin-a": ("fakeplug_a", scorer_plugin("alpha", ["fake/alpha"]))})
     registry = load_registry(disable=("fakeplug_a",))
-    with pytest.raises(UnknownScorer):
+    with pytest.raises(NotRegistered):
         registry.scorer("alpha")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import rewardkit
-from rewardkit.plugins.errors import UnknownScorer
+from rewardkit.plugins.errors import NotRegistered
 
 
 def test_compute_score_routes_by_data_source():
@@ -18,7 +18,7 @@ def test_compute_score_by_scorer_name():
 
 
 def test_compute_score_unknown_source():
-    with pytest.raises(UnknownScorer, match="no scorer for data_source 'unknown/src'"):
+    with pytest.raises(NotRegistered, match="no scorer for data_source 'unknown/src'"):
         rewardkit.compute_score("unknown/src", "x", "y")
 
 

@@ -16,7 +16,7 @@ from typing import Any, Optional, Protocol
 import torch
 
 from rewardkit.plugins.batch import RewardBatch, RewardOutput, token_level_scores
-from rewardkit.plugins.errors import RewardError, UnknownScorer
+from rewardkit.plugins.errors import RewardError, NotRegistered
 from rewardkit.plugins.executors import Executor, ScoreJob, SerialExecutor
 from rewardkit.plugins.plan import ScoringPlan
 from rewardkit.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
@@ -135,8 +135,8 @@ class RewardManager:
                 )
             try:
                 plans.append(self.plan.scorers_for(source))
-            except UnknownScorer as exc:
-                raise UnknownScorer(f"row {i}: {exc}") from None
+            except NotRegistered as exc:
+                raise NotRegistered(f"row {i}: {exc}") from None
         return plans
 
     def _combine(self, scorers: list, results: list[ScoreOutcome]) -> tuple[float, dict[str, Any]]:
