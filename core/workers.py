@@ -46,6 +46,16 @@ def _clip_and_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, gra
     stats[f"{prefix}/grad_norm"].append(float(grad_norm))
 
 
+def _finish_update(optimizer: torch.optim.Optimizer, scheduler: Any, stats: dict[str, list[float]],
+                   prefix: str) -> dict[str, float]:
+    """Release gradients, average the update's stats and advance the LR schedule (one step per update)."""
+    optimizer.zero_grad(set_to_none=True)
+    metrics = _mean_metrics(stats)
+    metrics[f"{prefix}/lr"] = scheduler.get_last_lr()[0]
+    scheduler.step()
+    return metrics
+
+
 def _save_model(model: PreTrainedModel, path: Path) -> None:
     model.save_pretrained(path)
 
@@ -140,11 +150,7 @@ class ActorWorker(PolicyWorker):
                     stats["actor/pg_clipfrac_lower"].append(pg_stats["clipfrac_lower"].item())
                     stats["actor/ppo_kl"].append(pg_stats["ppo_kl"].item())
                 _clip_and_step(self.model, self.optimizer, cfg.grad_clip, stats, "actor")
-        self.optimizer.zero_grad(set_to_none=True)
-        metrics = _mean_metrics(stats)
-        metrics["actor/lr"] = self.scheduler.get_last_lr()[0]
-        self.scheduler.step()
-        return metrics
+        return _finish_update(self.optimizer, self.scheduler, stats, "actor")
 
     def save(self, path: Path) -> None:
         _save_model(self.model, path)
@@ -210,11 +216,7 @@ class CriticWorker:
                     stats["critic/vf_clipfrac"].append(v_stats["vf_clipfrac"].item())
                     stats["critic/vpred_mean"].append(masked_mean(vpreds.detach(), mask).item())
                 _clip_and_step(self.model, self.optimizer, cfg.grad_clip, stats, "critic")
-        self.optimizer.zero_grad(set_to_none=True)
-        metrics = _mean_metrics(stats)
-        metrics["critic/lr"] = self.scheduler.get_last_lr()[0]
-        self.scheduler.step()
-        return metrics
+        return _finish_update(self.optimizer, self.scheduler, stats, "critic")
 
     def save(self, path: Path) -> None:
         _save_model(self.model, path)
