@@ -61,14 +61,6 @@ _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _clone = ctypes.PyDLL(None, use_errno=True).syscall
 _clone.restype = ctypes.c_long
 _clone.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-# Resolved once, here: the child-side hook is otherwise looked up (dlsym, a
-# new function object) in every forked child, whose pages are all
-# copy-on-write, and it is the child's CPU that a run pays for.
-_before_fork = ctypes.pythonapi.PyOS_BeforeFork
-_after_fork_child = ctypes.pythonapi.PyOS_AfterFork_Child
-_after_fork_parent = ctypes.pythonapi.PyOS_AfterFork_Parent
-for _hook in (_before_fork, _after_fork_child, _after_fork_parent):
-    _hook.argtypes, _hook.restype = [], None
 
 # Mount points the worker never remounts: every run mounts a fresh procfs
 # of its own PID namespace over /proc.
@@ -91,27 +83,30 @@ def unshare(flags: int) -> None:
 
 
 def fork_into(flags: int) -> int:
-    """``os.fork()`` whose child starts in new namespaces (``clone(2)`` with ``flags``).
+    """Fork a child that starts in new namespaces (``clone(2)`` with ``flags``); 0 in the child.
 
     One system call instead of fork + unshare + fork: with CLONE_NEWPID the
     child is PID 1 of a fresh PID namespace and this process stays its
     parent, so it can wait4() it and kill the whole namespace by killing it.
-    CPython's own before/after-fork hooks run exactly as for ``os.fork()``.
-    Limitation: glibc's cached thread id is not refreshed in the child, so
-    ``raise()`` there fails until the child execs (``abort()`` still ends
-    the process, as it does for any PID 1).
+
+    For single-threaded callers only (the sandbox worker). Unlike
+    ``os.fork()``, CPython's at-fork hooks do not run: they repair locks and
+    thread states that other threads may have held, and with no other thread
+    there is nothing to repair, while running them dirtied ~40 copy-on-write
+    pages (~0.25 ms) in every child. Registered ``os.register_at_fork``
+    callbacks do not run either: the caller does what its child needs (the
+    worker reseeds ``random``). Limitation: glibc's cached thread id is not
+    refreshed in the child, so ``raise()`` there fails until the child
+    execs (``abort()`` still ends the process, as it does for any PID 1).
     """
-    if not flags:
-        return os.fork()
     if _SYS_CLONE is None:
+        if not flags:
+            return os.fork()
         raise OSError(errno.ENOSYS, f"clone with namespaces is not wired for {platform.machine()}")
-    _before_fork()
     pid = _clone(_SYS_CLONE, flags | signal.SIGCHLD, None, None, None, None)
     if pid == 0:
-        _after_fork_child()
         return 0
     err = ctypes.get_errno()
-    _after_fork_parent()
     if pid < 0:
         raise OSError(err, f"clone({flags:#x}): {os.strerror(err)}")
     return pid

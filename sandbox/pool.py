@@ -24,7 +24,7 @@ LAYERS = {
     "mount_namespace": "private mount namespace per run",
     "readonly_root": "read-only view of the host file system",
     "private_tmp": "fresh size-capped tmpfs for /tmp and the work dir",
-    "network_namespace": "no network: only a downed loopback (a namespace per worker, or per run if asked)",
+    "network_namespace": "no network: only a downed loopback (a fresh namespace per run, or per worker if asked)",
     "pid_namespace": "PID namespace: a timeout kills the whole process tree",
     "ipc_namespace": "private IPC and hostname",
     "unprivileged_uid": "programs run as an unprivileged uid",
@@ -44,7 +44,7 @@ class WorkerFailed(Exception):
 
 
 def worker_argv(python: str, uid: int, expose: list[str], netns: str = "per-run") -> list[str]:
-    argv = [python, "-I", str(WORKER_SCRIPT), "--uid", str(uid), "--netns", netns]
+    argv = [python, "-I", "-S", str(WORKER_SCRIPT), "--uid", str(uid), "--netns", netns]
     for path in expose:
         argv += ["--expose", path]
     return argv

@@ -1,7 +1,9 @@
 """A warm sandbox worker: one long-lived process that runs jobs in fresh, isolated children.
 
-Started by the server as ``python -I worker.py --uid N [--expose PATH ...]``
-on the sandbox interpreter. It enters a private read-only mount namespace
+Started by the server as ``python -I -S worker.py --uid N [--expose PATH ...]``
+on the sandbox interpreter (``-S``: no ``site`` start-up, whose ``.pth``
+hooks may import megabytes of modules that every run would then copy; the
+interpreter's site-packages directories are put on ``sys.path`` directly). It enters a private read-only mount namespace
 and an empty network namespace once (``--netns per-run``: a network
 namespace per run instead), pre-imports common modules, then serves jobs read from stdin as
 length-prefixed pickles (the server is its only peer; user code never sees
@@ -23,18 +25,15 @@ these pipes). For every job it:
 """
 from __future__ import annotations
 
-import argparse
 import atexit
 import gc
 import os
 import select
-import shutil
 import signal
+import site
 import stat
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Loaded by path on purpose: this interpreter must not import rewardkit.
@@ -42,16 +41,19 @@ import frames  # noqa: E402
 import jail  # noqa: E402
 
 # Warm path: modules a short solution typically imports are loaded once here
-# and shared copy-on-write by every run.
-import bisect, collections, copy, dataclasses, decimal, fractions, functools, heapq  # noqa: E401,F401,E402
-import io, itertools, json, math, operator, random, re, statistics, string  # noqa: E401,F401,E402
+# and shared copy-on-write by every run. Every page of the worker is copied
+# into (and torn down with) every run, so modules a solution rarely needs
+# stay out: dataclasses alone (with inspect and ast) would add ~1.5 MB.
+import bisect, collections, copy, decimal, fractions, functools, heapq  # noqa: E401,F401,E402
+import io, itertools, json, math, operator, random, re, string  # noqa: E401,F401,E402
 import threading, types, typing  # noqa: E401,F401,E402
 
 WORK_DIR = "/tmp/work"
-# Every program's environment, plus HOME (its work dir) and the job's own
-# variables. Set once in the worker: replacing the whole environment in each
-# run's child cost about 0.3 ms of a run's CPU.
-PROGRAM_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
+# Every program's environment, plus the job's own variables. Set once in the
+# worker: replacing the whole environment in each run's child cost about
+# 0.3 ms of a run's CPU. HOME is the work dir (constant with a private /tmp).
+PROGRAM_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2",
+               "HOME": WORK_DIR}
 _READ_CHUNK = 65536
 _KILL_GRACE_S = 5.0
 _DRAIN_GRACE_S = 0.5
@@ -77,12 +79,18 @@ class Worker:
             self.layers["readonly_root"] = False
         if self.layers["readonly_root"] and self.layers["network_namespace"] and netns_per_worker:
             jail.mount_fresh_sysfs()
+        if self.layers["ipc_namespace"]:
+            # Named once in a UTS namespace of the worker's own; each run's
+            # namespace starts as a copy, so its child has nothing to set.
+            jail.unshare(jail.CLONE_NEWUTS)
+            jail.set_hostname("sandbox")
         self.layers["private_tmp"] = self.layers["readonly_root"]
         self.layers["unprivileged_uid"] = self.is_root
-        # Installed once, here, and inherited by every run: compiling the
-        # filter per run would cost more than the rest of a run's set-up.
+        # Both installed once, here, and inherited by every run (neither can
+        # be undone): compiling the filter per run would cost more than the
+        # rest of a run's set-up.
+        jail.set_no_new_privs()
         try:
-            jail.set_no_new_privs()
             jail.install_seccomp_filter()
             self.layers["seccomp"] = True
         except OSError:
@@ -106,6 +114,8 @@ class Worker:
             work = WORK_DIR
             os.mkdir(work, 0o755)
         else:
+            import tempfile  # weak isolation only: kept out of the image every run copies
+
             work = tempfile.mkdtemp(prefix="rewardkit-run-")
         if self.is_root:
             os.chown(work, self.uid, self.uid)
@@ -116,12 +126,15 @@ class Worker:
         if self.layers["private_tmp"]:
             jail.umount("/tmp")
         else:
+            import shutil
+
             shutil.rmtree(work, ignore_errors=True)
 
     def _run_in(self, job: dict, work: str) -> dict:
         stdin_fd = os.memfd_create("stdin")
-        with open(stdin_fd, "wb", closefd=False) as fh:
-            fh.write(job["stdin"])
+        data = memoryview(job["stdin"])
+        while data:
+            data = data[os.write(stdin_fd, data):]
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -157,8 +170,6 @@ class Worker:
                     jail.mount_fresh_proc()
                 if self.netns_per_run:
                     jail.mount_fresh_sysfs()
-            if self.layers["ipc_namespace"]:
-                jail.set_hostname("sandbox")
             os.setsid()  # without a PID namespace the worker kills the process group
             os.dup2(stdin_fd, 0)
             os.dup2(out_w, 1)
@@ -173,12 +184,13 @@ class Worker:
             )
             if self.is_root:
                 jail.drop_privileges(self.uid)
-            jail.set_no_new_privs()
             jail.die_with_parent()  # a crashed worker must not leave its program running
             os.chdir(work)
             # The rest of the environment was set once, in the worker (PROGRAM_ENV).
-            os.environ["HOME"] = work
-            os.environ.update(job["env"])
+            if work != WORK_DIR:
+                os.environ["HOME"] = work
+            if job["env"]:
+                os.environ.update(job["env"])
             if job["mode"] == "inline-python":
                 code = _run_python_inline(os.path.join(work, job["main"]), job["files"][job["main"]])
             else:
@@ -330,6 +342,9 @@ def _run_python_inline(path: str, source: bytes) -> int:
     Returns the exit status the interpreter would have had: 0, the
     ``SystemExit`` code, or 1 after printing the traceback.
     """
+    # The child was cloned without CPython's at-fork hooks (jail.fork_into);
+    # the one a program can observe is random's reseeding.
+    random.seed()
     sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
     sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
     sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace",
@@ -369,13 +384,33 @@ def _exit_status(code) -> int:
     return 1
 
 
+def parse_args(argv: list[str]) -> dict:
+    """``--uid N [--expose PATH]... [--netns per-run|per-worker]``, as ``pool.worker_argv`` writes them.
+
+    By hand: argparse would add ~1.5 MB to the image that every run copies.
+    """
+    args = {"uid": None, "expose": [], "netns": "per-run"}
+    pairs = iter(argv)
+    for flag in pairs:
+        value = next(pairs, None)
+        if value is None or flag not in ("--uid", "--expose", "--netns"):
+            raise SystemExit(f"worker.py: bad arguments {argv}; expected --uid N [--expose PATH]... [--netns MODE]")
+        if flag == "--expose":
+            args["expose"].append(value)
+        else:
+            args[flag[2:]] = value
+    if args["uid"] is None or not args["uid"].isdigit() or args["netns"] not in ("per-run", "per-worker"):
+        raise SystemExit(f"worker.py: bad arguments {argv}; --uid must be a number and --netns per-run or per-worker")
+    args["uid"] = int(args["uid"])
+    return args
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--uid", type=int, required=True)
-    parser.add_argument("--expose", action="append", default=[])
-    parser.add_argument("--netns", choices=["per-worker", "per-run"], default="per-run")
-    args = parser.parse_args()
-    worker = Worker(args.uid, args.expose, netns_per_worker=args.netns == "per-worker")
+    args = parse_args(sys.argv[1:])
+    worker = Worker(args["uid"], args["expose"], netns_per_worker=args["netns"] == "per-worker")
+    # Programs may import the interpreter's third-party packages (without
+    # running its .pth start-up hooks, as -S skips them).
+    sys.path.extend(path for path in site.getsitepackages() if os.path.isdir(path))
     os.environ.clear()  # the server's environment is not the programs' business
     os.environ.update(PROGRAM_ENV)
     inbox, outbox = os.dup(0), os.dup(1)
@@ -385,6 +420,9 @@ def main() -> None:
     os.dup2(devnull, 1)
     os.set_inheritable(inbox, False)
     os.set_inheritable(outbox, False)
+    # The first compile() builds CPython's AST node types (~1.6 ms): once here,
+    # not in every run's child.
+    compile("", "<warm-up>", "exec")
     gc.freeze()  # keep the collector from dirtying shared pages in every child
     frames.write_frame(outbox, {"layers": worker.layers, "pid": os.getpid()})
     while True:
@@ -394,6 +432,8 @@ def main() -> None:
         try:
             reply = worker.run(job)
         except Exception as exc:  # noqa: BLE001 - reported to the server as a SandboxError
+            import traceback  # only on this path: kept out of the image every run copies
+
             traceback.print_exc()
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         frames.write_frame(outbox, reply)
