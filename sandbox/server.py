@@ -17,12 +17,13 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+from urllib.parse import parse_qs
 
 import uvicorn
-from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from rewardkit.sandbox.languages import Language, detect_languages
 from rewardkit.sandbox.pool import LAYERS, Overloaded, WorkerFailed, WorkerPool, default_expose, job_template
@@ -255,27 +256,8 @@ def create_app(sandbox: Sandbox) -> FastAPI:
 
     app = FastAPI(title="rewardkit sandbox", lifespan=lifespan)
     app.add_middleware(BodyLimit, limit=sandbox.settings.max_request_mb << 20)
-    token = sandbox.settings.token
-
-    async def authorize(request: Request) -> None:  # async: a sync dependency would hop to a thread
-        if token is None:
-            return
-        header = request.headers.get("authorization", "")
-        given = header[7:] if header.lower().startswith("bearer ") else request.query_params.get("token")
-        if given != token:
-            raise HTTPException(401, "missing or wrong token: send 'Authorization: Bearer <token>' "
-                                     "or append '?token=<token>' to the URL")
-
-    # Without a token there is nothing to check: no dependency to solve per request.
-    auth = [Depends(authorize)] if token is not None else []
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError):
-        problems = []
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"] if p != "body") or "body"
-            problems.append(f"{where}: {err['msg']}")
-        return JSONResponse(status_code=422, content={"detail": "; ".join(problems)})
+    if sandbox.settings.token is not None:
+        app.add_middleware(TokenAuth, token=sandbox.settings.token, open_paths=("/v1/ping",))
 
     @app.exception_handler(Overloaded)
     async def _overloaded(_request: Request, exc: Overloaded):
@@ -285,28 +267,63 @@ def create_app(sandbox: Sandbox) -> FastAPI:
     async def ping() -> str:
         return "pong"
 
-    @app.get("/v1/status", dependencies=auth)
+    @app.get("/v1/status")
     async def status() -> dict:
         return sandbox.status()
 
-    @app.post("/run_code", dependencies=auth, response_model=RunCodeResponse)
-    async def run_code(req: RunCodeRequest) -> Response:
-        return _json_response(await sandbox.run_code(req))
-
-    @app.post("/v1/run_batch", dependencies=auth, response_model=RunBatchResponse)
-    async def run_batch(req: RunBatchRequest) -> Response:
-        return _json_response(await sandbox.run_batch(req))
-
+    app.add_route("/run_code", _json_endpoint(RunCodeRequest, sandbox.run_code), methods=["POST"])
+    app.add_route("/v1/run_batch", _json_endpoint(RunBatchRequest, sandbox.run_batch), methods=["POST"])
     return app
 
 
-def _json_response(model: BaseModel) -> Response:
-    """The model as JSON, serialized once by pydantic.
+def _json_endpoint(model: type[BaseModel], handle: Callable[[Any], Awaitable[BaseModel]]):
+    """A plain Starlette endpoint: the body validated as ``model``, ``handle``'s reply as JSON.
 
-    Returning a model instead makes FastAPI validate it again against the
-    ``response_model`` (kept for the OpenAPI schema) before serializing it.
+    The two run endpoints take this path rather than FastAPI's parameter
+    machinery, which cost ~0.2 ms of the server's ~1 ms per run: pydantic
+    parses and validates the raw body in one step, and serializes the
+    reply once. A bad body is a 422 whose ``detail`` names each bad field.
     """
-    return Response(model.model_dump_json(), media_type="application/json")
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            req = model.model_validate_json(await request.body())
+        except ValidationError as exc:
+            problems = [f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()]
+            raise HTTPException(422, "; ".join(problems)) from None
+        reply = await handle(req)
+        return Response(reply.model_dump_json(), media_type="application/json")
+
+    return endpoint
+
+
+class TokenAuth:
+    """Answer 401 unless the request carries the token (pure ASGI; ``open_paths`` need none).
+
+    Accepted as ``Authorization: Bearer <token>`` or ``?token=<token>``.
+    """
+
+    def __init__(self, app, token: str, open_paths: tuple[str, ...] = ()):
+        self.app = app
+        self.token = token
+        self.open_paths = open_paths
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in self.open_paths or self._given(scope) == self.token:
+            return await self.app(scope, receive, send)
+        body = json.dumps({"detail": "missing or wrong token: send 'Authorization: Bearer <token>' "
+                                     "or append '?token=<token>' to the URL"}).encode()
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+        return None
+
+    @staticmethod
+    def _given(scope) -> str | None:
+        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        if header.lower().startswith("bearer "):
+            return header[7:]
+        return parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [None])[0]
 
 
 class BodyLimit:

@@ -138,6 +138,10 @@ class Worker:
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        # A fresh interpreter seeds random from urandom; the clone skips
+        # CPython's at-fork reseeding (jail.fork_into), so the worker reseeds
+        # here, for this child alone, where those pages cost no copy-on-write.
+        random.seed()
         pid = jail.fork_into(self.clone_flags)
         if pid == 0:
             self._become_program(job, work, stdin_fd, out_w, err_w)
@@ -332,6 +336,24 @@ def _fetch_files(work: str, names, max_bytes: int) -> dict:
     return files
 
 
+def _program_stdio() -> tuple:
+    """Text streams on fds 0, 1 and 2 as ``python`` opens them for a program, made once in the worker.
+
+    They only name the fd numbers, which each run's child points at its own
+    stdin file and output pipes before using them; the worker itself never
+    touches them, so every child starts with empty buffers. Opening them in
+    each child instead cost ~100 copy-on-write page faults (~0.35 ms) per run.
+    """
+    return (
+        open(0, encoding="utf-8", errors="surrogateescape", closefd=False),
+        open(1, "w", encoding="utf-8", closefd=False),
+        open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False),
+    )
+
+
+PROGRAM_STDIO = _program_stdio()
+
+
 def _run_python_inline(path: str, source: bytes) -> int:
     """Execute ``source``, the Python file at ``path``, in this (freshly forked) interpreter like ``python path``.
 
@@ -342,13 +364,7 @@ def _run_python_inline(path: str, source: bytes) -> int:
     Returns the exit status the interpreter would have had: 0, the
     ``SystemExit`` code, or 1 after printing the traceback.
     """
-    # The child was cloned without CPython's at-fork hooks (jail.fork_into);
-    # the one a program can observe is random's reseeding.
-    random.seed()
-    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
-    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
-    sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace",
-                                       buffering=1, closefd=False)
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = PROGRAM_STDIO
     sys.argv = [path]
     sys.path[0] = os.path.dirname(path)
     module = types.ModuleType("__main__")
