@@ -89,6 +89,21 @@ def test_threads_work_under_a_memory_limit(url):
     assert body["run_result"]["stdout"] == f"{sum(i * i for i in range(32))}\n"
 
 
+def test_exit_waits_for_non_daemon_threads_as_python_does(url):
+    code = textwrap.dedent("""
+        import sys, threading, time
+        def late():
+            time.sleep(0.2)
+            print("late", flush=True)
+        threading.Thread(target=late).start()
+        print("main done", flush=True)
+        sys.exit(3)
+    """)
+    body = run(url, code)
+    assert body["run_result"]["stdout"] == "main done\nlate\n"
+    assert body["run_result"]["return_code"] == 3
+
+
 def test_no_state_leaks_between_warm_runs(url):
     leak = "import json, sys\njson.LEAK = 1\nsys.modules['leaked'] = json\nopen('/tmp/left','w').write('x')\nprint('ok')"
     check = ("import json, sys, os\nprint(hasattr(json, 'LEAK'), 'leaked' in sys.modules, "
