@@ -425,9 +425,13 @@ def parse_args(argv: list[str]) -> dict:
 def main() -> None:
     args = parse_args(sys.argv[1:])
     worker = Worker(args["uid"], args["expose"], netns_per_worker=args["netns"] == "per-worker")
-    # Programs may import the interpreter's third-party packages (without
-    # running its .pth start-up hooks, as -S skips them).
+    # What site's start-up gives every program, bar the .pth hooks and
+    # sitecustomize: the interpreter's third-party packages, and the exit(),
+    # quit(), help(), copyright(), credits() and license() builtins.
     sys.path.extend(path for path in site.getsitepackages() if os.path.isdir(path))
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
     os.environ.clear()  # the server's environment is not the programs' business
     os.environ.update(PROGRAM_ENV)
     inbox, outbox = os.dup(0), os.dup(1)

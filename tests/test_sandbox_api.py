@@ -104,6 +104,18 @@ def test_exit_waits_for_non_daemon_threads_as_python_does(url):
     assert body["run_result"]["return_code"] == 3
 
 
+def test_warm_path_has_what_site_gives_a_program(url):
+    code = textwrap.dedent("""
+        import os, site, sys
+        print(all(p in sys.path for p in site.getsitepackages() if os.path.isdir(p)))
+        print(callable(help), callable(copyright), callable(exit))
+        quit(4)
+    """)
+    body = run(url, code)
+    assert body["run_result"]["stdout"] == "True\nTrue True True\n", body
+    assert body["run_result"]["return_code"] == 4
+
+
 def test_no_state_leaks_between_warm_runs(url):
     leak = "import json, sys\njson.LEAK = 1\nsys.modules['leaked'] = json\nopen('/tmp/left','w').write('x')\nprint('ok')"
     check = ("import json, sys, os\nprint(hasattr(json, 'LEAK'), 'leaked' in sys.modules, "
