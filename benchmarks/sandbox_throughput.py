@@ -15,7 +15,10 @@ teardown): ``2000 / (cpu_ms + kthr_ms)`` is the rate two idle cores could
 sustain.
 
     .venv/bin/python benchmarks/sandbox_throughput.py [--requests 600] [--concurrency 1 4 16 64]
-        [--server-args="--network-namespace per-run"]
+        [--rounds 5] [--server-args="--network-namespace per-worker"]
+
+``--rounds`` repeats the warm measurement at the highest concurrency and
+prints the spread, since one round on a shared VM can be 30% off either way.
 """
 from __future__ import annotations
 
@@ -183,6 +186,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--workers", type=int, default=None, help="server workers (default: the server's)")
     parser.add_argument("--server-args", default="", help="extra `rewardkit sandbox serve` flags for both servers")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="repeat the warm measurement at the highest concurrency this many times (spread)")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     extra = (["--workers", str(args.workers)] if args.workers else []) + args.server_args.split()
@@ -193,6 +198,7 @@ def main() -> None:
             for c in args.concurrency:
                 rows[(mode, c)] = drive(url, c, max(total, c))
             if mode == "warm":
+                repeats = [drive(url, max(args.concurrency), args.requests) for _ in range(args.rounds)]
                 managed, client_ms = manager_rate(url, 1024, 64)
                 batched = batch_rate(url, 8, 64, 16)
     print(f"load average before the run: {load_before:.2f} on {os.cpu_count()} CPUs (other work skews runs/s)")
@@ -207,6 +213,12 @@ def main() -> None:
               f"{w['runs_per_s'] / s['runs_per_s']:>5.1f}x | {w['errors'] + s['errors']}")
     print("cpu ms = CPU of the server's process tree per run; kthr ms = CPU of kernel threads per run (namespace "
           "teardown); 2000 / (cpu ms + kthr ms) = runs/s two idle cores sustain")
+    if repeats:
+        rates = sorted(r["runs_per_s"] for r in repeats)
+        costs = sorted(r["cpu_ms"] + r["kernel_ms"] for r in repeats)
+        print(f"warm, concurrency {max(args.concurrency)}, {len(repeats)} more rounds: runs/s min {rates[0]:.1f} / "
+              f"median {statistics.median(rates):.1f} / max {rates[-1]:.1f}; cpu + kthr ms per run median "
+              f"{statistics.median(costs):.2f} (the spread is this machine's, not the code's)")
     best = max(rows[("warm", c)]["runs_per_s"] for c in args.concurrency)
     print(f"/v1/run_batch, 16 cases per request, 8 requests in flight: {batched:.1f} runs/s "
           f"= {batched / best:.2f} x the best raw /run_code rate above")
