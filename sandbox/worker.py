@@ -3,16 +3,18 @@
 Started by the server as ``python -I -S worker.py --uid N [--expose PATH ...]``
 on the sandbox interpreter (``-S``: no ``site`` start-up, whose ``.pth``
 hooks may import megabytes of modules that every run would then copy; the
-interpreter's site-packages directories are put on ``sys.path`` directly). It enters a private read-only mount namespace
-and an empty network namespace once (``--netns per-run``: a network
-namespace per run instead), pre-imports common modules, then serves jobs read from stdin as
-length-prefixed pickles (the server is its only peer; user code never sees
-these pipes). For every job it:
+worker adds site's paths and builtins itself). It enters a private
+read-only mount namespace once (and, with ``--netns per-worker``, one empty
+network namespace for all its runs), pre-imports common modules, then
+serves jobs read from stdin as length-prefixed pickles (the server is its
+only peer; user code never sees these pipes). What every run needs and
+can share is set up here once rather than in each child, where every page
+touched costs a copy-on-write fault. For every job it:
 
 1. mounts a fresh size-capped tmpfs on /tmp (in its own mount namespace)
    and writes the job's files to /tmp/work;
-2. forks the program's process straight into new mount, PID, IPC and UTS
-   namespaces (one ``clone``): PID 1 of its namespace, with its own
+2. forks the program's process straight into new network, mount, PID, IPC
+   and UTS namespaces (one ``clone``): PID 1 of its namespace, with its own
    /proc and /dev/shm, resource limits and an unprivileged uid (and
    the worker's seccomp filter, inherited), it
    then runs the program — Python source executed in-process (the warm
