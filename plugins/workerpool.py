@@ -20,6 +20,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from rewardkit.plugins.refs import FunctionRef
@@ -180,13 +181,35 @@ class WorkerPool:
             while pending and len(worker.inflight) < PIPELINE:
                 index = pending.popleft()
                 try:
-                    worker.conn.send((index, tasks[index], timeout is not None))
-                except Exception as exc:  # the task itself could not be pickled
+                    message = ForkingPickler.dumps((index, tasks[index], timeout is not None))
+                except Exception as exc:  # the task itself cannot be pickled: its own error
                     finish(index, TaskResult("error", error=f"task cannot be sent to a worker: {exc}"))
                     continue
+                try:
+                    worker.conn.send_bytes(message)
+                except OSError:
+                    # The worker died before we saw its EOF, so this task never
+                    # reached it. With a task running, the EOF (read below)
+                    # charges that task; with none, nothing will, so it is
+                    # replaced now. One that died starting up costs this task,
+                    # so a worker that cannot start is not respawned forever.
+                    if worker.ready or worker.inflight:
+                        pending.appendleft(index)
+                    else:
+                        finish(index, TaskResult(
+                            "crash", error=f"worker process exited while starting (exit code {worker.proc.wait()})"))
+                    if not worker.inflight:
+                        replace(worker)
+                    return
                 if not worker.inflight:
                     worker.started = time.perf_counter()
                 worker.inflight.append(index)
+
+        def replace(worker: _Worker) -> None:
+            worker.kill()
+            self._workers[self._workers.index(worker)] = fresh = self._spawn()
+            self.replaced += 1
+            feed(fresh)
 
         def fail_head(worker: _Worker, status: str, error: str) -> None:
             # The running task failed and took the worker with it; the tasks
@@ -194,10 +217,7 @@ class WorkerPool:
             head = worker.inflight.popleft()
             finish(head, TaskResult(status, error=error, seconds=time.perf_counter() - worker.started))
             pending.extendleft(reversed(worker.inflight))
-            worker.kill()
-            self._workers[self._workers.index(worker)] = fresh = self._spawn()
-            self.replaced += 1
-            feed(fresh)
+            replace(worker)
 
         for worker in self._workers:
             feed(worker)

@@ -32,6 +32,18 @@ def test_timeouts_crashes_and_errors_cost_one_task_each():
         assert [r.value for r in pool.map([Task(SQRT, (16,))] * 4)] == [4.0] * 4
 
 
+def test_a_task_sent_to_a_worker_that_just_died_runs_elsewhere():
+    # The worker runs EXIT right after answering task 0; the parent, held up in
+    # on_done, only then sends it the next task, into a dead socket. That task
+    # never ran: it must run on the replacement, not be reported as an error.
+    with WorkerPool(1) as pool:
+        tasks = [Task(SQRT, (4,)), Task(EXIT, (3,)), Task(SQRT, (9,)), Task(SQRT, (16,))]
+        results = pool.map(tasks, timeout=10.0, on_done=lambda i, r: time.sleep(0.5) if i == 0 else None)
+    assert [r.status for r in results] == ["ok", "crash", "ok", "ok"], [r.error for r in results]
+    assert [r.value for r in results[2:]] == [3.0, 4.0]
+    assert pool.replaced == 1
+
+
 def test_progress_callback_sees_every_task():
     seen = []
     with WorkerPool(2) as pool:
