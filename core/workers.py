@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from transformers import PreTrainedModel
@@ -32,6 +32,35 @@ def _mean_metrics(collected: dict[str, list[float]]) -> dict[str, float]:
 def _mini_batches(batch: Batch, size: int, shuffle: bool, generator: torch.Generator) -> list[Batch]:
     order = torch.randperm(len(batch), generator=generator) if shuffle else torch.arange(len(batch))
     return list(batch.select(order).chunks(size))
+
+
+MicroLoss = Callable[[Batch, torch.Tensor, float, dict[str, list[float]]], torch.Tensor]
+
+
+def _update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, batch: Batch, *,
+            epochs: int, mini_batch_size: int, shuffle: bool, generator: torch.Generator,
+            micro_batch_size: Optional[int], loss_agg_mode: str, grad_clip: float, prefix: str,
+            micro_loss: MicroLoss) -> dict[str, float]:
+    """The update both actor and critic run: ``epochs`` passes of one optimizer step per mini-batch.
+
+    Each mini-batch's gradient accumulates over its micro-batches, each loss
+    weighted by its share of the mini-batch (:func:`micro_batch_weight`).
+    ``micro_loss(micro, response_mask, weight, stats)`` returns a micro-batch's
+    loss (on the model's device) and appends its own metrics to ``stats``.
+    """
+    device = _device_of(model)
+    stats: dict[str, list[float]] = defaultdict(list)
+    for _epoch in range(epochs):
+        for mini in _mini_batches(batch, mini_batch_size, shuffle, generator):
+            optimizer.zero_grad(set_to_none=True)
+            mask_sum = float(mini["response_mask"].sum())
+            for micro in mini.chunks(micro_batch_size or len(mini)):
+                micro = micro.to(device)
+                mask = micro["response_mask"].float()
+                weight = micro_batch_weight(mask, mask_sum, len(mini), loss_agg_mode)
+                micro_loss(micro, mask, weight, stats).backward()
+            _clip_and_step(model, optimizer, grad_clip, stats, prefix)
+    return _finish_update(optimizer, scheduler, stats, prefix)
 
 
 def _clip_and_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, grad_clip: float,
@@ -114,43 +143,38 @@ class ActorWorker(PolicyWorker):
         Loss = pg_loss - entropy_coeff * entropy + kl_loss_coef * kl_loss.
         """
         cfg = self.cfg
-        device = _device_of(self.model)
         low = cfg.clip_ratio if cfg.clip_ratio_low is None else cfg.clip_ratio_low
         high = cfg.clip_ratio if cfg.clip_ratio_high is None else cfg.clip_ratio_high
         width = batch["responses"].shape[1]
         if "old_log_probs" not in batch and not self.single_update(len(batch)):
             raise ValueError("old_log_probs are needed when a batch makes more than one optimizer step")
-        stats: dict[str, list[float]] = defaultdict(list)
-        for _epoch in range(cfg.ppo_epochs):
-            for mini in _mini_batches(batch, self.mini_batch_size, cfg.shuffle, self.generator):
-                self.optimizer.zero_grad(set_to_none=True)
-                mask_sum = float(mini["response_mask"].sum())
-                for micro in mini.chunks(cfg.ppo_micro_batch_size or len(mini)):
-                    micro = micro.to(device)
-                    mask = micro["response_mask"].float()
-                    weight = micro_batch_weight(mask, mask_sum, len(mini), cfg.loss_agg_mode)
-                    logp, entropy = response_logprobs(
-                        self.model, micro["input_ids"], micro["attention_mask"], width, self.temperature,
-                        with_entropy=True, entropy_grad=cfg.entropy_coeff != 0,
-                    )
-                    old = micro["old_log_probs"] if "old_log_probs" in micro else logp.detach()
-                    pg, pg_stats = policy_loss(
-                        logp, old, micro["advantages"], mask, low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight
-                    )
-                    ent = agg_loss(entropy, mask, cfg.loss_agg_mode, weight)
-                    loss = pg - cfg.entropy_coeff * ent if cfg.entropy_coeff != 0 else pg
-                    if cfg.use_kl_loss:
-                        kl = agg_loss(kl_penalty(logp, micro["ref_log_prob"], cfg.kl_loss_type), mask, cfg.loss_agg_mode, weight)
-                        loss = loss + cfg.kl_loss_coef * kl
-                        stats["actor/kl_loss"].append(kl.item() / max(weight, 1e-12))
-                    loss.backward()
-                    stats["actor/entropy"].append(ent.item() / max(weight, 1e-12))
-                    stats["actor/pg_loss"].append(pg.item() / max(weight, 1e-12))
-                    stats["actor/pg_clipfrac"].append(pg_stats["clipfrac"].item())
-                    stats["actor/pg_clipfrac_lower"].append(pg_stats["clipfrac_lower"].item())
-                    stats["actor/ppo_kl"].append(pg_stats["ppo_kl"].item())
-                _clip_and_step(self.model, self.optimizer, cfg.grad_clip, stats, "actor")
-        return _finish_update(self.optimizer, self.scheduler, stats, "actor")
+
+        def micro_loss(micro: Batch, mask: torch.Tensor, weight: float, stats: dict[str, list[float]]) -> torch.Tensor:
+            logp, entropy = response_logprobs(
+                self.model, micro["input_ids"], micro["attention_mask"], width, self.temperature,
+                with_entropy=True, entropy_grad=cfg.entropy_coeff != 0,
+            )
+            old = micro["old_log_probs"] if "old_log_probs" in micro else logp.detach()
+            pg, pg_stats = policy_loss(
+                logp, old, micro["advantages"], mask, low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight
+            )
+            ent = agg_loss(entropy, mask, cfg.loss_agg_mode, weight)
+            loss = pg - cfg.entropy_coeff * ent if cfg.entropy_coeff != 0 else pg
+            if cfg.use_kl_loss:
+                kl = agg_loss(kl_penalty(logp, micro["ref_log_prob"], cfg.kl_loss_type), mask, cfg.loss_agg_mode, weight)
+                loss = loss + cfg.kl_loss_coef * kl
+                stats["actor/kl_loss"].append(kl.item() / max(weight, 1e-12))
+            stats["actor/entropy"].append(ent.item() / max(weight, 1e-12))
+            stats["actor/pg_loss"].append(pg.item() / max(weight, 1e-12))
+            stats["actor/pg_clipfrac"].append(pg_stats["clipfrac"].item())
+            stats["actor/pg_clipfrac_lower"].append(pg_stats["clipfrac_lower"].item())
+            stats["actor/ppo_kl"].append(pg_stats["ppo_kl"].item())
+            return loss
+
+        return _update(self.model, self.optimizer, self.scheduler, batch, epochs=cfg.ppo_epochs,
+                       mini_batch_size=self.mini_batch_size, shuffle=cfg.shuffle, generator=self.generator,
+                       micro_batch_size=cfg.ppo_micro_batch_size, loss_agg_mode=cfg.loss_agg_mode,
+                       grad_clip=cfg.grad_clip, prefix="actor", micro_loss=micro_loss)
 
     def save(self, path: Path) -> None:
         _save_model(self.model, path)
@@ -198,25 +222,21 @@ class CriticWorker:
         if self.frozen:
             raise RuntimeError("critic.freeze is true: the critic is never updated")
         cfg = self.cfg
-        device = _device_of(self.model)
         width = batch["responses"].shape[1]
-        stats: dict[str, list[float]] = defaultdict(list)
-        for _epoch in range(self.ppo_epochs):
-            for mini in _mini_batches(batch, self.mini_batch_size, False, self.generator):
-                self.optimizer.zero_grad(set_to_none=True)
-                mask_sum = float(mini["response_mask"].sum())
-                for micro in mini.chunks(cfg.ppo_micro_batch_size or len(mini)):
-                    micro = micro.to(device)
-                    mask = micro["response_mask"].float()
-                    weight = micro_batch_weight(mask, mask_sum, len(mini), cfg.loss_agg_mode)
-                    vpreds = response_values(self.model, micro["input_ids"], micro["attention_mask"], width)
-                    loss, v_stats = value_loss(vpreds, micro["values"], micro["returns"], mask, cfg.cliprange_value, cfg.loss_agg_mode, weight)
-                    loss.backward()
-                    stats["critic/vf_loss"].append(loss.item() / max(weight, 1e-12))
-                    stats["critic/vf_clipfrac"].append(v_stats["vf_clipfrac"].item())
-                    stats["critic/vpred_mean"].append(masked_mean(vpreds.detach(), mask).item())
-                _clip_and_step(self.model, self.optimizer, cfg.grad_clip, stats, "critic")
-        return _finish_update(self.optimizer, self.scheduler, stats, "critic")
+
+        def micro_loss(micro: Batch, mask: torch.Tensor, weight: float, stats: dict[str, list[float]]) -> torch.Tensor:
+            vpreds = response_values(self.model, micro["input_ids"], micro["attention_mask"], width)
+            loss, v_stats = value_loss(vpreds, micro["values"], micro["returns"], mask, cfg.cliprange_value,
+                                       cfg.loss_agg_mode, weight)
+            stats["critic/vf_loss"].append(loss.item() / max(weight, 1e-12))
+            stats["critic/vf_clipfrac"].append(v_stats["vf_clipfrac"].item())
+            stats["critic/vpred_mean"].append(masked_mean(vpreds.detach(), mask).item())
+            return loss
+
+        return _update(self.model, self.optimizer, self.scheduler, batch, epochs=self.ppo_epochs,
+                       mini_batch_size=self.mini_batch_size, shuffle=False, generator=self.generator,
+                       micro_batch_size=cfg.ppo_micro_batch_size, loss_agg_mode=cfg.loss_agg_mode,
+                       grad_clip=cfg.grad_clip, prefix="critic", micro_loss=micro_loss)
 
     def save(self, path: Path) -> None:
         _save_model(self.model, path)
