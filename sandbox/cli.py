@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                    help="start a fresh interpreter per Python run instead of forking a warm one")
     s.add_argument("--network-namespace", choices=["per-worker", "per-run"], default=_DEFAULTS.network_namespace,
                    help="a fresh empty network namespace per run (default), or one per worker shared by its "
-                        "sequential runs: no network either way; per-worker saves about 1.5 ms of CPU per run")
+                        "sequential runs: no network either way; per-worker saves about 1 ms of CPU per run")
     s.add_argument("--max-pending", type=int, default=_DEFAULTS.max_pending,
                    help="runs in flight before new requests get 429")
     s.add_argument("--max-timeout", type=float, default=_DEFAULTS.max_timeout,

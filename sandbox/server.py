@@ -128,7 +128,7 @@ class Sandbox:
     # -- the two kinds of request ------------------------------------------------
 
     async def _compile(self, lang: Language, files: dict[str, bytes], req, memory: int):
-        """Compile when the language needs it; returns (compile_result, files for the run)."""
+        """Compile when the language needs it; returns (compile_result, files for the run: ``files`` plus the binary)."""
         if lang.compile_argv is None:
             return None, files
         job = self._job(argv=list(lang.compile_argv), files=files, timeout=req.compile_timeout,
@@ -140,7 +140,7 @@ class Sandbox:
         binary = report["files"].get(lang.binary)
         if binary is None:
             raise WorkerFailed(f"the compiler exited 0 but produced no {lang.binary!r}")
-        return result, {lang.binary: binary}
+        return result, {**files, lang.binary: binary}
 
     def _run_job(self, lang: Language, files: dict[str, bytes], stdin: str | None, req, memory: int, fetch=()):
         common = dict(files=files, stdin=(stdin or "").encode(), timeout=req.run_timeout,
@@ -162,8 +162,6 @@ class Sandbox:
                 self.verdicts[compile_result.verdict] += 1
                 return RunCodeResponse(status="Failed", compile_result=compile_result,
                                        message=self._message("compilation failed"))
-            if lang.compile_argv:
-                run_files = {**files, **run_files}
             run_result, report = await self._execute(
                 self._run_job(lang, run_files, req.stdin, req, memory, req.fetch_files))
         except WorkerFailed as exc:
@@ -198,8 +196,6 @@ class Sandbox:
                 self.verdicts[compile_result.verdict] += 1
                 return RunBatchResponse(status="Failed", compile_result=compile_result,
                                         message=self._message("compilation failed"))
-            if lang.compile_argv:
-                run_files = {**files, **run_files}
             jobs = [self._run_job(lang, run_files, case.stdin, req, memory) for case in req.cases]
             outcomes = await asyncio.gather(*(self._execute(job) for job in jobs), return_exceptions=True)
         except WorkerFailed as exc:
