@@ -140,10 +140,11 @@ class Worker:
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        # A fresh interpreter seeds random from urandom; the clone skips
-        # CPython's at-fork reseeding (jail.fork_into), so the worker reseeds
-        # here, for this child alone, where those pages cost no copy-on-write.
-        random.seed()
+        if job["mode"] == "inline-python":
+            # A fresh interpreter seeds random from urandom; the clone skips
+            # CPython's at-fork reseeding (jail.fork_into), so the worker reseeds
+            # here, for this child alone, where those pages cost no copy-on-write.
+            random.seed()
         pid = jail.fork_into(self.clone_flags)
         if pid == 0:
             self._become_program(job, work, stdin_fd, out_w, err_w)
