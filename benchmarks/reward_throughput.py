@@ -14,7 +14,7 @@ import os
 import random
 import time
 
-from rewardkit.core.config import load_config
+from rewardkit.common.config import load_config
 from rewardkit.core.schema import Config
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.factory import build_reward_manager
@@ -47,7 +47,7 @@ def make_batch(samples: int, group: int, seed: int = 0) -> RewardBatch:
 def measure(manager_name: str, batch: RewardBatch, workers: int) -> tuple[float, dict]:
     cfg = load_config(Config, None, [f"reward_model.reward_manager={manager_name}",
                                      f"reward_model.num_workers={workers}", "reward_model.timeout=30"])
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         manager(make_batch(16, 8, seed=99))  # warm up: imports, worker start-up
         start = time.perf_counter()
         out = manager(batch)

@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 import requests
 
-from rewardkit.core.config import load_config
+from rewardkit.common.config import load_config
 from rewardkit.core.schema import Config
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.factory import build_reward_manager
@@ -170,7 +170,7 @@ def manager_rate(url: str, samples: int, max_concurrent: int) -> tuple[float, fl
     truth = json.dumps({"inputs": ["3 4\n"], "outputs": ["7\n"]})
     responses = [f"```python\nprint(sum(map(int, input().split())))  # {i}\n```" for i in range(samples)]
     batch = RewardBatch(["codecontests"] * samples, responses, [truth] * samples)
-    with build_reward_manager(config) as manager:
+    with build_reward_manager(config.reward_settings()) as manager:
         start, cpu_start = time.perf_counter(), time.process_time()
         out = manager(batch)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start

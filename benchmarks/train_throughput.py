@@ -30,9 +30,9 @@ def prepare(work: Path) -> dict[str, str]:
     """Dataset, tokenizer and one randomly initialised model directory shared by both runs."""
     import torch
 
-    from rewardkit.core.arith import write_dataset
-    from rewardkit.core.char_tokenizer import build_char_tokenizer
-    from rewardkit.core.config import load_config
+    from rewardkit.demo.arith_problems import write_dataset
+    from rewardkit.demo.char_tokenizer import build_char_tokenizer
+    from rewardkit.common.config import load_config
     from rewardkit.core.models import build_causal_lm
     from rewardkit.core.schema import Config
 
@@ -47,7 +47,7 @@ def prepare(work: Path) -> dict[str, str]:
 
 
 def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path) -> float:
-    from rewardkit.core.config import load_config
+    from rewardkit.common.config import load_config
     from rewardkit.core.schema import Config
     from rewardkit.core.trainer import PPOTrainer
 
@@ -80,8 +80,8 @@ def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path) -> float
     from trl import GRPOConfig, GRPOTrainer
 
     from rewardkit.core.models import load_tokenizer
-    from rewardkit.core.rows import read_rows
-    from rewardkit.plugins.api import compute_score
+    from rewardkit.common.rows import read_rows
+    from rewardkit.compute import compute_score
 
     rows = read_rows(files["train"])
     dataset = Dataset.from_list([{"prompt": r["prompt"], "ground_truth": r["reward_model"]["ground_truth"],

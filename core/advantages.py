@@ -33,8 +33,8 @@ from typing import Any, Hashable, Optional, Sequence
 
 import torch
 
-from rewardkit.core.functional import masked_whiten
-from rewardkit.plugins.hookspecs import hookimpl
+from rewardkit.core.tensor_ops import masked_whiten
+from rewardkit.common.hooks import hookimpl
 
 AdvantageResult = tuple[torch.Tensor, torch.Tensor]
 

@@ -15,7 +15,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from rewardkit.core.batch import Batch
-from rewardkit.core.rows import read_rows
+from rewardkit.common.rows import read_rows
 
 
 def as_file_list(files: str | Sequence[str]) -> list[str]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from rewardkit.core.functional import masked_mean
+from rewardkit.core.tensor_ops import masked_mean
 
 
 def agg_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str, weight: float = 1.0) -> torch.Tensor:

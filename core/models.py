@@ -23,7 +23,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from rewardkit.core.functional import entropy_from_logits, logprobs_from_logits
+from rewardkit.core.tensor_ops import entropy_from_logits, logprobs_from_logits
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -9,18 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
-from rewardkit.core.config import ConfigError, opt, section
-from rewardkit.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig
+from rewardkit.common.config import InvalidValue, opt, require_positive, section
+from rewardkit.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
 
 Files = Union[str, list[str]]
 DType = Literal["float32", "bfloat16", "float16"]
 
-
-def _positive(key: str, value: Optional[float], allow_none: bool = True) -> None:
-    if value is None and allow_none:
-        return
-    if value is None or value <= 0:
-        raise ConfigError(f"{key} must be > 0{' or null' if allow_none else ''}, got {value!r}")
 
 
 @dataclass
@@ -40,10 +34,10 @@ class DataConfig:
     seed: int = opt(1, "Seed of the training data order.")
 
     def __post_init__(self) -> None:
-        _positive("data.max_response_length", self.max_response_length, allow_none=False)
-        _positive("data.max_prompt_length", self.max_prompt_length, allow_none=False)
-        _positive("data.train_batch_size", self.train_batch_size, allow_none=False)
-        _positive("data.val_batch_size", self.val_batch_size)
+        require_positive("max_response_length", self.max_response_length, allow_none=False)
+        require_positive("max_prompt_length", self.max_prompt_length, allow_none=False)
+        require_positive("train_batch_size", self.train_batch_size, allow_none=False)
+        require_positive("val_batch_size", self.val_batch_size)
 
 
 @dataclass
@@ -57,7 +51,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if self.path is None and self.config and "model_type" not in self.config:
-            raise ConfigError("actor_rollout_ref.model.config must name a model_type (e.g. qwen2, llama)")
+            raise InvalidValue("config", "must name a model_type (e.g. qwen2, llama)")
 
 
 @dataclass
@@ -71,11 +65,11 @@ class OptimConfig:
     min_lr_ratio: float = opt(0.0, "Final LR of the cosine schedule, as a fraction of lr.")
 
     def __post_init__(self) -> None:
-        _positive("optim.lr", self.lr, allow_none=False)
+        require_positive("lr", self.lr, allow_none=False)
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
-            raise ConfigError(f"optim.betas must be two numbers in [0, 1), got {self.betas}")
+            raise InvalidValue("betas", f"must be two numbers in [0, 1), got {self.betas}")
         if not 0.0 <= self.lr_warmup_steps_ratio <= 1.0:
-            raise ConfigError(f"optim.lr_warmup_steps_ratio must be in [0, 1], got {self.lr_warmup_steps_ratio}")
+            raise InvalidValue("lr_warmup_steps_ratio", f"must be in [0, 1], got {self.lr_warmup_steps_ratio}")
 
 
 @dataclass
@@ -102,11 +96,11 @@ class ActorConfig:
     optim: OptimConfig = section(OptimConfig, "Actor optimizer.")
 
     def __post_init__(self) -> None:
-        _positive("actor_rollout_ref.actor.ppo_mini_batch_size", self.ppo_mini_batch_size, allow_none=False)
-        _positive("actor_rollout_ref.actor.ppo_micro_batch_size", self.ppo_micro_batch_size)
-        _positive("actor_rollout_ref.actor.ppo_epochs", self.ppo_epochs, allow_none=False)
+        require_positive("ppo_mini_batch_size", self.ppo_mini_batch_size, allow_none=False)
+        require_positive("ppo_micro_batch_size", self.ppo_micro_batch_size)
+        require_positive("ppo_epochs", self.ppo_epochs, allow_none=False)
         if self.clip_ratio_c <= 1.0:
-            raise ConfigError(f"actor_rollout_ref.actor.clip_ratio_c must be > 1, got {self.clip_ratio_c}")
+            raise InvalidValue("clip_ratio_c", f"must be > 1, got {self.clip_ratio_c}")
 
 
 @dataclass
@@ -123,9 +117,9 @@ class ValKwargsConfig:
     top_k: int = opt(-1, "Validation top-k (-1 = off).")
 
     def __post_init__(self) -> None:
-        _positive("actor_rollout_ref.rollout.val_kwargs.n", self.n, allow_none=False)
+        require_positive("n", self.n, allow_none=False)
         if self.do_sample and self.temperature <= 0:
-            raise ConfigError(f"actor_rollout_ref.rollout.val_kwargs.temperature must be > 0 when do_sample is true, got {self.temperature}")
+            raise InvalidValue("temperature", f"must be > 0 when do_sample is true, got {self.temperature}")
 
 
 @dataclass
@@ -140,9 +134,9 @@ class RolloutConfig:
     val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
 
     def __post_init__(self) -> None:
-        _positive("actor_rollout_ref.rollout.n", self.n, allow_none=False)
+        require_positive("n", self.n, allow_none=False)
         if self.do_sample and self.temperature <= 0:
-            raise ConfigError(f"actor_rollout_ref.rollout.temperature must be > 0 when do_sample is true, got {self.temperature}")
+            raise InvalidValue("temperature", f"must be > 0 when do_sample is true, got {self.temperature}")
 
 
 @dataclass
@@ -181,8 +175,8 @@ class KLCtrlConfig:
     target_kl: float = opt(0.1, "Adaptive controller target KL.")
 
     def __post_init__(self) -> None:
-        _positive("algorithm.kl_ctrl.horizon", self.horizon, allow_none=False)
-        _positive("algorithm.kl_ctrl.target_kl", self.target_kl, allow_none=False)
+        require_positive("horizon", self.horizon, allow_none=False)
+        require_positive("target_kl", self.target_kl, allow_none=False)
 
 
 @dataclass
@@ -200,9 +194,10 @@ class AlgorithmConfig:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.reward_mask_ratio <= 1.0:
-            raise ConfigError(f"algorithm.reward_mask_ratio must be in [0, 1], got {self.reward_mask_ratio}")
-        if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.lam <= 1.0:
-            raise ConfigError(f"algorithm.gamma and algorithm.lam must be in [0, 1], got {self.gamma} and {self.lam}")
+            raise InvalidValue("reward_mask_ratio", f"must be in [0, 1], got {self.reward_mask_ratio}")
+        for key in ("gamma", "lam"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise InvalidValue(key, f"must be in [0, 1], got {getattr(self, key)}")
 
 
 @dataclass
@@ -227,11 +222,11 @@ class TrainerConfig:
     cpu_threads: Optional[int] = opt(None, "torch threads on CPU; null = torch's default (one per core). 1 is much faster when other processes busy the same cores.")
 
     def __post_init__(self) -> None:
-        _positive("trainer.total_epochs", self.total_epochs, allow_none=False)
-        _positive("trainer.total_training_steps", self.total_training_steps)
-        _positive("trainer.cpu_threads", self.cpu_threads)
+        require_positive("total_epochs", self.total_epochs, allow_none=False)
+        require_positive("total_training_steps", self.total_training_steps)
+        require_positive("cpu_threads", self.cpu_threads)
         if self.resume_mode == "resume_path" and not self.resume_from_path:
-            raise ConfigError("trainer.resume_from_path must be set when trainer.resume_mode is resume_path")
+            raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
 
 
 @dataclass
@@ -246,9 +241,9 @@ class SFTConfig:
     save_dir: Optional[str] = opt(None, "Where the fine-tuned model and tokenizer are saved; null = <trainer.default_local_dir>/sft_model.")
 
     def __post_init__(self) -> None:
-        _positive("sft.batch_size", self.batch_size, allow_none=False)
-        _positive("sft.total_epochs", self.total_epochs, allow_none=False)
-        _positive("sft.lr", self.lr, allow_none=False)
+        require_positive("batch_size", self.batch_size, allow_none=False)
+        require_positive("total_epochs", self.total_epochs, allow_none=False)
+        require_positive("lr", self.lr, allow_none=False)
 
 
 @dataclass
@@ -265,4 +260,8 @@ class Config:
 
     def __post_init__(self) -> None:
         if self.algorithm.reward_source == "critic" and self.critic.enable is False:
-            raise ConfigError("algorithm.reward_source=critic requires a critic; critic.enable is false")
+            raise InvalidValue("algorithm.reward_source", "is critic, which needs a critic, but critic.enable is false")
+
+    def reward_settings(self) -> RewardSettings:
+        """What the reward side reads of this config."""
+        return RewardSettings(self.reward_model, self.custom_reward_function, self.plugins, self.data.max_response_length)

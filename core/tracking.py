@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 
 from tqdm import tqdm
 
-from rewardkit.core.config import ConfigError
+from rewardkit.common.errors import ConfigError
 
 # Console lines show these first, then the rest is in metrics.jsonl.
 CONSOLE_KEYS = ("critic/score/mean", "val/reward/mean", "response_length/mean", "actor/pg_loss", "actor/entropy",

@@ -21,7 +21,7 @@ from rewardkit.core.checkpoint import latest_checkpoint, mark_latest, rng_state,
 from rewardkit.core.data import PromptDataset, PromptLoader, read_files
 from rewardkit.core.kl import KLController, apply_kl_penalty
 from rewardkit.core.models import build_causal_lm, build_value_model, load_tokenizer
-from rewardkit.core.reward_options import (
+from rewardkit.core.reward_masking import (
     apply_reward_mask,
     critic_source_advantage,
     critic_token_level_scores,
@@ -33,7 +33,7 @@ from rewardkit.core.tracking import Tracker
 from rewardkit.core.workers import ActorWorker, CriticWorker, PolicyWorker
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.plugins.plugins import get_registry
+from rewardkit.plugins.loader import get_registry
 
 # Metrics that measure the machine, not the run (a resumed run differs only in these).
 TIMING_PREFIXES = ("timing_s/", "perf/")
@@ -127,7 +127,7 @@ class PPOTrainer:
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
         # Last, so that nothing after it can fail and leave its worker processes behind.
-        self.reward_manager = build_reward_manager(config)
+        self.reward_manager = build_reward_manager(config.reward_settings())
         sources = self.train_set.data_sources() + (self.val_set.data_sources() if self.val_set else [])
         try:
             self.reward_manager.check_data_sources(sorted(set(sources)))

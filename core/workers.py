@@ -14,7 +14,7 @@ import torch
 from transformers import PreTrainedModel
 
 from rewardkit.core.batch import Batch
-from rewardkit.core.functional import masked_mean
+from rewardkit.core.tensor_ops import masked_mean
 from rewardkit.core.kl import kl_penalty
 from rewardkit.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
 from rewardkit.core.models import response_logprobs, response_values

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from rewardkit.core.config import opt, section
+from rewardkit.common.config import InvalidValue, opt, section
 
 
 @dataclass
@@ -23,11 +23,11 @@ class OverlongBufferConfig:
 
     def __post_init__(self) -> None:
         if self.len < 0:
-            raise ValueError(f"len must be >= 0, got {self.len}")
+            raise InvalidValue("len", f"must be >= 0, got {self.len}")
         if self.enable and self.len == 0:
-            raise ValueError("len must be > 0 when enable is true")
+            raise InvalidValue("len", "must be > 0 when enable is true")
         if self.penalty_factor < 0:
-            raise ValueError(f"penalty_factor must be >= 0, got {self.penalty_factor}")
+            raise InvalidValue("penalty_factor", f"must be >= 0, got {self.penalty_factor}")
 
 
 @dataclass
@@ -38,7 +38,7 @@ class SandboxFusionConfig:
 
     def __post_init__(self) -> None:
         if self.max_concurrent < 1:
-            raise ValueError(f"max_concurrent must be >= 1, got {self.max_concurrent}")
+            raise InvalidValue("max_concurrent", f"must be >= 1, got {self.max_concurrent}")
 
 
 @dataclass
@@ -63,18 +63,29 @@ class RewardModelConfig:
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and self.num_workers < 1:
-            raise ValueError(f"num_workers must be >= 1 or null, got {self.num_workers}")
+            raise InvalidValue("num_workers", f"must be >= 1 or null, got {self.num_workers}")
         if self.timeout is not None and not self.timeout > 0:
-            raise ValueError(f"timeout must be > 0 or null, got {self.timeout}")
+            raise InvalidValue("timeout", f"must be > 0 or null, got {self.timeout}")
         for pattern, weights in self.scorer_weights.items():
             if not weights:
-                raise ValueError(f"scorer_weights.{pattern} must name at least one scorer")
+                raise InvalidValue(f"scorer_weights.{pattern}", "must name at least one scorer")
             for name, w in weights.items():
                 if w < 0:
-                    raise ValueError(f"scorer_weights.{pattern}.{name} must be >= 0, got {w}")
+                    raise InvalidValue(f"scorer_weights.{pattern}.{name}", f"must be >= 0, got {w}")
 
 
 @dataclass
 class PluginsConfig:
     disable: list[str] = opt([], "Plugin names (as `rewardkit plugins` lists them) not to load.")
     prefer: dict[str, str] = opt({}, "Settle a clash between plugins: {scorer name or data_source: plugin name}.")
+
+
+@dataclass
+class RewardSettings:
+    """Everything the reward side reads of a run's config; the engine builds it
+    (``Config.reward_settings()``), so reward managers never see the engine's schema."""
+
+    reward_model: RewardModelConfig = section(RewardModelConfig)
+    custom_reward_function: CustomRewardFunctionConfig = section(CustomRewardFunctionConfig)
+    plugins: PluginsConfig = section(PluginsConfig)
+    max_response_length: Optional[int] = opt(None, "The rollout's response budget in tokens (DAPO's default max_resp_len).")

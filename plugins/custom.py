@@ -5,8 +5,8 @@ import importlib
 from pathlib import Path
 from typing import Any, Callable
 
-from rewardkit.plugins.errors import CustomFunctionError
-from rewardkit.plugins.refs import FILE_PREFIX, FunctionRef, load_file_module
+from rewardkit.common.errors import CustomFunctionError
+from rewardkit.common.function_refs import FILE_PREFIX, FunctionRef, load_file_module
 
 PKG_PREFIX = "pkg://"
 

@@ -12,11 +12,17 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from rewardkit.plugins.refs import FunctionRef
+from rewardkit.common.function_refs import FunctionRef
+from rewardkit.common.hard_timeout_pool import Task, WorkerPool
 from rewardkit.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
-from rewardkit.plugins.workerpool import Task, WorkerPool
 
-Progress = Optional[Callable[[int], None]]
+
+class Progress(Protocol):
+    """A progress bar (``tqdm`` fits): ``reset(total)`` once, then ``update(n)`` as work ends."""
+
+    def reset(self, total: Optional[int] = None) -> None: ...
+
+    def update(self, n: int = 1) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -33,9 +39,9 @@ class ScoreJob:
 
 
 class Executor(Protocol):
-    """Runs score jobs; ``progress(n)`` is told as each job ends."""
+    """Runs score jobs; ``progress.update(1)`` is called as each job ends."""
 
-    def run(self, jobs: Sequence[ScoreJob], progress: Progress = None) -> list[ScoreOutcome]: ...
+    def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]: ...
 
     def close(self) -> None: ...
 
@@ -47,12 +53,12 @@ def _call(job: ScoreJob) -> ScoreOutcome:
 class SerialExecutor:
     """Scores in this process, one sample at a time (no timeout: a hang blocks the run)."""
 
-    def run(self, jobs: Sequence[ScoreJob], progress: Progress = None) -> list[ScoreOutcome]:
+    def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
         out = []
         for job in jobs:
             out.append(_call(job))
-            if progress:
-                progress(1)
+            if progress is not None:
+                progress.update(1)
         return out
 
     def close(self) -> None:
@@ -74,7 +80,7 @@ class ProcessExecutor:
         self.timeout = timeout
         self._pool: Optional[WorkerPool] = None
 
-    def run(self, jobs: Sequence[ScoreJob], progress: Progress = None) -> list[ScoreOutcome]:
+    def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
         tasks = [
             Task(_SCORE_BY_REF, (FunctionRef.of(j.fn), j.data_source, j.solution_str, j.ground_truth, j.extra_info, j.kwargs))
             for j in jobs
@@ -82,7 +88,7 @@ class ProcessExecutor:
         if self._pool is None:
             preload = sorted({t.args[0].module for t in tasks if not t.args[0].module.startswith("file:")})
             self._pool = WorkerPool(self.num_workers, preload=["rewardkit.plugins.scoring", *preload])
-        results = self._pool.map(tasks, timeout=self.timeout, on_done=(lambda i, r: progress(1)) if progress else None)
+        results = self._pool.map(tasks, timeout=self.timeout, on_done=(lambda i, r: progress.update(1)) if progress is not None else None)
         outcomes = []
         for r in results:
             if r.status == "ok":
@@ -109,7 +115,7 @@ class ThreadExecutor:
         self.max_workers = max_workers
         self.timeout = timeout
 
-    def run(self, jobs: Sequence[ScoreJob], progress: Progress = None) -> list[ScoreOutcome]:
+    def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
         results: list[Optional[ScoreOutcome]] = [None] * len(jobs)
         done: "queue.Queue[tuple[int, ScoreOutcome]]" = queue.Queue()
         started: dict[int, float] = {}
@@ -135,16 +141,16 @@ class ThreadExecutor:
                         del started[i]
                         results[i] = ScoreOutcome(TIMEOUT, error=f"timed out after {self.timeout:g}s", seconds=now - t0)
                         remaining -= 1
-                        if progress:
-                            progress(1)
+                        if progress is not None:
+                            progress.update(1)
                 continue
             if i not in started:  # finished after being declared timed out
                 continue
             del started[i]
             results[i] = outcome
             remaining -= 1
-            if progress:
-                progress(1)
+            if progress is not None:
+                progress.update(1)
         return results  # type: ignore[return-value]
 
     def close(self) -> None:

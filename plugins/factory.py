@@ -1,16 +1,15 @@
 """Building the configured reward manager."""
 from __future__ import annotations
 
-from typing import Any
-
+from rewardkit.plugins.config import RewardSettings
+from rewardkit.plugins.loader import get_registry
 from rewardkit.plugins.managers.base import RewardManager
-from rewardkit.plugins.plan import ScoringPlan
-from rewardkit.plugins.plugins import get_registry
+from rewardkit.plugins.scoring_plan import ScoringPlan
 
 
-def build_reward_manager(config: Any) -> RewardManager:
+def build_reward_manager(settings: RewardSettings) -> RewardManager:
     """The manager named by ``reward_model.reward_manager``, with its scoring plan."""
-    registry = get_registry(config.plugins)
-    cls = registry.reward_manager(config.reward_model.reward_manager)
-    plan = ScoringPlan(registry, config)
-    return cls(plan, config, **config.reward_model.reward_kwargs)
+    registry = get_registry(settings.plugins)
+    cls = registry.reward_manager(settings.reward_model.reward_manager)
+    plan = ScoringPlan(registry, settings)
+    return cls(plan, settings, **settings.reward_model.reward_kwargs)

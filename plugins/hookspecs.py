@@ -9,7 +9,6 @@ from __future__ import annotations
 import pluggy
 
 hookspec = pluggy.HookspecMarker("rewardkit")
-hookimpl = pluggy.HookimplMarker("rewardkit")
 
 
 @hookspec
@@ -27,7 +26,7 @@ def register_scorers(register):
 def register_reward_managers(register):
     """Register reward managers: ``register(name, cls)``.
 
-    ``cls`` subclasses :class:`rewardkit.plugins.managers.base.RewardManager`.
+    ``cls`` subclasses :class:`rewardkit.RewardManager`.
     """
 
 

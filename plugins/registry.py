@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from rewardkit.plugins.errors import PluginConflict, NotRegistered
+from rewardkit.common.errors import PluginConflict, NotRegistered
 
 log = logging.getLogger("rewardkit.plugins")
 
@@ -32,8 +32,8 @@ class PluginInfo:
 
     @property
     def label(self) -> str:
-        dist = f"{self.distribution} {self.version}" if self.distribution else "built-in"
-        return f"plugin '{self.name}' ({dist})"
+        origin = "built-in" if self.builtin else f"{self.distribution} {self.version}"
+        return f"plugin '{self.name}' ({origin})"
 
 
 @dataclass

@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from rewardkit.plugins.errors import ScorerInfrastructureError
-from rewardkit.plugins.refs import FunctionRef
+from rewardkit.common.errors import ScorerInfrastructureError
+from rewardkit.common.function_refs import FunctionRef
 
 # Statuses a sample's score can have; all but ok/abstain count as failures in metrics.
 OK, ABSTAIN, ERROR, INVALID, TIMEOUT, CRASH, UNAVAILABLE = "ok", "abstain", "error", "invalid", "timeout", "crash", "unavailable"

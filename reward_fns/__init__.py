@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from rewardkit.plugins.hookspecs import hookimpl
+from rewardkit.common.hooks import hookimpl
 
 # (scorer name, module under rewardkit.reward_fns, data sources it answers for)
 BUILTIN_SCORERS: list[tuple[str, str, tuple[str, ...]]] = [

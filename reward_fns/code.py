@@ -34,7 +34,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from rewardkit.plugins.errors import ScorerInfrastructureError
+from rewardkit.common.errors import ScorerInfrastructureError
 from rewardkit.sandbox.client import SandboxClient, SandboxRequestError, SandboxUnavailable
 
 _FENCE = re.compile(r"```([\w+#.-]*)[ \t]*\n(.*?)```", re.DOTALL)

@@ -2,7 +2,7 @@
 
 Those timeouts raise outside the main thread and cannot interrupt C-level
 work, so rewardkit's scorers run math-verify under a hard process-level
-timeout instead (``rewardkit.plugins.workerpool.run_with_hard_timeout``) and
+timeout instead (``rewardkit.common.hard_timeout_pool.run_with_hard_timeout``) and
 call it through these wrappers. math-verify logs a warning the first time its
 timeout is disabled; that warning is expected here and is filtered out.
 

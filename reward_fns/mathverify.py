@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardkit.plugins.workerpool import run_with_hard_timeout
+from rewardkit.common.hard_timeout_pool import run_with_hard_timeout
 from rewardkit.reward_fns.scorer_inputs import require_text
 
 

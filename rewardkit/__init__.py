@@ -1,27 +1,39 @@
 """rewardkit: plugin-based rewards and a lean PPO engine for language models.
 
-The public face: ``hookimpl`` for plugin authors, ``compute_score`` for scoring
-one sample from Python (a drop-in for verl's ``default_compute_score``) and
-``trl_reward_func`` for TRL's ``reward_funcs``.
+The public face. Plugin authors import everything they need from here:
+``hookimpl`` (mark hook implementations), ``RewardManager`` (subclass it for
+a manager), the executors (``SerialExecutor``, ``ProcessExecutor``,
+``ThreadExecutor``), ``ScorerInfrastructureError`` (raise it when a service
+your scorer needs is unreachable) and ``compute_score`` (score one sample with
+any installed scorer). ``trl_reward_func`` turns scorers into TRL
+``reward_funcs``.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from rewardkit.plugins.hookspecs import hookimpl
+from rewardkit.common.errors import ScorerInfrastructureError
+from rewardkit.common.hooks import hookimpl
 
 __version__ = "0.1.0"
-__all__ = ["compute_score", "hookimpl", "trl_reward_func", "__version__"]
+
+# Imported on first use: a plugin imports `hookimpl` from here and must not pay for torch.
+_LAZY = {
+    "compute_score": "rewardkit.compute",
+    "trl_reward_func": "rewardkit.trl",
+    "RewardManager": "rewardkit.plugins.managers.base",
+    "RewardBatch": "rewardkit.plugins.batch",
+    "RewardSettings": "rewardkit.plugins.config",
+    "SerialExecutor": "rewardkit.plugins.executors",
+    "ProcessExecutor": "rewardkit.plugins.executors",
+    "ThreadExecutor": "rewardkit.plugins.executors",
+}
+
+__all__ = ["hookimpl", "ScorerInfrastructureError", "__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
-    # Imported on first use: plugins import `hookimpl` from here and must not pay for torch.
-    if name == "compute_score":
-        from rewardkit.plugins.api import compute_score
-
-        return compute_score
-    if name == "trl_reward_func":
-        from rewardkit.plugins.trl import trl_reward_func
-
-        return trl_reward_func
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'rewardkit' has no attribute {name!r}")

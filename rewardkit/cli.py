@@ -1,7 +1,8 @@
 """The ``rewardkit`` command line.
 
-Each subcommand lives in the module that owns its feature; that module
-provides ``configure(parser)`` and ``run(args) -> int``. Modules are imported
+Each subcommand is a module (``rewardkit.commands.*``, or the sandbox's own)
+providing ``configure(parser)`` and ``run(args) -> int``. User errors (config,
+data, plugins) are reported here, and only here, as one line. Modules are imported
 only when their subcommand runs, so ``rewardkit plugins`` never pays for torch.
 """
 from __future__ import annotations
@@ -12,11 +13,11 @@ import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plugins": ("rewardkit.plugins.cli_plugins", "List installed plugins and what they registered."),
-    "score": ("rewardkit.plugins.offline", "Score a jsonl/parquet file of responses offline."),
-    "train": ("rewardkit.core.cli_train", "Train a policy with PPO/GRPO from a config."),
-    "sft": ("rewardkit.core.cli_sft", "Supervised warm start of a policy."),
-    "demo": ("rewardkit.core.cli_demo", "The embedded end-to-end demo: warm start, then RL, then a before/after table."),
+    "plugins": ("rewardkit.commands.plugins", "List installed plugins and what they registered."),
+    "score": ("rewardkit.commands.score", "Score a jsonl/parquet file of responses offline."),
+    "train": ("rewardkit.commands.train", "Train a policy with PPO/GRPO from a config."),
+    "sft": ("rewardkit.commands.sft", "Supervised warm start of a policy."),
+    "demo": ("rewardkit.commands.demo", "The embedded end-to-end demo: warm start, then RL, then a before/after table."),
     "sandbox": ("rewardkit.sandbox.cli", "Run the code-execution sandbox service."),
 }
 

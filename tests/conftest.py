@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.core.config import load_config
+from rewardkit.common.config import load_config
 from rewardkit.core.schema import Config
-from rewardkit.plugins import plugins as plugin_host
+from rewardkit.plugins import loader as plugin_host
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rewardkit.core.arith import make_dataset
-from rewardkit.core.char_tokenizer import build_char_tokenizer
-from rewardkit.core.config import load_config
-from rewardkit.core.rows import write_rows
+from rewardkit.demo.arith_problems import make_dataset
+from rewardkit.demo.char_tokenizer import build_char_tokenizer
+from rewardkit.common.config import load_config
+from rewardkit.common.rows import write_rows
 from rewardkit.core.schema import Config
 
 TINY_MODEL = (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.core.rows import read_rows, write_rows
+from rewardkit.common.rows import read_rows, write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 MATH = ROOT / "examples" / "data" / "math_responses.jsonl"

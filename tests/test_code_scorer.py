@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from rewardkit.plugins.errors import ScorerInfrastructureError
+from rewardkit.common.errors import ScorerInfrastructureError
 from rewardkit.reward_fns.code import compute_score, extract_program, outputs_match, parse_test_cases
 from rewardkit.sandbox.testing import free_port, isolation_unavailable, running_server
 

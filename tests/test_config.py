@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from rewardkit.core.config import ConfigError, apply_override, describe, load_config
+from rewardkit.common.errors import ConfigError
+from rewardkit.common.config import apply_override, describe, load_config
 from rewardkit.core.schema import Config
 
 
@@ -40,11 +41,23 @@ def test_unknown_section_in_yaml(tmp_path):
 
 @pytest.mark.parametrize("override, message", [
     ("reward_model.num_workers=many", r"reward_model\.num_workers: .*'many'"),
-    ("reward_model.num_workers=0", r"reward_model: num_workers must be >= 1"),
-    ("reward_model.timeout=-1", r"reward_model: timeout must be > 0"),
-    ("reward_model.overlong_buffer.enable=true", r"reward_model\.overlong_buffer: len must be > 0"),
-    ("reward_model.sandbox_fusion.max_concurrent=0", r"reward_model\.sandbox_fusion: max_concurrent must be >= 1"),
+    ("reward_model.num_workers=0", r"reward_model\.num_workers must be >= 1"),
+    ("reward_model.timeout=-1", r"reward_model\.timeout must be > 0"),
+    ("reward_model.overlong_buffer.enable=true", r"reward_model\.overlong_buffer\.len must be > 0"),
+    ("reward_model.sandbox_fusion.max_concurrent=0", r"reward_model\.sandbox_fusion\.max_concurrent must be >= 1"),
     ("data.reward_fn_key=[1]", r"data\.reward_fn_key: expected a string"),
+    ("algorithm.reward_mask_ratio=1.5", r"algorithm\.reward_mask_ratio must be in"),
+    ("algorithm.lam=2", r"algorithm\.lam must be in \[0, 1\]"),
+    ("actor_rollout_ref.actor.clip_ratio_c=1.0", r"actor_rollout_ref\.actor\.clip_ratio_c must be > 1"),
+    ("actor_rollout_ref.actor.loss_agg_mode=mean", r"actor_rollout_ref\.actor\.loss_agg_mode: invalid value 'mean'"),
+    ("algorithm.reward_source=model", r"algorithm\.reward_source: invalid value"),
+    ("trainer.resume_mode=resume_path", r"trainer\.resume_from_path must be set"),
+    ("actor_rollout_ref.model.config={hidden_size: 8}", r"actor_rollout_ref\.model\.config must name a model_type"),
+    ("actor_rollout_ref.rollout.n=0", r"actor_rollout_ref\.rollout\.n must be > 0"),
+    ("actor_rollout_ref.rollout.val_kwargs.do_sample=true", r"actor_rollout_ref\.rollout\.val_kwargs\.temperature must be > 0 when do_sample"),
+    ("actor_rollout_ref.actor.optim.betas=[0.9]", r"actor_rollout_ref\.actor\.optim\.betas must be two numbers"),
+    ("critic.optim.lr=0", r"critic\.optim\.lr must be > 0"),
+    ("critic.bogus=1", r"unknown config key 'critic\.bogus'"),
 ])
 def test_bad_values_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message):

@@ -12,7 +12,7 @@ from rewardkit.core.advantages import (
     compute_reinforce_plus_plus_outcome_advantage,
     compute_rloo_outcome_advantage,
 )
-from rewardkit.core.functional import (
+from rewardkit.core.tensor_ops import (
     entropy_from_logits,
     logprobs_from_logits,
     masked_mean,
@@ -23,7 +23,7 @@ from rewardkit.core.functional import (
 from rewardkit.core.kl import KLController, apply_kl_penalty, kl_penalty
 from rewardkit.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
 from rewardkit.core.optim import lr_factor
-from rewardkit.core.reward_options import (
+from rewardkit.core.reward_masking import (
     apply_reward_mask,
     critic_source_advantage,
     critic_token_level_scores,
@@ -147,7 +147,7 @@ def test_reinforce_plus_plus_baseline_by_hand():
 
 
 def test_builtin_estimators_are_registered_through_the_hook():
-    from rewardkit.plugins.plugins import get_registry
+    from rewardkit.plugins.loader import get_registry
 
     registry = get_registry()
     for name, fn in BUILTIN_ESTIMATORS.items():

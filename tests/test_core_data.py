@@ -4,12 +4,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from rewardkit.core.arith import FORMATS, make_dataset
+from rewardkit.demo.arith_problems import FORMATS, make_dataset
 from rewardkit.core.batch import Batch
-from rewardkit.core.char_tokenizer import build_char_tokenizer
-from rewardkit.core.config import load_config
+from rewardkit.demo.char_tokenizer import build_char_tokenizer
+from rewardkit.common.config import load_config
 from rewardkit.core.data import PromptDataset, PromptLoader, read_files
-from rewardkit.core.rows import read_rows, write_rows
+from rewardkit.common.rows import read_rows, write_rows
 from rewardkit.core.schema import Config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
@@ -45,7 +45,7 @@ def test_arith_answers_score_one_with_the_builtin_scorers():
     from rewardkit.plugins.factory import build_reward_manager
 
     rows = make_dataset()["val"]
-    manager = build_reward_manager(load_config(Config))
+    manager = build_reward_manager(load_config(Config).reward_settings())
     try:
         out = manager(RewardBatch(
             data_sources=[r["data_source"] for r in rows], solutions=[r["response"] for r in rows],

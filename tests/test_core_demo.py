@@ -1,5 +1,5 @@
 """The demo's report: the before/after table and the reward plot (the full run is a slow test)."""
-from rewardkit.core.demo import DEMO_OVERRIDES, before_after, demo_config, format_table, plot_rewards
+from rewardkit.demo import DEMO_OVERRIDES, before_after, demo_config, format_table, plot_rewards
 
 RECORDS = [
     {"step": 0, "val/reward/mean": 0.1, "val/reward/openai/gsm8k/mean": 0.2, "val/reward/math_dapo/mean": -0.5},

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from rewardkit.core.batch import Batch
-from rewardkit.core.char_tokenizer import CHAT_TEMPLATE, build_char_tokenizer
-from rewardkit.core.config import load_config
+from rewardkit.demo.char_tokenizer import CHAT_TEMPLATE, build_char_tokenizer
+from rewardkit.common.config import load_config
 from rewardkit.core.models import (
     build_causal_lm,
     build_value_model,

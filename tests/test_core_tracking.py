@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rewardkit.core.config import ConfigError
+from rewardkit.common.errors import ConfigError
 from rewardkit.core.tracking import Tracker
 
 

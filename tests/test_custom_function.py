@@ -5,7 +5,7 @@ import pytest
 
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.custom import load_custom_function
-from rewardkit.plugins.errors import CustomFunctionError
+from rewardkit.common.errors import CustomFunctionError
 from rewardkit.plugins.factory import build_reward_manager
 
 # Exactly the shape of a verl user's file: positional parameters, no **kwargs, a helper import.
@@ -35,7 +35,7 @@ def batch():
 def test_verl_style_file_with_reward_kwargs(make_config, verl_file):
     cfg = make_config(f"custom_reward_function.path={verl_file}", "custom_reward_function.name=my_reward",
                       "custom_reward_function.reward_kwargs.bonus=0.5")
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         assert manager(batch()).scores.tolist() == [1.5, 0.5, 0.5]
 
 
@@ -43,7 +43,7 @@ def test_verl_style_file_with_reward_kwargs(make_config, verl_file):
 def test_custom_file_in_the_parallel_manager(make_config, verl_file):
     cfg = make_config(f"custom_reward_function.path={verl_file}", "custom_reward_function.name=my_reward",
                       "reward_model.reward_manager=parallel", "reward_model.num_workers=2")
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(batch())
     assert out.scores.tolist() == [1.0, 0.0, 0.0]
     assert out.extra_info["reward_status"] == ["ok"] * 3

@@ -6,9 +6,9 @@ import textwrap
 import pytest
 import torch
 
-from rewardkit.core.config import ConfigError
+from rewardkit.common.errors import ConfigError
 from rewardkit.plugins.batch import RewardBatch, token_level_scores
-from rewardkit.plugins.errors import RewardError, NotRegistered
+from rewardkit.common.errors import RewardError, NotRegistered
 from rewardkit.plugins.factory import build_reward_manager
 from rewardkit.plugins.managers.dapo import overlong_penalty
 
@@ -56,7 +56,7 @@ def batch_of(solutions, truths=None, sources=None, **kw):
 
 def test_naive_survives_raise_nan_none_and_wrong_type(make_config, faulty):
     cfg = make_config(f"custom_reward_function.path={faulty}", "reward_model.fallback_score=-1")
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(batch_of(["42", "raise", "nan", "none", "str", "7", "dict", "other"]))
     assert out.scores.tolist() == [1.0, -1.0, -1.0, -1.0, -1.0, 0.0, 1.0, 0.5]
     status = out.extra_info["reward_status"]
@@ -76,7 +76,7 @@ def test_parallel_hang_and_crashes_cost_one_sample_each(make_config, faulty):
     cfg = make_config(f"custom_reward_function.path={faulty}", "reward_model.reward_manager=parallel",
                       "reward_model.num_workers=2", "reward_model.timeout=2", "reward_model.fallback_score=-1")
     solutions = ["42", "hang", "segfault", "exit", "raise", "42", "7", "dict"]
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(batch_of(solutions, sources=["src/a"] * 4 + ["src/b"] * 4))
         assert out.scores.tolist() == [1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 0.0, 1.0]
         assert out.extra_info["reward_status"] == ["ok", "timeout", "crash", "crash", "error", "ok", "ok", "ok"]
@@ -93,7 +93,7 @@ def test_identical_samples_are_scored_once(make_config, faulty, tmp_path):
     log = tmp_path / "calls.log"
     cfg = make_config(f"custom_reward_function.path={faulty}",
                       f"custom_reward_function.reward_kwargs.call_log={log}")
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(batch_of(["42", "42", "1", "42", "1"]))
     assert out.scores.tolist() == [1.0, 1.0, 0.0, 1.0, 0.0]
     assert sorted(log.read_text().split()) == ["1", "42"]
@@ -119,7 +119,7 @@ def register_scorers(register):
 def test_weighted_scorers_combine_and_log_each(installed_plugins, make_config):
     installed_plugins({"fake-weighted": ("fakeplug_w", WEIGHTED)})
     cfg = make_config("reward_model.scorer_weights={'fakew/*': {exact: 0.75, length: 0.25}}")
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(batch_of(["42", "4", ""], sources=["fakew/x"] * 3))
     # 0.75*1 + 0.25*0.5 ; 0.75*0 + 0.25*0.25 ; length abstains -> exact alone, rescaled to total weight 1
     assert out.scores.tolist() == pytest.approx([0.875, 0.0625, 0.0])
@@ -131,11 +131,11 @@ def test_weighted_scorers_combine_and_log_each(installed_plugins, make_config):
 
 def test_scorer_weights_with_unknown_scorer_fails_at_build(make_config):
     with pytest.raises(NotRegistered, match="unknown scorer 'nope'"):
-        build_reward_manager(make_config("reward_model.scorer_weights={'x': {nope: 1.0}}"))
+        build_reward_manager(make_config("reward_model.scorer_weights={'x': {nope: 1.0}}").reward_settings())
 
 
 def test_unknown_data_source_names_row_and_known_sources(make_config):
-    with build_reward_manager(make_config()) as manager:
+    with build_reward_manager(make_config().reward_settings()) as manager:
         with pytest.raises(NotRegistered, match=r"row 1: no scorer for data_source 'mystery'.*openai/gsm8k"):
             manager(batch_of(["1", "2"], sources=["openai/gsm8k", "mystery"]))
         with pytest.raises(NotRegistered, match="dataset row data_source 'mystery'"):
@@ -143,7 +143,7 @@ def test_unknown_data_source_names_row_and_known_sources(make_config):
 
 
 def test_model_style_rows_need_a_reward_model(make_config):
-    with build_reward_manager(make_config()) as manager:
+    with build_reward_manager(make_config().reward_settings()) as manager:
         with pytest.raises(RewardError, match=r"row 0 .*style is 'model'"):
             manager(batch_of(["1"], sources=["openai/gsm8k"], styles=["model"]))
 
@@ -152,7 +152,7 @@ def test_token_level_scores_sit_on_last_valid_token(make_config):
     mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]])
     placed = token_level_scores(torch.tensor([0.5, -1.0, 2.0]), mask)
     assert placed.tolist() == [[0, 0, 0.5, 0], [-1.0, 0, 0, 0], [0, 0, 0, 0]]
-    with build_reward_manager(make_config()) as manager:
+    with build_reward_manager(make_config().reward_settings()) as manager:
         out = manager(batch_of(["#### 42", "#### 41", "x"], sources=["openai/gsm8k"] * 3, response_mask=mask))
     assert out.token_level_scores.tolist() == [[0, 0, 1.0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
 
@@ -168,7 +168,7 @@ def test_dapo_manager_applies_and_logs_penalty(make_config):
     cfg = make_config("reward_model.reward_manager=dapo", "reward_model.overlong_buffer.enable=true",
                       "reward_model.overlong_buffer.len=4", "reward_model.overlong_buffer.log=true",
                       "reward_model.max_resp_len=10")
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(batch_of(["Answer: 42", "Answer: 42", "Answer: 7"], sources=["math_dapo"] * 3,
                                response_lengths=[5, 8, 10]))
     assert out.scores.tolist() == [1.0, 0.5, -2.0]
@@ -180,22 +180,22 @@ def test_dapo_manager_applies_and_logs_penalty(make_config):
 def test_dapo_accepts_verl_reward_kwargs_and_validates(make_config):
     cfg = make_config("reward_model.reward_manager=dapo",
                       "reward_model.reward_kwargs={overlong_buffer_cfg: {enable: true, len: 2, penalty_factor: 1.0}, max_resp_len: 4}")
-    with build_reward_manager(cfg) as manager:
+    with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(batch_of(["Answer: 42"], sources=["math_dapo"], response_lengths=[4]))
     assert out.scores.tolist() == [0.0]
-    with pytest.raises(ConfigError, match="reward_kwargs.overlong_buffer_cfg: len must be > 0"):
-        build_reward_manager(make_config("reward_model.reward_manager=dapo",
-                                         "reward_model.reward_kwargs={overlong_buffer_cfg: {enable: true, len: 0}}"))
+    with pytest.raises(ConfigError, match=r"reward_model\.reward_kwargs\.overlong_buffer_cfg\.len must be > 0"):
+        build_reward_manager((make_config("reward_model.reward_manager=dapo",
+                                         "reward_model.reward_kwargs={overlong_buffer_cfg: {enable: true, len: 0}}")).reward_settings())
     with pytest.raises(ConfigError, match=r"len \(20\) must not exceed max_resp_len \(10\)"):
-        build_reward_manager(make_config("reward_model.reward_manager=dapo", "reward_model.max_resp_len=10",
-                                         "reward_model.overlong_buffer.enable=true", "reward_model.overlong_buffer.len=20"))
+        build_reward_manager((make_config("reward_model.reward_manager=dapo", "reward_model.max_resp_len=10",
+                                         "reward_model.overlong_buffer.enable=true", "reward_model.overlong_buffer.len=20")).reward_settings())
 
 
 def test_manager_rejects_unknown_reward_kwargs(make_config):
     with pytest.raises(RewardError, match="'naive' does not take reward_model.reward_kwargs typo"):
-        build_reward_manager(make_config("reward_model.reward_kwargs.typo=1"))
+        build_reward_manager(make_config("reward_model.reward_kwargs.typo=1").reward_settings())
 
 
 def test_unknown_manager_lists_known(make_config):
     with pytest.raises(NotRegistered, match=r"unknown reward manager 'fancy'.*naive"):
-        build_reward_manager(make_config("reward_model.reward_manager=fancy"))
+        build_reward_manager(make_config("reward_model.reward_manager=fancy").reward_settings())

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import rewardkit
-from rewardkit.plugins.errors import NotRegistered
+from rewardkit.common.errors import NotRegistered
 
 
 def test_compute_score_routes_by_data_source():

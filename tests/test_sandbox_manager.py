@@ -29,12 +29,12 @@ def fenced(code: str) -> str:
 
 
 def manager_for(make_config, url: str, max_concurrent: int):
-    return build_reward_manager(make_config(
+    return build_reward_manager((make_config(
         "reward_model.reward_manager=sandbox",
         f"reward_model.sandbox_fusion.url={url}/run_code",
         f"reward_model.sandbox_fusion.max_concurrent={max_concurrent}",
         "reward_model.fallback_score=-1",
-    ))
+    )).reward_settings())
 
 
 def test_scores_code_rows_with_verdicts_and_token_level_rewards(make_config):

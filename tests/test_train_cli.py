@@ -7,7 +7,7 @@ from core_helpers import TINY_MODEL, write_inputs
 
 from rewardkit.cli import main
 from rewardkit.core.models import build_causal_lm, load_tokenizer
-from rewardkit.core.config import load_config
+from rewardkit.common.config import load_config
 from rewardkit.core.schema import Config
 
 

@@ -3,8 +3,8 @@ import torch
 
 from core_helpers import tiny_config
 
-from rewardkit.core.functional import masked_whiten
-from rewardkit.core.reward_options import last_valid_values
+from rewardkit.core.tensor_ops import masked_whiten
+from rewardkit.core.reward_masking import last_valid_values
 from rewardkit.core.trainer import PPOTrainer
 
 

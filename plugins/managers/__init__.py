@@ -1,7 +1,7 @@
 """Built-in reward managers, registered through the same hook as third-party ones."""
 from __future__ import annotations
 
-from rewardkit.plugins.hookspecs import hookimpl
+from rewardkit.common.hooks import hookimpl
 from rewardkit.plugins.managers.base import RewardManager
 from rewardkit.plugins.managers.dapo import DapoRewardManager
 from rewardkit.plugins.managers.naive import NaiveRewardManager

@@ -11,26 +11,20 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Optional, Protocol
+from typing import Any, Optional
 
 import torch
 
+from rewardkit.plugins.config import RewardSettings
 from rewardkit.plugins.batch import RewardBatch, RewardOutput, token_level_scores
-from rewardkit.plugins.errors import RewardError, NotRegistered
-from rewardkit.plugins.executors import Executor, ScoreJob, SerialExecutor
-from rewardkit.plugins.plan import ScoringPlan
+from rewardkit.common.errors import RewardError, NotRegistered
+from rewardkit.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor
+from rewardkit.plugins.scoring_plan import ScoringPlan
 from rewardkit.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
 
 # When a sample has several scorers, its status is the most serious of theirs.
 _SEVERITY = [OK, ABSTAIN, INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT]
 
-
-class Progress(Protocol):
-    """A progress bar (``tqdm`` fits): ``reset(total)`` once, then ``update(n)``."""
-
-    def reset(self, total: Optional[int] = None) -> None: ...
-
-    def update(self, n: int = 1) -> Any: ...
 
 
 def _freeze(value: Any) -> str:
@@ -40,22 +34,22 @@ def _freeze(value: Any) -> str:
 class RewardManager:
     """Base reward manager: serial, in-process scoring.
 
-    ``config`` is the full rewardkit config; ``options`` are
+    ``settings`` are the run's reward settings; ``options`` are
     ``reward_model.reward_kwargs`` (verl passes those to the manager), and a
     manager that takes none rejects them by name.
     """
 
     name = "base"
 
-    def __init__(self, plan: ScoringPlan, config: Any, **options: Any) -> None:
+    def __init__(self, plan: ScoringPlan, settings: RewardSettings, **options: Any) -> None:
         if options:
             raise RewardError(
                 f"reward manager '{self.name}' does not take reward_model.reward_kwargs "
                 f"{', '.join(sorted(options))}"
             )
         self.plan = plan
-        self.config = config
-        self.fallback_score = float(config.reward_model.fallback_score)
+        self.settings = settings
+        self.fallback_score = float(settings.reward_model.fallback_score)
         self.executor: Executor = self.make_executor()
 
     def make_executor(self) -> Executor:
@@ -96,7 +90,7 @@ class RewardManager:
             job_of.append(ids)
         if progress is not None:
             progress.reset(total=len(jobs))
-        outcomes = self.executor.run(jobs, progress.update if progress is not None else None) if jobs else []
+        outcomes = self.executor.run(jobs, progress) if jobs else []
 
         scores = torch.zeros(len(batch), dtype=torch.float32)
         per_sample: list[dict[str, Any]] = []

@@ -5,12 +5,13 @@ from typing import Any, Optional
 
 import torch
 
-from rewardkit.core.config import ConfigError, build
+from rewardkit.common.errors import ConfigError
+from rewardkit.common.config import build
 from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.config import OverlongBufferConfig
+from rewardkit.plugins.config import OverlongBufferConfig, RewardSettings
 from rewardkit.plugins.executors import Executor, ProcessExecutor, SerialExecutor
 from rewardkit.plugins.managers.base import RewardManager
-from rewardkit.plugins.plan import ScoringPlan
+from rewardkit.plugins.scoring_plan import ScoringPlan
 
 
 def overlong_penalty(lengths: torch.Tensor, max_resp_len: int, buffer_len: int, penalty_factor: float) -> torch.Tensor:
@@ -35,22 +36,24 @@ class DapoRewardManager(RewardManager):
 
     name = "dapo"
 
-    def __init__(self, plan: ScoringPlan, config: Any, overlong_buffer_cfg: Optional[dict] = None,
+    def __init__(self, plan: ScoringPlan, settings: RewardSettings, overlong_buffer_cfg: Optional[dict] = None,
                  max_resp_len: Optional[int] = None, **options: Any) -> None:
-        super().__init__(plan, config, **options)
-        rm = config.reward_model
+        super().__init__(plan, settings, **options)
+        rm = settings.reward_model
         self.buffer = rm.overlong_buffer if overlong_buffer_cfg is None else build(
             OverlongBufferConfig, dict(overlong_buffer_cfg), "reward_model.reward_kwargs.overlong_buffer_cfg.")
-        self.max_resp_len = max_resp_len or rm.max_resp_len or config.data.max_response_length
+        self.max_resp_len = max_resp_len or rm.max_resp_len or settings.max_response_length
+        if self.buffer.enable and not self.max_resp_len:
+            raise ConfigError("the dapo overlong penalty needs reward_model.max_resp_len (or data.max_response_length)")
         if self.buffer.enable and self.buffer.len > self.max_resp_len:
             raise ConfigError(
                 f"reward_model.overlong_buffer.len ({self.buffer.len}) must not exceed max_resp_len ({self.max_resp_len})"
             )
 
     def make_executor(self) -> Executor:
-        workers = self.config.reward_model.num_workers
+        workers = self.settings.reward_model.num_workers
         if workers is not None and workers > 1:
-            return ProcessExecutor(workers, self.config.reward_model.timeout)
+            return ProcessExecutor(workers, self.settings.reward_model.timeout)
         return SerialExecutor()
 
     def postprocess(self, batch: RewardBatch, scores: torch.Tensor, extra_info: dict[str, list]) -> torch.Tensor:

@@ -7,9 +7,9 @@ from rewardkit.plugins.executors import Executor, ProcessExecutor
 from rewardkit.plugins.managers.base import RewardManager
 
 
-def pool_size(config) -> int:
+def pool_size(settings) -> int:
     """``reward_model.num_workers``, or the CPU count when it is null."""
-    return config.reward_model.num_workers or os.cpu_count() or 1
+    return settings.reward_model.num_workers or os.cpu_count() or 1
 
 
 class ParallelRewardManager(RewardManager):
@@ -19,4 +19,4 @@ class ParallelRewardManager(RewardManager):
     name = "parallel"
 
     def make_executor(self) -> Executor:
-        return ProcessExecutor(pool_size(self.config), self.config.reward_model.timeout)
+        return ProcessExecutor(pool_size(self.settings), self.settings.reward_model.timeout)

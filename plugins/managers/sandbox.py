@@ -18,5 +18,5 @@ class SandboxRewardManager(RewardManager):
     name = "sandbox"
 
     def make_executor(self) -> Executor:
-        rm = self.config.reward_model
+        rm = self.settings.reward_model
         return ThreadExecutor(rm.sandbox_fusion.max_concurrent, rm.timeout)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from rewardkit import hookimpl
-from rewardkit.plugins.managers.base import RewardManager
+from rewardkit import RewardManager, hookimpl
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
@@ -35,8 +34,8 @@ class BrevityBonusManager(RewardManager):
 
     name = "brevity_bonus"
 
-    def __init__(self, plan, config, bonus: float = 0.1, max_chars: int = 40, **options):
-        super().__init__(plan, config, **options)
+    def __init__(self, plan, settings, bonus: float = 0.1, max_chars: int = 40, **options):
+        super().__init__(plan, settings, **options)
         self.bonus = bonus
         self.max_chars = max_chars
 

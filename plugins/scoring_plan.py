@@ -5,8 +5,9 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from rewardkit.plugins.config import RewardSettings
 from rewardkit.plugins.custom import load_custom_function
-from rewardkit.plugins.errors import NotRegistered
+from rewardkit.common.errors import NotRegistered
 from rewardkit.plugins.registry import Registry
 
 
@@ -29,9 +30,9 @@ class ScoringPlan:
     4. the data_source routes that plugins registered.
     """
 
-    def __init__(self, registry: Registry, config: Any) -> None:
+    def __init__(self, registry: Registry, settings: RewardSettings) -> None:
         self.registry = registry
-        rm, custom = config.reward_model, config.custom_reward_function
+        rm, custom = settings.reward_model, settings.custom_reward_function
         self._weights = rm.scorer_weights
         self._service_kwargs = {
             "sandbox_fusion_url": rm.sandbox_fusion.url,

@@ -1,5 +1,9 @@
-"""Errors of the reward side. Each message names what was wrong."""
+"""The project's error types. Each message names what was wrong (key, row, plugin, data_source)."""
 from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A config key is unknown or its value is invalid; the message names the key."""
 
 
 class RewardError(ValueError):

@@ -1,8 +1,9 @@
 """Typed configuration: YAML files plus Hydra-style ``key=value`` overrides.
 
-A section's ``__post_init__`` validates its values by raising ``ValueError``
-with field names relative to the section; :func:`build` prefixes the
-section's dotted path, so the message names the key wherever it was set.
+A section's ``__post_init__`` validates its values by raising
+:class:`InvalidValue` with a key relative to the section; :func:`build`
+prefixes the section's dotted path, so the message names the full key
+wherever the section appears.
 
 A schema is a tree of dataclasses whose fields carry a default and a help
 text (see :func:`opt`). Loading merges, in order, the schema's defaults, a YAML
@@ -15,15 +16,30 @@ import dataclasses
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, Optional, TypeVar, Union
 
 import yaml
+
+from rewardkit.common.errors import ConfigError
 
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
-    """A config key is unknown or its value is invalid; the message names the key."""
+class InvalidValue(ValueError):
+    """Raised by a section's ``__post_init__``: ``key`` (relative to the section) is invalid."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key} {reason}")
+        self.key = key
+        self.reason = reason
+
+
+def require_positive(key: str, value: Optional[float], allow_none: bool = True) -> None:
+    """Raise :class:`InvalidValue` unless ``value > 0`` (or None, when ``allow_none``)."""
+    if value is None and allow_none:
+        return
+    if value is None or value <= 0:
+        raise InvalidValue(key, f"must be > 0{' or null' if allow_none else ''}, got {value!r}")
 
 
 def opt(default: Any = dataclasses.MISSING, help: str = "", **kwargs: Any) -> Any:
@@ -104,6 +120,8 @@ def build(schema: type[T], data: Any, prefix: str = "") -> T:
         return schema(**kwargs)
     except ConfigError:
         raise
+    except InvalidValue as exc:
+        raise ConfigError(f"{prefix}{exc.key} {exc.reason}") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: {exc}") from None
 

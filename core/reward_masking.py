@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from rewardkit.core.functional import masked_whiten
+from rewardkit.core.tensor_ops import masked_whiten
 from rewardkit.plugins.batch import token_level_scores
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from rewardkit.plugins.plugins import get_registry
+from rewardkit.plugins.loader import get_registry
 from rewardkit.plugins.scoring import call_scorer
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rewardkit.plugins.plugins import load_registry
+from rewardkit.plugins.loader import load_registry
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
         {
             "name": p.name,
             "distribution": p.distribution or "rewardkit",
-            "version": p.version or _own_version(),
+            "version": p.version,
             "builtin": p.builtin,
             "scorers": p.scorers,
             "reward_managers": p.reward_managers,
@@ -39,8 +39,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"\ndata sources: {', '.join(registry.known_data_sources())}")
     return 0
 
-
-def _own_version() -> str:
-    import rewardkit
-
-    return rewardkit.__version__

@@ -1,6 +1,6 @@
 """The embedded demo: a supervised warm start, then GRPO, on the shipped arithmetic problems.
 
-Everything is built locally (data from :mod:`rewardkit.core.arith`, a character
+Everything is built locally (data from :mod:`rewardkit.demo.arith_problems`, a character
 tokenizer, a tiny Qwen2-style model from a config), so nothing is downloaded.
 The run prints a before/after table per data source and writes
 ``reward_curve.png`` and ``metrics.jsonl`` to its output directory.
@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from rewardkit.core.arith import write_dataset
-from rewardkit.core.char_tokenizer import build_char_tokenizer
-from rewardkit.core.config import load_config
+from rewardkit.demo.arith_problems import write_dataset
+from rewardkit.demo.char_tokenizer import build_char_tokenizer
+from rewardkit.common.config import load_config
 from rewardkit.core.schema import Config
 
 TINY_QWEN2 = (

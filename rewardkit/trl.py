@@ -27,12 +27,12 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
     strings (e.g. ``reward_model.reward_manager=parallel``). Failures cost the
     sample its fallback score, exactly as in training.
     """
-    from rewardkit.core.config import load_config
+    from rewardkit.common.config import load_config
     from rewardkit.core.schema import Config
     from rewardkit.plugins.factory import build_reward_manager
 
     items = list(overrides) + ([f"reward_model.scorer={scorer}"] if scorer else [])
-    manager = build_reward_manager(load_config(Config, None, items))
+    manager = build_reward_manager(load_config(Config, None, items).reward_settings())
 
     def reward(prompts: Sequence[Any] = (), completions: Sequence[Any] = (), **columns: Any) -> list[float]:
         n = len(completions)

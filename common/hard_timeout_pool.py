@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from rewardkit.plugins.refs import FunctionRef
+from rewardkit.common.function_refs import FunctionRef
 
 _READY = "ready"  # a worker's first message: imports done, the task clock may start
 
@@ -103,7 +103,7 @@ class _Worker:
     def __init__(self, preload: list[str]) -> None:
         parent, child = socket.socketpair()
         code = (
-            "import sys; from rewardkit.plugins.workerpool import _worker_entry; "
+            "import sys; from rewardkit.common.hard_timeout_pool import _worker_entry; "
             f"_worker_entry({child.fileno()}, {preload!r})"
         )
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)

@@ -1,6 +1,6 @@
 """Generate docs/config.md, the reference of every config key with its default.
 
-``python -m rewardkit.core.config_doc docs/config.md`` rewrites the file; a
+``python -m rewardkit.config_doc docs/config.md`` rewrites the file; a
 test checks that the committed file is up to date.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rewardkit.core.config import describe
+from rewardkit.common.config import describe
 from rewardkit.core.schema import Config
 
 HEADER = """# Config reference
@@ -22,7 +22,7 @@ unknown key or a bad value is an error naming the key. Names follow verl's
 `ppo_trainer.yaml` wherever verl has the same setting.
 
 This file is generated from the schema (`core/schema.py`) by
-`python -m rewardkit.core.config_doc docs/config.md`.
+`python -m rewardkit.config_doc docs/config.md`.
 """
 
 

@@ -7,8 +7,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rewardkit.core.config import load_config
-from rewardkit.core.rows import read_rows, write_rows
+from rewardkit.common.config import load_config
+from rewardkit.common.rows import read_rows, write_rows
 from rewardkit.core.schema import Config
 from rewardkit.plugins.batch import RewardBatch
 
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     rows = read_rows(args.input)
     batch, owners = samples_of(rows, config.data.reward_fn_key, args.input)
     output = Path(args.output) if args.output else Path(args.input).with_suffix(".scored.jsonl")
-    with build_reward_manager(config) as manager:
+    with build_reward_manager(config.reward_settings()) as manager:
         manager.check_data_sources(batch.data_sources)
         with tqdm(total=len(batch), desc="scoring", unit="call", file=sys.stderr) as bar:
             out = manager(batch, progress=bar)

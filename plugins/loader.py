@@ -7,7 +7,6 @@ fails, and that error mentions the broken plugin.
 """
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import threading
 from typing import Any, Optional
@@ -18,12 +17,9 @@ from rewardkit.plugins import hookspecs
 from rewardkit.plugins.registry import PluginInfo, Registry
 
 ENTRY_POINT_GROUP = "rewardkit"
-
-BUILTIN_MODULES: dict[str, str] = {
-    "rewardkit.reward_fns": "built-in scorers",
-    "rewardkit.plugins.managers": "built-in reward managers",
-    "rewardkit.core.advantages": "built-in advantage estimators",
-}
+# Entry points of this distribution are the built-ins: a third-party claim
+# overrides theirs instead of clashing with it.
+OWN_DISTRIBUTION = "rewardkit"
 
 _HOOKS = (
     ("register_scorers", "add_scorer"),
@@ -38,18 +34,11 @@ def load_registry(disable: tuple[str, ...] = (), prefer: Optional[dict[str, str]
     pm.add_hookspecs(hookspecs)
     infos: list[PluginInfo] = []
     modules: dict[str, Any] = {}
-
-    for module_name in BUILTIN_MODULES:
-        info = PluginInfo(module_name, None, None, builtin=True)
-        infos.append(info)
-        if module_name in disable:
-            continue
-        _import_into(pm, info, lambda m=module_name: importlib.import_module(m), modules)
-
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        dist = ep.dist.name if ep.dist else None
-        version = ep.dist.version if ep.dist else None
-        info = PluginInfo(ep.name, dist, version, builtin=False)
+    # Built-ins first, so that `rewardkit plugins` lists them first.
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
+                     key=lambda e: (_dist_name(e) != OWN_DISTRIBUTION, e.name)):
+        dist = _dist_name(ep)
+        info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else None, builtin=dist == OWN_DISTRIBUTION)
         infos.append(info)
         if ep.name not in disable:
             _import_into(pm, info, ep.load, modules)
@@ -69,6 +58,10 @@ def load_registry(disable: tuple[str, ...] = (), prefer: Optional[dict[str, str]
                 except Exception as exc:  # noqa: BLE001 - reported, never fatal
                     info.error = f"{hook_name} failed: {type(exc).__name__}: {exc}"
     return registry
+
+
+def _dist_name(ep: importlib.metadata.EntryPoint) -> Optional[str]:
+    return ep.dist.name if ep.dist else None
 
 
 def _import_into(pm: pluggy.PluginManager, info: PluginInfo, load: Any, modules: dict[str, Any]) -> None:

@@ -1,0 +1,18 @@
+"""`rewardkit sft CONFIG [key=value ...]`: a supervised warm start of the policy."""
+from __future__ import annotations
+
+import argparse
+
+from rewardkit.commands.config_args import add_config_arguments, load_from_args
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rewardkit.core.sft import run_sft
+
+    save_dir = run_sft(load_from_args(args))
+    print(f"use it with: actor_rollout_ref.model.path={save_dir}")
+    return 0

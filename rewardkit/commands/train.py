@@ -1,0 +1,33 @@
+"""`rewardkit train CONFIG [key=value ...]`: PPO/GRPO training from a config."""
+from __future__ import annotations
+
+import argparse
+
+import yaml
+
+from rewardkit.commands.config_args import add_config_arguments, load_from_args
+from rewardkit.common.config import to_dict
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rewardkit.core.trainer import PPOTrainer, output_dir
+
+    config = load_from_args(args)
+    if not config.data.train_files:
+        raise ValueError("data.train_files is empty: give a config file or data.train_files=PATH")
+    out = output_dir(config)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+    trainer = PPOTrainer(config)
+    try:
+        last = trainer.fit()
+    finally:
+        trainer.close()
+    if "val/reward/mean" in last:
+        print(f"final validation reward: {last['val/reward/mean']:.4f}")
+    print(f"metrics: {out / 'metrics.jsonl'}")
+    return 0
