@@ -218,6 +218,7 @@ class TrainerConfig:
     critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
+    backend: Literal["local", "ray"] = opt("local", "local: this process (and local reward processes); ray: reward workers as Ray actors spread over the cluster (ray.init joins RAY_ADDRESS, else starts a local cluster).")
     device: Literal["auto", "cpu", "cuda"] = opt("auto", "Where the embedded engine runs: auto = cuda when available.")
     cpu_threads: Optional[int] = opt(None, "torch threads on CPU; null = torch's default (one per core). 1 is much faster when other processes busy the same cores.")
 
@@ -264,4 +265,5 @@ class Config:
 
     def reward_settings(self) -> RewardSettings:
         """What the reward side reads of this config."""
-        return RewardSettings(self.reward_model, self.custom_reward_function, self.plugins, self.data.max_response_length)
+        return RewardSettings(self.reward_model, self.custom_reward_function, self.plugins,
+                              self.data.max_response_length, self.trainer.backend)

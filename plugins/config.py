@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from rewardkit.common.config import InvalidValue, opt, section
 
@@ -89,3 +89,4 @@ class RewardSettings:
     custom_reward_function: CustomRewardFunctionConfig = section(CustomRewardFunctionConfig)
     plugins: PluginsConfig = section(PluginsConfig)
     max_response_length: Optional[int] = opt(None, "The rollout's response budget in tokens (DAPO's default max_resp_len).")
+    backend: Literal["local", "ray"] = opt("local", "Where pool workers run: local processes, or Ray actors across the cluster.")

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from rewardkit.common.function_refs import FunctionRef
-from rewardkit.common.hard_timeout_pool import Task, WorkerPool
+from rewardkit.common.function_refs import FILE_PREFIX, FunctionRef
+from rewardkit.common.hard_timeout_pool import Task, TaskResult, WorkerPool
 from rewardkit.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
 
 
@@ -68,6 +68,20 @@ class SerialExecutor:
 _SCORE_BY_REF = FunctionRef("rewardkit.plugins.scoring", "score_by_ref")
 
 
+def score_task(job: ScoreJob) -> Task:
+    """``job`` as a pool task: the scorer travels by reference and is re-imported by the worker."""
+    return Task(_SCORE_BY_REF, (FunctionRef.of(job.fn), job.data_source, job.solution_str, job.ground_truth,
+                                job.extra_info, job.kwargs))
+
+
+def outcome_of(result: TaskResult) -> ScoreOutcome:
+    """A pool task's result as the sample's outcome (a dead or hung worker is a crash or timeout)."""
+    if result.status == "ok":
+        return result.value
+    status = {"timeout": TIMEOUT, "crash": CRASH}.get(result.status, ERROR)
+    return ScoreOutcome(status, error=result.error, seconds=result.seconds)
+
+
 class ProcessExecutor:
     """Scores in ``num_workers`` worker processes with a hard per-sample ``timeout``.
 
@@ -81,27 +95,22 @@ class ProcessExecutor:
         self._pool: Optional[WorkerPool] = None
 
     def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
-        tasks = [
-            Task(_SCORE_BY_REF, (FunctionRef.of(j.fn), j.data_source, j.solution_str, j.ground_truth, j.extra_info, j.kwargs))
-            for j in jobs
-        ]
+        tasks = [score_task(j) for j in jobs]
         if self._pool is None:
-            preload = sorted({t.args[0].module for t in tasks if not t.args[0].module.startswith("file:")})
-            self._pool = WorkerPool(self.num_workers, preload=["rewardkit.plugins.scoring", *preload])
-        results = self._pool.map(tasks, timeout=self.timeout, on_done=(lambda i, r: progress.update(1)) if progress is not None else None)
-        outcomes = []
-        for r in results:
-            if r.status == "ok":
-                outcomes.append(r.value)
-            else:
-                status = {"timeout": TIMEOUT, "crash": CRASH}.get(r.status, ERROR)
-                outcomes.append(ScoreOutcome(status, error=r.error, seconds=r.seconds))
-        return outcomes
+            self._pool = WorkerPool(self.num_workers, preload=preload_modules(tasks))
+        on_done = (lambda i, r: progress.update(1)) if progress is not None else None
+        return [outcome_of(r) for r in self._pool.map(tasks, timeout=self.timeout, on_done=on_done)]
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+
+
+def preload_modules(tasks: Sequence[Task]) -> list[str]:
+    """What a worker imports before its first task: the scoring entry point and every scorer's module."""
+    scorers = {t.args[0].module for t in tasks if not t.args[0].module.startswith(FILE_PREFIX)}
+    return [_SCORE_BY_REF.module, *sorted(scorers)]
 
 
 class ThreadExecutor:
