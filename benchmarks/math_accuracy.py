@@ -25,8 +25,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from rewardkit.reward_fns import gsm8k, math_answer, math_dapo, math_reward, mathverify
-from rewardkit.reward_fns.math_verify_calls import parse, verify
+from rewardkit.reward_fns import gsm8k, math_answer, math_dapo, math_reward, math_verify_port
+from rewardkit.reward_fns.math_verify_lib import parse, verify
 
 DEFAULT_CASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "math_answer_cases.jsonl"
 VERL_ROUTES = {"openai/gsm8k": gsm8k, "lighteval/MATH": math_reward, "DigitalLearningGmbH/MATH-lighteval": math_reward,
@@ -76,7 +76,7 @@ JUDGES: dict[str, Callable[[Case], bool]] = {
     "gsm8k": _scorer(gsm8k),
     "math_reward": _scorer(math_reward),
     "math_dapo": _scorer(math_dapo),
-    "math_verify": _scorer(mathverify),
+    "math_verify": _scorer(math_verify_port),
     "math-verify (plain)": _plain_math_verify,
 }
 

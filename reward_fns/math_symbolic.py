@@ -22,7 +22,7 @@ from sympy.parsing.sympy_parser import (
 
 from rewardkit.reward_fns.answer_normalize import ParsedNumber
 from rewardkit.reward_fns.math_equivalence import Verdict, approximates, run_judges
-from rewardkit.reward_fns.math_verify_calls import parse, verify
+from rewardkit.reward_fns.math_verify_lib import parse, verify
 
 _PLAIN_MATH = re.compile(r"^[0-9a-zA-Z+\-*/^(). ]+$")
 # Only these multi-letter names may appear in plain-text math handed to sympy's
