@@ -127,7 +127,10 @@ def symbolic_equal(
     if _is_equation(answer) and _is_equation(target):
         return Verdict(same_equation(answer, target), "equation")
     correct, gold_parsed, pred_parsed = _verified(answer, target)
-    if correct and not (answer_number is not None and answer_number.truncated):
+    # math-verify rounds to 6 decimals, so it takes 2.718282 for e: a decimal answer must equal
+    # exactly, and digits before an ellipsis ("2...") never do.
+    written_out = answer_number is not None and (answer_number.decimals is not None or answer_number.truncated)
+    if correct and not (written_out and not _exactly(answer_number, gold_parsed)):
         return Verdict(True, "math_verify")
     if _UNBASED_LOG.search(answer + target) and _verified(_UNBASED_LOG.sub(r"\\ln", answer),
                                                            _UNBASED_LOG.sub(r"\\ln", target))[0]:
@@ -148,6 +151,11 @@ def symbolic_equal(
     if not gold_parsed and plain_target is None:
         return Verdict(False, "unparsed gold")
     return Verdict(False, "math_verify")
+
+
+def _exactly(literal: ParsedNumber, parsed: list[Any]) -> bool:
+    exact = _exact_real(parsed)
+    return not literal.truncated and isinstance(exact, Fraction) and exact == literal.value
 
 
 def _approximation(
