@@ -53,6 +53,7 @@ _CORRECTION_CUE = re.compile(
     r"I made (?:a|an) (?:mistake|error)|that(?:'s| is| was) (?:wrong|incorrect|not right))\b|\bno\s*[,:;!]"
 )
 _VALUE_CHAR = re.compile(r"[\d\\]")
+_REASON = re.compile(r"\s+(?:since|because|as)\s+")  # "it is -3 since x < 0": the value comes first
 _NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
 _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
@@ -203,7 +204,7 @@ def _correction(rest: str) -> str | None:
         return stated
     # Otherwise the last sentence must end on the new value ("Wait, no: it is 1/3."), so that
     # a check that merely mentions numbers ("Wait, 6 of the 10 cases ...") changes nothing.
-    sentence = _last_sentence(tail)
+    sentence = _REASON.split(_last_sentence(tail) or "", maxsplit=1)[0]
     value = _sentence_value(sentence) if sentence else None
     if not value or not _VALUE_CHAR.search(value) or value not in sentence:
         return None

@@ -161,8 +161,9 @@ def canonical_answer(text: str) -> str:
     text = text.strip().rstrip(".;,").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
-    # Units: a trailing \text{ cm} group after an answer, then bare words after a number.
-    while True:
+    # Units: a trailing \text{ cm} group after an answer (not after an equation's last side:
+    # "60 \text{ minutes} = 1 \text{ hour}" is a restatement), then bare words after a number.
+    while "=" not in text:
         match = _TRAILING_TEXT_GROUP.match(text)
         if match is None:
             break
