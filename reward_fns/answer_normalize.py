@@ -34,7 +34,7 @@ _UNIT_WORDS = r"(?!(?:or|and)\b)[A-Za-z][A-Za-z.]*(?:\s+(?!(?:or|and)\b)[A-Za-z]
 _GLUED_UNITS = r"cm|mm|km|kg|ft|mph|hrs|sec|min"
 # A clause after the answer ("42, which is even", "42 because 6 * 7 = 42"); never one that
 # starts with "or" / "and", which make a hedge or a list.
-_CLAUSE = (r"\s*(?:[,;:(]|--|—|\.(?=\s))\s*(?!(?:or|and)\b)[A-Za-z]{2,}\b.*"
+_CLAUSE = (r"\s*(?:[,;:(]|--|—|\.(?=\s))\s*(?!(?:or|and)\b)(?:a|[A-Za-z]{2,})\b.*"
            r"|\s+(?:since|because|as|which|so|i\.e\.|where|when|given)\b.*")
 _NUMBER_IN_PROSE = re.compile(
     rf"^(?P<words>(?:[A-Za-z]+,?\s+)*)(?P<number>{_NUMBER_CORE})(?:\s*(?P<percent>%))?"
