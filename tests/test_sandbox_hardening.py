@@ -298,3 +298,18 @@ def test_two_servers_on_one_host_never_share_sandbox_uids():
             with running_server("--workers", "1", "--base-uid", str(uids[0][0])):
                 pass
     assert processes_of_uids(range(uids[0][0], uids[0][1] + 1)) == []
+
+
+def test_a_warm_program_starts_sixty_threads_under_the_default_memory_limit(url):
+    """Found on the way: glibc read MALLOC_ARENA_MAX only at the worker's start, so warm threads got 64 MiB arenas."""
+    code = textwrap.dedent("""
+        import threading
+        stop = threading.Event()
+        threads = [threading.Thread(target=stop.wait) for _ in range(60)]
+        for t in threads:
+            t.start()
+        stop.set()
+        print(len(threads))
+    """)
+    result = run(url, code)["run_result"]
+    assert result["stdout"] == "60\n", result["stderr"]
