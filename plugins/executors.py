@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from rewardkit.common.function_refs import FunctionRef
-from rewardkit.common.hard_timeout_pool import Task, WorkerPool
+from rewardkit.common.errors import SystematicScorerError
+from rewardkit.common.function_refs import FILE_PREFIX, FunctionRef
+from rewardkit.common.hard_timeout_pool import Task, TaskResult, WorkerPool
 from rewardkit.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
 
 
@@ -68,6 +69,15 @@ class SerialExecutor:
 _SCORE_BY_REF = FunctionRef("rewardkit.plugins.scoring", "score_by_ref")
 
 
+def _failed(result: TaskResult) -> ScoreOutcome:
+    status = {"timeout": TIMEOUT, "crash": CRASH}.get(result.status, ERROR)
+    return ScoreOutcome(status, error=result.error, seconds=result.seconds)
+
+
+def _preload(refs: Sequence[FunctionRef]) -> list[str]:
+    return ["rewardkit.plugins.scoring", *sorted({r.module for r in refs if not r.module.startswith(FILE_PREFIX)})]
+
+
 class ProcessExecutor:
     """Scores in ``num_workers`` worker processes with a hard per-sample ``timeout``.
 
@@ -86,17 +96,9 @@ class ProcessExecutor:
             for j in jobs
         ]
         if self._pool is None:
-            preload = sorted({t.args[0].module for t in tasks if not t.args[0].module.startswith("file:")})
-            self._pool = WorkerPool(self.num_workers, preload=["rewardkit.plugins.scoring", *preload])
+            self._pool = WorkerPool(self.num_workers, preload=_preload([t.args[0] for t in tasks]))
         results = self._pool.map(tasks, timeout=self.timeout, on_done=(lambda i, r: progress.update(1)) if progress is not None else None)
-        outcomes = []
-        for r in results:
-            if r.status == "ok":
-                outcomes.append(r.value)
-            else:
-                status = {"timeout": TIMEOUT, "crash": CRASH}.get(r.status, ERROR)
-                outcomes.append(ScoreOutcome(status, error=r.error, seconds=r.seconds))
-        return outcomes
+        return [r.value if r.status == "ok" else _failed(r) for r in results]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -155,3 +157,76 @@ class ThreadExecutor:
 
     def close(self) -> None:
         pass
+
+
+_SCORE_BATCH_BY_REF = FunctionRef("rewardkit.plugins.scoring", "score_batch_by_ref")
+
+
+class BatchCallExecutor:
+    """Scores every job with one call of a batched ``compute_score`` (verl's ``batch`` manager).
+
+    The call runs in a worker process with a hard timeout of ``timeout``
+    seconds per sample (``timeout * len(jobs)`` for the call); a timeout or a
+    crash gives every sample that status, and the worker is replaced.
+    """
+
+    def __init__(self, timeout: Optional[float]) -> None:
+        self.timeout = timeout
+        self._pool: Optional[WorkerPool] = None
+
+    def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
+        if not jobs:
+            return []
+        first = jobs[0]
+        if any(j.fn is not first.fn or j.kwargs != first.kwargs for j in jobs):
+            raise ValueError("a batched compute_score call needs one function and one set of keyword arguments")
+        ref = FunctionRef.of(first.fn)
+        task = Task(_SCORE_BATCH_BY_REF, (ref, [j.data_source for j in jobs], [j.solution_str for j in jobs],
+                                          [j.ground_truth for j in jobs], [j.extra_info for j in jobs], first.kwargs))
+        if self._pool is None:
+            self._pool = WorkerPool(1, preload=_preload([ref]))
+        limit = None if self.timeout is None else self.timeout * len(jobs)
+        (result,) = self._pool.map([task], timeout=limit)
+        if result.status == "ok":
+            outcomes = result.value
+        else:
+            failed = _failed(result)
+            error = f"the batched call for {len(jobs)} samples failed: {failed.error}"
+            outcomes = [ScoreOutcome(failed.status, error=error, seconds=failed.seconds / len(jobs)) for _ in jobs]
+        if progress is not None:
+            progress.update(len(jobs))
+        return outcomes
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+def raise_if_all_failed(jobs: Sequence[ScoreJob], outcomes: Sequence[ScoreOutcome]) -> None:
+    """Raise :class:`SystematicScorerError` when some scorer failed on every one of its
+    samples with the same exception.
+
+    That is a broken scorer (a wrong signature, a missing module, a bad path),
+    not a batch of hard samples: scoring on would train on all-fallback rewards.
+    Only exceptions count (status ``error``); timeouts, crashes and an
+    unreachable service follow their own policies.
+    """
+    by_scorer: dict[str, list[int]] = {}
+    for i, job in enumerate(jobs):
+        by_scorer.setdefault(job.scorer, []).append(i)
+    for scorer, idx in by_scorer.items():
+        errors = {outcomes[i].error if outcomes[i].status == ERROR else None for i in idx}
+        if len(errors) != 1 or None in errors:
+            continue
+        try:
+            ref = FunctionRef.of(jobs[idx[0]].fn)
+            module = ref.module[len(FILE_PREFIX):] if ref.module.startswith(FILE_PREFIX) else ref.module
+            where = f" ({module}:{ref.name})"
+        except ValueError:
+            where = ""
+        raise SystematicScorerError(
+            f"scorer '{scorer}'{where} failed on every one of its {len(idx)} samples with the same error: "
+            f"{errors.pop()}. This is a bug in the function or its environment, not a hard sample; fix it, "
+            "or set reward_model.stop_when_all_fail=false to score such samples with reward_model.fallback_score"
+        )

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rewardkit.plugins.config import RewardSettings
-from rewardkit.plugins.custom import load_custom_function
+from rewardkit.plugins.custom import PER_SAMPLE, load_custom_function
 from rewardkit.common.errors import NotRegistered
 from rewardkit.plugins.registry import Registry
 
@@ -30,7 +30,7 @@ class ScoringPlan:
     4. the data_source routes that plugins registered.
     """
 
-    def __init__(self, registry: Registry, settings: RewardSettings) -> None:
+    def __init__(self, registry: Registry, settings: RewardSettings, call: str = PER_SAMPLE) -> None:
         self.registry = registry
         rm, custom = settings.reward_model, settings.custom_reward_function
         self._weights = rm.scorer_weights
@@ -42,7 +42,7 @@ class ScoringPlan:
         if rm.scorer is not None:
             self._fixed = [self._weighted(rm.scorer, registry.scorer(rm.scorer), 1.0)]
         elif custom.path:
-            fn = load_custom_function(custom.path, custom.name)
+            fn = load_custom_function(custom.path, custom.name, call, custom.reward_kwargs)
             self._fixed = [WeightedScorer(custom.name, fn, 1.0, dict(custom.reward_kwargs))]
         else:
             for pattern, weights in self._weights.items():
