@@ -33,12 +33,19 @@ class OverlongBufferConfig:
 @dataclass
 class SandboxFusionConfig:
     url: Optional[str] = opt(None, "URL of a SandboxFusion-compatible /run_code endpoint (ours: `rewardkit sandbox serve`).")
-    max_concurrent: int = opt(64, "Sandbox requests in flight at once (sandbox manager).")
+    max_concurrent: int = opt(64, "Sandbox requests in flight at once, per process (a plain SandboxFusion gets one request per test case, and the client adapts below this to what it sustains); the sandbox manager keeps as many samples in flight.")
     memory_limit_mb: int = opt(1024, "Memory limit per program run, in MB.")
+    retry_backoff: float = opt(0.5, "Base of the client's exponential retry back-off in seconds (connection errors, 429, 5xx).")
+    float_tolerance: dict[str, float] = opt({}, "Tolerance for real-number output tokens of the code scorer, per data_source or glob ({'*': 1e-4}); default 1e-6. Integers always compare exactly.")
 
     def __post_init__(self) -> None:
         if self.max_concurrent < 1:
             raise InvalidValue("max_concurrent", f"must be >= 1, got {self.max_concurrent}")
+        if self.retry_backoff < 0:
+            raise InvalidValue("retry_backoff", f"must be >= 0, got {self.retry_backoff}")
+        for pattern, tolerance in self.float_tolerance.items():
+            if tolerance < 0:
+                raise InvalidValue(f"float_tolerance.{pattern}", f"must be >= 0, got {tolerance}")
 
 
 @dataclass

@@ -109,13 +109,19 @@ class ProcessExecutor:
 class ThreadExecutor:
     """Scores on up to ``max_workers`` threads: for I/O-bound scorers (sandbox, HTTP judges).
 
+    ``max_workers`` may be a callable, read before each start, so the number
+    of samples in flight can follow a service's current capacity.
+
     A call past ``timeout`` is marked timed out and abandoned; its thread is a
     daemon and frees its slot, so a stuck request cannot stall the batch.
     """
 
-    def __init__(self, max_workers: int, timeout: Optional[float]) -> None:
+    def __init__(self, max_workers: int | Callable[[], int], timeout: Optional[float]) -> None:
         self.max_workers = max_workers
         self.timeout = timeout
+
+    def _cap(self) -> int:
+        return self.max_workers() if callable(self.max_workers) else self.max_workers
 
     def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
         results: list[Optional[ScoreOutcome]] = [None] * len(jobs)
@@ -128,7 +134,7 @@ class ThreadExecutor:
             done.put((i, _call(jobs[i])))
 
         while remaining:
-            while next_job < len(jobs) and len(started) < self.max_workers:
+            while next_job < len(jobs) and len(started) < self._cap():
                 started[next_job] = time.perf_counter()
                 threading.Thread(target=work, args=(next_job,), daemon=True).start()
                 next_job += 1

@@ -37,6 +37,9 @@ class ScoringPlan:
         self._service_kwargs = {
             "sandbox_fusion_url": rm.sandbox_fusion.url,
             "memory_limit_mb": rm.sandbox_fusion.memory_limit_mb,
+            "sandbox_max_concurrent": rm.sandbox_fusion.max_concurrent,
+            "sandbox_retry_backoff": rm.sandbox_fusion.retry_backoff,
+            "float_tolerance": rm.sandbox_fusion.float_tolerance or None,
         }
         self._fixed: Optional[list[WeightedScorer]] = None
         if rm.scorer is not None:
