@@ -123,3 +123,13 @@ def test_score_batched_file_with_the_batch_manager(tmp_path):
     rewardkit("score", src, "-o", tmp_path / "out.jsonl", f"custom_reward_function.path={tmp_path / 'batched.py'}",
               "reward_model.reward_manager=batch")
     assert read_rows(tmp_path / "out.jsonl")[0]["score"] == [1.0, 0.0]
+
+
+def test_score_with_the_batched_example_file(tmp_path):
+    out = tmp_path / "scored.jsonl"
+    rewardkit("score", MATH, "-o", out, "reward_model.reward_manager=batch",
+              f"custom_reward_function.path={ROOT / 'examples/custom_reward/batched_rarity.py'}",
+              "custom_reward_function.reward_kwargs.rarity_bonus=0.5")
+    first = read_rows(out)[0]  # gsm8k: one of three responses right -> bonus 0.5 * (1 - 1/3)
+    assert first["score"] == [pytest.approx(1 + 0.5 * 2 / 3), 0.0, 0.0]
+    assert first["reward_extra_info"][0]["solved_share"] == pytest.approx(1 / 3)
