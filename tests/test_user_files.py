@@ -15,6 +15,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
+
+import rewardkit
 
 from rewardkit.common.config import load_config
 from rewardkit.common.errors import CustomFunctionError, RewardError, SystematicScorerError
@@ -296,3 +299,62 @@ def test_rewardkit_score_exits_non_zero_on_a_broken_file(tmp_path):
     assert proc.returncode != 0
     assert "No module named 'recipe'" in proc.stderr and "old.py:compute_score" in proc.stderr
     assert not (tmp_path / "rows.scored.jsonl").exists()
+
+
+# -- the same files in training and through the TRL adapter --------------------------
+
+@pytest.mark.slow
+def test_batched_file_trains_and_a_broken_file_stops_before_the_update(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from core_helpers import tiny_config
+
+    from rewardkit.core.trainer import PPOTrainer
+
+    batched = write(tmp_path, "digits_batched.py", '''
+        def compute_score(data_sources, solution_strs, ground_truths, extra_infos, **kwargs):
+            return [sum(c.isdigit() for c in s) / max(1, len(s)) for s in solution_strs]
+    ''')
+    trainer = PPOTrainer(tiny_config(tmp_path / "ok", f"custom_reward_function.path={batched}",
+                                     "reward_model.reward_manager=batch"))
+    try:
+        trainer.global_step = 1
+        metrics = trainer.train_step(next(iter(trainer.loader)))
+        assert metrics["reward/errors"] == 0.0 and "reward/mean" in metrics
+    finally:
+        trainer.close()
+
+    broken = write(tmp_path, "broken.py", '''
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            from recipe.nowhere import grader
+            return 1.0
+    ''')
+    trainer = PPOTrainer(tiny_config(tmp_path / "broken", f"custom_reward_function.path={broken}"))
+    try:
+        before = [p.detach().clone() for p in trainer.actor.model.parameters()]
+        trainer.global_step = 1
+        with pytest.raises(SystematicScorerError, match="No module named 'recipe'"):
+            trainer.train_step(next(iter(trainer.loader)))
+        assert all(torch.equal(a, b.detach()) for a, b in zip(before, trainer.actor.model.parameters()))
+    finally:
+        trainer.close()
+
+
+def test_trl_adapter_runs_batched_and_stops_on_broken_files(tmp_path):
+    batched = write(tmp_path, "batched.py", BATCHED)
+    reward = rewardkit.trl_reward_func(overrides=[f"custom_reward_function.path={batched}",
+                                                  "reward_model.reward_manager=batch"])
+    try:
+        assert reward.__name__.startswith("batched.compute_score")
+        assert reward(prompts=["p", "p"], completions=["1", "2"], data_source=["a", "a"], ground_truth=["1", "1"]) == [1.0, 0.0]
+    finally:
+        reward.close()
+    broken = write(tmp_path, "lazy.py", '''
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            import module_that_is_not_installed
+    ''')
+    reward = rewardkit.trl_reward_func(overrides=[f"custom_reward_function.path={broken}"])
+    try:
+        with pytest.raises(SystematicScorerError, match="module_that_is_not_installed"):
+            reward(prompts=["p"], completions=["1"], data_source=["a"], ground_truth=["1"])
+    finally:
+        reward.close()
