@@ -109,34 +109,45 @@ class RefConfig:
 
 
 @dataclass
-class ValKwargsConfig:
-    n: int = opt(1, "Samples per validation prompt.")
-    do_sample: bool = opt(False, "Sample in validation (false = greedy).")
-    temperature: float = opt(0.0, "Validation temperature (used when do_sample).")
-    top_p: float = opt(1.0, "Validation nucleus sampling threshold.")
-    top_k: int = opt(-1, "Validation top-k (-1 = off).")
+class SamplingConfig:
+    """How responses are sampled: the one definition of these settings.
+
+    ``rollout`` and ``rollout.val_kwargs`` are this section (validation with
+    greedy defaults), and the rollout engines' ``SamplingParams`` extends it
+    with the number of new tokens.
+    """
+
+    n: int = opt(1, "Responses sampled per prompt (the group size of GRPO/RLOO).")
+    do_sample: bool = opt(True, "Sample (false = greedy decoding).")
+    temperature: float = opt(1.0, "Sampling temperature (used when do_sample).")
+    top_p: float = opt(1.0, "Nucleus sampling threshold.")
+    top_k: int = opt(-1, "Top-k sampling (-1 = off).")
 
     def __post_init__(self) -> None:
         require_positive("n", self.n, allow_none=False)
         if self.do_sample and self.temperature <= 0:
             raise InvalidValue("temperature", f"must be > 0 when do_sample is true, got {self.temperature}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise InvalidValue("top_p", f"must be in (0, 1], got {self.top_p}")
+
+    @property
+    def logit_temperature(self) -> float:
+        """The temperature the sampled distribution had: ``temperature``, or 1 for greedy decoding."""
+        return self.temperature if self.do_sample else 1.0
 
 
 @dataclass
-class RolloutConfig:
+class ValKwargsConfig(SamplingConfig):
+    n: int = opt(1, "Samples per validation prompt.")
+    do_sample: bool = opt(False, "Sample in validation (false = greedy).")
+    temperature: float = opt(0.0, "Validation temperature (used when do_sample).")
+
+
+@dataclass
+class RolloutConfig(SamplingConfig):
     name: Literal["hf"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate).")
-    n: int = opt(1, "Responses sampled per prompt (the group size of GRPO/RLOO).")
-    do_sample: bool = opt(True, "Sample (false = greedy decoding).")
-    temperature: float = opt(1.0, "Sampling temperature.")
-    top_p: float = opt(1.0, "Nucleus sampling threshold.")
-    top_k: int = opt(-1, "Top-k sampling (-1 = off).")
     log_prob_micro_batch_size: Optional[int] = opt(None, "Samples per forward when recomputing old log-probs; null = the whole batch.")
     val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
-
-    def __post_init__(self) -> None:
-        require_positive("n", self.n, allow_none=False)
-        if self.do_sample and self.temperature <= 0:
-            raise InvalidValue("temperature", f"must be > 0 when do_sample is true, got {self.temperature}")
 
 
 @dataclass
