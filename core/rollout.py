@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Protocol
 
 import torch
+import torch.distributed as dist
 from transformers import DynamicCache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from rewardkit.common.config import require_positive
@@ -145,7 +146,10 @@ class HFRollout:
         else:
             gen.temperature, gen.top_p, gen.top_k = None, None, None
         sequences = self.model.generate(
-            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, past_key_values=cache
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, past_key_values=cache,
+            # A sharded model gathers its weights in every forward pass, so all
+            # ranks keep stepping until the last of them is done.
+            synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,
         )
         input_ids, attention_mask = input_ids.cpu(), attention_mask.cpu()
         responses = sequences[:, input_ids.shape[1]:].cpu()

@@ -78,7 +78,26 @@ class CriticOptimConfig(OptimConfig):
 
 
 @dataclass
+class MixedPrecisionConfig:
+    param_dtype: DType = opt("float32", "dtype parameters are gathered in for forward and backward (bfloat16 is the usual choice on GPUs).")
+    reduce_dtype: DType = opt("float32", "dtype gradients are reduced across ranks in.")
+
+
+@dataclass
+class FSDPConfig:
+    offload_policy: bool = opt(False, "Keep parameters, gradients and optimizer state on the CPU between uses (FSDP2 CPUOffloadPolicy).")
+    reshard_after_forward: bool = opt(True, "Free gathered parameters after the forward pass (less memory, one more all-gather in the backward).")
+    mixed_precision: MixedPrecisionConfig = section(MixedPrecisionConfig, "FSDP2 mixed-precision policy.")
+
+
+StrategyName = Literal["local", "fsdp2"]
+STRATEGY_HELP = "local: the whole model in this process; fsdp2: sharded across the data-parallel ranks (see trainer.nnodes / n_gpus_per_node)."
+
+
+@dataclass
 class ActorConfig:
+    strategy: StrategyName = opt("local", STRATEGY_HELP + " The reference follows the actor.")
+    fsdp_config: FSDPConfig = section(FSDPConfig, "FSDP2 settings of the actor and the reference (strategy fsdp2).")
     ppo_mini_batch_size: int = opt(16, "Prompts per optimizer step (times rollout.n samples); a training batch gives train_batch_size / ppo_mini_batch_size updates per epoch.")
     ppo_micro_batch_size: Optional[int] = opt(None, "Samples per forward/backward (gradient accumulation); null = the whole mini-batch.")
     ppo_epochs: int = opt(1, "Passes over each training batch.")
@@ -167,6 +186,8 @@ class CriticModelConfig:
 @dataclass
 class CriticConfig:
     enable: Optional[bool] = opt(None, "Run a critic; null = when the advantage estimator needs values (gae) or algorithm.reward_source is critic.")
+    strategy: StrategyName = opt("local", STRATEGY_HELP)
+    fsdp_config: FSDPConfig = section(FSDPConfig, "FSDP2 settings of the critic (strategy fsdp2).")
     freeze: bool = opt(False, "Never update the critic (no optimizer); it still provides values. Logs critic/frozen=1.")
     model: CriticModelConfig = section(CriticModelConfig, "Critic backbone (a one-output token head is added).")
     ppo_mini_batch_size: Optional[int] = opt(None, "Prompts per critic optimizer step; null = the actor's.")
@@ -231,11 +252,15 @@ class TrainerConfig:
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
     device: Literal["auto", "cpu", "cuda"] = opt("auto", "Where the embedded engine runs: auto = cuda when available.")
     cpu_threads: Optional[int] = opt(None, "torch threads on CPU; null = torch's default (one per core). 1 is much faster when other processes busy the same cores.")
+    nnodes: int = opt(1, "Machines in a data-parallel run (launched with torchrun).")
+    n_gpus_per_node: int = opt(1, "Data-parallel ranks per machine: its GPUs, or its CPU processes on a machine without GPUs.")
 
     def __post_init__(self) -> None:
         require_positive("total_epochs", self.total_epochs, allow_none=False)
         require_positive("total_training_steps", self.total_training_steps)
         require_positive("cpu_threads", self.cpu_threads)
+        require_positive("nnodes", self.nnodes, allow_none=False)
+        require_positive("n_gpus_per_node", self.n_gpus_per_node, allow_none=False)
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
 

@@ -51,11 +51,6 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def build_strategy(config: Any) -> "Strategy":
-    """The strategy the workers of this process use."""
-    return LocalStrategy(pick_device(config.trainer.device))
-
-
 class LocalStrategy:
     """The whole model on ``device`` in this process."""
 

@@ -21,6 +21,8 @@ from tqdm import tqdm
 from rewardkit.core.batch import Batch, MiniBatch, mini_batches
 from rewardkit.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
 from rewardkit.core.data import PromptDataset, PromptLoader, read_files
+from rewardkit.core.data_parallel import data_parallel
+from rewardkit.core.distributed import barrier, broadcast_object, init_distributed
 from rewardkit.core.kl import KLController, apply_kl_penalty
 from rewardkit.core.models import run_tokenizer
 from rewardkit.core.reward_masking import (
@@ -71,6 +73,8 @@ class PPOTrainer:
         c, t = config, config.trainer
         self.out_dir = output_dir(config)
         setup_torch(t)
+        self.topology = init_distributed(t)
+        self.is_main = self.topology.is_main
 
         self.tokenizer = run_tokenizer(c)
         self.train_set = PromptDataset(read_files(c.data.train_files, "data.train_files"), self.tokenizer, c.data)
@@ -88,9 +92,9 @@ class PPOTrainer:
 
         actor_cfg, rollout_cfg = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
         self.n = rollout_cfg.n
-        self.actor = ActorRolloutWorker(c, self.total_steps)
-        self.ref = ReferenceWorker(c) if self.use_ref else None
-        self.critic = CriticWorker(c, self.total_steps) if self.use_critic else None
+        self.actor = data_parallel(ActorRolloutWorker(c, self.total_steps), self.topology)
+        self.ref = data_parallel(ReferenceWorker(c), self.topology) if self.use_ref else None
+        self.critic = data_parallel(CriticWorker(c, self.total_steps), self.topology) if self.use_critic else None
         self.actor_mini_batch_size = actor_cfg.ppo_mini_batch_size * self.n
         self.critic_mini_batch_size = (c.critic.ppo_mini_batch_size or actor_cfg.ppo_mini_batch_size) * self.n
         self.critic_epochs = c.critic.ppo_epochs or actor_cfg.ppo_epochs
@@ -102,10 +106,12 @@ class PPOTrainer:
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
         # Last, so that nothing after it can fail and leave its worker processes behind.
-        self.reward_manager = build_reward_manager(config.reward_settings())
+        # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
+        self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
         sources = self.train_set.data_sources() + (self.val_set.data_sources() if self.val_set else [])
         try:
-            self.reward_manager.check_data_sources(sorted(set(sources)))
+            if self.reward_manager is not None:
+                self.reward_manager.check_data_sources(sorted(set(sources)))
         except Exception:
             self.reward_manager.close()
             raise
@@ -116,14 +122,14 @@ class PPOTrainer:
         t = self.config.trainer
         self._write(f"output directory: {self.out_dir.resolve()}")
         self.maybe_resume()
-        tracker = Tracker(self.out_dir, t.logger, resume_step=self.global_step, stream=self.stream)
+        tracker = Tracker(self.out_dir, t.logger if self.is_main else [], resume_step=self.global_step, stream=self.stream)
         last: dict[str, float] = {}
         try:
             if t.val_before_train and self.global_step == 0 and self.val_set is not None:
                 last = self.validate()
                 tracker.log(0, last)
             batches = iter(self.loader)
-            with tqdm(total=self.total_steps, initial=self.global_step, desc="training", disable=not t.progress_bar,
+            with tqdm(total=self.total_steps, initial=self.global_step, desc="training", disable=not (t.progress_bar and self.is_main),
                       file=self.stream, dynamic_ncols=True) as bar:
                 while self.global_step < self.total_steps:
                     self.global_step += 1
@@ -258,13 +264,16 @@ class PPOTrainer:
 
     def score(self, batch: Batch):
         """The reward managers' verdict on a generated batch (decoded responses)."""
-        responses = batch["responses"]
-        lengths = batch["response_mask"].sum(-1).tolist()
-        texts = [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(responses, lengths)]
-        return self.reward_manager(RewardBatch(
-            data_sources=batch.meta["data_source"], solutions=texts, ground_truths=batch.meta["ground_truth"],
-            extra_infos=batch.meta["extra_info"], styles=batch.meta["style"], response_mask=batch["response_mask"],
-        ))
+        result = None
+        if self.reward_manager is not None:
+            responses = batch["responses"]
+            lengths = batch["response_mask"].sum(-1).tolist()
+            texts = [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(responses, lengths)]
+            result = self.reward_manager(RewardBatch(
+                data_sources=batch.meta["data_source"], solutions=texts, ground_truths=batch.meta["ground_truth"],
+                extra_infos=batch.meta["extra_info"], styles=batch.meta["style"], response_mask=batch["response_mask"],
+            ))
+        return broadcast_object(result, self.topology)
 
     def _data_metrics(self, batch: Batch) -> dict[str, float]:
         mask = batch["response_mask"].bool()
@@ -313,12 +322,21 @@ class PPOTrainer:
 
     # -- checkpoints ---------------------------------------------------------------
     def save_checkpoint(self) -> Path:
-        """Models, optimizers, data position, KL controller and RNG of the current step."""
+        """Models, optimizers, data position, KL controller and RNG of the current step.
+
+        Every rank saves its workers' shards and its own RNG (``rng_rank<r>.pt``);
+        rank 0 writes the rest, then marks the checkpoint complete.
+        """
         path = step_dir(self.out_dir, self.global_step)
         self.actor.save_checkpoint(path / "actor")
-        self.tokenizer.save_pretrained(path / "actor")
         if self.critic is not None:
             self.critic.save_checkpoint(path / "critic")
+        if self.topology.distributed:
+            torch.save(rng_state(), path / f"rng_rank{self.topology.rank}.pt")
+        barrier(self.topology)
+        if not self.is_main:
+            return path
+        self.tokenizer.save_pretrained(path / "actor")
         torch.save({
             "global_step": self.global_step,
             "loader": self.loader.state_dict(),
@@ -326,6 +344,7 @@ class PPOTrainer:
             "mask_generator": self.mask_generator.get_state(),
             "shuffle_generator": self.shuffle_generator.get_state(),
             "rng": rng_state(),
+            "world_size": self.topology.world_size,
         }, path / "trainer_state.pt")
         mark_latest(self.out_dir, self.global_step, self.config.trainer.max_ckpt_to_keep)
         return path
@@ -344,27 +363,34 @@ class PPOTrainer:
             path = latest_checkpoint(self.out_dir)
             if path is None:
                 return None
+        state = torch.load(path / "trainer_state.pt", weights_only=False)
+        saved_world = state.get("world_size", 1)
+        if saved_world != self.topology.world_size:
+            raise ValueError(f"checkpoint {path} was written by {saved_world} ranks; resume it with as many "
+                             f"(this run has {self.topology.world_size})")
         self.actor.load_checkpoint(path / "actor")
         if self.critic is not None:
             if not (path / "critic").is_dir():
                 raise FileNotFoundError(f"checkpoint {path} has no critic/ but this run uses a critic")
             self.critic.load_checkpoint(path / "critic")
-        state = torch.load(path / "trainer_state.pt", weights_only=False)
         self.global_step = int(state["global_step"])
         self.loader.load_state_dict(state["loader"])
         self.kl_ctrl.load_state_dict(state["kl_ctrl"])
         self.mask_generator.set_state(state["mask_generator"])
         self.shuffle_generator.set_state(state["shuffle_generator"])
         # Last: loading models above may have drawn from the global generators.
-        set_rng_state(state["rng"])
+        set_rng_state(torch.load(path / f"rng_rank{self.topology.rank}.pt", weights_only=False)
+                      if self.topology.distributed else state["rng"])
         self._write(f"resumed from {path} at step {self.global_step}")
         return path
 
     def close(self) -> None:
-        self.reward_manager.close()
+        if self.reward_manager is not None:
+            self.reward_manager.close()
 
     def _write(self, text: str) -> None:
-        tqdm.write(text, file=self.stream)
+        if self.is_main:
+            tqdm.write(text, file=self.stream)
 
     @contextmanager
     def _rollout_phase(self) -> Iterator[None]:

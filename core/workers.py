@@ -24,15 +24,28 @@ from typing import Any, Callable, Iterable, Optional, TypeVar
 import torch
 
 from rewardkit.core.batch import Batch, MiniBatch
+from rewardkit.core.distributed import Topology, init_distributed
 from rewardkit.core.kl import kl_penalty
 from rewardkit.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
 from rewardkit.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
 from rewardkit.core.optim import build_optimizer
 from rewardkit.core.rollout import SamplingParams, build_rollout_engine
-from rewardkit.core.strategy import Strategy, build_strategy
+from rewardkit.core.strategy import LocalStrategy, Strategy
 from rewardkit.core.tensor_ops import masked_mean
 
 T = TypeVar("T")
+
+
+def build_strategy(name: str, fsdp_cfg: Any, topology: Topology) -> Strategy:
+    """The strategy named by a role's ``strategy`` key, on this process's device."""
+    if name == "fsdp2":
+        from rewardkit.core.fsdp import FSDP2Strategy  # torch.distributed's FSDP only when asked for
+
+        return FSDP2Strategy(topology.device, fsdp_cfg)
+    if topology.distributed:
+        raise ValueError(f"this run has {topology.world_size} data-parallel ranks but a worker's strategy is local: "
+                         "set actor_rollout_ref.actor.strategy=fsdp2 (and critic.strategy=fsdp2)")
+    return LocalStrategy(topology.device)
 
 
 def _forked_seed(seed: int, build: Callable[[], T]) -> T:
@@ -103,13 +116,17 @@ def _update(model: torch.nn.Module, strategy: Strategy, optimizer: torch.optim.O
 class ActorRolloutWorker:
     """The policy (role actor + rollout): generation, log-probs and clipped-PPO updates."""
 
-    def __init__(self, config: Any, total_steps: int, strategy: Optional[Strategy] = None) -> None:
+    def __init__(self, config: Any, total_steps: int) -> None:
         arr = config.actor_rollout_ref
         self.cfg = arr.actor
-        self.strategy = strategy or build_strategy(config)
+        topology = init_distributed(config.trainer)
+        self.strategy = build_strategy(arr.actor.strategy, arr.actor.fsdp_config, topology)
         tokenizer = run_tokenizer(config)
         torch.manual_seed(config.trainer.seed)
         self.model = self.strategy.wrap(build_causal_lm(arr.model, tokenizer))
+        if topology.distributed:
+            # Every rank built the same initial weights; each samples its share of the prompts with its own stream.
+            torch.manual_seed(config.trainer.seed + topology.rank)
         self.temperature = arr.rollout.logit_temperature
         self.log_prob_micro_batch_size = arr.rollout.log_prob_micro_batch_size
         self.optimizer, self.scheduler = build_optimizer(self.model.parameters(), self.cfg.optim, total_steps)
@@ -187,9 +204,9 @@ class ActorRolloutWorker:
 class ReferenceWorker:
     """The frozen reference policy: the actor's initial weights, built by itself."""
 
-    def __init__(self, config: Any, strategy: Optional[Strategy] = None) -> None:
+    def __init__(self, config: Any) -> None:
         arr = config.actor_rollout_ref
-        self.strategy = strategy or build_strategy(config)
+        self.strategy = build_strategy(arr.actor.strategy, arr.actor.fsdp_config, init_distributed(config.trainer))
         tokenizer = run_tokenizer(config)
         model = _forked_seed(config.trainer.seed, lambda: build_causal_lm(arr.model, tokenizer))
         self.model = self.strategy.wrap(model.requires_grad_(False))
@@ -204,10 +221,10 @@ class ReferenceWorker:
 class CriticWorker:
     """The value model; with ``critic.freeze`` it has no optimizer and only provides values."""
 
-    def __init__(self, config: Any, total_steps: int, strategy: Optional[Strategy] = None) -> None:
+    def __init__(self, config: Any, total_steps: int) -> None:
         self.cfg = config.critic
         model_cfg = config.actor_rollout_ref.model
-        self.strategy = strategy or build_strategy(config)
+        self.strategy = build_strategy(self.cfg.strategy, self.cfg.fsdp_config, init_distributed(config.trainer))
         tokenizer = run_tokenizer(config)
         model = _forked_seed(config.trainer.seed + 1, lambda: build_value_model(
             model_cfg, tokenizer, path=self.cfg.model.path or model_cfg.path, config=self.cfg.model.config or model_cfg.config,
