@@ -8,6 +8,7 @@ trainer.n_gpus_per_node``. Ranks talk over NCCL on GPUs and gloo on CPUs.
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -61,9 +62,26 @@ def init_distributed(trainer_cfg: Any) -> Topology:
     if device.type == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
-    if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    ensure_process_group(device)
     return Topology(dist.get_rank(), dist.get_world_size(), device)
+
+
+def ensure_process_group(device: torch.device) -> None:
+    """Join the launcher's process group, or, in a process nobody launched, make a group of one.
+
+    FSDP2 shards over a process group even with a single rank (which still
+    gains mixed precision and CPU offload).
+    """
+    if dist.is_initialized():
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    if "MASTER_ADDR" in os.environ:
+        dist.init_process_group(backend)
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
 
 
 def all_gather_objects(obj: T, topology: Topology) -> list[T]:

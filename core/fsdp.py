@@ -28,6 +28,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionP
 from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
+from rewardkit.core.distributed import ensure_process_group
 from rewardkit.core.models import DTYPES
 
 SHARDS_DIR = "dcp"
@@ -78,6 +79,7 @@ class FSDP2Strategy:
         self.fsdp_cfg = fsdp_cfg
 
     def wrap(self, model: PreTrainedModel) -> PreTrainedModel:
+        ensure_process_group(self.device)
         self.architectures = [type(model).__name__]
         return shard_model(model, self.fsdp_cfg, self.device)
 

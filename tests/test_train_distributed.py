@@ -56,11 +56,14 @@ def metrics(out_dir) -> dict[int, dict]:
     return {r["step"]: {k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records}
 
 
-def test_two_fsdp2_ranks_give_the_losses_of_one_process(tmp_path):
+@pytest.mark.parametrize("offload", [False, True], ids=["on-device", "cpu-offload"])
+def test_two_fsdp2_ranks_give_the_losses_of_one_process(tmp_path, offload):
     paths = write_inputs(tmp_path)
     common = [*tiny_overrides(tmp_path, paths), *OPTIONS, *GREEDY]
     train([*common, f"trainer.default_local_dir={tmp_path / 'one'}"], ranks=1)
-    train([*common, *FSDP2, f"trainer.default_local_dir={tmp_path / 'two'}", "trainer.save_freq=3"], ranks=2)
+    offloading = [f"actor_rollout_ref.actor.fsdp_config.offload_policy={str(offload).lower()}",
+                  f"critic.fsdp_config.offload_policy={str(offload).lower()}"]
+    train([*common, *FSDP2, *offloading, f"trainer.default_local_dir={tmp_path / 'two'}", "trainer.save_freq=3"], ranks=2)
     one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
     assert sorted(one) == sorted(two) == [1, 2, 3]
     for step in one:
@@ -89,3 +92,17 @@ def test_a_sharded_checkpoint_resumes_exactly(tmp_path):
     straight, resumed = metrics(tmp_path / "straight"), metrics(tmp_path / "stopped")
     assert sorted(resumed) == [1, 2, 3]
     assert resumed[3] == straight[3]
+
+
+def test_fsdp2_on_a_single_rank_matches_the_local_strategy(tmp_path):
+    # No launcher: the run makes a process group of one. With one rank the
+    # sampling stream is the local run's, so sampling can stay on.
+    paths = write_inputs(tmp_path)
+    common = [*tiny_overrides(tmp_path, paths), *OPTIONS]
+    train([*common, f"trainer.default_local_dir={tmp_path / 'local'}"], ranks=1)
+    train([*common, "actor_rollout_ref.actor.strategy=fsdp2", "critic.strategy=fsdp2",
+           f"trainer.default_local_dir={tmp_path / 'fsdp2'}"], ranks=1)
+    local, sharded = metrics(tmp_path / "local"), metrics(tmp_path / "fsdp2")
+    for step in local:
+        for key in LOSSES:
+            assert sharded[step][key] == pytest.approx(local[step][key], rel=1e-4, abs=1e-6), f"step {step}: {key}"
