@@ -295,6 +295,8 @@ def _component_metrics(batch: RewardBatch, plans: list[list[Component]],
             kind = {OK: None, GATED: "gated", ABSTAIN: "abstained", TIMEOUT: "timeouts"}.get(r.status, "failed")
             scopes = [f"reward/{c.name}"] + ([f"reward/source/{source}/{c.name}"] if multi_source or len(comps) > 1 else [])
             for scope in scopes:
+                for name in ("failed", "timeouts", "abstained", "gated"):
+                    counts.setdefault(f"{scope}/{name}", 0.0)
                 if r.status == OK:
                     values[scope].append(r.score)  # type: ignore[arg-type]
                 else:
