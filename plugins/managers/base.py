@@ -222,6 +222,7 @@ class RewardManager:
             "reward_status": OK if status == GATED else status,
             "reward_error": "; ".join(errors) or None,
             "reward_seconds": sum(r.seconds for r in results),
+            "reward_components": {c.name: r.score for c, r in zip(comps, results)},
         }
         single = len(comps) == 1
         voting: list[tuple[float, float]] = []
