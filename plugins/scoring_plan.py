@@ -73,6 +73,14 @@ class ScoringPlan:
         }
         self.models: dict[str, Any] = {}
         self._default_model = self._check_models(rm)
+        if not rm.enable:
+            # A model that would not be used is a mistake to report, not a setting to ignore
+            # (judge.base_url alone also serves verl generative-judge functions).
+            unused = [k for k in configured_kinds(rm) if not (k == "judge" and custom.path)]
+            if unused:
+                section, field = SECTIONS[unused[0]]
+                raise ConfigError(f"reward_model.{section}.{field} is set but reward_model.enable is false; "
+                                  "set reward_model.enable=true to score with it, or remove it")
         if rm.judge.tokenizer:
             from rewardkit.common.tokenizer_files import load_tokenizer_dir
             self._service_kwargs["reward_model_tokenizer"] = load_tokenizer_dir(rm.judge.tokenizer)

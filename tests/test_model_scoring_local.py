@@ -119,6 +119,8 @@ def test_model_rows_need_model_scoring_turned_on(rm_path, make_config):
     with pytest.raises(ConfigError, match=r"reward_model.components.open/\*.rm.kind is judge, but reward_model.judge.base_url is not set"):
         build_reward_manager(make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}",
                                          "reward_model.components={'open/*': {rm: {kind: judge}}}").reward_settings())
+    with pytest.raises(ConfigError, match=r"reward_model.model.path is set but reward_model.enable is false"):
+        build_reward_manager(make_config(f"reward_model.model.path={rm_path}").reward_settings())
     with pytest.raises(ConfigError, match=r"components.open/\*.rm.kind is local_rm, but reward_model.enable is false"):
         build_reward_manager(make_config("reward_model.components={'open/*': {rm: {kind: local_rm}}}").reward_settings())
 
@@ -126,3 +128,25 @@ def test_model_rows_need_model_scoring_turned_on(rm_path, make_config):
 def test_component_gate_must_name_an_earlier_component(make_config):
     with pytest.raises(ConfigError, match=r"components.x.b.gate names 'c', which is not an earlier component"):
         make_config("reward_model.components={x: {b: {gate: c}, c: {}}}")
+
+
+def test_rewardkit_score_scores_model_rows_offline_with_a_column_per_component(rm_path, tmp_path, capsys):
+    from rewardkit.cli import main
+    from rewardkit.common.rows import read_rows, write_rows
+
+    rows = [{"data_source": "openai/gsm8k", "prompt": "1+3?", "reward_model": {"style": "rule", "ground_truth": "4"},
+             "response": "#### 4"},
+            {"data_source": "open/chat", "prompt": PROMPT, "reward_model": {"style": "model", "ground_truth": ""},
+             "response": ["aaaa", "bbbb"]}]
+    write_rows(tmp_path / "in.jsonl", rows)
+    assert main(["score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
+                 "reward_model.enable=true", f"reward_model.model.path={rm_path}"]) == 0
+    table = capsys.readouterr().out
+    header = next(line for line in table.splitlines() if line.startswith("data_source"))
+    assert header.split()[-2:] == ["gsm8k", "local_rm"]
+    scored = read_rows(tmp_path / "out.jsonl")
+    direct = LocalRewardModel(RewardModelPathConfig(path=str(rm_path)))
+    expected = [o.score for o in direct.score([ModelRequest("open/chat", PROMPT, r) for r in ("aaaa", "bbbb")])]
+    assert scored[0]["score"] == 1.0
+    assert scored[1]["score"] == pytest.approx(expected, abs=1e-5)  # scored with the row's prompt
+    assert scored[1]["reward_extra_info"][0]["reward_components"] == {"local_rm": pytest.approx(expected[0], abs=1e-5)}

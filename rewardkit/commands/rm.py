@@ -27,7 +27,10 @@ def run(args: argparse.Namespace) -> int:
         from rewardkit.common.config import load_config
         from rewardkit.core.reward_model_training import RMTrainConfig, train_reward_model
 
-        config = load_config(RMTrainConfig, args.config, list(args.overrides))
+        path, overrides = args.config, list(args.overrides)
+        if path is not None and "=" in path:  # no config file: the first argument is already an override
+            path, overrides = None, [path, *overrides]
+        config = load_config(RMTrainConfig, path, overrides)
         metrics = train_reward_model(config, stream=sys.stderr)
         accuracy = metrics.get("val/accuracy")
         held_out = f"held-out pairwise accuracy {accuracy:.3f}" if accuracy is not None else "no held-out pairs"
