@@ -116,11 +116,11 @@ def bench_judge(prompts: int, n: int, distinct: int) -> None:
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     rng = random.Random(1)
     batch = [ModelRequest("chat", f"question {p}", f"answer {rng.randrange(distinct)}") for p in range(prompts) for _ in range(n)]
-    print(f"\nLLM judge on a group-sampled batch: {prompts} prompts x {n} samples, {distinct} distinct answers per prompt, "
-          f"{_Judge.latency * 1000:.0f} ms per request, 8 in flight")
+    print(f"\nLLM judge on a group-sampled batch: {prompts} prompts x {n} samples = {len(batch)} samples, {distinct} distinct "
+          f"answers per prompt, {_Judge.latency * 1000:.0f} ms per request, 8 in flight (duplicates within a batch are always asked once)")
     print(f"{'judge':<34}{'requests':>10}{'seconds':>9}{'hit rate':>10}")
     rows = []
-    for name, size in (("no cache", 0), ("cache", 100000)):
+    for name, size in (("cache_size=0", 0), ("cache_size=100000", 100000)):
         judge = LLMJudge(JudgeConfig(base_url=url, model="m", max_concurrent=8, cache_size=size))
         for label in ("first pass", "repeated"):
             before = _Judge.count
