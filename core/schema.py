@@ -11,6 +11,7 @@ from typing import Any, Literal, Optional, Union
 
 from rewardkit.common.config import InvalidValue, opt, require_positive, section
 from rewardkit.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
+from rewardkit.plugins.verl_layout import map_reward_layout
 
 Files = Union[str, list[str]]
 DType = Literal["float32", "bfloat16", "float16"]
@@ -294,6 +295,9 @@ class Config:
     custom_reward_function: CustomRewardFunctionConfig = section(CustomRewardFunctionConfig, "A user compute_score file, as in verl.")
     reward_model: RewardModelConfig = section(RewardModelConfig, "Reward managers, scorers and their execution.")
     plugins: PluginsConfig = section(PluginsConfig, "Plugin loading.")
+
+    # verl's newer reward.* layout (reward.reward_model.enable, reward.custom_reward_function.path, ...) loads too.
+    normalize_tree = staticmethod(map_reward_layout)
 
     def __post_init__(self) -> None:
         if self.algorithm.reward_source == "critic" and self.critic.enable is False:
