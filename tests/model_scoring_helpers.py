@@ -2,17 +2,16 @@
 from __future__ import annotations
 
 import json
-import random
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
 from rewardkit.demo.char_tokenizer import build_char_tokenizer
+from rewardkit.demo.preferences import a_share, preference_pairs  # noqa: F401 - a_share is for the tests
 
 TINY_RM = {"model_type": "qwen2", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
            "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 256}
-LETTERS = "bcdefghijklmnopqrstuvwxyz .,0123456789"
 
 
 def save_random_rm(path: Path, seed: int = 0) -> Path:
@@ -28,28 +27,9 @@ def save_random_rm(path: Path, seed: int = 0) -> Path:
     return path
 
 
-def a_share(text: str) -> float:
-    """The synthetic preference: the share of the letter 'a' in a response (more is better)."""
-    return text.count("a") / max(1, len(text))
-
-
 def preference_rows(n: int, seed: int = 0) -> list[dict]:
-    """Pairs of responses where ``chosen`` has more 'a's than ``rejected``; half with a prompt, half without."""
-    rng = random.Random(seed)
-
-    def response(k: int, length: int) -> str:
-        chars = [rng.choice(LETTERS) for _ in range(length)]
-        for i in rng.sample(range(length), k):
-            chars[i] = "a"
-        return "".join(chars)
-
-    rows = []
-    for _ in range(n):
-        length = rng.randint(4, 12)
-        k1, k2 = rng.sample(range(length + 1), 2)
-        prompt = rng.choice([[{"role": "user", "content": "Say something."}], None])
-        rows.append({"prompt": prompt, "chosen": response(max(k1, k2), length), "rejected": response(min(k1, k2), length)})
-    return rows
+    """Short preference pairs (the demo's synthetic preference), quick to train on."""
+    return preference_pairs(n, seed, max_length=12)
 
 
 class ScriptedServer:

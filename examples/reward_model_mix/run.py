@@ -18,7 +18,6 @@ the GRPO run (e.g. trainer.total_training_steps=20).
 """
 from __future__ import annotations
 
-import random
 import sys
 from pathlib import Path
 
@@ -28,36 +27,11 @@ from rewardkit.core.reward_model_training import RMTrainConfig, train_reward_mod
 from rewardkit.demo import DEMO_OVERRIDES, before_after, format_table, read_metrics
 from rewardkit.demo.arith_problems import make_dataset
 from rewardkit.demo.char_tokenizer import build_char_tokenizer
+from rewardkit.demo.preferences import OPEN_PROMPTS, preference_pairs
 
 OPEN_SOURCE = "open/chat"
-OPEN_PROMPTS = ["Say something.", "Write a word.", "Tell me anything.", "Make a sound.", "Speak up.", "Type a line."]
-LETTERS = "bcdefghijklmnopqrstuvwxyz .,0123456789"
 TINY_RM = ("{model_type: qwen2, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
            "num_key_value_heads: 2, max_position_embeddings: 256}")
-
-
-def a_share(text: str) -> float:
-    """The preference the reward model learns: the share of the letter 'a' in a response."""
-    return text.count("a") / max(1, len(text))
-
-
-def preference_pairs(n: int, seed: int) -> list[dict]:
-    """``n`` pairs whose chosen response has more 'a's; half with an open-ended prompt, half without."""
-    rng = random.Random(seed)
-
-    def response(k: int, length: int) -> str:
-        chars = [rng.choice(LETTERS) for _ in range(length)]
-        for i in rng.sample(range(length), k):
-            chars[i] = "a"
-        return "".join(chars)
-
-    pairs = []
-    for _ in range(n):
-        length = rng.randint(4, 20)
-        k1, k2 = rng.sample(range(length + 1), 2)
-        prompt = rng.choice([[{"role": "user", "content": rng.choice(OPEN_PROMPTS)}], None])
-        pairs.append({"prompt": prompt, "chosen": response(max(k1, k2), length), "rejected": response(min(k1, k2), length)})
-    return pairs
 
 
 def open_rows(n: int, split: str) -> list[dict]:
