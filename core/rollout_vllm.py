@@ -41,7 +41,6 @@ class VLLMSettings:
     enforce_eager: bool = True
     max_num_seqs: int = 256
     update_weights_bucket_megabytes: int = 512
-    seed: int = 0
 
 
 class WeightReceiver:
@@ -120,7 +119,6 @@ class VLLMRollout:
             # Prompts and responses are token ids: the engine never needs a tokenizer.
             skip_tokenizer_init=True,
             dtype=dtype,
-            seed=settings.seed,
             max_model_len=settings.max_model_len,
             max_num_seqs=settings.max_num_seqs,
             enforce_eager=settings.enforce_eager,
@@ -132,7 +130,11 @@ class VLLMRollout:
         self._asleep = False
 
     def sampling_params(self, params: SamplingParams) -> VLLMSamplingParams:
-        """vLLM's sampling parameters for ours: greedy is temperature 0; top-k <= 0 means all tokens; EOS ids stop."""
+        """vLLM's sampling parameters for ours: greedy is temperature 0; top-k <= 0 means all tokens; EOS ids stop.
+
+        The seed is drawn from torch's global generator, so a run seeded (and
+        resumed) by the trainer samples the same responses again.
+        """
         return VLLMSamplingParams(
             n=params.n,
             temperature=params.temperature if params.do_sample else 0.0,
@@ -142,6 +144,7 @@ class VLLMRollout:
             stop_token_ids=self.eos_token_ids,
             logprobs=0,
             detokenize=False,
+            seed=int(torch.randint(2**31 - 1, ())),
         )
 
     @torch.no_grad()
@@ -149,7 +152,7 @@ class VLLMRollout:
         """Sample ``params.n`` responses per prompt (the Batch layout of :class:`~rewardkit.core.rollout.RolloutEngine`)."""
         input_ids, attention_mask = prompts["input_ids"].cpu(), prompts["attention_mask"].cpu()
         requests = [TokensPrompt(prompt_token_ids=ids[mask.bool()].tolist()) for ids, mask in zip(input_ids, attention_mask)]
-        outputs = self.llm.generate(requests, self.sampling_params(params), use_tqdm=False)
+        outputs = self.llm.generate(requests, [self.sampling_params(params) for _ in requests], use_tqdm=False)
         width = params.max_new_tokens
         responses = torch.full((len(requests) * params.n, width), self.pad_token_id, dtype=input_ids.dtype)
         log_probs = torch.zeros(responses.shape, dtype=torch.float32)

@@ -106,6 +106,19 @@ def test_greedy_matches_hugging_face_generate(engine, model, tokenizer):
     assert max_masked_diff(ours, actor_log_probs(model, ours, 1.0)) < ATOL
 
 
+def test_samples_follow_torch_seed(engine, tokenizer):
+    """Request seeds come from torch's generator: a seeded (or resumed) run samples the same responses."""
+    prompts = prompt_batch(tokenizer, PROMPTS)
+    params = SamplingParams(n=2, temperature=1.0, max_new_tokens=16)
+
+    def sample(seed: int) -> torch.Tensor:
+        torch.manual_seed(seed)
+        return engine.generate(prompts, params)["responses"]
+
+    assert torch.equal(sample(3), sample(3))
+    assert not torch.equal(sample(3), sample(4))
+
+
 def test_update_weights_after_an_optimizer_step(engine, model, tokenizer):
     """After a real update and a sync, the engine samples from the new weights (tied lm_head included)."""
     prompts = prompt_batch(tokenizer, PROMPTS)
