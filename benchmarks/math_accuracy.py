@@ -13,6 +13,10 @@ the response is correct) and is graded on agreement with the label:
 * ``math-verify (plain)`` ``verify(parse(gold), parse(response))`` with
                           math-verify's default extraction
 
+The table gives each judge's accuracy overall, then per category of case
+(a row per category: math_answer, verl's routing, each verl port, plain
+math-verify).
+
 Usage: ``python benchmarks/math_accuracy.py [CASES.jsonl] [--json]``.
 """
 from __future__ import annotations
@@ -21,12 +25,12 @@ import argparse
 import json
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from rewardkit.reward_fns import gsm8k, math_answer, math_dapo, math_reward, mathverify
-from rewardkit.reward_fns.math_verify_calls import parse, verify
+from rewardkit.reward_fns import gsm8k, math_answer, math_dapo, math_reward, math_verify_port
+from rewardkit.reward_fns.math_verify_lib import parse, verify
 
 DEFAULT_CASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "math_answer_cases.jsonl"
 VERL_ROUTES = {"openai/gsm8k": gsm8k, "lighteval/MATH": math_reward, "DigitalLearningGmbH/MATH-lighteval": math_reward,
@@ -76,7 +80,7 @@ JUDGES: dict[str, Callable[[Case], bool]] = {
     "gsm8k": _scorer(gsm8k),
     "math_reward": _scorer(math_reward),
     "math_dapo": _scorer(math_dapo),
-    "math_verify": _scorer(mathverify),
+    "math_verify": _scorer(math_verify_port),
     "math-verify (plain)": _plain_math_verify,
 }
 
@@ -104,20 +108,27 @@ def evaluate(cases: list[Case]) -> dict[str, dict[str, Any]]:
     return report
 
 
-def print_table(report: dict[str, dict[str, Any]], n_cases: int) -> None:
+def print_table(report: dict[str, dict[str, Any]], cases: list[Case]) -> None:
     """The comparison table, then accuracy per category."""
     baseline = max(v["accuracy"] for k, v in report.items() if k != "math_answer")
-    print(f"{n_cases} labelled cases\n")
+    print(f"{len(cases)} labelled cases\n")
     print(f"{'judge':<22}{'accuracy':>10}{'false acc.':>12}{'false rej.':>12}{'vs best baseline':>18}{'ms/case':>9}")
     for name, row in report.items():
         ratio = row["accuracy"] / baseline if baseline else float("inf")
         print(f"{name:<22}{row['accuracy']:>10.1%}{row['false_accepts']:>12}{row['false_rejects']:>12}"
               f"{ratio:>17.2f}x{row['ms_per_case']:>9.2f}")
     categories = list(next(iter(report.values()))["by_category"])
-    print("\naccuracy by category")
-    print(f"{'judge':<22}" + "".join(f"{c[:12]:>13}" for c in categories))
-    for name, row in report.items():
-        print(f"{name:<22}" + "".join(f"{row['by_category'][c]:>13.0%}" for c in categories))
+    sizes = Counter(case["category"] for case in cases)
+    print("\naccuracy by category (math_answer vs verl's scorers vs math-verify)")
+    names = list(report)
+    print(f"{'category':<18}{'cases':>6}" + "".join(f"{_short(name):>11}" for name in names))
+    for category in categories:
+        print(f"{category:<18}{sizes[category]:>6}"
+              + "".join(f"{report[name]['by_category'][category]:>11.0%}" for name in names))
+
+
+def _short(name: str) -> str:
+    return {"verl (by source)": "verl", "math-verify (plain)": "mv plain"}.get(name, name)[:10]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(report, sys.stdout, indent=2)
         print()
     else:
-        print_table(report, len(cases))
+        print_table(report, cases)
     return 0
 
 

@@ -19,6 +19,11 @@ sustain.
 
 ``--rounds`` repeats the warm measurement at the highest concurrency and
 prints the spread, since one round on a shared VM can be 30% off either way.
+
+``--baseline-python OTHER/.venv/bin/python`` compares two versions instead:
+it starts a warm server from each (the other from that interpreter, i.e.
+that checkout's code) and alternates ``--rounds`` rounds between them at the
+highest concurrency, so both see the same machine at the same time.
 """
 from __future__ import annotations
 
@@ -49,14 +54,20 @@ PROGRAMS = [
 
 
 def tree_cpu_s(url: str) -> float:
-    """CPU seconds used so far by the server, its workers and their reaped children."""
-    status = requests.get(url + "/v1/status", timeout=10).json()
-    total = 0.0
-    for pid in [status["server_pid"], *status["worker_pids"]]:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    return total
+    """CPU seconds used so far by the server's live process tree (workers, templates) and their reaped children."""
+    pending, total = [requests.get(url + "/v1/status", timeout=10).json()["server_pid"]], 0
+    while pending:
+        pid = pending.pop()
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as fh:
+                    pending += [int(child) for child in fh.read().split()]
+        except OSError:
+            continue  # exited meanwhile: its time is now its parent's
+        total += sum(int(x) for x in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def kernel_threads_cpu_s() -> float:
@@ -179,6 +190,30 @@ def manager_rate(url: str, samples: int, max_concurrent: int) -> tuple[float, fl
     return samples / wall, 1000 * cpu / samples
 
 
+def compare(baseline_python: str, extra: list[str], concurrency: int, total: int, rounds: int) -> None:
+    """Alternate warm rounds between this checkout's server and ``baseline_python``'s; print both."""
+    # The baseline gets uids of its own: older servers do not claim theirs, so ours could be shared.
+    with running_server(*extra) as new, running_server(*extra, "--base-uid", "64000", python=baseline_python) as old:
+        servers = {"this checkout": new, "baseline": old}
+        for url in servers.values():
+            drive(url, 4, 40)  # warm-up: connections, page cache
+        results = {name: [] for name in servers}
+        for _ in range(rounds):
+            for name, url in servers.items():
+                results[name].append(drive(url, concurrency, total))
+    print(f"concurrency {concurrency}, {rounds} alternating rounds of {total} runs "
+          f"(baseline: {baseline_python}):")
+    for name, rows in results.items():
+        rates = [r["runs_per_s"] for r in rows]
+        costs = [r["cpu_ms"] + r["kernel_ms"] for r in rows]
+        print(f"  {name:>13}: runs/s median {statistics.median(rates):.1f} (rounds {', '.join(f'{x:.0f}' for x in rates)}); "
+              f"p99 median {statistics.median(r['p99_ms'] for r in rows):.0f} ms; CPU per run (tree + kernel "
+              f"threads) median {statistics.median(costs):.2f} ms; errors {sum(r['errors'] for r in rows)}")
+    ratios = [n["runs_per_s"] / b["runs_per_s"] for n, b in zip(results["this checkout"], results["baseline"])]
+    print(f"  per-round ratio this/baseline: {', '.join(f'{x:.2f}' for x in ratios)} "
+          f"(median {statistics.median(ratios):.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=600, help="requests per warm measurement")
@@ -188,9 +223,16 @@ def main() -> None:
     parser.add_argument("--server-args", default="", help="extra `rewardkit sandbox serve` flags for both servers")
     parser.add_argument("--rounds", type=int, default=5,
                         help="repeat the warm measurement at the highest concurrency this many times (spread)")
+    parser.add_argument("--baseline-python", default=None,
+                        help="compare with the code this interpreter imports (another checkout's venv), in "
+                             "alternating rounds, instead of the full benchmark")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     extra = (["--workers", str(args.workers)] if args.workers else []) + args.server_args.split()
+    if args.baseline_python:
+        print(f"load average before the run: {load_before:.2f} on {os.cpu_count()} CPUs")
+        compare(args.baseline_python, extra, max(args.concurrency), args.requests, args.rounds)
+        return
     rows = {}
     for mode, flags, total in (("warm", [], args.requests), ("spawn", ["--spawn-python"], args.spawn_requests)):
         with running_server(*extra, *flags) as url:

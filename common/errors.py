@@ -29,3 +29,12 @@ class ScorerInfrastructureError(Exception):
     """Raised by a scorer that could not judge a sample because something it depends
     on (a sandbox, a model server) is unreachable. Counted as ``unavailable``,
     never as a wrong answer."""
+
+
+class SystematicScorerError(RewardError):
+    """Every sample of a batch failed with the same exception: a broken scorer, not hard samples.
+
+    Stops ``rewardkit score`` (non-zero exit) and training (before the update),
+    as verl does; ``reward_model.stop_when_all_fail=false`` scores them with
+    ``fallback_score`` instead.
+    """

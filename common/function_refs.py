@@ -45,6 +45,31 @@ class FunctionRef:
         return obj
 
 
+@dataclass(frozen=True)
+class AdaptedRef:
+    """A callable built by a module-level factory from a module-level function:
+    ``adapter(target, **dict(options))``, e.g. a TRL reward function wrapped as a scorer.
+
+    ``module`` (the target's) is what a worker pool preloads.
+    """
+
+    adapter: FunctionRef
+    target: FunctionRef
+    options: tuple = ()
+
+    @property
+    def module(self) -> str:
+        return self.target.module
+
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+    def load(self) -> Callable[..., Any]:
+        """Import both and build the callable."""
+        return self.adapter.load()(self.target.load(), **dict(self.options))
+
+
 def load_file_module(path: str) -> Any:
     """Import a Python file as a module, once per process, under a name derived from its path.
 

@@ -55,10 +55,12 @@ class TaskResult:
     seconds: float = 0.0
 
 
-def _worker_entry(fd: int, preload: list[str]) -> None:
-    """Body of a worker subprocess: import ``preload``, then serve tasks on ``fd``."""
+def _worker_entry(fd: int, preload: list[str], path: Optional[list[str]] = None) -> None:
+    """Body of a worker subprocess: take the parent's ``sys.path``, import ``preload``, then serve tasks on ``fd``."""
     import importlib
 
+    if path is not None:
+        sys.path[:] = path + [p for p in sys.path if p not in path]
     conn = Connection(fd)
     for module in preload:
         try:
@@ -102,9 +104,11 @@ def _serve(conn: Connection) -> None:
 class _Worker:
     def __init__(self, preload: list[str]) -> None:
         parent, child = socket.socketpair()
+        # Workers import as the parent does (its launch directory, a test's site dir, ...).
+        path = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
         code = (
             "import sys; from rewardkit.common.hard_timeout_pool import _worker_entry; "
-            f"_worker_entry({child.fileno()}, {preload!r})"
+            f"_worker_entry({child.fileno()}, {preload!r}, {path!r})"
         )
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
         child.close()

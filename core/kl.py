@@ -10,6 +10,10 @@ from rewardkit.core.tensor_ops import masked_mean
 # verl's names first; k1/k2/k3 are the names of Schulman's note on KL estimators.
 KL_ALIASES = {"k1": "kl", "k2": "mse", "k3": "low_var_kl"}
 
+# A log-ratio is clamped to [-20, 20] before ``exp`` (verl's bound): exp(20) is
+# ~5e8, far from float32 overflow, and no real update moves a token that far.
+LOG_RATIO_LIMIT = 20.0
+
 
 def kl_penalty(logprob: torch.Tensor, ref_logprob: torch.Tensor, kind: str) -> torch.Tensor:
     """Per-token KL estimate from log-probs of the sampled tokens, ``d = logp - ref_logp``.
@@ -17,7 +21,10 @@ def kl_penalty(logprob: torch.Tensor, ref_logprob: torch.Tensor, kind: str) -> t
     - ``kl`` (k1): ``d``
     - ``abs``: ``|d|``
     - ``mse`` (k2): ``d^2 / 2``
-    - ``low_var_kl`` (k3): ``exp(-d) + d - 1``, clamped to [-10, 10]
+    - ``low_var_kl`` (k3): ``exp(-d') + d' - 1`` with ``d' = clamp(d, -20, 20)``, then
+      clamped to [-10, 10]. Clamping ``d`` before ``exp`` keeps the gradient finite
+      (zero where a clamp acts), as in verl: ``exp(-d)`` of a large ``-d``
+      overflows, and ``0 * inf`` in the backward pass is NaN.
     """
     kind = KL_ALIASES.get(kind, kind)
     diff = logprob.float() - ref_logprob.float()
@@ -28,6 +35,7 @@ def kl_penalty(logprob: torch.Tensor, ref_logprob: torch.Tensor, kind: str) -> t
     if kind == "mse":
         return 0.5 * diff.square()
     if kind == "low_var_kl":
+        diff = diff.clamp(min=-LOG_RATIO_LIMIT, max=LOG_RATIO_LIMIT)
         return (torch.exp(-diff) + diff - 1).clamp(min=-10, max=10)
     raise ValueError(f"unknown KL estimator {kind!r}; allowed: kl (k1), abs, mse (k2), low_var_kl (k3)")
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from rewardkit.core.kl import LOG_RATIO_LIMIT
 from rewardkit.core.tensor_ops import masked_mean
 
 
@@ -49,7 +50,8 @@ def policy_loss(
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO clipped surrogate with dual clip (Ye et al. 2020).
 
-    ``rho = exp(logp - old_logp)``;
+    ``rho = exp(d)`` with ``d = clamp(logp - old_logp, -20, 20)`` (the clamp keeps the
+    gradient finite where a padded or far-off token has an extreme log-ratio);
     ``L = max(-A * rho, -A * clip(rho, 1 - clip_ratio_low, 1 + clip_ratio_high))``;
     for ``A < 0`` the dual clip bounds it: ``L = min(L, -A * clip_ratio_c)``.
     Returns the aggregated loss and stats: ``clipfrac`` (share of tokens where
@@ -59,7 +61,7 @@ def policy_loss(
     if clip_ratio_c <= 1.0:
         raise ValueError(f"clip_ratio_c must be > 1 for the dual clip, got {clip_ratio_c}")
     mask = response_mask.float()
-    log_ratio = logprob - old_logprob
+    log_ratio = (logprob - old_logprob).clamp(min=-LOG_RATIO_LIMIT, max=LOG_RATIO_LIMIT)
     ratio = torch.exp(log_ratio)
     losses1 = -advantages * ratio
     losses2 = -advantages * torch.clamp(ratio, 1.0 - clip_ratio_low, 1.0 + clip_ratio_high)

@@ -1,9 +1,8 @@
-"""Building the actor, reference, critic and reward models, and running them on a batch.
+"""Building the actor, reference and critic models, and running them on a batch.
 
-The actor and reference are ``AutoModelForCausalLM``. The critic and a reward
-model are a backbone with a one-output token head
-(``AutoModelForTokenClassification`` with ``num_labels=1``, as in verl): a
-score at each token. Each loads from a local directory (``from_pretrained``)
+The actor and reference are ``AutoModelForCausalLM``. The critic is a
+backbone with a one-output token head (``AutoModelForTokenClassification``
+with ``num_labels=1``, as in verl): a value at each token. Each loads from a local directory (``from_pretrained``)
 or is built from a config mapping with random weights.
 """
 from __future__ import annotations
@@ -52,6 +51,14 @@ def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
     if tokenizer.pad_token_id is None:
         raise ValueError(f"tokenizer at {path} has neither a pad nor an eos token")
     return tokenizer
+
+
+def run_tokenizer(config: Any) -> PreTrainedTokenizerBase:
+    """The run's tokenizer: ``data.tokenizer``, else ``actor_rollout_ref.model.path``."""
+    path = config.data.tokenizer or config.actor_rollout_ref.model.path
+    if not path:
+        raise ValueError("set data.tokenizer (a tokenizer directory) when actor_rollout_ref.model.path is null")
+    return load_tokenizer(path)
 
 
 def _config_from_mapping(mapping: dict[str, Any], tokenizer: PreTrainedTokenizerBase, **extra: Any):
@@ -111,7 +118,7 @@ def build_causal_lm(model_cfg: Any, tokenizer: PreTrainedTokenizerBase, path: Op
 def build_value_model(
     model_cfg: Any, tokenizer: PreTrainedTokenizerBase, path: Optional[str] = None, config: Optional[dict] = None
 ) -> PreTrainedModel:
-    """A backbone with a one-output token head (critic or reward model).
+    """A backbone with a one-output token head (the critic).
 
     From ``path`` the backbone's weights are loaded and the head is new
     (unless the directory already holds a token-classification model).
@@ -166,11 +173,3 @@ def response_values(model: PreTrainedModel, input_ids: torch.Tensor, attention_m
     token was generated from (verl's layout)."""
     out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
     return out.logits[:, -response_length - 1 : -1, 0].float()
-
-
-def sequence_scores(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """A reward model's score per sequence: its head's output at the last attended token."""
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
-    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device).expand_as(attention_mask)
-    last = (positions * attention_mask.long()).max(-1).values
-    return out.logits[torch.arange(input_ids.shape[0], device=input_ids.device), last, 0].float()

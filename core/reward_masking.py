@@ -6,7 +6,8 @@
   are multiplied by -1 (:func:`flip_masked_advantages`; rule-based rewards only).
 - ``algorithm.reward_source=critic``: a trajectory's reward is the critic's value
   at its last valid token (:func:`critic_token_level_scores`) and its advantage is
-  that reward minus ``V(t)``, whitened (:func:`critic_source_advantage`).
+  that reward minus ``V(t)``, whitened; returns are the whitened advantages plus
+  ``V(t)`` (:func:`critic_source_advantage`).
 """
 from __future__ import annotations
 
@@ -54,14 +55,17 @@ def critic_source_advantage(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Advantages for ``reward_source=critic``, replacing GAE.
 
-    With the trajectory reward ``R_i = sum_t r_i,t`` (``= V_i(last)`` unless it
-    was masked or KL-penalised): ``A_i,t = R_i - V_i,t`` on valid tokens,
-    ``returns = A + V`` (before whitening), and the advantages returned are
-    whitened over the batch's valid tokens.
+    Seed option 004's definition, in its order: with the trajectory reward
+    ``R_i = sum_t r_i,t`` (``= V_i(last)`` unless it was masked or
+    KL-penalised), ``A_i,t = whiten(R_i - V_i,t)`` over the batch's valid
+    tokens, then ``returns = A + V`` from the whitened ``A``. (Returns taken
+    before whitening would be ``R_i`` itself, which for an unmasked
+    trajectory is the critic's own ``V(last)``: a target the critic only
+    chases.)
     """
     mask = response_mask.float()
     values = values.float() * mask
     reward = token_level_rewards.float().sum(-1, keepdim=True)
-    advantages = (reward - values) * mask
+    advantages = masked_whiten((reward - values) * mask, mask) * mask
     returns = (advantages + values) * mask
-    return masked_whiten(advantages, mask) * mask, returns
+    return advantages, returns

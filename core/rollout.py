@@ -1,33 +1,52 @@
 """Rollout engines: prompts in, sampled responses out.
 
-The trainer talks to an engine only through :class:`RolloutEngine`, so an
-engine may hold its own copy of the weights elsewhere (vLLM, another process);
-the embedded :class:`HFRollout` samples with Hugging Face ``generate`` from the
-actor module itself.
+The actor worker owns its engine and talks to it only through
+:class:`RolloutEngine`, so an engine may hold its own copy of the weights
+elsewhere (vLLM, another process) and receive them with ``update_weights``
+after each actor update; the embedded :class:`HFRollout` samples with Hugging
+Face ``generate`` from the actor module itself. :func:`build_rollout_engine`
+picks the engine named by ``actor_rollout_ref.rollout.name``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Iterable, Optional, Protocol
 
 import torch
-from transformers import DynamicCache, GenerationConfig, PreTrainedModel
+import torch.distributed as dist
+from transformers import DynamicCache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
+from rewardkit.common.config import require_positive
 from rewardkit.core.batch import Batch
 from rewardkit.core.models import set_mode
+from rewardkit.core.schema import SamplingConfig
 
 
 @dataclass
-class SamplingParams:
-    n: int = 1
-    do_sample: bool = True
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = -1
+class SamplingParams(SamplingConfig):
+    """One generate call's sampling: the configured settings plus the number of new tokens."""
+
     max_new_tokens: int = 32
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_positive("max_new_tokens", self.max_new_tokens, allow_none=False)
+
+    @classmethod
+    def from_config(cls, sampling: SamplingConfig, max_new_tokens: int) -> "SamplingParams":
+        """``rollout`` or ``rollout.val_kwargs`` with ``data.max_response_length`` new tokens."""
+        return cls(n=sampling.n, do_sample=sampling.do_sample, temperature=sampling.logit_temperature,
+                   top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens)
 
 
 class RolloutEngine(Protocol):
+    """What the actor worker asks of a rollout engine.
+
+    Per training step the trainer calls ``wake``, ``generate``, ``sleep``
+    (validation likewise), and ``update_weights`` right after each actor
+    update, which may find the engine asleep.
+    """
+
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
         """Sample ``params.n`` responses per prompt.
 
@@ -39,6 +58,31 @@ class RolloutEngine(Protocol):
         ``prompts.meta`` is repeated alongside.
         """
         ...
+
+    def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Take the actor's new weights: full (unsharded) tensors under their Hugging Face names."""
+        ...
+
+    def sleep(self) -> None:
+        """Release what the engine holds between generation phases (e.g. its KV cache)."""
+        ...
+
+    def wake(self) -> None:
+        """Take back what :meth:`sleep` released, before the next ``generate``."""
+        ...
+
+
+def build_rollout_engine(rollout_cfg: Any, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                         model_path: Optional[str]) -> RolloutEngine:
+    """The engine ``rollout_cfg.name`` names, sampling from ``model``'s weights.
+
+    ``hf`` generates with ``model`` itself. An engine that loads its own copy
+    starts from ``model_path`` (null for a config-built model) and is then kept
+    in step through :meth:`RolloutEngine.update_weights`.
+    """
+    if rollout_cfg.name == "hf":
+        return HFRollout(model, tokenizer.pad_token_id, [tokenizer.eos_token_id])
+    raise ValueError(f"actor_rollout_ref.rollout.name: unknown rollout engine {rollout_cfg.name!r}; allowed: hf")
 
 
 def response_mask_from_eos(responses: torch.Tensor, eos_token_ids: list[int]) -> torch.Tensor:
@@ -61,6 +105,15 @@ class HFRollout:
         self.model = model
         self.pad_token_id = pad_token_id
         self.eos_token_ids = list(eos_token_ids)
+
+    def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Nothing to do: this engine generates with the actor's own module."""
+
+    def sleep(self) -> None:
+        """Nothing to release: the KV cache lives only inside a ``generate`` call."""
+
+    def wake(self) -> None:
+        """Nothing to take back (see :meth:`sleep`)."""
 
     @torch.no_grad()
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
@@ -93,7 +146,10 @@ class HFRollout:
         else:
             gen.temperature, gen.top_p, gen.top_k = None, None, None
         sequences = self.model.generate(
-            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, past_key_values=cache
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, past_key_values=cache,
+            # A sharded model gathers its weights in every forward pass, so all
+            # ranks keep stepping until the last of them is done.
+            synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,
         )
         input_ids, attention_mask = input_ids.cpu(), attention_mask.cpu()
         responses = sequences[:, input_ids.shape[1]:].cpu()

@@ -78,7 +78,26 @@ class CriticOptimConfig(OptimConfig):
 
 
 @dataclass
+class MixedPrecisionConfig:
+    param_dtype: DType = opt("float32", "dtype parameters are gathered in for forward and backward (bfloat16 is the usual choice on GPUs).")
+    reduce_dtype: DType = opt("float32", "dtype gradients are reduced across ranks in.")
+
+
+@dataclass
+class FSDPConfig:
+    offload_policy: bool = opt(False, "Keep parameters, gradients and optimizer state on the CPU between uses (FSDP2 CPUOffloadPolicy).")
+    reshard_after_forward: bool = opt(True, "Free gathered parameters after the forward pass (less memory, one more all-gather in the backward).")
+    mixed_precision: MixedPrecisionConfig = section(MixedPrecisionConfig, "FSDP2 mixed-precision policy.")
+
+
+StrategyName = Literal["local", "fsdp2"]
+STRATEGY_HELP = "local: the whole model in this process; fsdp2: sharded across the data-parallel ranks (see trainer.nnodes / n_gpus_per_node)."
+
+
+@dataclass
 class ActorConfig:
+    strategy: StrategyName = opt("local", STRATEGY_HELP + " The reference follows the actor.")
+    fsdp_config: FSDPConfig = section(FSDPConfig, "FSDP2 settings of the actor and the reference (strategy fsdp2).")
     ppo_mini_batch_size: int = opt(16, "Prompts per optimizer step (times rollout.n samples); a training batch gives train_batch_size / ppo_mini_batch_size updates per epoch.")
     ppo_micro_batch_size: Optional[int] = opt(None, "Samples per forward/backward (gradient accumulation); null = the whole mini-batch.")
     ppo_epochs: int = opt(1, "Passes over each training batch.")
@@ -109,34 +128,45 @@ class RefConfig:
 
 
 @dataclass
-class ValKwargsConfig:
-    n: int = opt(1, "Samples per validation prompt.")
-    do_sample: bool = opt(False, "Sample in validation (false = greedy).")
-    temperature: float = opt(0.0, "Validation temperature (used when do_sample).")
-    top_p: float = opt(1.0, "Validation nucleus sampling threshold.")
-    top_k: int = opt(-1, "Validation top-k (-1 = off).")
+class SamplingConfig:
+    """How responses are sampled: the one definition of these settings.
+
+    ``rollout`` and ``rollout.val_kwargs`` are this section (validation with
+    greedy defaults), and the rollout engines' ``SamplingParams`` extends it
+    with the number of new tokens.
+    """
+
+    n: int = opt(1, "Responses sampled per prompt (the group size of GRPO/RLOO).")
+    do_sample: bool = opt(True, "Sample (false = greedy decoding).")
+    temperature: float = opt(1.0, "Sampling temperature (used when do_sample).")
+    top_p: float = opt(1.0, "Nucleus sampling threshold.")
+    top_k: int = opt(-1, "Top-k sampling (-1 = off).")
 
     def __post_init__(self) -> None:
         require_positive("n", self.n, allow_none=False)
         if self.do_sample and self.temperature <= 0:
             raise InvalidValue("temperature", f"must be > 0 when do_sample is true, got {self.temperature}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise InvalidValue("top_p", f"must be in (0, 1], got {self.top_p}")
+
+    @property
+    def logit_temperature(self) -> float:
+        """The temperature the sampled distribution had: ``temperature``, or 1 for greedy decoding."""
+        return self.temperature if self.do_sample else 1.0
 
 
 @dataclass
-class RolloutConfig:
+class ValKwargsConfig(SamplingConfig):
+    n: int = opt(1, "Samples per validation prompt.")
+    do_sample: bool = opt(False, "Sample in validation (false = greedy).")
+    temperature: float = opt(0.0, "Validation temperature (used when do_sample).")
+
+
+@dataclass
+class RolloutConfig(SamplingConfig):
     name: Literal["hf"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate).")
-    n: int = opt(1, "Responses sampled per prompt (the group size of GRPO/RLOO).")
-    do_sample: bool = opt(True, "Sample (false = greedy decoding).")
-    temperature: float = opt(1.0, "Sampling temperature.")
-    top_p: float = opt(1.0, "Nucleus sampling threshold.")
-    top_k: int = opt(-1, "Top-k sampling (-1 = off).")
     log_prob_micro_batch_size: Optional[int] = opt(None, "Samples per forward when recomputing old log-probs; null = the whole batch.")
     val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
-
-    def __post_init__(self) -> None:
-        require_positive("n", self.n, allow_none=False)
-        if self.do_sample and self.temperature <= 0:
-            raise InvalidValue("temperature", f"must be > 0 when do_sample is true, got {self.temperature}")
 
 
 @dataclass
@@ -156,6 +186,8 @@ class CriticModelConfig:
 @dataclass
 class CriticConfig:
     enable: Optional[bool] = opt(None, "Run a critic; null = when the advantage estimator needs values (gae) or algorithm.reward_source is critic.")
+    strategy: StrategyName = opt("local", STRATEGY_HELP)
+    fsdp_config: FSDPConfig = section(FSDPConfig, "FSDP2 settings of the critic (strategy fsdp2).")
     freeze: bool = opt(False, "Never update the critic (no optimizer); it still provides values. Logs critic/frozen=1.")
     model: CriticModelConfig = section(CriticModelConfig, "Critic backbone (a one-output token head is added).")
     ppo_mini_batch_size: Optional[int] = opt(None, "Prompts per critic optimizer step; null = the actor's.")
@@ -218,13 +250,18 @@ class TrainerConfig:
     critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
+    backend: Literal["local", "ray"] = opt("local", "local: this process (and local reward processes); ray: reward workers as Ray actors spread over the cluster (ray.init joins RAY_ADDRESS, else starts a local cluster).")
     device: Literal["auto", "cpu", "cuda"] = opt("auto", "Where the embedded engine runs: auto = cuda when available.")
     cpu_threads: Optional[int] = opt(None, "torch threads on CPU; null = torch's default (one per core). 1 is much faster when other processes busy the same cores.")
+    nnodes: int = opt(1, "Machines in a data-parallel run (launched with torchrun).")
+    n_gpus_per_node: int = opt(1, "Data-parallel ranks per machine: its GPUs, or its CPU processes on a machine without GPUs.")
 
     def __post_init__(self) -> None:
         require_positive("total_epochs", self.total_epochs, allow_none=False)
         require_positive("total_training_steps", self.total_training_steps)
         require_positive("cpu_threads", self.cpu_threads)
+        require_positive("nnodes", self.nnodes, allow_none=False)
+        require_positive("n_gpus_per_node", self.n_gpus_per_node, allow_none=False)
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
 
@@ -264,4 +301,5 @@ class Config:
 
     def reward_settings(self) -> RewardSettings:
         """What the reward side reads of this config."""
-        return RewardSettings(self.reward_model, self.custom_reward_function, self.plugins, self.data.max_response_length)
+        return RewardSettings(self.reward_model, self.custom_reward_function, self.plugins,
+                              self.data.max_response_length, self.trainer.backend)

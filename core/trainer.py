@@ -3,11 +3,13 @@
 Per step: rollout -> old/reference log-probs and values -> rewards (reward
 managers, or the critic) -> KL in the reward -> reward masking -> advantages
 -> critic update -> actor update -> metrics, validation and checkpoints.
-Models live inside workers; the trainer only moves CPU batches between them.
+Models live inside workers, which build them; the trainer is the controller:
+it moves CPU batches between workers, cuts updates into mini-batches (seeded
+shuffle, global token counts) and syncs the rollout engine's weights after
+each actor update.
 """
 from __future__ import annotations
 
-import copy
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,11 +18,13 @@ from typing import Any, Iterator, Optional
 import torch
 from tqdm import tqdm
 
-from rewardkit.core.batch import Batch
+from rewardkit.core.batch import Batch, MiniBatch, mini_batches
 from rewardkit.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
 from rewardkit.core.data import PromptDataset, PromptLoader, read_files
+from rewardkit.core.data_parallel import data_parallel
+from rewardkit.core.distributed import barrier, broadcast_object, init_distributed
 from rewardkit.core.kl import KLController, apply_kl_penalty
-from rewardkit.core.models import build_causal_lm, build_value_model, load_tokenizer
+from rewardkit.core.models import run_tokenizer
 from rewardkit.core.reward_masking import (
     apply_reward_mask,
     critic_source_advantage,
@@ -28,9 +32,10 @@ from rewardkit.core.reward_masking import (
     flip_masked_advantages,
     sample_reward_mask,
 )
-from rewardkit.core.rollout import HFRollout, SamplingParams
+from rewardkit.core.rollout import SamplingParams
+from rewardkit.core.strategy import pick_device
 from rewardkit.core.tracking import Tracker
-from rewardkit.core.workers import ActorWorker, CriticWorker, PolicyWorker
+from rewardkit.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.factory import build_reward_manager
 from rewardkit.plugins.loader import get_registry
@@ -53,14 +58,6 @@ def setup_torch(trainer_cfg: Any) -> torch.device:
     return pick_device(trainer_cfg.device)
 
 
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("trainer.device=cuda but no CUDA device is available")
-    return torch.device(name)
-
-
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
     if values.numel() == 0:
         return {}
@@ -75,13 +72,11 @@ class PPOTrainer:
         self.stream = stream
         c, t = config, config.trainer
         self.out_dir = output_dir(config)
-        self.device = setup_torch(t)
+        setup_torch(t)
+        self.topology = init_distributed(t)
+        self.is_main = self.topology.is_main
 
-        model_cfg = c.actor_rollout_ref.model
-        tokenizer_path = c.data.tokenizer or model_cfg.path
-        if not tokenizer_path:
-            raise ValueError("set data.tokenizer (a tokenizer directory) when actor_rollout_ref.model.path is null")
-        self.tokenizer = load_tokenizer(tokenizer_path)
+        self.tokenizer = run_tokenizer(c)
         self.train_set = PromptDataset(read_files(c.data.train_files, "data.train_files"), self.tokenizer, c.data)
         self.val_set = PromptDataset(read_files(c.data.val_files, "data.val_files"), self.tokenizer, c.data) if c.data.val_files else None
         self.loader = PromptLoader(self.train_set, c.data.train_batch_size, c.data.shuffle, c.data.seed)
@@ -95,42 +90,28 @@ class PPOTrainer:
             raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} needs a critic, but critic.enable is false")
         self.use_ref = algo.use_kl_in_reward or c.actor_rollout_ref.actor.use_kl_loss
 
-        rollout_cfg = c.actor_rollout_ref.rollout
+        actor_cfg, rollout_cfg = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
         self.n = rollout_cfg.n
-        actor_model = build_causal_lm(model_cfg, self.tokenizer).to(self.device)
-        temperature = rollout_cfg.temperature if rollout_cfg.do_sample else 1.0
-        self.actor = ActorWorker(actor_model, c.actor_rollout_ref.actor, temperature, rollout_cfg.log_prob_micro_batch_size,
-                                 self.n, self.total_steps, t.seed)
-        self.ref: Optional[PolicyWorker] = None
-        if self.use_ref:
-            ref_model = copy.deepcopy(actor_model).requires_grad_(False)
-            self.ref = PolicyWorker(ref_model, temperature, c.actor_rollout_ref.ref.log_prob_micro_batch_size)
-        self.critic: Optional[CriticWorker] = None
-        if self.use_critic:
-            critic_cfg = c.critic
-            critic_model = build_value_model(
-                model_cfg, self.tokenizer, path=critic_cfg.model.path or model_cfg.path,
-                config=critic_cfg.model.config or model_cfg.config,
-            ).to(self.device)
-            mini = (critic_cfg.ppo_mini_batch_size or c.actor_rollout_ref.actor.ppo_mini_batch_size) * self.n
-            epochs = critic_cfg.ppo_epochs or c.actor_rollout_ref.actor.ppo_epochs
-            self.critic = CriticWorker(critic_model, critic_cfg, mini, epochs, self.total_steps, t.seed)
-
-        eos_ids = [self.tokenizer.eos_token_id]
-        self.rollout = HFRollout(actor_model, self.tokenizer.pad_token_id, eos_ids)
-        self.sampling = SamplingParams(rollout_cfg.n, rollout_cfg.do_sample, rollout_cfg.temperature, rollout_cfg.top_p,
-                                       rollout_cfg.top_k, c.data.max_response_length)
-        v = rollout_cfg.val_kwargs
-        self.val_sampling = SamplingParams(v.n, v.do_sample, v.temperature if v.do_sample else 1.0, v.top_p, v.top_k,
-                                           c.data.max_response_length)
+        self.actor = data_parallel(ActorRolloutWorker(c, self.total_steps), self.topology)
+        self.ref = data_parallel(ReferenceWorker(c), self.topology) if self.use_ref else None
+        self.critic = data_parallel(CriticWorker(c, self.total_steps), self.topology) if self.use_critic else None
+        self.actor_mini_batch_size = actor_cfg.ppo_mini_batch_size * self.n
+        self.critic_mini_batch_size = (c.critic.ppo_mini_batch_size or actor_cfg.ppo_mini_batch_size) * self.n
+        self.critic_epochs = c.critic.ppo_epochs or actor_cfg.ppo_epochs
+        # The actor's mini-batch order; the critic's never shuffles.
+        self.shuffle_generator = torch.Generator().manual_seed(t.seed)
+        self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length)
+        self.val_sampling = SamplingParams.from_config(rollout_cfg.val_kwargs, c.data.max_response_length)
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
         # Last, so that nothing after it can fail and leave its worker processes behind.
-        self.reward_manager = build_reward_manager(config.reward_settings())
+        # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
+        self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
         sources = self.train_set.data_sources() + (self.val_set.data_sources() if self.val_set else [])
         try:
-            self.reward_manager.check_data_sources(sorted(set(sources)))
+            if self.reward_manager is not None:
+                self.reward_manager.check_data_sources(sorted(set(sources)))
         except Exception:
             self.reward_manager.close()
             raise
@@ -141,14 +122,14 @@ class PPOTrainer:
         t = self.config.trainer
         self._write(f"output directory: {self.out_dir.resolve()}")
         self.maybe_resume()
-        tracker = Tracker(self.out_dir, t.logger, resume_step=self.global_step, stream=self.stream)
+        tracker = Tracker(self.out_dir, t.logger if self.is_main else [], resume_step=self.global_step, stream=self.stream)
         last: dict[str, float] = {}
         try:
             if t.val_before_train and self.global_step == 0 and self.val_set is not None:
                 last = self.validate()
                 tracker.log(0, last)
             batches = iter(self.loader)
-            with tqdm(total=self.total_steps, initial=self.global_step, desc="training", disable=not t.progress_bar,
+            with tqdm(total=self.total_steps, initial=self.global_step, desc="training", disable=not (t.progress_bar and self.is_main),
                       file=self.stream, dynamic_ncols=True) as bar:
                 while self.global_step < self.total_steps:
                     self.global_step += 1
@@ -187,17 +168,17 @@ class PPOTrainer:
 
         The returned batch holds, besides the rollout's tensors,
         ``old_log_probs`` (unless the batch makes a single optimizer step, see
-        :meth:`ActorWorker.single_update`), ``ref_log_prob`` (with a reference), ``values``
+        :meth:`single_actor_step`), ``ref_log_prob`` (with a reference), ``values``
         (with a critic), ``token_level_scores``, ``token_level_rewards``,
         ``advantages``, ``returns`` and ``reward_masked`` (B,) bool.
         """
         algo = self.config.algorithm
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
-        with self._timer(timing, "gen"):
-            batch = self.rollout.generate(prompts, self.sampling)
+        with self._timer(timing, "gen"), self._rollout_phase():
+            batch = self.actor.generate(prompts, self.sampling)
         mask = batch["response_mask"].float()
-        if algo.use_kl_in_reward or not self.actor.single_update(len(batch)):
+        if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
                 batch["old_log_probs"] = self.actor.compute_log_prob(batch)
         if self.ref is not None:
@@ -246,8 +227,26 @@ class PPOTrainer:
         batch["advantages"], batch["returns"] = advantages, returns
         return batch, metrics
 
+    def single_actor_step(self, batch_size: int) -> bool:
+        """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.
+
+        Then the policy being updated is the one that sampled the batch, its
+        old log-probs equal the current ones, and recomputing them is skipped.
+        """
+        return self.config.actor_rollout_ref.actor.ppo_epochs == 1 and batch_size <= self.actor_mini_batch_size
+
+    def actor_mini_batches(self, batch: Batch) -> list[MiniBatch]:
+        """The actor update's mini-batches: ``ppo_epochs`` passes, shuffled with ``actor.shuffle``."""
+        cfg = self.config.actor_rollout_ref.actor
+        return mini_batches(batch, self.actor_mini_batch_size, cfg.ppo_epochs, cfg.shuffle, self.shuffle_generator)
+
+    def critic_mini_batches(self, batch: Batch) -> list[MiniBatch]:
+        """The critic update's mini-batches, in the batch's order."""
+        return mini_batches(batch, self.critic_mini_batch_size, self.critic_epochs, False, self.shuffle_generator)
+
     def update(self, batch: Batch, timing: Optional[dict[str, float]] = None) -> dict[str, float]:
-        """Critic update (unless frozen), then actor update (after ``trainer.critic_warmup`` steps)."""
+        """Critic update (unless frozen), then actor update (after ``trainer.critic_warmup`` steps)
+        and the rollout engine's weight sync."""
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
         if self.critic is not None:
@@ -255,21 +254,26 @@ class PPOTrainer:
                 metrics["critic/frozen"] = 1.0
             else:
                 with self._timer(timing, "update_critic"):
-                    metrics.update(self.critic.update(batch))
+                    metrics.update(self.critic.update(self.critic_mini_batches(batch)))
         if self.global_step > self.config.trainer.critic_warmup:
             with self._timer(timing, "update_actor"):
-                metrics.update(self.actor.update(batch))
+                metrics.update(self.actor.update(self.actor_mini_batches(batch)))
+            with self._timer(timing, "sync_weights"):
+                self.actor.sync_rollout_weights()
         return metrics
 
     def score(self, batch: Batch):
         """The reward managers' verdict on a generated batch (decoded responses)."""
-        responses = batch["responses"]
-        lengths = batch["response_mask"].sum(-1).tolist()
-        texts = [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(responses, lengths)]
-        return self.reward_manager(RewardBatch(
-            data_sources=batch.meta["data_source"], solutions=texts, ground_truths=batch.meta["ground_truth"],
-            extra_infos=batch.meta["extra_info"], styles=batch.meta["style"], response_mask=batch["response_mask"],
-        ))
+        result = None
+        if self.reward_manager is not None:
+            responses = batch["responses"]
+            lengths = batch["response_mask"].sum(-1).tolist()
+            texts = [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(responses, lengths)]
+            result = self.reward_manager(RewardBatch(
+                data_sources=batch.meta["data_source"], solutions=texts, ground_truths=batch.meta["ground_truth"],
+                extra_infos=batch.meta["extra_info"], styles=batch.meta["style"], response_mask=batch["response_mask"],
+            ))
+        return broadcast_object(result, self.topology)
 
     def _data_metrics(self, batch: Batch) -> dict[str, float]:
         mask = batch["response_mask"].bool()
@@ -297,9 +301,10 @@ class PPOTrainer:
         size = self.config.data.val_batch_size or len(self.val_set)
         scores, sources, lengths = [], [], []
         shown = 0
-        for start in range(0, len(self.val_set), size):
-            prompts = self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-")
-            batch = self.rollout.generate(prompts, self.val_sampling)
+        with self._rollout_phase():
+            batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
+                                           self.val_sampling) for start in range(0, len(self.val_set), size)]
+        for batch in batches:
             out = self.score(batch)
             scores += out.scores.tolist()
             sources += batch.meta["data_source"]
@@ -317,18 +322,29 @@ class PPOTrainer:
 
     # -- checkpoints ---------------------------------------------------------------
     def save_checkpoint(self) -> Path:
-        """Models, optimizers, data position, KL controller and RNG of the current step."""
+        """Models, optimizers, data position, KL controller and RNG of the current step.
+
+        Every rank saves its workers' shards and its own RNG (``rng_rank<r>.pt``);
+        rank 0 writes the rest, then marks the checkpoint complete.
+        """
         path = step_dir(self.out_dir, self.global_step)
-        self.actor.save(path / "actor")
-        self.tokenizer.save_pretrained(path / "actor")
+        self.actor.save_checkpoint(path / "actor")
         if self.critic is not None:
-            self.critic.save(path / "critic")
+            self.critic.save_checkpoint(path / "critic")
+        if self.topology.distributed:
+            torch.save(rng_state(), path / f"rng_rank{self.topology.rank}.pt")
+        barrier(self.topology)
+        if not self.is_main:
+            return path
+        self.tokenizer.save_pretrained(path / "actor")
         torch.save({
             "global_step": self.global_step,
             "loader": self.loader.state_dict(),
             "kl_ctrl": self.kl_ctrl.state_dict(),
             "mask_generator": self.mask_generator.get_state(),
+            "shuffle_generator": self.shuffle_generator.get_state(),
             "rng": rng_state(),
+            "world_size": self.topology.world_size,
         }, path / "trainer_state.pt")
         mark_latest(self.out_dir, self.global_step, self.config.trainer.max_ckpt_to_keep)
         return path
@@ -347,26 +363,43 @@ class PPOTrainer:
             path = latest_checkpoint(self.out_dir)
             if path is None:
                 return None
-        self.actor.load(path / "actor")
+        state = torch.load(path / "trainer_state.pt", weights_only=False)
+        saved_world = state.get("world_size", 1)
+        if saved_world != self.topology.world_size:
+            raise ValueError(f"checkpoint {path} was written by {saved_world} ranks; resume it with as many "
+                             f"(this run has {self.topology.world_size})")
+        self.actor.load_checkpoint(path / "actor")
         if self.critic is not None:
             if not (path / "critic").is_dir():
                 raise FileNotFoundError(f"checkpoint {path} has no critic/ but this run uses a critic")
-            self.critic.load(path / "critic")
-        state = torch.load(path / "trainer_state.pt", weights_only=False)
+            self.critic.load_checkpoint(path / "critic")
         self.global_step = int(state["global_step"])
         self.loader.load_state_dict(state["loader"])
         self.kl_ctrl.load_state_dict(state["kl_ctrl"])
         self.mask_generator.set_state(state["mask_generator"])
+        self.shuffle_generator.set_state(state["shuffle_generator"])
         # Last: loading models above may have drawn from the global generators.
-        set_rng_state(state["rng"])
+        set_rng_state(torch.load(path / f"rng_rank{self.topology.rank}.pt", weights_only=False)
+                      if self.topology.distributed else state["rng"])
         self._write(f"resumed from {path} at step {self.global_step}")
         return path
 
     def close(self) -> None:
-        self.reward_manager.close()
+        if self.reward_manager is not None:
+            self.reward_manager.close()
 
     def _write(self, text: str) -> None:
-        tqdm.write(text, file=self.stream)
+        if self.is_main:
+            tqdm.write(text, file=self.stream)
+
+    @contextmanager
+    def _rollout_phase(self) -> Iterator[None]:
+        """Generation: the rollout engine is awake inside, asleep outside."""
+        self.actor.wake_rollout()
+        try:
+            yield
+        finally:
+            self.actor.sleep_rollout()
 
     @staticmethod
     @contextmanager

@@ -1,83 +1,111 @@
-"""Workers: the actor, reference and critic, each owning its model (and optimizer).
+"""Workers: the actor with its rollout engine, the reference and the critic.
 
-The trainer hands workers CPU batches and gets CPU tensors and metrics back;
-a worker moves data to wherever its model lives. A distributed backend
-replaces these classes with worker groups that keep the same methods.
+Each worker builds its own model, optimizer and LR schedule from the config
+and its role, so that a distributed backend can host the same classes in
+other processes, one per rank, with its strategy sharding the model
+(:mod:`rewardkit.core.strategy`). The trainer (the controller) hands workers
+CPU batches and, for updates, the mini-batches it cut with their global sizes
+(:class:`MiniBatch`); it gets CPU tensors and metrics back. A worker moves
+data to wherever its model lives.
+
+Model initialisation depends only on the config and the role, never on what
+was built before in the same process: the actor's model is the first draw of
+the generator seeded with ``trainer.seed`` (whose stream its rollout then
+continues), the reference builds under the same seed in a forked generator
+(so a config-built reference equals the actor's initial weights), and the
+critic under ``trainer.seed + 1``, also forked.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import torch
-from transformers import PreTrainedModel
 
-from rewardkit.core.batch import Batch
-from rewardkit.core.tensor_ops import masked_mean
+from rewardkit.core.batch import Batch, MiniBatch
+from rewardkit.core.distributed import Topology, init_distributed
 from rewardkit.core.kl import kl_penalty
 from rewardkit.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
-from rewardkit.core.models import response_logprobs, response_values
+from rewardkit.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
 from rewardkit.core.optim import build_optimizer
+from rewardkit.core.rollout import SamplingParams, build_rollout_engine
+from rewardkit.core.strategy import LocalStrategy, Strategy
+from rewardkit.core.tensor_ops import masked_mean
+
+T = TypeVar("T")
 
 
-def _device_of(model: torch.nn.Module) -> torch.device:
-    return next(model.parameters()).device
+def build_strategy(name: str, fsdp_cfg: Any, topology: Topology) -> Strategy:
+    """The strategy named by a role's ``strategy`` key, on this process's device."""
+    if name == "fsdp2":
+        from rewardkit.core.fsdp import FSDP2Strategy  # torch.distributed's FSDP only when asked for
+
+        return FSDP2Strategy(topology.device, fsdp_cfg)
+    if topology.distributed:
+        raise ValueError(f"this run has {topology.world_size} data-parallel ranks but a worker's strategy is local: "
+                         "set actor_rollout_ref.actor.strategy=fsdp2 (and critic.strategy=fsdp2)")
+    return LocalStrategy(topology.device)
+
+
+def _forked_seed(seed: int, build: Callable[[], T]) -> T:
+    """``build()`` drawing from a generator seeded with ``seed``, leaving the global one untouched."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
 
 
 def _mean_metrics(collected: dict[str, list[float]]) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in collected.items() if v}
 
 
-def _mini_batches(batch: Batch, size: int, shuffle: bool, generator: torch.Generator) -> list[Batch]:
-    order = torch.randperm(len(batch), generator=generator) if shuffle else torch.arange(len(batch))
-    return list(batch.select(order).chunks(size))
+def _device_of(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+@torch.no_grad()
+def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, micro_batch_size: Optional[int]) -> torch.Tensor:
+    """(B, R) log-probs of ``batch["responses"]`` under ``model``, in micro-batches, on the CPU."""
+    device = _device_of(model)
+    width = batch["responses"].shape[1]
+    logps = []
+    for micro in batch.chunks(micro_batch_size or len(batch)):
+        logp, _ = response_logprobs(model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, temperature)
+        logps.append(logp.cpu())
+    return torch.cat(logps)
 
 
 MicroLoss = Callable[[Batch, torch.Tensor, float, dict[str, list[float]]], torch.Tensor]
 
 
-def _update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, batch: Batch, *,
-            epochs: int, mini_batch_size: int, shuffle: bool, generator: torch.Generator,
-            micro_batch_size: Optional[int], loss_agg_mode: str, grad_clip: float, prefix: str,
-            micro_loss: MicroLoss) -> dict[str, float]:
-    """The update both actor and critic run: ``epochs`` passes of one optimizer step per mini-batch.
+def _update(model: torch.nn.Module, strategy: Strategy, optimizer: torch.optim.Optimizer, scheduler: Any,
+            minis: Iterable[MiniBatch], *, micro_batch_size: Optional[int], loss_agg_mode: str, grad_clip: float,
+            prefix: str, micro_loss: MicroLoss) -> dict[str, float]:
+    """The update actor and critic run: one optimizer step per mini-batch, then one LR-schedule step.
 
-    Each mini-batch's gradient accumulates over its micro-batches, each loss
-    weighted by its share of the mini-batch (:func:`micro_batch_weight`).
-    ``micro_loss(micro, response_mask, weight, stats)`` returns a micro-batch's
-    loss (on the model's device) and appends its own metrics to ``stats``.
+    A mini-batch's gradient accumulates over its micro-batches, each loss
+    weighted by its share of the whole mini-batch (:func:`micro_batch_weight`
+    with the mini-batch's global counts). ``micro_loss(micro, response_mask,
+    weight, stats)`` returns a micro-batch's loss (on the model's device) and
+    appends its own metrics to ``stats``.
     """
     device = _device_of(model)
     stats: dict[str, list[float]] = defaultdict(list)
-    for _epoch in range(epochs):
-        for mini in _mini_batches(batch, mini_batch_size, shuffle, generator):
-            optimizer.zero_grad(set_to_none=True)
-            mask_sum = float(mini["response_mask"].sum())
-            for micro in mini.chunks(micro_batch_size or len(mini)):
-                micro = micro.to(device)
-                mask = micro["response_mask"].float()
-                weight = micro_batch_weight(mask, mask_sum, len(mini), loss_agg_mode)
-                micro_loss(micro, mask, weight, stats).backward()
-            _clip_and_step(model, optimizer, grad_clip, stats, prefix)
-    return _finish_update(optimizer, scheduler, stats, prefix)
-
-
-def _clip_and_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, grad_clip: float,
-                   stats: dict[str, list[float]], prefix: str) -> None:
-    # A non-finite gradient norm (fp16 overflow, a bad batch) skips the step
-    # instead of writing NaN into the weights; it is counted, not hidden.
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    if torch.isfinite(grad_norm):
-        optimizer.step()
-    else:
-        stats[f"{prefix}/nonfinite_grad_steps"].append(1.0)
-    stats[f"{prefix}/grad_norm"].append(float(grad_norm))
-
-
-def _finish_update(optimizer: torch.optim.Optimizer, scheduler: Any, stats: dict[str, list[float]],
-                   prefix: str) -> dict[str, float]:
-    """Release gradients, average the update's stats and advance the LR schedule (one step per update)."""
+    for mini in minis:
+        optimizer.zero_grad(set_to_none=True)
+        for micro in mini.batch.chunks(micro_batch_size or len(mini.batch)):
+            micro = micro.to(device)
+            mask = micro["response_mask"].float()
+            weight = micro_batch_weight(mask, mini.tokens, mini.samples, loss_agg_mode)
+            micro_loss(micro, mask, weight, stats).backward()
+        # A non-finite gradient norm (fp16 overflow, a bad batch) skips the step
+        # instead of writing NaN into the weights; it is counted, not hidden.
+        grad_norm = strategy.clip_grad_norm(model, grad_clip)
+        if torch.isfinite(grad_norm):
+            optimizer.step()
+        else:
+            stats[f"{prefix}/nonfinite_grad_steps"].append(1.0)
+        stats[f"{prefix}/grad_norm"].append(float(grad_norm))
     optimizer.zero_grad(set_to_none=True)
     metrics = _mean_metrics(stats)
     metrics[f"{prefix}/lr"] = scheduler.get_last_lr()[0]
@@ -85,73 +113,63 @@ def _finish_update(optimizer: torch.optim.Optimizer, scheduler: Any, stats: dict
     return metrics
 
 
-def _save_model(model: PreTrainedModel, path: Path) -> None:
-    model.save_pretrained(path)
+class ActorRolloutWorker:
+    """The policy (role actor + rollout): generation, log-probs and clipped-PPO updates."""
 
+    def __init__(self, config: Any, total_steps: int) -> None:
+        arr = config.actor_rollout_ref
+        self.cfg = arr.actor
+        topology = init_distributed(config.trainer)
+        self.strategy = build_strategy(arr.actor.strategy, arr.actor.fsdp_config, topology)
+        tokenizer = run_tokenizer(config)
+        torch.manual_seed(config.trainer.seed)
+        self.model = self.strategy.wrap(build_causal_lm(arr.model, tokenizer))
+        if topology.distributed:
+            # Every rank built the same initial weights; each samples its share of the prompts with its own stream.
+            torch.manual_seed(config.trainer.seed + topology.rank)
+        self.temperature = arr.rollout.logit_temperature
+        self.log_prob_micro_batch_size = arr.rollout.log_prob_micro_batch_size
+        self.optimizer, self.scheduler = build_optimizer(self.model.parameters(), self.cfg.optim, total_steps)
+        self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer, arr.model.path)
 
-def _load_model_weights(model: PreTrainedModel, path: Path) -> None:
-    """Copy weights saved by :func:`_save_model` into ``model`` in place (it stays where it lives)."""
-    loaded = type(model).from_pretrained(path, dtype=next(model.parameters()).dtype)
-    model.load_state_dict(loaded.state_dict())
+    # -- rollout ------------------------------------------------------------------
+    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        """Sampled responses for ``prompts`` (see :meth:`RolloutEngine.generate`)."""
+        return self.rollout.generate(prompts, params)
 
+    def sync_rollout_weights(self) -> None:
+        """Hand the rollout engine the actor's current full weights (after each update)."""
+        self.rollout.update_weights(self.strategy.full_weights(self.model))
 
-class PolicyWorker:
-    """Log-probs of responses under a causal LM (the reference, and the base of the actor)."""
+    def sleep_rollout(self) -> None:
+        self.rollout.sleep()
 
-    def __init__(self, model: PreTrainedModel, temperature: float, micro_batch_size: Optional[int]) -> None:
-        self.model = model
-        self.temperature = temperature
-        self.micro_batch_size = micro_batch_size
+    def wake_rollout(self) -> None:
+        self.rollout.wake()
 
-    @torch.no_grad()
+    # -- training -----------------------------------------------------------------
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
-        """(B, R) log-probs of ``responses`` under this model."""
-        device = _device_of(self.model)
-        width = batch["responses"].shape[1]
-        logps = []
-        for micro in batch.chunks(self.micro_batch_size or len(batch)):
-            logp, _ = response_logprobs(self.model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, self.temperature)
-            logps.append(logp.cpu())
-        return torch.cat(logps)
+        """(B, R) log-probs of ``responses`` under the current policy."""
+        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_micro_batch_size)
 
+    def update(self, minis: list[MiniBatch]) -> dict[str, float]:
+        """One clipped-PPO optimizer step per mini-batch (see :func:`policy_loss`).
 
-class ActorWorker(PolicyWorker):
-    """The policy: log-probs plus PPO updates with gradient accumulation."""
-
-    def __init__(self, model: PreTrainedModel, actor_cfg: Any, temperature: float, log_prob_micro_batch_size: Optional[int],
-                 samples_per_prompt: int, total_steps: int, seed: int) -> None:
-        super().__init__(model, temperature, log_prob_micro_batch_size)
-        self.cfg = actor_cfg
-        self.mini_batch_size = actor_cfg.ppo_mini_batch_size * samples_per_prompt
-        self.optimizer, self.scheduler = build_optimizer(model.parameters(), actor_cfg.optim, total_steps)
-        self.generator = torch.Generator().manual_seed(seed)
-
-    def single_update(self, batch_size: int) -> bool:
-        """Whether a batch of ``batch_size`` samples makes exactly one optimizer step.
-
-        Then the policy being updated is the one that sampled the batch, its
-        old log-probs equal the current ones, and recomputing them is skipped.
-        """
-        return self.cfg.ppo_epochs == 1 and batch_size <= self.mini_batch_size
-
-    def update(self, batch: Batch) -> dict[str, float]:
-        """``ppo_epochs`` passes of clipped-PPO updates over ``batch`` (see :func:`policy_loss`).
-
-        Needs ``advantages``, and ``old_log_probs`` unless :meth:`single_update`
-        holds (then the current log-probs, detached, are the old ones), and
-        ``ref_log_prob`` with ``use_kl_loss``.
-        Loss = pg_loss - entropy_coeff * entropy + kl_loss_coef * kl_loss.
+        Needs ``advantages``, ``ref_log_prob`` with ``use_kl_loss``, and
+        ``old_log_probs`` unless there is a single mini-batch (then the policy
+        being updated is the one that sampled, and its detached log-probs are
+        the old ones). Loss = pg_loss - entropy_coeff * entropy + kl_loss_coef * kl_loss;
+        the entropy comes from this forward pass.
         """
         cfg = self.cfg
         low = cfg.clip_ratio if cfg.clip_ratio_low is None else cfg.clip_ratio_low
         high = cfg.clip_ratio if cfg.clip_ratio_high is None else cfg.clip_ratio_high
-        width = batch["responses"].shape[1]
-        if "old_log_probs" not in batch and not self.single_update(len(batch)):
+        if len(minis) > 1 and any("old_log_probs" not in m.batch for m in minis):
             raise ValueError("old_log_probs are needed when a batch makes more than one optimizer step")
 
         def micro_loss(micro: Batch, mask: torch.Tensor, weight: float, stats: dict[str, list[float]]) -> torch.Tensor:
             logp, entropy = response_logprobs(
-                self.model, micro["input_ids"], micro["attention_mask"], width, self.temperature,
+                self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1], self.temperature,
                 with_entropy=True, entropy_grad=cfg.entropy_coeff != 0,
             )
             old = micro["old_log_probs"] if "old_log_probs" in micro else logp.detach()
@@ -171,40 +189,52 @@ class ActorWorker(PolicyWorker):
             stats["actor/ppo_kl"].append(pg_stats["ppo_kl"].item())
             return loss
 
-        return _update(self.model, self.optimizer, self.scheduler, batch, epochs=cfg.ppo_epochs,
-                       mini_batch_size=self.mini_batch_size, shuffle=cfg.shuffle, generator=self.generator,
+        return _update(self.model, self.strategy, self.optimizer, self.scheduler, minis,
                        micro_batch_size=cfg.ppo_micro_batch_size, loss_agg_mode=cfg.loss_agg_mode,
                        grad_clip=cfg.grad_clip, prefix="actor", micro_loss=micro_loss)
 
-    def save(self, path: Path) -> None:
-        _save_model(self.model, path)
-        torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                    "generator": self.generator.get_state()}, path / "optim.pt")
+    # -- checkpoints --------------------------------------------------------------
+    def save_checkpoint(self, path: Path) -> None:
+        self.strategy.save(path, self.model, self.optimizer, self.scheduler)
 
-    def load(self, path: Path) -> None:
-        _load_model_weights(self.model, path)
-        state = torch.load(path / "optim.pt", weights_only=False)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.generator.set_state(state["generator"])
+    def load_checkpoint(self, path: Path) -> None:
+        self.strategy.load(path, self.model, self.optimizer, self.scheduler)
+
+
+class ReferenceWorker:
+    """The frozen reference policy: the actor's initial weights, built by itself."""
+
+    def __init__(self, config: Any) -> None:
+        arr = config.actor_rollout_ref
+        self.strategy = build_strategy(arr.actor.strategy, arr.actor.fsdp_config, init_distributed(config.trainer))
+        tokenizer = run_tokenizer(config)
+        model = _forked_seed(config.trainer.seed, lambda: build_causal_lm(arr.model, tokenizer))
+        self.model = self.strategy.wrap(model.requires_grad_(False))
+        self.temperature = arr.rollout.logit_temperature
+        self.micro_batch_size = arr.ref.log_prob_micro_batch_size
+
+    def compute_log_prob(self, batch: Batch) -> torch.Tensor:
+        """(B, R) log-probs of ``responses`` under the reference."""
+        return policy_log_probs(self.model, batch, self.temperature, self.micro_batch_size)
 
 
 class CriticWorker:
-    """The value model; with ``freeze`` it has no optimizer and only provides values."""
+    """The value model; with ``critic.freeze`` it has no optimizer and only provides values."""
 
-    def __init__(self, model: PreTrainedModel, critic_cfg: Any, mini_batch_size: int, ppo_epochs: int,
-                 total_steps: int, seed: int) -> None:
-        self.model = model
-        self.cfg = critic_cfg
-        self.mini_batch_size = mini_batch_size
-        self.ppo_epochs = ppo_epochs
-        self.frozen = critic_cfg.freeze
+    def __init__(self, config: Any, total_steps: int) -> None:
+        self.cfg = config.critic
+        model_cfg = config.actor_rollout_ref.model
+        self.strategy = build_strategy(self.cfg.strategy, self.cfg.fsdp_config, init_distributed(config.trainer))
+        tokenizer = run_tokenizer(config)
+        model = _forked_seed(config.trainer.seed + 1, lambda: build_value_model(
+            model_cfg, tokenizer, path=self.cfg.model.path or model_cfg.path, config=self.cfg.model.config or model_cfg.config,
+        ))
+        self.frozen = self.cfg.freeze
         if self.frozen:
             model.requires_grad_(False)
-            self.optimizer = self.scheduler = None
-        else:
-            self.optimizer, self.scheduler = build_optimizer(model.parameters(), critic_cfg.optim, total_steps)
-        self.generator = torch.Generator().manual_seed(seed + 1)
+        self.model = self.strategy.wrap(model)
+        self.optimizer, self.scheduler = (None, None) if self.frozen else build_optimizer(
+            self.model.parameters(), self.cfg.optim, total_steps)
 
     @torch.no_grad()
     def compute_values(self, batch: Batch) -> torch.Tensor:
@@ -217,15 +247,14 @@ class CriticWorker:
             out.append(values.cpu())
         return torch.cat(out) * batch["response_mask"].float()
 
-    def update(self, batch: Batch) -> dict[str, float]:
-        """Clipped value-loss regression of ``V`` onto ``returns`` (see :func:`value_loss`)."""
+    def update(self, minis: list[MiniBatch]) -> dict[str, float]:
+        """Clipped value-loss regression of ``V`` onto ``returns``, one step per mini-batch (see :func:`value_loss`)."""
         if self.frozen:
             raise RuntimeError("critic.freeze is true: the critic is never updated")
         cfg = self.cfg
-        width = batch["responses"].shape[1]
 
         def micro_loss(micro: Batch, mask: torch.Tensor, weight: float, stats: dict[str, list[float]]) -> torch.Tensor:
-            vpreds = response_values(self.model, micro["input_ids"], micro["attention_mask"], width)
+            vpreds = response_values(self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1])
             loss, v_stats = value_loss(vpreds, micro["values"], micro["returns"], mask, cfg.cliprange_value,
                                        cfg.loss_agg_mode, weight)
             stats["critic/vf_loss"].append(loss.item() / max(weight, 1e-12))
@@ -233,19 +262,12 @@ class CriticWorker:
             stats["critic/vpred_mean"].append(masked_mean(vpreds.detach(), mask).item())
             return loss
 
-        return _update(self.model, self.optimizer, self.scheduler, batch, epochs=self.ppo_epochs,
-                       mini_batch_size=self.mini_batch_size, shuffle=False, generator=self.generator,
+        return _update(self.model, self.strategy, self.optimizer, self.scheduler, minis,
                        micro_batch_size=cfg.ppo_micro_batch_size, loss_agg_mode=cfg.loss_agg_mode,
                        grad_clip=cfg.grad_clip, prefix="critic", micro_loss=micro_loss)
 
-    def save(self, path: Path) -> None:
-        _save_model(self.model, path)
-        if not self.frozen:
-            torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}, path / "optim.pt")
+    def save_checkpoint(self, path: Path) -> None:
+        self.strategy.save(path, self.model, self.optimizer, self.scheduler)
 
-    def load(self, path: Path) -> None:
-        _load_model_weights(self.model, path)
-        if not self.frozen:
-            state = torch.load(path / "optim.pt", weights_only=False)
-            self.optimizer.load_state_dict(state["optimizer"])
-            self.scheduler.load_state_dict(state["scheduler"])
+    def load_checkpoint(self, path: Path) -> None:
+        self.strategy.load(path, self.model, self.optimizer, self.scheduler)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from rewardkit.common.config import InvalidValue, opt, section
 
@@ -33,12 +33,19 @@ class OverlongBufferConfig:
 @dataclass
 class SandboxFusionConfig:
     url: Optional[str] = opt(None, "URL of a SandboxFusion-compatible /run_code endpoint (ours: `rewardkit sandbox serve`).")
-    max_concurrent: int = opt(64, "Sandbox requests in flight at once (sandbox manager).")
+    max_concurrent: int = opt(64, "Sandbox requests in flight at once, per process (a plain SandboxFusion gets one request per test case, and the client adapts below this to what it sustains); the sandbox manager keeps as many samples in flight.")
     memory_limit_mb: int = opt(1024, "Memory limit per program run, in MB.")
+    retry_backoff: float = opt(0.5, "Base of the client's exponential retry back-off in seconds (connection errors, 429, 5xx).")
+    float_tolerance: dict[str, float] = opt({}, "Tolerance for real-number output tokens of the code scorer, per data_source or glob ({'*': 1e-4}); default 1e-6. Integers always compare exactly.")
 
     def __post_init__(self) -> None:
         if self.max_concurrent < 1:
             raise InvalidValue("max_concurrent", f"must be >= 1, got {self.max_concurrent}")
+        if self.retry_backoff < 0:
+            raise InvalidValue("retry_backoff", f"must be >= 0, got {self.retry_backoff}")
+        for pattern, tolerance in self.float_tolerance.items():
+            if tolerance < 0:
+                raise InvalidValue(f"float_tolerance.{pattern}", f"must be >= 0, got {tolerance}")
 
 
 @dataclass
@@ -51,9 +58,10 @@ class RewardModelConfig:
     enable: bool = opt(False, "Use a reward model for rows whose reward_model.style is 'model'.")
     reward_manager: str = opt("naive", "Reward manager: naive, parallel, dapo, sandbox, or one a plugin registers.")
     reward_kwargs: dict[str, Any] = opt({}, "Keyword arguments for the reward manager, as in verl (e.g. dapo: overlong_buffer_cfg, max_resp_len).")
-    num_workers: Optional[int] = opt(None, "Worker processes for parallel execution (parallel, and dapo/naive when > 1); null = CPU count.")
+    num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
     timeout: Optional[float] = opt(30.0, "Hard per-sample timeout in seconds for process-pool execution; null = none.")
     fallback_score: float = opt(0.0, "Score given to a sample whose scorer failed, hung, crashed or returned an invalid value.")
+    stop_when_all_fail: bool = opt(True, "Stop (rewardkit score: non-zero exit; training: before the update) when a scorer fails on every sample of a batch with the same exception; false = give them fallback_score.")
     scorer: Optional[str] = opt(None, "Score every row with this scorer name instead of routing by data_source.")
     scorer_weights: dict[str, dict[str, float]] = opt({}, "Combine several scorers per data_source: {data_source or glob: {scorer: weight}}.")
     max_resp_len: Optional[int] = opt(None, "Maximum response length for the DAPO penalty; null = data.max_response_length.")
@@ -89,3 +97,4 @@ class RewardSettings:
     custom_reward_function: CustomRewardFunctionConfig = section(CustomRewardFunctionConfig)
     plugins: PluginsConfig = section(PluginsConfig)
     max_response_length: Optional[int] = opt(None, "The rollout's response budget in tokens (DAPO's default max_resp_len).")
+    backend: Literal["local", "ray"] = opt("local", "Where pool workers run: local processes, or Ray actors across the cluster.")

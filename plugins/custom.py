@@ -1,7 +1,16 @@
-"""Loading a user's verl-style ``compute_score`` from ``custom_reward_function``."""
+"""Loading a user's verl-style ``compute_score`` from ``custom_reward_function``.
+
+Every spelling verl accepts works: a plain path (absolute, or relative to the
+launch directory), ``file:///abs/path.py``, and ``pkg://pkg.module`` or
+``pkg://pkg/module``. As with verl's ``python -m`` launch, the directory the
+user launched in is importable, so a file may ``from recipe.r1 import ...``.
+"""
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -9,16 +18,45 @@ from rewardkit.common.errors import CustomFunctionError
 from rewardkit.common.function_refs import FILE_PREFIX, FunctionRef, load_file_module
 
 PKG_PREFIX = "pkg://"
+FILE_URL_PREFIX = "file://"
+
+# The calls a reward manager makes, for the signature check and its message.
+PER_SAMPLE = "per_sample"
+BATCHED = "batched"
+EXPECTED = {
+    PER_SAMPLE: "compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> float | dict",
+    BATCHED: ("compute_score(data_sources, solution_strs, ground_truths, extra_infos, **kwargs) "
+              "-> list[float | dict]"),
+}
+_ARGUMENTS = {
+    PER_SAMPLE: ("data_source", "solution_str", "ground_truth", "extra_info"),
+    BATCHED: ("data_sources", "solution_strs", "ground_truths", "extra_infos"),
+}
 
 
-def load_custom_function(path: str, name: str = "compute_score") -> Callable[..., Any]:
-    """Load ``name`` from a Python file or from ``pkg://dotted.module``, as verl does.
+def launch_dir_importable() -> None:
+    """Put the launch directory first on ``sys.path``, as ``python -m`` does for verl users.
+
+    Worker processes inherit this process's ``sys.path`` (see the hard-timeout pool).
+    """
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def load_custom_function(path: str, name: str = "compute_score", call: str = PER_SAMPLE,
+                         kwargs: dict[str, Any] | None = None) -> Callable[..., Any]:
+    """Load ``name`` from a Python file or a ``pkg://`` module, as verl does, and check
+    that it can take the manager's ``call`` (``per_sample`` or ``batched``) with ``kwargs``.
 
     The returned function carries a :class:`FunctionRef`, so worker processes
-    of the parallel manager re-import it from the same file.
+    re-import it from the same file.
     """
+    launch_dir_importable()
     if path.startswith(PKG_PREFIX):
-        module_name = path[len(PKG_PREFIX):]
+        module_name = path[len(PKG_PREFIX):].strip("/").replace("/", ".")
+        if module_name.endswith(".py"):
+            module_name = module_name[: -len(".py")]
         where = f"module '{module_name}' (custom_reward_function.path={path})"
         try:
             module = importlib.import_module(module_name)
@@ -26,7 +64,8 @@ def load_custom_function(path: str, name: str = "compute_score") -> Callable[...
             raise CustomFunctionError(f"cannot import {where}: {type(exc).__name__}: {exc}") from exc
         ref_module = module_name
     else:
-        file = Path(path).expanduser()
+        plain = path[len(FILE_URL_PREFIX):] if path.startswith(FILE_URL_PREFIX) else path
+        file = Path(plain).expanduser()
         where = f"file '{path}' (custom_reward_function.path)"
         if not file.is_file():
             raise CustomFunctionError(f"custom reward function file not found: '{path}' (custom_reward_function.path)")
@@ -46,8 +85,40 @@ def load_custom_function(path: str, name: str = "compute_score") -> Callable[...
         )
     if not callable(fn):
         raise CustomFunctionError(f"'{name}' in {where} is not callable")
+    check_signature(fn, call, kwargs or {}, f"'{name}' in {where}")
     try:
         fn.__rewardkit_ref__ = FunctionRef(ref_module, name)
     except AttributeError:  # a builtin or C function: importable by module path anyway
         pass
     return fn
+
+
+def check_signature(fn: Callable[..., Any], call: str, kwargs: dict[str, Any], what: str) -> None:
+    """Raise :class:`CustomFunctionError` unless ``fn`` accepts the manager's ``call`` plus ``kwargs``.
+
+    The message shows the expected signature and ``fn``'s own, and says when
+    ``fn`` has another known shape (batched, per-sample, or a TRL reward function).
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    try:
+        sig.bind(**dict.fromkeys(_ARGUMENTS[call]), **kwargs)
+        return
+    except TypeError as exc:
+        problem = str(exc)
+    params = set(sig.parameters)
+    hint = ""
+    if call == PER_SAMPLE and {"solution_strs", "data_sources"} & params:
+        hint = " It looks like a batched compute_score: use reward_model.reward_manager=batch."
+    elif call == BATCHED and {"solution_str", "data_source"} & params:
+        hint = " It looks like a per-sample compute_score: use a per-sample manager (naive, parallel, dapo)."
+    elif "completions" in params:
+        hint = (" It looks like a TRL reward function (completions, **kwargs): wrap it with "
+                "rewardkit.scorer_from_trl (docs/plugins.md).")
+    extra = f" with custom_reward_function.reward_kwargs {sorted(kwargs)}" if kwargs else ""
+    raise CustomFunctionError(
+        f"{what} cannot take the reward manager's call{extra} ({problem}): its signature is "
+        f"{getattr(fn, '__name__', 'fn')}{sig}, expected {EXPECTED[call]}.{hint}"
+    )

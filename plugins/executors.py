@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from rewardkit.common.function_refs import FunctionRef
-from rewardkit.common.hard_timeout_pool import Task, WorkerPool
+from rewardkit.common.errors import SystematicScorerError
+from rewardkit.common.function_refs import FILE_PREFIX, FunctionRef
+from rewardkit.common.hard_timeout_pool import Task, TaskResult, WorkerPool
 from rewardkit.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
 
 
@@ -68,6 +69,26 @@ class SerialExecutor:
 _SCORE_BY_REF = FunctionRef("rewardkit.plugins.scoring", "score_by_ref")
 
 
+def score_task(job: ScoreJob) -> Task:
+    """``job`` as a pool task: the scorer travels by reference and is re-imported by the worker."""
+    return Task(_SCORE_BY_REF, (FunctionRef.of(job.fn), job.data_source, job.solution_str, job.ground_truth,
+                                job.extra_info, job.kwargs))
+
+
+def outcome_of(result: TaskResult) -> ScoreOutcome:
+    """A pool task's result as the sample's outcome (a dead or hung worker is a crash or timeout)."""
+    if result.status == "ok":
+        return result.value
+    status = {"timeout": TIMEOUT, "crash": CRASH}.get(result.status, ERROR)
+    return ScoreOutcome(status, error=result.error, seconds=result.seconds)
+
+
+def preload_modules(tasks: Sequence[Task]) -> list[str]:
+    """What a worker imports before its first task: the scoring entry point and every scorer's module."""
+    scorers = {t.args[0].module for t in tasks if not t.args[0].module.startswith(FILE_PREFIX)}
+    return [_SCORE_BY_REF.module, *sorted(scorers)]
+
+
 class ProcessExecutor:
     """Scores in ``num_workers`` worker processes with a hard per-sample ``timeout``.
 
@@ -81,22 +102,11 @@ class ProcessExecutor:
         self._pool: Optional[WorkerPool] = None
 
     def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
-        tasks = [
-            Task(_SCORE_BY_REF, (FunctionRef.of(j.fn), j.data_source, j.solution_str, j.ground_truth, j.extra_info, j.kwargs))
-            for j in jobs
-        ]
+        tasks = [score_task(j) for j in jobs]
         if self._pool is None:
-            preload = sorted({t.args[0].module for t in tasks if not t.args[0].module.startswith("file:")})
-            self._pool = WorkerPool(self.num_workers, preload=["rewardkit.plugins.scoring", *preload])
-        results = self._pool.map(tasks, timeout=self.timeout, on_done=(lambda i, r: progress.update(1)) if progress is not None else None)
-        outcomes = []
-        for r in results:
-            if r.status == "ok":
-                outcomes.append(r.value)
-            else:
-                status = {"timeout": TIMEOUT, "crash": CRASH}.get(r.status, ERROR)
-                outcomes.append(ScoreOutcome(status, error=r.error, seconds=r.seconds))
-        return outcomes
+            self._pool = WorkerPool(self.num_workers, preload=preload_modules(tasks))
+        on_done = (lambda i, r: progress.update(1)) if progress is not None else None
+        return [outcome_of(r) for r in self._pool.map(tasks, timeout=self.timeout, on_done=on_done)]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -107,13 +117,19 @@ class ProcessExecutor:
 class ThreadExecutor:
     """Scores on up to ``max_workers`` threads: for I/O-bound scorers (sandbox, HTTP judges).
 
+    ``max_workers`` may be a callable, read before each start, so the number
+    of samples in flight can follow a service's current capacity.
+
     A call past ``timeout`` is marked timed out and abandoned; its thread is a
     daemon and frees its slot, so a stuck request cannot stall the batch.
     """
 
-    def __init__(self, max_workers: int, timeout: Optional[float]) -> None:
+    def __init__(self, max_workers: int | Callable[[], int], timeout: Optional[float]) -> None:
         self.max_workers = max_workers
         self.timeout = timeout
+
+    def _cap(self) -> int:
+        return self.max_workers() if callable(self.max_workers) else self.max_workers
 
     def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
         results: list[Optional[ScoreOutcome]] = [None] * len(jobs)
@@ -126,7 +142,7 @@ class ThreadExecutor:
             done.put((i, _call(jobs[i])))
 
         while remaining:
-            while next_job < len(jobs) and len(started) < self.max_workers:
+            while next_job < len(jobs) and len(started) < self._cap():
                 started[next_job] = time.perf_counter()
                 threading.Thread(target=work, args=(next_job,), daemon=True).start()
                 next_job += 1
@@ -155,3 +171,76 @@ class ThreadExecutor:
 
     def close(self) -> None:
         pass
+
+
+_SCORE_BATCH_BY_REF = FunctionRef("rewardkit.plugins.scoring", "score_batch_by_ref")
+
+
+class BatchCallExecutor:
+    """Scores every job with one call of a batched ``compute_score`` (verl's ``batch`` manager).
+
+    The call runs in a worker process with a hard timeout of ``timeout``
+    seconds per sample (``timeout * len(jobs)`` for the call); a timeout or a
+    crash gives every sample that status, and the worker is replaced.
+    """
+
+    def __init__(self, timeout: Optional[float]) -> None:
+        self.timeout = timeout
+        self._pool: Optional[WorkerPool] = None
+
+    def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
+        if not jobs:
+            return []
+        first = jobs[0]
+        if any(j.fn is not first.fn or j.kwargs != first.kwargs for j in jobs):
+            raise ValueError("a batched compute_score call needs one function and one set of keyword arguments")
+        ref = FunctionRef.of(first.fn)
+        task = Task(_SCORE_BATCH_BY_REF, (ref, [j.data_source for j in jobs], [j.solution_str for j in jobs],
+                                          [j.ground_truth for j in jobs], [j.extra_info for j in jobs], first.kwargs))
+        if self._pool is None:
+            self._pool = WorkerPool(1, preload=preload_modules([task]))
+        limit = None if self.timeout is None else self.timeout * len(jobs)
+        (result,) = self._pool.map([task], timeout=limit)
+        if result.status == "ok":
+            outcomes = result.value
+        else:
+            failed = outcome_of(result)
+            error = f"the batched call for {len(jobs)} samples failed: {failed.error}"
+            outcomes = [ScoreOutcome(failed.status, error=error, seconds=failed.seconds / len(jobs)) for _ in jobs]
+        if progress is not None:
+            progress.update(len(jobs))
+        return outcomes
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+def raise_if_all_failed(jobs: Sequence[ScoreJob], outcomes: Sequence[ScoreOutcome]) -> None:
+    """Raise :class:`SystematicScorerError` when some scorer failed on every one of its
+    samples with the same exception.
+
+    That is a broken scorer (a wrong signature, a missing module, a bad path),
+    not a batch of hard samples: scoring on would train on all-fallback rewards.
+    Only exceptions count (status ``error``); timeouts, crashes and an
+    unreachable service follow their own policies.
+    """
+    by_scorer: dict[str, list[int]] = {}
+    for i, job in enumerate(jobs):
+        by_scorer.setdefault(job.scorer, []).append(i)
+    for scorer, idx in by_scorer.items():
+        errors = {outcomes[i].error if outcomes[i].status == ERROR else None for i in idx}
+        if len(errors) != 1 or None in errors:
+            continue
+        try:
+            ref = FunctionRef.of(jobs[idx[0]].fn)
+            module = ref.module[len(FILE_PREFIX):] if ref.module.startswith(FILE_PREFIX) else ref.module
+            where = f" ({module}:{ref.name})"
+        except ValueError:
+            where = ""
+        raise SystematicScorerError(
+            f"scorer '{scorer}'{where} failed on every one of its {len(idx)} samples with the same error: "
+            f"{errors.pop()}. This is a bug in the function or its environment, not a hard sample; fix it, "
+            "or set reward_model.stop_when_all_fail=false to score such samples with reward_model.fallback_score"
+        )

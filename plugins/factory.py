@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rewardkit.plugins.config import RewardSettings
+from rewardkit.plugins.custom import PER_SAMPLE
 from rewardkit.plugins.loader import get_registry
 from rewardkit.plugins.managers.base import RewardManager
 from rewardkit.plugins.scoring_plan import ScoringPlan
@@ -11,5 +12,5 @@ def build_reward_manager(settings: RewardSettings) -> RewardManager:
     """The manager named by ``reward_model.reward_manager``, with its scoring plan."""
     registry = get_registry(settings.plugins)
     cls = registry.reward_manager(settings.reward_model.reward_manager)
-    plan = ScoringPlan(registry, settings)
+    plan = ScoringPlan(registry, settings, getattr(cls, "scorer_call", PER_SAMPLE))
     return cls(plan, settings, **settings.reward_model.reward_kwargs)

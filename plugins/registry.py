@@ -40,13 +40,10 @@ class PluginInfo:
 class Claim:
     """One plugin's registration of ``obj`` under a name."""
 
+    name: str
     obj: Any
     plugin: PluginInfo
     data_sources: tuple[str, ...] = ()
-
-
-def _is_pattern(text: str) -> bool:
-    return any(ch in text for ch in "*?[")
 
 
 class Registry:
@@ -68,18 +65,18 @@ class Registry:
             raise TypeError(f"scorer '{name}' is not callable: {fn!r}")
         if isinstance(data_sources, str):
             data_sources = (data_sources,)
-        claim = Claim(fn, plugin, tuple(data_sources))
+        claim = Claim(name, fn, plugin, tuple(data_sources))
         self._claim(self._scorers, "scorer", name, claim)
         for source in claim.data_sources:
             self._claim(self._routes, "data_source", source, claim)
         plugin.scorers.append(name)
 
     def add_reward_manager(self, plugin: PluginInfo, name: str, cls: type) -> None:
-        self._claim(self._managers, "reward manager", name, Claim(cls, plugin))
+        self._claim(self._managers, "reward manager", name, Claim(name, cls, plugin))
         plugin.reward_managers.append(name)
 
     def add_advantage_estimator(self, plugin: PluginInfo, name: str, fn: Callable[..., Any]) -> None:
-        self._claim(self._estimators, "advantage estimator", name, Claim(fn, plugin))
+        self._claim(self._estimators, "advantage estimator", name, Claim(name, fn, plugin))
         plugin.advantage_estimators.append(name)
 
     def _claim(self, table: dict[str, list[Claim]], kind: str, key: str, claim: Claim) -> None:
@@ -109,16 +106,7 @@ class Registry:
 
     def scorer(self, name: str) -> Callable[..., Any]:
         """The scorer registered as ``name``."""
-        if name not in self._scorers:
-            raise NotRegistered(f"unknown scorer '{name}'; known scorers: {', '.join(sorted(self._scorers)) or 'none'}{self._load_errors()}")
-        return self._resolve(self._scorers, "scorer", name).obj
-
-    def scorer_name(self, fn: Callable[..., Any]) -> str:
-        """The name under which ``fn`` was registered (for metrics)."""
-        for name, claims in self._scorers.items():
-            if any(c.obj is fn for c in claims):
-                return name
-        return getattr(fn, "__name__", "scorer")
+        return self._lookup(self._scorers, "scorer", name, "")
 
     def route(self, data_source: str) -> tuple[str, Callable[..., Any]]:
         """``(scorer name, fn)`` for ``data_source``: an exact route wins over a glob; the longest glob wins."""
@@ -129,7 +117,7 @@ class Registry:
                 f"{', '.join(self.known_data_sources()) or 'none'}{self._load_errors()}"
             )
         claim = self._resolve(self._routes, "data_source", key)
-        return self.scorer_name(claim.obj), claim.obj
+        return claim.name, claim.obj
 
     def known_data_sources(self) -> list[str]:
         """Every exact data_source and glob pattern some scorer answers for."""
@@ -137,15 +125,17 @@ class Registry:
 
     def reward_manager(self, name: str) -> type:
         """The reward manager class registered as ``name``."""
-        if name not in self._managers:
-            raise NotRegistered(f"unknown reward manager '{name}' (reward_model.reward_manager); known: {', '.join(sorted(self._managers))}{self._load_errors()}")
-        return self._resolve(self._managers, "reward manager", name).obj
+        return self._lookup(self._managers, "reward manager", name, " (reward_model.reward_manager)")
 
     def advantage_estimator(self, name: str) -> Callable[..., Any]:
         """The advantage estimator registered as ``name``."""
-        if name not in self._estimators:
-            raise NotRegistered(f"unknown advantage estimator '{name}' (algorithm.adv_estimator); known: {', '.join(sorted(self._estimators))}{self._load_errors()}")
-        return self._resolve(self._estimators, "advantage estimator", name).obj
+        return self._lookup(self._estimators, "advantage estimator", name, " (algorithm.adv_estimator)")
+
+    def _lookup(self, table: dict[str, list[Claim]], kind: str, name: str, where: str) -> Any:
+        if name not in table:
+            known = ", ".join(sorted(table)) or "none"
+            raise NotRegistered(f"unknown {kind} '{name}'{where}; known: {known}{self._load_errors()}")
+        return self._resolve(table, kind, name).obj
 
     def _load_errors(self) -> str:
         broken = [p for p in self.plugins if p.error]
@@ -157,7 +147,7 @@ class Registry:
     def _match(name: str, table: dict[str, list[Claim]]) -> Optional[str]:
         if name in table:
             return name
-        patterns = [p for p in table if _is_pattern(p) and fnmatch.fnmatchcase(name, p)]
+        patterns = [p for p in table if any(ch in p for ch in "*?[") and fnmatch.fnmatchcase(name, p)]
         return max(patterns, key=len) if patterns else None
 
     @staticmethod

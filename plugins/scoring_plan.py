@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rewardkit.plugins.config import RewardSettings
-from rewardkit.plugins.custom import load_custom_function
+from rewardkit.plugins.custom import PER_SAMPLE, load_custom_function
 from rewardkit.common.errors import NotRegistered
 from rewardkit.plugins.registry import Registry
 
@@ -30,19 +30,22 @@ class ScoringPlan:
     4. the data_source routes that plugins registered.
     """
 
-    def __init__(self, registry: Registry, settings: RewardSettings) -> None:
+    def __init__(self, registry: Registry, settings: RewardSettings, call: str = PER_SAMPLE) -> None:
         self.registry = registry
         rm, custom = settings.reward_model, settings.custom_reward_function
         self._weights = rm.scorer_weights
         self._service_kwargs = {
             "sandbox_fusion_url": rm.sandbox_fusion.url,
             "memory_limit_mb": rm.sandbox_fusion.memory_limit_mb,
+            "sandbox_max_concurrent": rm.sandbox_fusion.max_concurrent,
+            "sandbox_retry_backoff": rm.sandbox_fusion.retry_backoff,
+            "float_tolerance": rm.sandbox_fusion.float_tolerance or None,
         }
         self._fixed: Optional[list[WeightedScorer]] = None
         if rm.scorer is not None:
             self._fixed = [self._weighted(rm.scorer, registry.scorer(rm.scorer), 1.0)]
         elif custom.path:
-            fn = load_custom_function(custom.path, custom.name)
+            fn = load_custom_function(custom.path, custom.name, call, custom.reward_kwargs)
             self._fixed = [WeightedScorer(custom.name, fn, 1.0, dict(custom.reward_kwargs))]
         else:
             for pattern, weights in self._weights.items():

@@ -14,7 +14,7 @@ BUILTIN_SCORERS: list[tuple[str, str, tuple[str, ...]]] = [
     ("gsm8k", "gsm8k", ("openai/gsm8k",)),
     ("math_reward", "math_reward", ("lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500")),
     ("math_dapo", "math_dapo", ("math_dapo", "math", "math_dapo_reasoning", "aime*")),
-    ("math_verify", "mathverify", ("math_verify",)),
+    ("math_verify", "math_verify_port", ("math_verify",)),
     ("search_r1_qa_em", "search_r1_qa_em", ("searchR1_*",)),
     ("math_answer", "math_answer", ()),
     ("sandbox_code", "code", ("codecontests", "apps", "codeforces", "taco")),

@@ -8,7 +8,10 @@ last ``</think>`` is read when a reasoning block precedes the answer.
 
 Consecutive boxes joined only by "and", "or" or commas are read together
 (``\\boxed{2} and \\boxed{3}`` -> ``2, 3``; ``\\boxed{2} or \\boxed{3}`` ->
-``2 or 3``, which the judge treats as a hedge).
+``2 or 3``, which the judge treats as a hedge). An empty marker (``\\boxed{}``,
+a bare ``Answer:``) is no answer: the last one with content counts. A
+correction after the marked answer ("... \\boxed{1/2}. Wait, no: it is 1/3")
+is the answer the response commits to.
 """
 from __future__ import annotations
 
@@ -41,7 +44,16 @@ _BOX_JOINER = re.compile(r"[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[
 _HASH = re.compile(r"####\s*([^\n]+)")
 _ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*([^\n]+)")
 _ANSWER_IS = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\s*:?\s*([^\n]+)")
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+# An ellipsis ("2...") does not end a sentence: it belongs to the answer.
+_SENTENCE_END = re.compile(r"(?<!\.\.)[.!?](?=\s|$)")
+_BLANK = re.compile(r"\\(?:boxed|fbox|text|mathrm|textbf|[lc]?dots|quad)\b|\\[,;:! ]|[\s$*{}_.:?()\[\]]")
+# Words after a marked answer that take it back ("Wait, no: it is 1/3").
+_CORRECTION_CUE = re.compile(
+    r"(?i)\b(?:wait|actually|correction|oops|hmm+|scratch that|on second thought|let me correct|"
+    r"I made (?:a|an) (?:mistake|error)|that(?:'s| is| was) (?:wrong|incorrect|not right))\b|\bno\s*[,:;!]"
+)
+_VALUE_CHAR = re.compile(r"[\d\\]")
+_REASON = re.compile(r"\s+(?:since|because|as)\s+")  # "it is -3 since x < 0": the value comes first
 _NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
 _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
@@ -56,7 +68,7 @@ class FinalAnswer:
     """The final-answer span of a response and which rule found it."""
 
     text: str
-    rule: str  # a convention, "answer is", or "final sentence"
+    rule: str  # a convention, "answer is", "correction" or "final sentence"
 
 
 def convention_for(data_source: str) -> str:
@@ -91,8 +103,13 @@ def boxed_groups(text: str) -> list[tuple[int, int, str]]:
     return groups
 
 
-def _last_boxed(text: str) -> str | None:
-    groups = boxed_groups(text)
+def _is_blank(answer: str) -> bool:
+    return not _BLANK.sub("", answer)
+
+
+def _last_boxed_span(text: str) -> tuple[str, int] | None:
+    """The last non-empty box (with the boxes joined to it) and where it ends."""
+    groups = [group for group in boxed_groups(text) if not _is_blank(group[2])]
     if not groups:
         return None
     contents, joiners = [groups[-1][2]], []
@@ -102,14 +119,20 @@ def _last_boxed(text: str) -> str | None:
             break
         contents.insert(0, previous[2])
         joiners.append(joiner.group(1) or joiner.group(2) or ",")
-    if "or" in joiners:
-        return " or ".join(contents)
-    return ", ".join(contents)
+    separator = " or " if "or" in joiners else ", "
+    return separator.join(contents), groups[-1][1]
 
 
-def _last_line_match(pattern: re.Pattern[str], text: str) -> str | None:
-    found = pattern.findall(text)
-    return found[-1].strip() if found else None
+def _last_boxed(text: str) -> str | None:
+    span = _last_boxed_span(text)
+    return span[0] if span else None
+
+
+def _last_line_match(pattern: re.Pattern[str], text: str) -> tuple[str, int] | None:
+    for match in reversed(list(pattern.finditer(text))):
+        if not _is_blank(match.group(1)):
+            return match.group(1).strip(), match.end()
+    return None
 
 
 def _first_sentence(text: str) -> str:
@@ -120,21 +143,30 @@ def _first_sentence(text: str) -> str:
     return text[: match.start()] if match else text
 
 
+def _answer_is_span(text: str) -> tuple[str, int] | None:
+    for match in reversed(list(_ANSWER_IS.finditer(text))):
+        stated = _first_sentence(match.group(1)).strip()
+        if stated and not _is_blank(stated):
+            return stated, match.end()
+    return None
+
+
 def _answer_is(text: str) -> str | None:
-    found = _ANSWER_IS.findall(text)
-    if not found:
-        return None
-    return _first_sentence(found[-1]).strip() or None
+    span = _answer_is_span(text)
+    return span[0] if span else None
 
 
-def _final_sentence(text: str) -> str | None:
+def _last_sentence(text: str) -> str | None:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return None
     line = lines[-1][-MAX_SENTENCE_CHARS:]
     masked = _MATH_SPAN.sub(lambda m: "x" * len(m.group(0)), line)
     cuts = [m.end() for m in _SENTENCE_END.finditer(masked) if m.end() < len(masked)]
-    sentence = line[cuts[-1]:].strip() if cuts else line
+    return line[cuts[-1]:].strip() if cuts else line
+
+
+def _sentence_value(sentence: str) -> str | None:
     spans = [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(sentence)]
     if spans:
         return spans[-1].strip()
@@ -156,8 +188,34 @@ def _final_sentence(text: str) -> str | None:
     return numbers[-1]
 
 
+def _final_sentence(text: str) -> str | None:
+    sentence = _last_sentence(text)
+    return _sentence_value(sentence) if sentence else None
+
+
+def _correction(rest: str) -> str | None:
+    """The value a response switches to after its marked answer, if it takes that answer back."""
+    cue = _CORRECTION_CUE.search(rest)
+    if cue is None:
+        return None
+    tail = rest[cue.start() :]
+    stated = _answer_is(tail)
+    if stated:
+        return stated
+    # Otherwise the last sentence must end on the new value ("Wait, no: it is 1/3."), so that
+    # a check that merely mentions numbers ("Wait, 6 of the 10 cases ...") changes nothing.
+    sentence = _REASON.split(_last_sentence(tail) or "", maxsplit=1)[0]
+    value = _sentence_value(sentence) if sentence else None
+    if not value or not _VALUE_CHAR.search(value) or value not in sentence:
+        return None
+    if "=" not in sentence and not _MATH_SPAN.search(sentence) and len(set(_NUMBER.findall(sentence))) > 1:
+        return None  # "which is 5 out of 10 options": no single new value
+    after = sentence.rsplit(value, 1)[1].strip(" $.!")
+    return value if len(after.split()) <= MAX_WORD_ANSWER and not _VALUE_CHAR.search(after) else None
+
+
 _EXTRACTORS = {
-    BOXED: _last_boxed,
+    BOXED: _last_boxed_span,
     HASH: lambda text: _last_line_match(_HASH, text),
     ANSWER_COLON: lambda text: _last_line_match(_ANSWER_COLON, text),
 }
@@ -169,19 +227,25 @@ def find_final_answer(response: str, convention: str = BOXED) -> FinalAnswer | N
         raise ValueError(f"unknown answer convention {convention!r}; known: {', '.join(CONVENTIONS)}")
     text = after_reasoning(response)
     for rule in (convention, *(c for c in CONVENTIONS if c != convention)):
-        found = _EXTRACTORS[rule](text)
-        if found:
+        span = _EXTRACTORS[rule](text)
+        if span:
+            found, end = span
             if rule != BOXED and _ANSWER_IS.search(found):
                 # Minerva style: "Final Answer: The final answer is $5$. I hope it is correct."
                 found = _answer_is(found) or found
             elif rule != BOXED and boxed_groups(found):
                 found = _last_boxed(found) or found
-            return FinalAnswer(found, rule)
-    for rule, extractor in (("answer is", _answer_is), ("final sentence", _final_sentence)):
-        found = extractor(text)
-        if found:
-            return FinalAnswer(found, rule)
-    return None
+            return _unless_corrected(FinalAnswer(found, rule), text[end:])
+    span = _answer_is_span(text)
+    if span:
+        return _unless_corrected(FinalAnswer(span[0], "answer is"), text[span[1] :])
+    found = _final_sentence(text)
+    return FinalAnswer(found, "final sentence") if found else None
+
+
+def _unless_corrected(found: FinalAnswer, rest: str) -> FinalAnswer:
+    corrected = _correction(rest)
+    return FinalAnswer(corrected, "correction") if corrected else found
 
 
 def gold_answer(ground_truth: str) -> str:

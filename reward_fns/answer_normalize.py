@@ -2,15 +2,21 @@
 
 ``canonical_answer`` turns what a model (or a dataset) wrote as a final answer
 into a plain LaTeX-ish string: math delimiters, ``\\boxed``, spacing commands,
-degree signs, currency, trailing units and a leading ``x =`` are removed.
-``parse_number`` reads a canonical answer that is a plain number (integer,
-decimal, fraction, mixed number, percentage, thousands separators, number
-words) into an exact :class:`~fractions.Fraction`, remembering how it was
-written so that approximations can be judged.
+degree signs, currency and trailing units are removed; unicode math (``½``,
+``¹⁄₂``, ``π``, ``√2``, ``−``) becomes LaTeX; a trigonometric function of an
+angle in degrees gets the angle in radians; a trailing ellipsis becomes
+``\\ldots``; a number wrapped in words ("an integer 42", "42, since ...")
+becomes the number. :func:`split_assignment` reads ``x = 5`` and
+:func:`restated_numbers` the sides of ``60 minutes = 1 hour``.
+:func:`parse_number` reads a canonical answer that is a plain number (integer,
+decimal, fraction, mixed number, percentage, thousands separators, repeating
+decimal, number words) into an exact :class:`~fractions.Fraction`, remembering
+how it was written so that approximations can be judged.
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -25,15 +31,58 @@ _NUMBER_CORE = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+"
 # Words after a number are units when set off by a space ("5 cm", "18 dollars"); glued to the
 # number only a few abbreviations are, since "3x" is an expression.
 _UNIT_WORDS = r"(?!(?:or|and)\b)[A-Za-z][A-Za-z.]*(?:\s+(?!(?:or|and)\b)[A-Za-z][A-Za-z.]*)*"
-_UNIT_SUFFIX = re.compile(
-    rf"^({_NUMBER_CORE})(?:\s*%?\s+({_UNIT_WORDS})|%?(cm|mm|km|kg|ft|mph|hrs|sec|min))\^?[23]?$"
+_GLUED_UNITS = r"cm|mm|km|kg|ft|mph|hrs|sec|min"
+# A clause after the answer ("42, which is even", "42 because 6 * 7 = 42"); never one that
+# starts with "or" / "and", which make a hedge or a list.
+_CLAUSE = (r"\s*(?:[,;:(]|--|—|\.(?=\s))\s*(?!(?:or|and)\b)(?:a|[A-Za-z]{2,})\b.*"
+           r"|\s+(?:since|because|as|which|so|i\.e\.|where|when|given)\b.*")
+_NUMBER_IN_PROSE = re.compile(
+    rf"^(?P<words>(?:[A-Za-z]+,?\s+)*)(?P<number>{_NUMBER_CORE})(?:\s*(?P<percent>%))?"
+    rf"(?:(?:\s+(?P<units>{_UNIT_WORDS})|{_GLUED_UNITS})(?:\^?[23])?)?(?:{_CLAUSE})?$",
+    re.DOTALL,
+)
+# Words before a number that change or hide its value: "at least 42", "not 42", "root of 2".
+_QUALIFYING_WORDS = frozenset(
+    "not no never except least most more less fewer greater than over under up to nearly almost between "
+    "from below above negative minus plus positive times half twice double triple root square cube "
+    "factorial power sqrt sin cos tan cot sec csc log ln exp pi mod choose or and".split()
 )
 _CURRENCY_PREFIX = re.compile(r"^(?:USD|US\$?|Rs\.?|€|£|¥)\s*(?=[\d.])")
-_ASSIGNMENT = re.compile(r"^\s*(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\approx|≈)\s*(.+)$", re.DOTALL)
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\approx|≈)\s*(.+)$", re.DOTALL)
+_RESTATED_SIDE = re.compile(rf"^({_NUMBER_CORE})\s*({_UNIT_WORDS})$")
+_ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…|\\[lc]?dots\b|\\dotsc\b)\s*$")
+_PERCENT_WORD = re.compile(r"\s*\b(?:percent|per cent)\b")
+_LOG_BASE_E = re.compile(r"\\log_\{?e\}?(?![A-Za-z])")
+# A trigonometric function of an angle in degrees: "\sin 60^\circ", "cos(30°)", "\tan^2 45^{\circ}".
+_TRIG_DEGREES = re.compile(
+    r"\\?\b(sin|cos|tan|cot|sec|csc)\s*(\^\s*\{?\d\}?)?\s*(\\left\(|\()?\s*([+-]?\d+(?:\.\d+)?)\s*"
+    r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree)\s*(\\right\)|\))?"
+)
+_SQRT_SYMBOL = re.compile(r"√\s*(?:(\d+(?:\.\d+)?|[A-Za-z])|\(([^()]*)\)|\{([^{}]*)\})")
+_VULGAR_FRACTIONS = {
+    char: unicodedata.normalize("NFKD", char).split("\u2044")
+    for char in map(chr, [*range(0xBC, 0xBF), *range(0x2150, 0x218A)])
+    if re.fullmatch(r"\d+\u2044\d+", unicodedata.normalize("NFKD", char))
+}
+_VULGAR = re.compile(r"(\d*)\s*([" + "".join(_VULGAR_FRACTIONS) + "])")
+_SUPERSCRIPTS, _SUBSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹", "₀₁₂₃₄₅₆₇₈₉"
+_SLASHED_FRACTION = re.compile(rf"([{_SUPERSCRIPTS}\d]+)\s*[⁄∕]\s*([{_SUBSCRIPTS}\d]+)")
+_PLAIN_DIGITS = str.maketrans(_SUPERSCRIPTS + _SUBSCRIPTS, "0123456789" * 2)
+_UNICODE_SYMBOLS = (("π", "\\pi "), ("∞", "\\infty "), ("−", "-"), ("×", "\\times "), ("·", "\\cdot "),
+                    ("÷", "/"), ("≤", "\\le "), ("≥", "\\ge "), ("≠", "\\neq "))
+
 _DECIMAL = re.compile(r"^([+-]?)(\d{1,3}(?:,\d{3})+|\d*)(?:\.(\d+))?$")
 _SLASH_FRACTION = re.compile(r"^([+-]?)(\d+)\s*/\s*(\d+)$")
 _LATEX_FRACTION = re.compile(r"^([+-]?)(\d+)?\s*\\frac\s*\{\s*([+-]?\d+)\s*\}\s*\{\s*(\d+)\s*\}$")
 _SHORT_FRACTION = re.compile(r"^([+-]?)\\frac(\d)(\d)$")
+_SPACE_BESIDE_SYMBOL = re.compile(r"\s*([^\d\s])\s*")
+# Digit groups separated by spaces are one number only as thousands groups ("4 200", as
+# "4\,200" reads); "4 2" is no number. "2 1/2" is a mixed number.
+_SPACED_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
+_SPACED_MIXED = re.compile(r"^([+-]?)(\d+) (\d+)/(\d+)$")
+_REPEATING_BAR = re.compile(r"^([+-]?)(\d*)\.(\d*)\\(?:overline|bar)\{(\d+)\}$")
+_ELLIPSIS_DECIMAL = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?\\ldots$")
+MAX_REPEATING_PERIOD = 6
 
 _UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
@@ -53,11 +102,50 @@ def unwrap_command(text: str, command: str) -> str:
     return text[text.index("{", len(command)) + 1 : end].strip()
 
 
+def _unicode_to_latex(text: str) -> str:
+    # "2½" is the mixed number 2 1/2; "¹⁄₂" and "1⁄2" are 1/2.
+    def vulgar(match: re.Match[str]) -> str:
+        numerator, denominator = _VULGAR_FRACTIONS[match.group(2)]
+        return f"{match.group(1)}\\frac{{{numerator}}}{{{denominator}}}"
+
+    text = _VULGAR.sub(vulgar, text)
+    text = _SLASHED_FRACTION.sub(
+        lambda m: f"\\frac{{{m.group(1).translate(_PLAIN_DIGITS)}}}{{{m.group(2).translate(_PLAIN_DIGITS)}}}", text)
+    for symbol, latex in _UNICODE_SYMBOLS:
+        text = text.replace(symbol, latex)
+    return _SQRT_SYMBOL.sub(lambda m: "\\sqrt{" + next(g for g in m.groups() if g is not None) + "}", text)
+
+
+def _trig_degrees_to_radians(text: str) -> str:
+    # Degree signs are dropped later ("30^\circ" = 30), which would leave "\sin 60" in radians.
+    def radians(match: re.Match[str]) -> str:
+        function, power, opened, degrees, closed = match.groups()
+        if (opened is None) != (closed is None):
+            return match.group(0)
+        return f"\\{function}{power or ''}(\\frac{{{degrees}\\pi}}{{180}})"
+
+    return _TRIG_DEGREES.sub(radians, text)
+
+
+def _number_in_prose(text: str) -> str | None:
+    """The number of "an integer 42", "42 apples", "42, which is even"; ``None`` for other shapes."""
+    match = _NUMBER_IN_PROSE.match(text)
+    if match is None:
+        return None
+    words = match.group("words").replace(",", " ").split()
+    if any(word.lower() in _QUALIFYING_WORDS or (len(word) == 1 and word.lower() != "a") for word in words):
+        return None
+    if match.group("units") and words_to_number(match.group("units")) is not None:
+        return None  # "5 million" is a number, not 5 of a unit
+    return match.group("number") + (match.group("percent") or "")
+
+
 def canonical_answer(text: str) -> str:
     """The canonical form of a final answer (see the module docstring)."""
     text = text.strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
+    text = _unicode_to_latex(text)
     text = text.replace("\\$", "")  # a currency sign, before "$" is read as a math delimiter
     for token in _DELIMITERS:
         text = text.replace(token, "")
@@ -65,28 +153,42 @@ def canonical_answer(text: str) -> str:
     for token in _SPACING:
         text = text.replace(token, " ")
     text = re.sub(r"(?<!\\)\\ ", " ", text).replace("~", " ").replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    text = _trig_degrees_to_radians(text)
     for token in _DEGREES:
         text = text.replace(token, "")
     text = text.replace("\\%", "%").replace("{,}", ",")
+    text = _ELLIPSIS.sub("\\\\ldots", text)  # before trailing dots go: "2..." is not "2"
     text = text.strip().rstrip(".;,").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
-    # Units: a trailing \text{ cm} group after an answer, then bare words after a number.
-    while True:
+    # Units: a trailing \text{ cm} group after an answer (not after an equation's last side:
+    # "60 \text{ minutes} = 1 \text{ hour}" is a restatement), then bare words after a number.
+    while "=" not in text:
         match = _TRAILING_TEXT_GROUP.match(text)
         if match is None:
             break
         text = match.group(1)
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
-    match = _UNIT_SUFFIX.match(text)
-    if match is not None and not _is_number_word_phrase(match.group(2) or ""):
-        percent = "%" if "%" in text[match.end(1):] else ""
-        text = match.group(1) + percent
-    match = _ASSIGNMENT.match(text)
-    if match is not None and "=" not in match.group(1):
-        text = match.group(1).strip()
+    text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
+    text = _number_in_prose(text) or text
     return " ".join(text.split()).rstrip(".").strip()
+
+
+def split_assignment(text: str) -> tuple[str, str] | None:
+    """``("x", "5")`` for a canonical ``x = 5`` (one variable on the left), else ``None``."""
+    match = _ASSIGNMENT.match(text)
+    if match is None or "=" in match.group(2):
+        return None
+    return match.group(1), match.group(2).strip()
+
+
+def restated_numbers(text: str) -> list[str] | None:
+    """The numbers of a quantity restated in other units (``60 minutes = 1 hour`` -> 60, 1), else ``None``."""
+    sides = [_RESTATED_SIDE.match(side.strip()) for side in text.split("=")]
+    if len(sides) < 2 or not all(sides) or any(words_to_number(side.group(2)) is not None for side in sides):
+        return None
+    return [side.group(1) for side in sides]
 
 
 @dataclass(frozen=True)
@@ -97,6 +199,7 @@ class ParsedNumber:
     decimals: int | None  # digits after the point when written as a decimal literal, else None
     significant: int  # significant digits of a decimal literal (0 otherwise)
     percent: bool
+    truncated: bool = False  # digits followed by an ellipsis that is no repeating pattern ("3.14159...")
 
     def candidates(self) -> tuple[Fraction, ...]:
         """The values it may stand for: ``25%`` is 25 or 0.25."""
@@ -118,8 +221,51 @@ def _decimal_literal(text: str) -> ParsedNumber | None:
     return ParsedNumber(value, len(frac), significant, False)
 
 
-def _is_number_word_phrase(text: str) -> bool:
-    return words_to_number(text) is not None
+def _repeating_value(sign: str, whole: str, fixed: str, block: str) -> Fraction:
+    # whole.fixed(block)(block)... exactly: 0.1(6) = 1/10 + 6/90.
+    value = int(whole or "0") + Fraction(int(fixed or "0"), 10 ** len(fixed))
+    value += Fraction(int(block), 10 ** len(fixed) * (10 ** len(block) - 1))
+    return -value if sign == "-" else value
+
+
+def _repeating_block(digits: str) -> tuple[str, str] | None:
+    """``(fixed, block)`` when ``digits`` end with a block written at least twice ("1666" -> "1", "6")."""
+    for period in range(1, min(MAX_REPEATING_PERIOD, len(digits) // 2) + 1):
+        block = digits[-period:]
+        if digits[-2 * period : -period] == block:
+            fixed = digits
+            while fixed.endswith(block):
+                fixed = fixed[:-period]
+            return fixed, block
+    return None
+
+
+def _repeating_decimal(text: str) -> ParsedNumber | None:
+    """``0.\\overline{3}``, ``0.1\\bar{6}``, ``0.333\\ldots`` exactly; other digits before an ellipsis as truncated."""
+    bar = _REPEATING_BAR.match(text)
+    if bar is not None:
+        return ParsedNumber(_repeating_value(*bar.groups()), None, 0, False)
+    dots = _ELLIPSIS_DECIMAL.match(text)
+    if dots is None or not (dots.group(2) or dots.group(3)):
+        return None
+    sign, whole, digits = dots.group(1), dots.group(2), dots.group(3) or ""
+    repeating = _repeating_block(digits)
+    shown = _decimal_literal(f"{sign}{whole}.{digits}" if digits else f"{sign}{whole}")
+    if repeating is None:
+        return ParsedNumber(shown.value, shown.decimals, shown.significant, False, truncated=True)
+    # The digits shown still count for the approximation rule.
+    return ParsedNumber(_repeating_value(sign, whole, *repeating), shown.decimals, shown.significant, False)
+
+
+def _spaced_number(text: str) -> ParsedNumber | None:
+    if _SPACED_THOUSANDS.match(text):
+        return _decimal_literal(text.replace(" ", ""))
+    mixed = _SPACED_MIXED.match(text)
+    if mixed is None or int(mixed.group(4)) == 0:
+        return None
+    sign, whole, numerator, denominator = mixed.groups()
+    value = int(whole) + Fraction(int(numerator), int(denominator))
+    return ParsedNumber(-value if sign == "-" else value, None, 0, False)
 
 
 def words_to_number(text: str) -> int | None:
@@ -149,24 +295,27 @@ def words_to_number(text: str) -> int | None:
 def parse_number(text: str) -> ParsedNumber | None:
     """Read a canonical answer that is a plain number, exactly; ``None`` otherwise.
 
-    Accepted: ``-12``, ``1,234.5``, ``.5``, ``3/4``, ``\\frac{3}{4}``, ``\\frac34``,
-    ``2\\frac{1}{2}`` (a mixed number, 5/2), ``12.5%``, number words.
-    Long inputs are refused so that exact arithmetic stays cheap.
+    Accepted: ``-12``, ``1,234.5``, ``4 200`` (groups of three), ``.5``, ``3/4``,
+    ``\\frac{3}{4}``, ``\\frac34``, ``2\\frac{1}{2}`` and ``2 1/2`` (mixed numbers,
+    5/2), ``12.5%``, ``0.\\overline{3}`` and ``0.333\\ldots`` (1/3), number words.
+    Refused: ``4 2`` (two numbers). Long inputs are refused so that exact
+    arithmetic stays cheap.
     """
     spelled = words_to_number(text)
     if spelled is not None:
         return ParsedNumber(Fraction(spelled), None, 0, False)
-    text = text.strip().replace(" ", "")
+    text = _SPACE_BESIDE_SYMBOL.sub(r"\1", text.strip())
     if not text or len(text) > 60:
         return None
     percent = text.endswith("%")
     body = text[:-1] if percent else text
-    parsed = _decimal_literal(body)
-    if parsed is None:
-        parsed = _fraction(body)
+    if " " in body:
+        parsed = _spaced_number(body)
+    else:
+        parsed = _decimal_literal(body) or _repeating_decimal(body) or _fraction(body)
     if parsed is None:
         return None
-    return ParsedNumber(parsed.value, parsed.decimals, parsed.significant, percent)
+    return ParsedNumber(parsed.value, parsed.decimals, parsed.significant, percent, parsed.truncated)
 
 
 def _fraction(text: str) -> ParsedNumber | None:

@@ -8,8 +8,11 @@ itself) at ``reward_model.sandbox_fusion.url``.
 Test cases (``ground_truth``, a dict or its JSON string, as in verl):
 
 * ``{"inputs": [...], "outputs": [...]}`` — stdin/stdout pairs; output
-  matches when its whitespace-separated tokens equal the expected ones
-  (numbers within 1e-6 relative);
+  matches when its whitespace-separated tokens equal the expected ones, as
+  competitive-programming checkers compare: an expected integer must be
+  matched exactly (by value: ``-0`` = ``0``, ``1e9`` = ``1000000000``); a
+  tolerance (default 1e-6, absolute or relative) applies only where the
+  expected token is a real number with a fractional part or an exponent;
 * the same plus ``"fn_name"`` — LeetCode/APPS call-based: each input is the
   argument list (or JSON lines), the function (global or ``Solution``
   method) is called and its return value compared with the output;
@@ -26,16 +29,17 @@ in stdin, so the sandbox's batch endpoint compiles and loads it once.
 """
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import re
+from decimal import Decimal, InvalidOperation
 import secrets
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from rewardkit.common.errors import ScorerInfrastructureError
-from rewardkit.sandbox.client import SandboxClient, SandboxRequestError, SandboxUnavailable
+from rewardkit.sandbox.client import SandboxRequestError, SandboxUnavailable, shared_client
 
 _FENCE = re.compile(r"```([\w+#.-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _LANGUAGE_TAGS = {
@@ -48,8 +52,7 @@ _LANGUAGE_TAGS = {
 }
 _CASE_VERDICTS = {"TimeLimitExceeded": "timeout", "MemoryLimitExceeded": "memory_limit", "RuntimeError": "runtime_error"}
 
-_clients: dict[str, SandboxClient] = {}
-_clients_lock = threading.Lock()
+DEFAULT_TOLERANCE = 1e-6
 
 
 def compute_score(
@@ -62,9 +65,18 @@ def compute_score(
     memory_limit_mb: int = 1024,
     continuous: bool = True,
     timeout: float = 10,
+    float_tolerance: float | dict[str, float] | None = None,
+    sandbox_max_concurrent: int = 64,
+    sandbox_retry_backoff: float = 0.5,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Pass fraction of the test cases (``continuous``) or 1.0 only if all pass.
+
+    ``float_tolerance`` is the tolerance for real-number tokens: a number, or
+    ``{data_source or glob: number}`` (``reward_model.sandbox_fusion.float_tolerance``);
+    default 1e-6. ``sandbox_max_concurrent`` caps requests in flight to the
+    sandbox (shared by every sample of this process), ``sandbox_retry_backoff``
+    is the client's retry back-off base in seconds.
 
     Returns ``{"score", "passed", "total", "verdicts"}``; ``verdicts`` holds one
     of ``passed``, ``wrong_answer``, ``runtime_error``, ``timeout``,
@@ -84,7 +96,9 @@ def compute_score(
     token = secrets.token_hex(16)
     source, stdins = spec.program_and_stdins(program, token)
     try:
-        reply = _client(sandbox_fusion_url).run_batch(
+        client = shared_client(sandbox_fusion_url, max_concurrency=sandbox_max_concurrent,
+                               backoff_s=sandbox_retry_backoff)
+        reply = client.run_batch(
             source, stdins, spec.language, compile_timeout=timeout, run_timeout=timeout,
             memory_limit_mb=memory_limit_mb,
         )
@@ -100,7 +114,8 @@ def compute_score(
         if compile_result.get("return_code") != 0 or compile_result.get("status") != "Finished":
             return _summary(["compile_error"] * len(stdins), continuous)
         raise ScorerInfrastructureError(f"sandbox returned {len(results)} results for {len(stdins)} cases")
-    verdicts = [spec.judge(i, result, token) for i, result in enumerate(results)]
+    tolerance = tolerance_for(data_source, float_tolerance)
+    verdicts = [spec.judge(i, result, token, tolerance) for i, result in enumerate(results)]
     return _summary(verdicts, continuous)
 
 
@@ -112,15 +127,6 @@ def _summary(verdicts: list[str], continuous: bool) -> dict[str, Any]:
     else:
         score = 1.0 if total and passed == total else 0.0
     return {"score": score, "passed": passed, "total": total, "verdicts": verdicts}
-
-
-def _client(url: str) -> SandboxClient:
-    with _clients_lock:
-        if url not in _clients:
-            # The reward manager bounds requests in flight (max_concurrent); the
-            # client's own cap only guards against runaway callers.
-            _clients[url] = SandboxClient(url, max_concurrency=1024)
-        return _clients[url]
 
 
 def extract_program(response: str, language: str = "python") -> Optional[str]:
@@ -189,7 +195,7 @@ class TestSpec:
         source = _PRELUDE + program + "\n" + _ASSERT_EPILOGUE
         return source, [token + "\n" + case for case in self.asserts]
 
-    def judge(self, index: int, result: Optional[dict], token: str) -> str:
+    def judge(self, index: int, result: Optional[dict], token: str, tolerance: float = DEFAULT_TOLERANCE) -> str:
         """One case's verdict from its run result."""
         if not result:
             return "compile_error"
@@ -203,7 +209,7 @@ class TestSpec:
             return _CASE_VERDICTS.get(verdict, "runtime_error")
         stdout = result.get("stdout") or ""
         if self.kind == "stdio":
-            return "passed" if outputs_match(stdout, _as_text(self.outputs[index])) else "wrong_answer"
+            return "passed" if outputs_match(stdout, _as_text(self.outputs[index]), tolerance) else "wrong_answer"
         marked = [line[len(token):] for line in stdout.splitlines() if line.startswith(token)]
         if not marked:
             return "no_result"  # exited before the checks finished
@@ -214,8 +220,8 @@ class TestSpec:
         except ValueError:
             return "wrong_answer"
         expected = self.outputs[index]
-        wrapped = isinstance(expected, list) and len(expected) == 1 and values_match(actual, expected[0])
-        return "passed" if values_match(actual, expected) or wrapped else "wrong_answer"
+        wrapped = isinstance(expected, list) and len(expected) == 1 and values_match(actual, expected[0], tolerance)
+        return "passed" if values_match(actual, expected, tolerance) or wrapped else "wrong_answer"
 
 
 def parse_test_cases(ground_truth: Any, data_source: str = "?") -> TestSpec:
@@ -263,37 +269,60 @@ def _call_args(value: Any) -> list:
     return [value]
 
 
-def _number(token: str) -> Optional[float]:
-    try:
-        return float(token)
-    except ValueError:
-        return None
+_INTEGER = re.compile(r"[+-]?\d+")
+_REAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def outputs_match(actual: str, expected: str) -> bool:
-    """Token-wise equality; numeric tokens may differ by 1e-6 relative (or absolute near 0)."""
-    got, want = actual.split(), expected.split()
-    if got == want:
+def tolerance_for(data_source: str, setting: float | dict[str, float] | None) -> float:
+    """The tolerance for ``data_source``: a number applies everywhere; in a dict an exact
+    key wins over a glob, the longest glob over shorter ones; default 1e-6."""
+    if setting is None:
+        return DEFAULT_TOLERANCE
+    if not isinstance(setting, dict):
+        return float(setting)
+    if data_source in setting:
+        return float(setting[data_source])
+    globs = [k for k in setting if fnmatch.fnmatchcase(data_source, k)]
+    return float(setting[max(globs, key=len)]) if globs else DEFAULT_TOLERANCE
+
+
+def tokens_match(actual: str, expected: str, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+    """One output token against the expected one.
+
+    Equal text matches. An expected integer needs an actual number of exactly
+    that value (``-0`` = ``0``, ``1e9`` = ``1000000000``, never ``2000000001``
+    for ``2000000000``). An expected real number (a fractional part or an
+    exponent) matches an actual number within ``tolerance``, absolute or
+    relative. Anything else must be equal text.
+    """
+    if actual == expected:
         return True
-    if len(got) != len(want):
+    if not _REAL.fullmatch(actual) or not _REAL.fullmatch(expected):
         return False
-    for a, b in zip(got, want):
-        if a == b:
-            continue
-        x, y = _number(a), _number(b)
-        if x is None or y is None or not math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-6):
+    if _INTEGER.fullmatch(expected):
+        try:
+            return Decimal(actual) == Decimal(expected)
+        except InvalidOperation:
             return False
-    return True
+    return math.isclose(float(actual), float(expected), rel_tol=tolerance, abs_tol=tolerance)
 
 
-def values_match(actual: Any, expected: Any) -> bool:
-    """Structural equality with float tolerance (tuples compare as lists)."""
+def outputs_match(actual: str, expected: str, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+    """Token-wise equality of whitespace-separated outputs (see :func:`tokens_match`)."""
+    got, want = actual.split(), expected.split()
+    return len(got) == len(want) and all(tokens_match(a, b, tolerance) for a, b in zip(got, want))
+
+
+def values_match(actual: Any, expected: Any, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+    """Structural equality (tuples compare as lists); integers exactly, floats within ``tolerance``."""
     if isinstance(actual, bool) or isinstance(expected, bool):
         return actual == expected
     if isinstance(actual, (int, float)) and isinstance(expected, (int, float)):
-        return math.isclose(actual, expected, rel_tol=1e-6, abs_tol=1e-6)
+        if isinstance(expected, int):
+            return actual == expected
+        return math.isclose(actual, expected, rel_tol=tolerance, abs_tol=tolerance)
     if isinstance(actual, list) and isinstance(expected, (list, tuple)):
-        return len(actual) == len(expected) and all(values_match(a, e) for a, e in zip(actual, expected))
+        return len(actual) == len(expected) and all(values_match(a, e, tolerance) for a, e in zip(actual, expected))
     if isinstance(actual, dict) and isinstance(expected, dict):
-        return actual.keys() == expected.keys() and all(values_match(actual[k], expected[k]) for k in actual)
+        return actual.keys() == expected.keys() and all(values_match(actual[k], expected[k], tolerance) for k in actual)
     return actual == expected

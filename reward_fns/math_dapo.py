@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rewardkit.reward_fns.latex_boxes import closing_brace_index
+from rewardkit.reward_fns.latex_boxes import last_boxed_brace_form, unwrap_boxed_brace_form
 from rewardkit.reward_fns.scorer_inputs import require_text
 
 TAIL_CHARS = 300
@@ -52,22 +52,6 @@ REMOVED_EXPRESSIONS = [
 INVALID = "[INVALID]"
 
 
-def last_boxed_only_string(string: str) -> str | None:
-    """The last ``\\boxed{...}`` group of ``string``, or ``None``."""
-    start = string.rfind("\\boxed{")
-    if start < 0:
-        return None
-    end = closing_brace_index(string, start)
-    return None if end is None else string[start : end + 1]
-
-
-def remove_boxed(boxed: str) -> str:
-    """Strip the ``\\boxed{`` ... ``}`` wrapper."""
-    if not (boxed.startswith("\\boxed{") and boxed.endswith("}")):
-        raise ValueError(f"box error: {boxed}")
-    return boxed[len("\\boxed{") : -1]
-
-
 def normalize_final_answer(final_answer: str) -> str:
     """Minerva-style answer normalisation (see the module docstring)."""
     final_answer = final_answer.split("=")[-1]
@@ -96,10 +80,10 @@ def is_correct_minerva(
     matches = re.findall(answer_pattern, solution_str)
     pred = normalize_final_answer(matches[-1] if matches else INVALID)
     if gt_need_extract:
-        boxed = last_boxed_only_string(gt)
+        boxed = last_boxed_brace_form(gt)
         if boxed is None:
             raise ValueError(f"math_dapo: ground truth has no \\boxed{{}} to extract: {gt!r}")
-        gt = remove_boxed(boxed)
+        gt = unwrap_boxed_brace_form(boxed)
     return pred == normalize_final_answer(gt), pred
 
 
@@ -113,8 +97,8 @@ def is_correct_strict_box(
         pred = pred[pause_tokens_index[-1] - STRICT_BOX_TAIL_CHARS :]
     else:
         pred = pred[-STRICT_BOX_TAIL_CHARS:]
-    boxed = last_boxed_only_string(pred)
-    extracted = remove_boxed(boxed) if boxed is not None else None
+    boxed = last_boxed_brace_form(pred)
+    extracted = unwrap_boxed_brace_form(boxed) if boxed is not None else None
     return extracted == gt, extracted
 
 

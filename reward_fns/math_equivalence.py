@@ -11,24 +11,42 @@ judge that applies decides, and its name is reported as ``method``:
                    itself lists alternatives ("1 or 2") needs the same
                    collection back.
 ``numeric``        both are plain numbers: exact rational equality; a
-                   percentage may stand for itself or a hundredth (25% = 25 = 0.25).
+                   percentage may stand for itself or a hundredth (25% = 25 =
+                   0.25), but a bare number for a percentage gold must be the
+                   number of percent (25 for 25%; 0.25 only under
+                   ``accept_decimal_for_percent``). Digits followed by an
+                   ellipsis that is no repeating pattern ("2...", "3.14159...")
+                   are never exactly equal (``ellipsis``).
+``spaced digits``  digit groups separated by spaces that are not thousands
+                   groups ("4 2"): wrong, never read as 42.
+``restatement``    a quantity restated in other units ("60 minutes = 1 hour"):
+                   correct when any side is the gold number.
 ``approximation``  a decimal literal against a value whose decimal expansion
-                   does not terminate (1/3, sqrt(2), pi): correct when the
-                   literal has at least 3 significant digits and equals the
-                   value rounded half-up *or* truncated to the literal's number
-                   of decimals (0.333, 0.3333 and 0.667 / 0.666 for 2/3 pass;
-                   0.33 and 0.334 fail). A value that terminates (1/8) must be
-                   given exactly.
+                   does not terminate (1/3, sqrt(2), pi), when the literal has
+                   at least 3 significant digits and equals the value rounded
+                   half-up *or* truncated to the literal's number of decimals
+                   (0.333 and 0.3333 for 1/3, 0.667 / 0.666 for 2/3). As the
+                   answer it is wrong unless the policy accepts approximations
+                   (``accept_decimal_approximation``; ``approximation_rel_tol``
+                   widens the rule to a relative error). As the gold (0.333)
+                   it accepts the exact answer (1/3). A value that terminates
+                   (1/8) must be given exactly.
 ``choice``         a multiple-choice letter gold (C, (C)) against the letter
                    the answer starts with.
 ``text``           word answers (Monday, yes): case, punctuation and articles
                    ignored, never handed to a symbolic parser (which reads
                    "Monday" as a product of symbols).
+``equation``       two equations (``y = 2x + 3``, ``2x - y + 3 = 0``): equal when
+                   ``lhs - rhs`` of one is a nonzero constant times the other's.
+                   An assignment ``x = 5`` against a value compares ``5``.
 ``math_verify``    math-verify (sympy) on both sides, each wrapped in
                    ``\\boxed{}`` so that an unboxed or undelimited answer and a
                    gold without ``$`` still parse.
 ``sympy``          plain-text math (``2sqrt(3)``, ``3pi/2``) parsed with sympy
-                   and compared by simplifying the difference.
+                   and compared by simplifying the difference; also an
+                   unbased ``\\log`` read as the natural log (``\\log 2`` = ``\\ln 2``)
+                   and ``i`` as the imaginary unit when nothing else is
+                   symbolic (``e^{i\\pi}`` = -1).
 
 ``quick_judge`` runs the judges that need no symbolic algebra and answers
 ``None`` when only math-verify / sympy could decide.
@@ -44,7 +62,13 @@ from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
-from rewardkit.reward_fns.answer_normalize import ParsedNumber, canonical_answer, parse_number
+from rewardkit.reward_fns.answer_normalize import (
+    ParsedNumber,
+    canonical_answer,
+    parse_number,
+    restated_numbers,
+    split_assignment,
+)
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
 # A final answer longer than this is judged wrong unread: no math answer is that long, and
@@ -58,6 +82,33 @@ _GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 _TEXT_SYNONYMS = {"true": "yes", "false": "no"}
+_SPACED_DIGITS = re.compile(r"^[+-]?\d+(?:\s+\d+)+$")
+_LETTERS = re.compile(r"[A-Za-z]")
+ELLIPSIS = "\\ldots"
+
+
+@dataclass(frozen=True)
+class GradingPolicy:
+    """How lenient ``math_answer`` is; the defaults grade as a careful human grader does.
+
+    ``accept_decimal_approximation``: a decimal for a value whose expansion does
+    not terminate (0.333 for 1/3, 3.14 for pi) counts when it is that value
+    rounded or truncated to the digits shown (at least 3 significant digits).
+    ``approximation_rel_tol`` (> 0, with the former): also any decimal within this
+    relative error. ``accept_decimal_for_percent``: a bare number equal to a
+    percentage gold's hundredth (0.25 or 1/4 for 25%) counts.
+    """
+
+    accept_decimal_approximation: bool = False
+    approximation_rel_tol: float = 0.0
+    accept_decimal_for_percent: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.approximation_rel_tol < 1.0:
+            raise ValueError(f"approximation_rel_tol must be in [0, 1), got {self.approximation_rel_tol!r}")
+
+
+STRICT = GradingPolicy()
 
 
 @dataclass(frozen=True)
@@ -73,12 +124,12 @@ class Verdict:
 SymbolicJudge = Callable[[str, str, Optional[ParsedNumber], Optional[ParsedNumber]], Verdict]
 
 
-def quick_judge(pred: str, gold: str) -> Verdict | None:
+def quick_judge(pred: str, gold: str, policy: GradingPolicy = STRICT) -> Verdict | None:
     """The judgement when it needs no symbolic algebra, else ``None``."""
-    return run_judges(pred, gold, None)
+    return run_judges(pred, gold, None, policy)
 
 
-def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None) -> Verdict | None:
+def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: GradingPolicy = STRICT) -> Verdict | None:
     """Judge answer ``pred`` against ``gold`` (see the module docstring).
 
     ``symbolic`` decides what the plain judges cannot; without it such cases
@@ -93,15 +144,15 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None) -> Verdict 
         return Verdict(False, "no answer")
     gold_options = _split(_OR, target)
     if len(gold_options) > 1:
-        return _same_collection(_split(_LIST_SEPARATOR, answer), gold_options, symbolic)
+        return _same_collection(_split(_LIST_SEPARATOR, answer), gold_options, symbolic, policy)
     options = _split(_OR, answer)
     for option in options[1:]:
-        verdict = _equal(option, options[0], symbolic)
+        verdict = _equal(option, options[0], symbolic, policy)
         if verdict is None:
             return None
         if not verdict.correct:
             return _hedge_or_collection(options, target, symbolic)
-    return _equal(options[0], target, symbolic)
+    return _equal(options[0], target, symbolic, policy)
 
 
 def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
@@ -132,13 +183,15 @@ def _split(pattern: re.Pattern[str], text: str) -> list[str]:
     return parts
 
 
-def _same_collection(items: list[str], golds: list[str], symbolic: SymbolicJudge | None) -> Verdict | None:
+def _same_collection(
+    items: list[str], golds: list[str], symbolic: SymbolicJudge | None, policy: GradingPolicy
+) -> Verdict | None:
     if len(items) != len(golds):
         return Verdict(False, "collection")
     unmatched = list(items)
     for gold in golds:
         for item in unmatched:
-            verdict = _equal(item, gold, symbolic)
+            verdict = _equal(item, gold, symbolic, policy)
             if verdict is None:
                 return None
             if verdict.correct:
@@ -149,12 +202,40 @@ def _same_collection(items: list[str], golds: list[str], symbolic: SymbolicJudge
     return Verdict(True, "collection")
 
 
-def _equal(answer: str, target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
+def _equal(answer: str, target: str, symbolic: SymbolicJudge | None, policy: GradingPolicy) -> Verdict | None:
+    # Assignments and equations first: "x = 5" against "5" is 5; two equations are compared whole.
+    if answer == target:
+        return Verdict(True, "string")
+    answer_sides, target_sides = split_assignment(answer), split_assignment(target)
+    if answer_sides and target_sides and (answer_sides[0] == target_sides[0] or not _has_variables(answer, target)):
+        return _equal_values(canonical_answer(answer_sides[1]), canonical_answer(target_sides[1]), symbolic, policy)
+    if "=" in answer and "=" in target:
+        return None if symbolic is None else symbolic(answer, target, None, None)
+    if answer_sides and "=" not in target:
+        answer = canonical_answer(answer_sides[1])
+    elif target_sides and "=" not in answer:
+        target = canonical_answer(target_sides[1])
+    return _equal_values(answer, target, symbolic, policy)
+
+
+def _has_variables(*assignments: str) -> bool:
+    return any(_LETTERS.search(split_assignment(text)[1]) for text in assignments)
+
+
+def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, policy: GradingPolicy) -> Verdict | None:
     if answer == target:
         return Verdict(True, "string")
     answer_number, target_number = parse_number(answer), parse_number(target)
     if answer_number is not None and target_number is not None:
-        return _compare_numbers(answer_number, target_number)
+        return _compare_numbers(answer_number, target_number, policy)
+    if _SPACED_DIGITS.match(answer):
+        return Verdict(False, "spaced digits")
+    if answer.endswith(ELLIPSIS) and answer_number is None and not target.endswith(ELLIPSIS):
+        return Verdict(False, "ellipsis")
+    restated = restated_numbers(answer) if target_number is not None else None
+    if restated is not None:
+        correct = any(_compare_numbers(parse_number(number), target_number, policy).correct for number in restated)
+        return Verdict(correct, "restatement")
     choice = _GOLD_CHOICE.match(target)
     if choice is not None:
         picked = _CHOICE.match(answer)
@@ -179,12 +260,36 @@ def _text_key(text: str) -> str:
     return _TEXT_SYNONYMS.get(text, text)
 
 
-def _compare_numbers(answer: ParsedNumber, target: ParsedNumber) -> Verdict:
-    if any(a == t for a in answer.candidates() for t in target.candidates()):
+def _compare_numbers(answer: ParsedNumber, target: ParsedNumber, policy: GradingPolicy) -> Verdict:
+    # A bare number for a percentage gold is the number of percent (25 for 25%), not its hundredth.
+    bare_for_percent = target.percent and not answer.percent and not policy.accept_decimal_for_percent
+    targets = (target.value,) if bare_for_percent else target.candidates()
+    if not (answer.truncated or target.truncated) and any(a == t for a in answer.candidates() for t in targets):
         return Verdict(True, "numeric")
-    if approximates(answer, target.value) or approximates(target, answer.value):
+    for exact in targets:
+        verdict = approximation_verdict(answer, exact, policy)
+        if verdict is not None:
+            return verdict
+    if approximation_verdict(target, answer.value, policy, literal_is_answer=False) is not None:
         return Verdict(True, "approximation")
-    return Verdict(False, "numeric")
+    return Verdict(False, "ellipsis" if answer.truncated else "numeric")
+
+
+def approximation_verdict(
+    literal: ParsedNumber, exact: Any, policy: GradingPolicy, literal_is_answer: bool = True
+) -> Verdict | None:
+    """The verdict on decimal ``literal`` as an approximation of ``exact``; ``None`` when it is none.
+
+    As the answer it counts only under ``policy.accept_decimal_approximation``;
+    as the gold (0.333 for an exact 1/3) it always accepts the exact value.
+    """
+    if literal_is_answer and policy.accept_decimal_approximation:
+        if approximates(literal, exact) or _within_tolerance(literal, exact, policy.approximation_rel_tol):
+            return Verdict(True, "approximation")
+        return None
+    if approximates(literal, exact):
+        return Verdict(not literal_is_answer, "approximation")
+    return None
 
 
 def _terminates(value: Fraction) -> bool:
@@ -195,14 +300,27 @@ def _terminates(value: Fraction) -> bool:
     return denominator == 1
 
 
+def _approximable(literal: ParsedNumber, exact: Any) -> bool:
+    # Only a decimal literal approximates, and only a value whose expansion never ends.
+    return literal.decimals is not None and not (isinstance(exact, Fraction) and _terminates(exact))
+
+
+def _within_tolerance(literal: ParsedNumber, exact: Any, rel_tol: float) -> bool:
+    if rel_tol <= 0 or not _approximable(literal, exact):
+        return False
+    exact_decimal = _to_decimal(exact, 40)
+    if exact_decimal is None or exact_decimal == 0:
+        return False
+    shown = Decimal(literal.value.numerator) / Decimal(literal.value.denominator)
+    return abs(shown - exact_decimal) <= Decimal(repr(rel_tol)) * abs(exact_decimal)
+
+
 def approximates(literal: ParsedNumber, exact: Any) -> bool:
     """Whether decimal ``literal`` is ``exact`` rounded half-up or truncated (see the module docstring).
 
     ``exact`` is a Fraction or a real sympy number.
     """
-    if literal.decimals is None or literal.significant < MIN_APPROX_SIGNIFICANT_DIGITS:
-        return False
-    if isinstance(exact, Fraction) and _terminates(exact):
+    if not _approximable(literal, exact) or literal.significant < MIN_APPROX_SIGNIFICANT_DIGITS:
         return False
     shown = [(literal.value, literal.decimals)]
     if literal.percent:

@@ -18,35 +18,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from rewardkit.reward_fns.latex_boxes import closing_brace_index
+from rewardkit.reward_fns.latex_boxes import last_boxed_any_form, unwrap_boxed_any_form
 from rewardkit.reward_fns.scorer_inputs import require_text
 
 logger = logging.getLogger(__name__)
-
-
-def last_boxed_only_string(string: str) -> str | None:
-    """The last ``\\boxed{...}`` (or ``\\fbox{...}``, or ``\\boxed X``) in ``string``."""
-    if "\\boxed " in string:
-        return "\\boxed " + string.split("\\boxed ")[-1].split("$")[0]
-    start = string.rfind("\\boxed")
-    if start < 0:
-        start = string.rfind("\\fbox")
-        if start < 0:
-            return None
-    end = closing_brace_index(string, start)
-    return None if end is None else string[start : end + 1]
-
-
-def remove_boxed(boxed: str) -> str:
-    """Strip the ``\\boxed{`` ... ``}`` (or ``\\boxed ``) wrapper."""
-    if "\\boxed " in boxed:
-        if not boxed.startswith("\\boxed "):
-            raise ValueError(f"not a boxed answer: {boxed!r}")
-        return boxed[len("\\boxed ") :]
-    # A "\fbox{..}" found by last_boxed_only_string fails here, as in verl.
-    if not (boxed.startswith("\\boxed{") and boxed.endswith("}")):
-        raise ValueError(f"not a boxed answer: {boxed!r}")
-    return boxed[len("\\boxed{") : -1]
 
 
 def _fix_fracs(string: str) -> str:
@@ -148,8 +123,8 @@ def compute_score(
     require_text("math_reward", "ground_truth", ground_truth)
     require_text("math_reward", "solution_str", solution_str)
     try:
-        boxed = last_boxed_only_string(solution_str)
-        if boxed is not None and is_equiv(remove_boxed(boxed), ground_truth):
+        boxed = last_boxed_any_form(solution_str)
+        if boxed is not None and is_equiv(unwrap_boxed_any_form(boxed), ground_truth):
             return 1.0
     except Exception as exc:  # noqa: BLE001 - verl scores any failure as 0.0
         logger.debug("math_reward: %s: %s", type(exc).__name__, exc)

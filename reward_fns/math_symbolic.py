@@ -1,4 +1,4 @@
-"""The symbolic judges of ``math_answer``: math-verify and sympy.
+"""The symbolic judges of ``math_answer``: equations, math-verify and sympy.
 
 Importing this module imports math-verify and sympy, so the parent process
 of a reward run only pays for it when a case needs symbolic algebra, and the
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
+import sympy
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
 from sympy.parsing.sympy_parser import (
     convert_xor,
@@ -21,19 +23,22 @@ from sympy.parsing.sympy_parser import (
 )
 
 from rewardkit.reward_fns.answer_normalize import ParsedNumber
-from rewardkit.reward_fns.math_equivalence import Verdict, approximates, run_judges
-from rewardkit.reward_fns.math_verify_calls import parse, verify
+from rewardkit.reward_fns.math_equivalence import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
+from rewardkit.reward_fns.math_verify_lib import parse, verify
 
 _PLAIN_MATH = re.compile(r"^[0-9a-zA-Z+\-*/^(). ]+$")
 # Only these multi-letter names may appear in plain-text math handed to sympy's
 # parser (which evaluates Python): anything else is not parsed at all.
 _PLAIN_NAMES = frozenset({"sqrt", "pi", "e", "i", "I", "log", "ln", "sin", "cos", "tan", "exp"})
 _TRANSFORMATIONS = (*standard_transformations, implicit_multiplication_application, convert_xor)
+# math-verify reads an unbased \log as base 10; answers and golds often mean the natural log.
+_UNBASED_LOG = re.compile(r"\\log(?![_A-Za-z])")
+_RELATIONS = re.compile(r"\\(?:le|ge|leq|geq|neq|ne|lt|gt)(?![A-Za-z])|[<>!]")
 
 
-def judge(pred: str, gold: str) -> Verdict:
+def judge(pred: str, gold: str, policy: GradingPolicy = STRICT) -> Verdict:
     """Full judgement of answer ``pred`` against ``gold``; may take unbounded time."""
-    verdict = run_judges(pred, gold, symbolic_equal)
+    verdict = run_judges(pred, gold, partial(symbolic_equal, policy=policy), policy)
     assert verdict is not None  # symbolic_equal always decides
     return verdict
 
@@ -42,6 +47,10 @@ def _math_verify_parse(text: str) -> list[Any]:
     # Wrapped in \boxed{} so that an answer without $..$ still parses as LaTeX.
     parsed = parse("\\boxed{" + text + "}", (LatexExtractionConfig(),), fallback_mode="no_fallback")
     return parsed or parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback")
+
+
+def _first_expression(parsed: list[Any]) -> Any | None:
+    return next((value for value in parsed if isinstance(value, sympy.Expr)), None)
 
 
 def _exact_real(parsed: list[Any]) -> Any | None:
@@ -64,18 +73,75 @@ def _plain_sympy(text: str) -> Any | None:
         return None
 
 
-def symbolic_equal(
-    answer: str, target: str, answer_number: ParsedNumber | None, target_number: ParsedNumber | None
-) -> Verdict:
-    """math-verify, then the approximation rule against a symbolic value, then sympy on plain text."""
+def _is_equation(text: str) -> bool:
+    return text.count("=") == 1 and not _RELATIONS.search(text)
+
+
+def _equation_difference(text: str) -> Any | None:
+    """``lhs - rhs`` of a one-``=`` equation, as a sympy expression."""
+    sides = [_first_expression(_math_verify_parse(side)) for side in text.split("=")]
+    if any(side is None for side in sides):
+        return None
+    return sides[0] - sides[1]
+
+
+def same_equation(answer: str, target: str) -> bool:
+    """Whether two equations have the same solutions as ``lhs - rhs`` up to a nonzero constant factor.
+
+    ``y = 2x + 3``, ``2x - y + 3 = 0`` and ``4x - 2y = -6`` are the same line.
+    """
+    answer_difference, target_difference = _equation_difference(answer), _equation_difference(target)
+    if answer_difference is None or target_difference is None:
+        return False
+    if not answer_difference.free_symbols or answer_difference.free_symbols != target_difference.free_symbols:
+        return False
+    ratio = sympy.simplify(answer_difference / target_difference)
+    return bool(ratio.is_number and ratio.is_finite and ratio != 0)
+
+
+def _imaginary_unit_equal(pred_parsed: list[Any], gold_parsed: list[Any]) -> bool:
+    # "e^{i\pi}" parses with a symbol i; when i is the only symbol on either side it is the unit.
+    pred, gold = _first_expression(pred_parsed), _first_expression(gold_parsed)
+    if pred is None or gold is None:
+        return False
+    symbols = pred.free_symbols | gold.free_symbols
+    if not symbols or any(getattr(symbol, "name", None) != "i" for symbol in symbols):
+        return False
+    return sympy.simplify((pred - gold).subs({symbol: sympy.I for symbol in symbols})) == 0
+
+
+def _verified(answer: str, target: str) -> tuple[bool, list[Any], list[Any]]:
     gold_parsed, pred_parsed = _math_verify_parse(target), _math_verify_parse(answer)
-    if gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed, allow_set_relation_comp=True):
+    correct = bool(gold_parsed and pred_parsed and verify(gold_parsed, pred_parsed, allow_set_relation_comp=True))
+    return correct, gold_parsed, pred_parsed
+
+
+def symbolic_equal(
+    answer: str,
+    target: str,
+    answer_number: ParsedNumber | None,
+    target_number: ParsedNumber | None,
+    policy: GradingPolicy = STRICT,
+) -> Verdict:
+    """Equations, math-verify (``\\log`` read both ways), the approximation rule, then sympy on plain text."""
+    if _is_equation(answer) and _is_equation(target):
+        return Verdict(same_equation(answer, target), "equation")
+    correct, gold_parsed, pred_parsed = _verified(answer, target)
+    # math-verify rounds to 6 decimals, so it takes 2.718282 for e: a decimal answer must equal
+    # exactly, and digits before an ellipsis ("2...") never do.
+    written_out = answer_number is not None and (answer_number.decimals is not None or answer_number.truncated)
+    if correct and not (written_out and not _exactly(answer_number, gold_parsed)):
         return Verdict(True, "math_verify")
-    literal, other = (answer_number, gold_parsed) if answer_number is not None else (target_number, pred_parsed)
-    if literal is not None and literal.decimals is not None:
-        exact = _exact_real(other)
-        if exact is not None and approximates(literal, exact):
-            return Verdict(True, "approximation")
+    if _UNBASED_LOG.search(answer + target) and _verified(_UNBASED_LOG.sub(r"\\ln", answer),
+                                                           _UNBASED_LOG.sub(r"\\ln", target))[0]:
+        return Verdict(True, "math_verify")
+    approximation = _approximation(answer_number, target_number, pred_parsed, gold_parsed, policy)
+    if approximation is not None:
+        return approximation
+    if answer_number is not None and answer_number.truncated:
+        return Verdict(False, "ellipsis")
+    if _imaginary_unit_equal(pred_parsed, gold_parsed):
+        return Verdict(True, "sympy")
     # Plain-text math ("3pi/2") that the LaTeX parser misreads: sympy's own parser on that side.
     plain_answer, plain_target = _plain_sympy(answer), _plain_sympy(target)
     golds = [plain_target] if plain_target is not None else gold_parsed
@@ -85,3 +151,25 @@ def symbolic_equal(
     if not gold_parsed and plain_target is None:
         return Verdict(False, "unparsed gold")
     return Verdict(False, "math_verify")
+
+
+def _exactly(literal: ParsedNumber, parsed: list[Any]) -> bool:
+    exact = _exact_real(parsed)
+    return not literal.truncated and isinstance(exact, Fraction) and exact == literal.value
+
+
+def _approximation(
+    answer_number: ParsedNumber | None,
+    target_number: ParsedNumber | None,
+    pred_parsed: list[Any],
+    gold_parsed: list[Any],
+    policy: GradingPolicy,
+) -> Verdict | None:
+    # A decimal literal on one side against an exact symbolic value (pi, sqrt(2)) on the other.
+    if answer_number is not None and answer_number.decimals is not None:
+        exact = _exact_real(gold_parsed)
+        return None if exact is None else approximation_verdict(answer_number, exact, policy)
+    if target_number is not None and target_number.decimals is not None:
+        exact = _exact_real(pred_parsed)
+        return None if exact is None else approximation_verdict(target_number, exact, policy, literal_is_answer=False)
+    return None

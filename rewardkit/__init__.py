@@ -6,7 +6,7 @@ a manager), the executors (``SerialExecutor``, ``ProcessExecutor``,
 ``ThreadExecutor``), ``ScorerInfrastructureError`` (raise it when a service
 your scorer needs is unreachable) and ``compute_score`` (score one sample with
 any installed scorer). ``trl_reward_func`` turns scorers into TRL
-``reward_funcs``.
+``reward_funcs``; ``scorer_from_trl`` turns a TRL reward function into a scorer.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "compute_score": "rewardkit.compute",
     "trl_reward_func": "rewardkit.trl",
+    "scorer_from_trl": "rewardkit.trl",
     "RewardManager": "rewardkit.plugins.managers.base",
     "RewardBatch": "rewardkit.plugins.batch",
     "RewardSettings": "rewardkit.plugins.config",

@@ -1,9 +1,24 @@
-"""Every rewardkit scorer and plugin as a TRL ``reward_funcs`` callable."""
+"""rewardkit and TRL, both directions.
+
+:func:`trl_reward_func` turns rewardkit's scorers, plugins and custom files
+into a TRL ``reward_funcs`` callable; :func:`scorer_from_trl` turns a TRL
+reward function into a rewardkit scorer.
+"""
 from __future__ import annotations
 
+import itertools
+import threading
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from rewardkit.plugins.batch import RewardBatch
+from rewardkit.plugins.trl_scorer import scorer_from_trl
+
+__all__ = ["trl_reward_func", "scorer_from_trl"]
+
+# Names handed out so far: TRL keys its metrics (rewards/<name>/mean) by __name__.
+_names: set[str] = set()
+_names_lock = threading.Lock()
 
 
 def _text(completion: Any) -> str:
@@ -15,8 +30,29 @@ def _text(completion: Any) -> str:
     raise TypeError(f"cannot read a completion of type {type(completion).__name__}: {completion!r}")
 
 
+def _descriptive_name(settings: Any, data_source: Optional[str]) -> str:
+    """The scorer's name, the custom function's (``file_stem.name``), the fixed data_source's, or ``rewardkit``."""
+    rm, custom = settings.reward_model, settings.custom_reward_function
+    if rm.scorer:
+        return rm.scorer
+    if custom.path:
+        stem = custom.path.split("://", 1)[-1].replace("/", ".").removesuffix(".py").rsplit(".", 1)[-1]
+        return f"{stem}.{custom.name}"
+    return f"rewardkit_{data_source}" if data_source else "rewardkit"
+
+
+def _distinct(name: str) -> str:
+    """``name``, or ``name_2``, ``name_3``... when an earlier reward function already has it."""
+    with _names_lock:
+        for candidate in itertools.chain([name], (f"{name}_{i}" for i in itertools.count(2))):
+            if candidate not in _names:
+                _names.add(candidate)
+                return candidate
+    raise AssertionError("unreachable")
+
+
 def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] = None,
-                    overrides: Sequence[str] = ()) -> Callable[..., list[float]]:
+                    overrides: Sequence[str] = (), name: Optional[str] = None) -> Callable[..., list[float]]:
     """A TRL reward function backed by rewardkit's reward managers.
 
     TRL calls ``f(prompts=..., completions=..., **dataset_columns)``. The
@@ -24,15 +60,23 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
     ``ground_truth`` / ``solution`` / ``answer`` column; the data_source from
     a ``data_source`` column, else ``data_source`` given here. ``scorer``
     names one scorer for every row; ``overrides`` are config ``key=value``
-    strings (e.g. ``reward_model.reward_manager=parallel``). Failures cost the
-    sample its fallback score, exactly as in training.
+    strings (e.g. ``reward_model.reward_manager=parallel``, or ``=batch`` for a
+    batched custom file). Failures cost the sample its fallback score, exactly
+    as in training; a scorer failing every sample the same way raises.
+
+    TRL logs ``rewards/<__name__>/mean`` per reward function, so each one gets
+    a distinct, descriptive ``__name__``: ``name`` if given, else the scorer's
+    name, the custom function's (``file_stem.function``), or
+    ``rewardkit_<data_source>``; a name already taken in this process gets
+    ``_2``, ``_3``...
     """
     from rewardkit.common.config import load_config
     from rewardkit.core.schema import Config
     from rewardkit.plugins.factory import build_reward_manager
 
     items = list(overrides) + ([f"reward_model.scorer={scorer}"] if scorer else [])
-    manager = build_reward_manager(load_config(Config, None, items).reward_settings())
+    settings = load_config(Config, None, items).reward_settings()
+    manager = build_reward_manager(settings)
 
     def reward(prompts: Sequence[Any] = (), completions: Sequence[Any] = (), **columns: Any) -> list[float]:
         n = len(completions)
@@ -51,6 +95,6 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
         batch = RewardBatch(list(sources), [_text(c) for c in completions], truths, list(extra))
         return manager(batch).scores.tolist()
 
-    reward.__name__ = scorer or "rewardkit"
+    reward.__name__ = reward.__qualname__ = _distinct(name or _descriptive_name(settings, data_source))
     reward.close = manager.close  # type: ignore[attr-defined]
     return reward

@@ -41,8 +41,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                    help="stdout/stderr kept per stream; the rest is dropped and flagged")
     s.add_argument("--max-request-mb", type=int, default=_DEFAULTS.max_request_mb,
                    help="largest request body accepted (413 beyond)")
-    s.add_argument("--base-uid", type=int, default=_DEFAULTS.base_uid,
-                   help="worker i runs programs as uid base+i")
+    s.add_argument("--max-fetch-mb", type=int, default=_DEFAULTS.max_fetch_mb,
+                   help="fetch_files returned per request, all files together (MiB)")
+    s.add_argument("--base-uid", type=int, default=None,
+                   help="worker i runs programs as uid base+i (default: the first block at or above 61000 that "
+                        "no account, process or other sandbox server on this host uses)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         max_pending=args.max_pending, max_timeout=args.max_timeout, default_memory_mb=args.default_memory_mb,
         max_memory_mb=args.max_memory_mb, max_processes=args.max_processes,
         max_output_bytes=args.max_output_bytes, base_uid=args.base_uid, max_request_mb=args.max_request_mb,
+        max_fetch_mb=args.max_fetch_mb,
     )
     return serve(settings)
 

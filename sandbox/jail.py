@@ -17,6 +17,7 @@ import resource
 import signal
 import stat
 
+CLONE_PARENT = 0x00008000
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
@@ -61,6 +62,9 @@ _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _clone = ctypes.PyDLL(None, use_errno=True).syscall
 _clone.restype = ctypes.c_long
 _clone.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+
+# The worker's own small tmpfs mounts (made read-only once set up): a few inodes suffice.
+_SCAFFOLD_TMPFS = "size=1m,nr_inodes=64,mode=755"
 
 # Mount points the worker never remounts: every run mounts a fresh procfs
 # of its own PID namespace over /proc.
@@ -188,6 +192,17 @@ _DENIED_X86_64 = {
     "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
 }
 _NR_CLONE, _NR_UNSHARE, _NR_CLONE3 = 56, 272, 435
+_NR_SOCKET, _NR_SOCKETPAIR = 41, 53
+# Socket families a program may create: an allow list, since every family is
+# kernel code and some are not network-namespaced (AF_VSOCK reaches the
+# hypervisor; a path-bound AF_UNIX socket reaches any host service whose
+# socket file it can see). IPv4/IPv6 sockets are harmless in the empty network
+# namespace and expected by libraries; AF_UNIX only as a connected pair
+# (``socketpair``: pipes for multiprocessing and asyncio), and only of stream
+# types, since a datagram socket can ``sendto`` any path.
+_AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
+_SOCKET_FAMILIES = (_AF_INET, _AF_INET6)
+_SOCK_STREAM, _SOCK_SEQPACKET, _SOCK_TYPE_MASK = 1, 5, 0xF
 
 
 def seccomp_available() -> bool:
@@ -207,7 +222,8 @@ def seccomp_available() -> bool:
 
 
 def install_seccomp_filter() -> None:
-    """Deny user namespaces, io_uring, bpf, ptrace, perf events, userfaultfd and keyrings (EPERM).
+    """Deny user namespaces, io_uring, bpf, ptrace, perf events, userfaultfd and keyrings (EPERM), and sockets
+    outside ``_SOCKET_FAMILIES`` (EAFNOSUPPORT).
 
     ``clone``/``unshare`` are refused only with CLONE_NEWUSER (the one
     namespace an unprivileged process may create); ``clone3`` answers ENOSYS,
@@ -216,9 +232,9 @@ def install_seccomp_filter() -> None:
     """
     if platform.machine() != "x86_64":
         raise OSError(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
-    ld_w, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
+    ld_w, jeq, jset, jge, ret, and_k = 0x20, 0x15, 0x45, 0x35, 0x06, 0x54
     allow, errno_ret = 0x7FFF0000, 0x00050000
-    deny, nosys = errno_ret | errno.EPERM, errno_ret | errno.ENOSYS
+    deny, nosys, no_family = errno_ret | errno.EPERM, errno_ret | errno.ENOSYS, errno_ret | errno.EAFNOSUPPORT
     prog = [
         (ld_w, 0, 0, 4),  # arch
         (jeq, 1, 0, _AUDIT_ARCH_X86_64),
@@ -237,6 +253,23 @@ def install_seccomp_filter() -> None:
             (ret, 0, 0, deny),
             (ret, 0, 0, allow),
         ]
+    # socket(family, ...): only the allowed families.
+    prog += [(jeq, 0, 3 + len(_SOCKET_FAMILIES), _NR_SOCKET), (ld_w, 0, 0, 16)]
+    for index, family in enumerate(_SOCKET_FAMILIES):
+        prog.append((jeq, len(_SOCKET_FAMILIES) - index, 0, family))
+    prog += [(ret, 0, 0, no_family), (ret, 0, 0, allow)]
+    # socketpair(AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET [| flags], ...) only.
+    prog += [
+        (jeq, 0, 8, _NR_SOCKETPAIR),
+        (ld_w, 0, 0, 16),  # family
+        (jeq, 0, 4, _AF_UNIX),
+        (ld_w, 0, 0, 24),  # type, with SOCK_NONBLOCK/SOCK_CLOEXEC masked off
+        (and_k, 0, 0, _SOCK_TYPE_MASK),
+        (jeq, 2, 0, _SOCK_STREAM),
+        (jeq, 1, 0, _SOCK_SEQPACKET),
+        (ret, 0, 0, no_family),
+        (ret, 0, 0, allow),
+    ]
     for nr in _DENIED_X86_64.values():
         prog += [(jeq, 0, 1, nr), (ret, 0, 0, deny)]
     prog.append((ret, 0, 0, allow))
@@ -283,7 +316,7 @@ def expose(path: str, staging: str) -> None:
         return
     os.makedirs(staging, exist_ok=True)
     mount(path, staging, None, MS_BIND | MS_REC)
-    mount("tmpfs", closed, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    mount("tmpfs", closed, "tmpfs", MS_NOSUID | MS_NODEV, _SCAFFOLD_TMPFS)
     os.makedirs(path, mode=0o755, exist_ok=True)
     mount(staging, path, None, MS_MOVE)
 
@@ -305,7 +338,7 @@ def enter_readonly_view(expose_paths: list[str]) -> None:
     except OSError as exc:
         if exc.errno != errno.EINVAL:  # EINVAL: /sys is no mount point here
             raise
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, _SCAFFOLD_TMPFS)
     for index, path in enumerate(expose_paths):
         expose(path, f"/tmp/stage{index}")
     for point, options in _mountinfo():
@@ -325,10 +358,14 @@ def enter_readonly_view(expose_paths: list[str]) -> None:
                 raise
 
 
-def mount_tmpfs(target: str, size_mb: int, noexec: bool = False) -> None:
-    """A fresh, size-capped, world-writable (sticky) tmpfs on ``target``."""
+def mount_tmpfs(target: str, size_mb: int, inodes: int, noexec: bool = False) -> None:
+    """A fresh world-writable (sticky) tmpfs on ``target``, capped in bytes and in inodes.
+
+    Both caps: empty files use no bytes, yet each costs the kernel ~1 KiB of
+    inode and dentry that only ``nr_inodes`` bounds per mount.
+    """
     flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if noexec else 0)
-    mount("tmpfs", target, "tmpfs", flags, f"size={size_mb}m,mode=1777")
+    mount("tmpfs", target, "tmpfs", flags, f"size={size_mb}m,nr_inodes={inodes},mode=1777")
 
 
 def mount_fresh_sysfs() -> None:

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rewardkit.sandbox import frames, jail
+from rewardkit.sandbox import cgroups, jail, wire
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
@@ -28,8 +28,17 @@ LAYERS = {
     "pid_namespace": "PID namespace: a timeout kills the whole process tree",
     "ipc_namespace": "private IPC and hostname",
     "unprivileged_uid": "programs run as an unprivileged uid",
-    "seccomp": "system-call filter: no user namespaces, io_uring, bpf, ptrace, perf events or keyrings",
+    "seccomp": "system-call filter: no user namespaces, io_uring, bpf, ptrace, perf events or keyrings; "
+               "sockets only of the IPv4, IPv6 and connected-pair unix families",
+    "memory_cgroup": "memory cgroup per run: memory_limit_MB bounds all the memory a run makes the kernel hold",
 }
+
+# The workers' whole environment: the server's (its token, any secret of the
+# host) must not be in the memory that programs are forked from. glibc reads
+# MALLOC_ARENA_MAX when the process starts, so warm runs, which never exec,
+# get it only from here: without it each thread of a program reserves a
+# 64 MiB arena, and 21 threads exhaust a 1 GiB address-space limit.
+WORKER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
 
 # Seconds a worker may overrun a job's own timeout before it is presumed hung.
 _WORKER_SLACK_S = 15.0
@@ -58,14 +67,15 @@ def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-
     whether programs can import from the interpreter's standard library.
     Synchronous so ``serve`` can refuse to start before binding a port.
     """
-    proc = subprocess.Popen(worker_argv(python, uid, expose, netns), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(worker_argv(python, uid, expose, netns), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env=WORKER_ENV)
     try:
-        hello = frames.read_frame(proc.stdout.fileno())
+        hello = wire.read_frame(proc.stdout.fileno())
         if hello is None:
             raise RuntimeError(f"the sandbox worker ({python}) exited during start-up; see its stderr above")
-        frames.write_frame(proc.stdin.fileno(), job_template(mode="inline-python", main="probe.py",
+        wire.write_frame(proc.stdin.fileno(), job_template(mode="inline-python", main="probe.py",
                                                              files={"probe.py": _PROBE.encode()}))
-        result = frames.read_frame(proc.stdout.fileno())
+        result = wire.read_frame(proc.stdout.fileno())
     finally:
         proc.stdin.close()
         proc.wait(timeout=10)
@@ -93,6 +103,7 @@ seen["network_namespace"] = sorted(os.listdir("/sys/class/net")) == ["lo"]
 seen["ipc_namespace"] = os.uname().nodename == "sandbox"
 libc = ctypes.CDLL(None, use_errno=True)
 seen["seccomp"] = libc.unshare(0x10000000) != 0 and ctypes.get_errno() == 1  # CLONE_NEWUSER -> EPERM
+seen["memory_cgroup"] = "rewardkit-sandbox-uid" in open("/proc/self/cgroup").read()
 try:
     import wave  # never preloaded: only importable if the program's uid can read the standard library
     seen["stdlib_readable"] = True
@@ -112,7 +123,8 @@ def job_template(**fields) -> dict:
         "executable": (),
         "stdin": b"",
         "timeout": 5.0,
-        "memory_mb": 512,
+        "memory_mb": 512,  # address space
+        "cgroup_memory_mb": 512,  # all the memory the run makes the kernel hold
         "nproc": 64,
         "fsize_mb": 64,
         "nofile": 256,
@@ -120,30 +132,35 @@ def job_template(**fields) -> dict:
         "fetch": (),
         "max_output": 1 << 20,
         "max_file_bytes": 64 << 20,
-        "env": {},
+        "max_fetch_bytes": 64 << 20,  # all fetched files together
     }
     job.update(fields)
     return job
 
 
 @dataclass
-class _Worker:
+class _WorkerProcess:
+    """One warm worker (``worker.py``) and its pipes; runs one job at a time."""
+
     index: int
+    uid: int
     argv: list[str]
     proc: asyncio.subprocess.Process | None = None
+    template_pid: int | None = None
     runs: int = 0
 
     async def start(self) -> dict:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=WORKER_ENV
         )
         hello = await self._read()
         if hello is None:
             raise WorkerFailed(f"sandbox worker {self.index} exited during start-up")
+        self.template_pid = hello["template_pid"]
         return hello
 
     async def call(self, job: dict) -> dict:
-        self.proc.stdin.write(frames.encode(job))
+        self.proc.stdin.write(wire.encode(job))
         await self.proc.stdin.drain()
         reply = await self._read()
         if reply is None:
@@ -153,12 +170,12 @@ class _Worker:
 
     async def _read(self):
         try:
-            header = await self.proc.stdout.readexactly(frames.HEADER.size)
-            (length,) = frames.HEADER.unpack(header)
+            header = await self.proc.stdout.readexactly(wire.HEADER.size)
+            (length,) = wire.HEADER.unpack(header)
             body = await self.proc.stdout.readexactly(length)
         except asyncio.IncompleteReadError:
             return None
-        return frames.iter_frames(header + body).__next__()
+        return wire.iter_frames(header + body).__next__()
 
     async def stop(self) -> None:
         if self.proc is None or self.proc.returncode is not None:
@@ -169,7 +186,7 @@ class _Worker:
 
 
 @dataclass
-class WorkerPool:
+class SandboxPool:
     """``size`` warm workers, each with its own unprivileged uid (``base_uid + i``).
 
     A per-worker uid keeps RLIMIT_NPROC per run: a fork bomb in one run
@@ -183,7 +200,7 @@ class WorkerPool:
     max_pending: int
     netns: str = "per-run"
     _idle: asyncio.Queue = field(init=False)
-    _workers: list[_Worker] = field(init=False, default_factory=list)
+    _workers: list[_WorkerProcess] = field(init=False, default_factory=list)
     pending: int = field(init=False, default=0)
     busy: int = field(init=False, default=0)
     peak_busy: int = field(init=False, default=0)
@@ -194,7 +211,8 @@ class WorkerPool:
             jail.become_subreaper()
         self._idle = asyncio.Queue()
         for index in range(self.size):
-            worker = _Worker(index, worker_argv(self.python, self.base_uid + index, self.expose, self.netns))
+            uid = self.base_uid + index
+            worker = _WorkerProcess(index, uid, worker_argv(self.python, uid, self.expose, self.netns))
             await worker.start()
             self._workers.append(worker)
             self._idle.put_nowait(worker)
@@ -202,6 +220,9 @@ class WorkerPool:
     async def stop(self) -> None:
         for worker in self._workers:
             await worker.stop()
+        await self._reap_orphans()
+        for worker in self._workers:
+            cgroups.remove(worker.uid)
 
     def reserve(self, count: int) -> None:
         """Claim ``count`` run slots for one request, or raise ``Overloaded``."""
@@ -225,7 +246,7 @@ class WorkerPool:
         # half-read reply in the worker's pipe for the next request.
         return await asyncio.shield(asyncio.ensure_future(self._call(worker, job)))
 
-    async def _call(self, worker: _Worker, job: dict) -> dict:
+    async def _call(self, worker: _WorkerProcess, job: dict) -> dict:
         self.busy += 1
         self.peak_busy = max(self.peak_busy, self.busy)
         deadline = job["timeout"] + _WORKER_SLACK_S
@@ -239,7 +260,7 @@ class WorkerPool:
             self.busy -= 1
             self._idle.put_nowait(worker)
 
-    async def _replace(self, worker: _Worker) -> None:
+    async def _replace(self, worker: _WorkerProcess) -> None:
         await worker.stop()
         self.restarts += 1
         await self._reap_orphans()
@@ -265,7 +286,12 @@ class WorkerPool:
             await asyncio.sleep(0.05)
 
     def worker_pids(self) -> list[int]:
+        """The workers' process ids."""
         return [w.proc.pid for w in self._workers if w.proc is not None]
+
+    def template_pids(self) -> list[int]:
+        """The process ids of the workers' templates (the processes programs are forked from)."""
+        return [w.template_pid for w in self._workers if w.template_pid is not None]
 
 
 def default_expose(python: str) -> list[str]:

@@ -31,6 +31,26 @@ def check_relative_path(path: str) -> str:
     return normal
 
 
+def check_file_tree(paths) -> None:
+    """Raise ``ValueError`` naming the first path that cannot coexist with the others in one directory tree.
+
+    ``x`` and ``x/y`` cannot both be written (``x`` would be a file and a
+    directory), nor can two spellings of one path (``a`` and ``./a``).
+    """
+    files = set()
+    for path in paths:
+        normal = check_relative_path(path)
+        if normal in files:
+            raise ValueError(f"file path {path!r} names a file given twice")
+        files.add(normal)
+    for normal in files:
+        parent = posixpath.dirname(normal)
+        while parent:
+            if parent in files:
+                raise ValueError(f"file path {normal!r} needs {parent!r} to be a directory, but it is a file too")
+            parent = posixpath.dirname(parent)
+
+
 class _Limits(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -51,6 +71,7 @@ class _Limits(BaseModel):
                     base64.b64decode(content, validate=True)
                 except (binascii.Error, ValueError) as exc:
                     raise ValueError(f"file {path!r} is not valid base64: {exc}") from exc
+        check_file_tree(path for path, content in files.items() if content is not None)
         return files
 
     @field_validator("memory_limit_MB")

@@ -3,7 +3,7 @@
 ``serve(settings)`` probes which isolation layers this host provides,
 refuses to start if any is missing (unless ``allow_weak_isolation``), then
 runs the FastAPI app on uvicorn. Every request runs through a
-:class:`~rewardkit.sandbox.pool.WorkerPool` of warm, pre-forked workers.
+:class:`~rewardkit.sandbox.pool.SandboxPool` of warm, pre-forked workers.
 """
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import base64
 import contextlib
 import json
 import os
-import pwd
 import sys
 import time
 from collections import Counter
@@ -26,7 +25,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ValidationError
 
 from rewardkit.sandbox.languages import Language, detect_languages
-from rewardkit.sandbox.pool import LAYERS, Overloaded, WorkerFailed, WorkerPool, default_expose, job_template
+from rewardkit.sandbox import uids
+from rewardkit.sandbox.pool import LAYERS, Overloaded, SandboxPool, WorkerFailed, default_expose, job_template
 from rewardkit.sandbox.pool import probe_isolation
 from rewardkit.sandbox.schema import (
     CommandResult,
@@ -34,6 +34,7 @@ from rewardkit.sandbox.schema import (
     RunBatchResponse,
     RunCodeRequest,
     RunCodeResponse,
+    check_file_tree,
 )
 from rewardkit.sandbox.verdicts import command_result
 
@@ -67,21 +68,22 @@ class ServerSettings:
     max_output_bytes: int = 1 << 20
     max_batch_cases: int = 1000
     max_request_mb: int = 64
-    base_uid: int = 61000
+    max_fetch_mb: int = 64  # all of a request's fetch_files together
+    base_uid: int | None = None  # None: the first block of uids no other server on this host holds
 
 
 class Sandbox:
     """Request handling between the HTTP layer and the worker pool."""
 
-    def __init__(self, settings: ServerSettings, layers: dict[str, bool]):
+    def __init__(self, settings: ServerSettings, layers: dict[str, bool], base_uid: int):
         self.settings = settings
         self.layers = layers
         self.missing = [name for name, ok in layers.items() if not ok]
         self.languages: dict[str, Language] = detect_languages(settings.python)
-        self.pool = WorkerPool(
+        self.pool = SandboxPool(
             python=settings.python,
             size=settings.workers,
-            base_uid=settings.base_uid,
+            base_uid=base_uid,
             expose=default_expose(settings.python),
             max_pending=settings.max_pending,
             netns=settings.network_namespace,
@@ -109,9 +111,20 @@ class Sandbox:
 
     def _job(self, **fields) -> dict:
         s = self.settings
-        return job_template(nproc=s.max_processes, fsize_mb=s.max_file_mb, nofile=s.max_open_files,
-                            tmpfs_mb=s.tmpfs_mb, max_output=s.max_output_bytes,
-                            max_file_bytes=s.max_file_mb << 20, **fields)
+        return job_template(**{"nproc": s.max_processes, "fsize_mb": s.max_file_mb, "nofile": s.max_open_files,
+                                "tmpfs_mb": s.tmpfs_mb, "max_output": s.max_output_bytes,
+                                "max_file_bytes": s.max_file_mb << 20, "max_fetch_bytes": s.max_fetch_mb << 20,
+                                **fields})
+
+    @staticmethod
+    def _files(req, lang: Language) -> dict[str, bytes]:
+        """The request's files plus the program's source, refused (422) if they cannot all be written."""
+        files = req.decoded_files()
+        try:
+            check_file_tree([*files, lang.source])
+        except ValueError as exc:
+            raise HTTPException(422, f"files: {exc}") from None
+        return {**files, lang.source: req.code.encode()}
 
     def _message(self, *notes: str) -> str:
         parts = [n for n in notes if n]
@@ -131,8 +144,10 @@ class Sandbox:
         """Compile when the language needs it; returns (compile_result, files for the run: ``files`` plus the binary)."""
         if lang.compile_argv is None:
             return None, files
+        compile_memory = max(memory, self.settings.compile_memory_mb)
         job = self._job(argv=list(lang.compile_argv), files=files, timeout=req.compile_timeout,
-                        memory_mb=max(memory, self.settings.compile_memory_mb), fetch=(lang.binary,))
+                        memory_mb=compile_memory, cgroup_memory_mb=compile_memory, fetch=(lang.binary,),
+                        max_fetch_bytes=self.settings.max_file_mb << 20)
         result, report = await self._execute(job)
         if result.verdict != "OK":
             result.verdict = "TimeLimitExceeded" if result.status == "TimeLimitExceeded" else "CompileError"
@@ -144,7 +159,7 @@ class Sandbox:
 
     def _run_job(self, lang: Language, files: dict[str, bytes], stdin: str | None, req, memory: int, fetch=()):
         common = dict(files=files, stdin=(stdin or "").encode(), timeout=req.run_timeout,
-                      memory_mb=memory + lang.address_space_extra_mb, fetch=tuple(fetch))
+                      memory_mb=memory + lang.address_space_extra_mb, cgroup_memory_mb=memory, fetch=tuple(fetch))
         if lang.warm_python and not self.settings.spawn_python:
             return self._job(mode="inline-python", main=lang.source, **common)
         executable = (lang.binary,) if lang.binary else ()
@@ -153,7 +168,7 @@ class Sandbox:
     async def run_code(self, req: RunCodeRequest) -> RunCodeResponse:
         lang = self._language(req.language)
         memory = self._check(req)
-        files = {**req.decoded_files(), lang.source: req.code.encode()}
+        files = self._files(req, lang)
         steps = 2 if lang.compile_argv else 1
         self.pool.reserve(steps)
         try:
@@ -170,8 +185,11 @@ class Sandbox:
         finally:
             self.pool.release(steps)
         self.verdicts[run_result.verdict] += 1
-        missing = [p for p in req.fetch_files if p not in report["files"]]
+        over_budget = report["fetch_over_budget"]
+        missing = [p for p in req.fetch_files if p not in report["files"] and p not in over_budget]
         notes = [f"fetch_files: {missing} not found" if missing else "",
+                 f"fetch_files: {over_budget} left out: together they exceed this server's limit of "
+                 f"{self.settings.max_fetch_mb} MiB per request" if over_budget else "",
                  "output truncated" if run_result.stdout_truncated or run_result.stderr_truncated else ""]
         return RunCodeResponse(
             status="Success" if run_result.verdict == "OK" else "Failed",
@@ -187,7 +205,7 @@ class Sandbox:
         if len(req.cases) > self.settings.max_batch_cases:
             raise HTTPException(400, f"cases: {len(req.cases)} cases exceed this server's limit of "
                                      f"{self.settings.max_batch_cases}")
-        files = {**req.decoded_files(), lang.source: req.code.encode()}
+        files = self._files(req, lang)
         steps = len(req.cases) + (1 if lang.compile_argv else 0)
         self.pool.reserve(steps)
         try:
@@ -226,6 +244,7 @@ class Sandbox:
             "python_mode": "spawn" if self.settings.spawn_python else "warm",
             "network_namespace": self.settings.network_namespace,
             "workers": self.settings.workers,
+            "uids": [self.pool.base_uid, self.pool.base_uid + self.settings.workers - 1],
             "busy_workers": self.pool.busy,
             "peak_busy_workers": self.pool.peak_busy,
             "queue_depth": self.pool.queue_depth,
@@ -235,6 +254,7 @@ class Sandbox:
             "worker_restarts": self.pool.restarts,
             "server_pid": os.getpid(),
             "worker_pids": self.pool.worker_pids(),
+            "template_pids": self.pool.template_pids(),
             "uptime_s": round(time.time() - self.started, 3),
         }
 
@@ -370,9 +390,9 @@ class WeakIsolation(RuntimeError):
     """Some isolation layer is unavailable and weak isolation was not allowed."""
 
 
-def check_isolation(settings: ServerSettings) -> dict[str, bool]:
+def check_isolation(settings: ServerSettings, base_uid: int) -> dict[str, bool]:
     """Probe the layers; raise ``WeakIsolation`` naming the missing ones unless allowed."""
-    layers, stdlib_readable = probe_isolation(settings.python, settings.base_uid, default_expose(settings.python),
+    layers, stdlib_readable = probe_isolation(settings.python, base_uid, default_expose(settings.python),
                                               settings.network_namespace)
     missing = [name for name, ok in layers.items() if not ok]
     if missing and not settings.allow_weak_isolation:
@@ -385,38 +405,26 @@ def check_isolation(settings: ServerSettings) -> dict[str, bool]:
         )
     if not stdlib_readable:
         raise WeakIsolation(
-            f"refusing to start: programs, running as uid {settings.base_uid}, cannot read the standard library of "
+            f"refusing to start: programs, running as uid {base_uid}, cannot read the standard library of "
             f"{settings.python} (a directory above it is private and, without a mount namespace, it cannot be "
             "exposed alone); pass --python with an interpreter installed outside private directories"
         )
     return layers
 
 
-def check_uids_unused(base_uid: int, workers: int) -> None:
-    """Refuse uids that belong to real accounts: programs would get those accounts' files."""
-    taken = []
-    for uid in range(base_uid, base_uid + workers):
-        try:
-            taken.append(f"{uid} ({pwd.getpwuid(uid).pw_name})")
-        except KeyError:
-            continue
-    if taken:
-        raise WeakIsolation(f"refusing to start: sandbox uids {', '.join(taken)} belong to existing accounts; "
-                            f"choose a free range with --base-uid")
-
-
 def serve(settings: ServerSettings) -> int:
     """Probe isolation, then serve until interrupted. Returns a process exit code."""
     try:
-        check_uids_unused(settings.base_uid, settings.workers)
-        layers = check_isolation(settings)
-    except WeakIsolation as exc:
+        claim = uids.claim(settings.workers, settings.base_uid)  # held until this process exits
+        layers = check_isolation(settings, claim.base)
+    except (WeakIsolation, uids.UidsUnavailable) as exc:
         print(exc, file=sys.stderr)
         return 2
-    sandbox = Sandbox(settings, layers)
+    sandbox = Sandbox(settings, layers, claim.base)
     config = uvicorn.Config(create_app(sandbox), host=settings.host, port=settings.port,
                             log_level="warning", access_log=False, backlog=4096)
     print(f"rewardkit sandbox: http://{settings.host}:{settings.port} ({settings.workers} workers, "
+          f"uids {claim.base}-{claim.base + settings.workers - 1}, "
           f"languages {sorted(sandbox.languages)}, missing layers {sandbox.missing or 'none'})",
           file=sys.stderr, flush=True)
     uvicorn.Server(config).run()

@@ -54,19 +54,22 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(*args: str, start_timeout_s: float = 60.0, prefix: tuple[str, ...] = ()) -> Iterator[str]:
+def running_server(*args: str, start_timeout_s: float = 60.0, prefix: tuple[str, ...] = (),
+                   env: dict[str, str] | None = None, python: str = sys.executable) -> Iterator[str]:
     """Yield the base URL of ``rewardkit sandbox serve <args>`` (the real CLI) bound to 127.0.0.1.
 
-    ``prefix`` wraps the command (e.g. ``setpriv ...`` to drop privileges).
-    The server is stopped (SIGTERM, then SIGKILL) on exit.
+    ``prefix`` wraps the command (e.g. ``setpriv ...`` to drop privileges);
+    ``env`` adds to the server's environment; ``python`` runs the server
+    (another checkout's virtual environment, to compare versions). The server
+    is stopped (SIGTERM, then SIGKILL) on exit.
     """
     port = free_port()
-    cmd = [*prefix, sys.executable, "-m", "rewardkit", "sandbox", "serve", "--host", "127.0.0.1",
+    cmd = [*prefix, python, "-m", "rewardkit", "sandbox", "serve", "--host", "127.0.0.1",
            "--port", str(port), *args]
     # A file, not a pipe: nobody drains a pipe while tests run, and a full one would stall the server.
     log = tempfile.TemporaryFile(mode="w+")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + start_timeout_s

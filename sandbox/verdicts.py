@@ -3,11 +3,11 @@
 Verdicts, in order of precedence:
 
 * ``TimeLimitExceeded``: the wall-clock deadline passed, or the CPU-time
-  rlimit fired (SIGXCPU);
-* ``MemoryLimitExceeded``: non-zero exit and the program reported failing to
-  allocate (Python ``MemoryError``, C++ ``std::bad_alloc``, ``ENOMEM``) —
-  with an address-space limit an allocation fails rather than the kernel
-  killing the process, so the program's own report is the signal;
+  rlimit ended the program (the worker tells: ``cpu_limit_exceeded``);
+* ``MemoryLimitExceeded``: non-zero exit, and the run's memory cgroup
+  OOM-killed a process of it, or the program reported failing to allocate
+  (Python ``MemoryError``, C++ ``std::bad_alloc``, ``ENOMEM``: with an
+  address-space limit an allocation fails inside the program);
 * ``RuntimeError``: any other non-zero exit or death by signal;
 * ``OK``: exit status 0.
 
@@ -16,7 +16,6 @@ Output beyond the cap is dropped and flagged; it never changes the verdict.
 from __future__ import annotations
 
 import os
-import signal
 
 from rewardkit.sandbox.schema import CommandResult
 
@@ -37,11 +36,11 @@ def command_result(report: dict) -> CommandResult:
     }
     exit_code = os.waitstatus_to_exitcode(report["wait_status"])
     killed_by = -exit_code if exit_code < 0 else None
-    if report["timed_out"] or killed_by == signal.SIGXCPU:
+    if report["timed_out"] or report["cpu_limit_exceeded"]:
         return CommandResult(status="TimeLimitExceeded", verdict="TimeLimitExceeded", signal=killed_by, **fields)
     if exit_code == 0:
         verdict = "OK"
-    elif any(marker in report["stderr"][-_STDERR_TAIL:] for marker in _OOM_MARKERS):
+    elif report["oom_killed"] or any(marker in report["stderr"][-_STDERR_TAIL:] for marker in _OOM_MARKERS):
         verdict = "MemoryLimitExceeded"
     else:
         verdict = "RuntimeError"

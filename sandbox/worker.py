@@ -1,35 +1,41 @@
 """A warm sandbox worker: one long-lived process that runs jobs in fresh, isolated children.
 
 Started by the server as ``python -I -S worker.py --uid N [--expose PATH ...]``
-on the sandbox interpreter (``-S``: no ``site`` start-up, whose ``.pth``
-hooks may import megabytes of modules that every run would then copy; the
-worker adds site's paths and builtins itself). It enters a private
-read-only mount namespace once (and, with ``--netns per-worker``, one empty
-network namespace for all its runs), pre-imports common modules, then
-serves jobs read from stdin as length-prefixed pickles (the server is its
-only peer; user code never sees these pipes). What every run needs and
-can share is set up here once rather than in each child, where every page
-touched costs a copy-on-write fault. For every job it:
+on the sandbox interpreter, with a minimal environment (``-S``: no ``site``
+start-up, whose ``.pth`` hooks may import megabytes of modules that every
+run would then copy; the worker adds site's paths and builtins itself). It
+enters a private read-only mount namespace once (and, with ``--netns
+per-worker``, one empty network namespace for all its runs), opens its
+memory cgroup, pre-imports common modules and forks its pristine
+**template** (``template.py``) before it reads any request: every program is
+forked from the template, never from this process, whose memory holds
+earlier requests. Then it serves jobs read from stdin as length-prefixed
+pickles (the server is its only peer; user code never sees these pipes).
+For every job it:
 
-1. mounts a fresh size-capped tmpfs on /tmp (in its own mount namespace)
-   and writes the job's files to /tmp/work;
-2. forks the program's process straight into new network, mount, PID, IPC
-   and UTS namespaces (one ``clone``): PID 1 of its namespace, with its own
-   /proc and /dev/shm, resource limits and an unprivileged uid (and
-   the worker's seccomp filter, inherited), it
-   then runs the program — Python source executed in-process (the warm
-   path), or ``execve`` of an argv (bash, C++, the spawn path);
+1. mounts a fresh size- and inode-capped tmpfs on /tmp (in its own mount
+   namespace, which the template shares) and writes the job's files to
+   /tmp/work;
+2. sets the run's memory limit on its cgroup and has the template fork the
+   program's process straight into new network, mount, PID, IPC and UTS
+   namespaces (one ``clone``), as this process's child: PID 1 of its
+   namespace, in the memory cgroup, with its own /proc and /dev/shm,
+   resource limits and an unprivileged uid (and the seccomp filter,
+   inherited), it runs the program — Python source executed in-process
+   (the warm path), or ``execve`` of an argv (bash, C++, the spawn path);
 3. reads stdout/stderr while it runs, caps them, and enforces the
    wall-clock deadline by SIGKILL to PID 1, which makes the kernel kill
-   everything else in the namespace (daemons included);
-4. reaps it (status, CPU time), reads the requested files without
-   following symlinks, and unmounts the run's tmpfs.
+   everything else in the namespace (daemons included), whether or not
+   the program closed its pipes;
+4. reaps it (status, CPU time, OOM kills), reads the requested files
+   without following symlinks, up to the job's byte budget, and unmounts
+   the run's tmpfs.
 """
 from __future__ import annotations
 
-import atexit
 import gc
 import os
+import pickle
 import select
 import signal
 import site
@@ -39,11 +45,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Loaded by path on purpose: this interpreter must not import rewardkit.
-import frames  # noqa: E402
+import cgroups  # noqa: E402
 import jail  # noqa: E402
+import template  # noqa: E402
+import wire  # noqa: E402
 
 # Warm path: modules a short solution typically imports are loaded once here
-# and shared copy-on-write by every run. Every page of the worker is copied
+# and shared copy-on-write by every run. Every page of the template is copied
 # into (and torn down with) every run, so modules a solution rarely needs
 # stay out: dataclasses alone (with inspect and ast) would add ~1.5 MB, and
 # without threading a run has no threads to wait for at exit (~0.1 ms).
@@ -51,23 +59,40 @@ import bisect, collections, copy, decimal, fractions, functools, heapq  # noqa: 
 import io, itertools, json, math, operator, random, re, string, types, typing  # noqa: E401,F401,E402
 
 WORK_DIR = "/tmp/work"
-# Every program's environment, plus the job's own variables. Set once in the
-# worker: replacing the whole environment in each run's child cost about
-# 0.3 ms of a run's CPU. HOME is the work dir (constant with a private /tmp).
+# Every program's environment, and the worker's: the server starts it with
+# this much and no more, so no secret of the server's environment is in any
+# memory a program inherits. Set once in the worker: replacing the whole
+# environment in each run's child cost about 0.3 ms of a run's CPU. HOME is
+# the work dir (constant with a private /tmp).
 PROGRAM_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2",
                "HOME": WORK_DIR}
+# Files and directories per run's /tmp: far more than a program needs, far
+# fewer than it would take to tie up the host's kernel memory.
+TMP_INODES = 16384
 _READ_CHUNK = 65536
 _KILL_GRACE_S = 5.0
 _DRAIN_GRACE_S = 0.5
+# The spec the program's child reads: what it needs of the job, and nothing else.
+_SPEC_KEYS = ("mode", "argv", "main", "memory_mb", "nproc", "fsize_mb", "nofile")
 
 
 class Worker:
-    """Holds the worker-wide facts (uid, which layers are available) and runs jobs."""
+    """Holds the worker-wide facts (uid, layers, cgroup, template) and runs jobs.
+
+    The template's children read ``uid``, ``is_root``, ``layers``,
+    ``netns_per_run``, ``clone_flags`` and ``cgroup`` from it.
+    """
 
     def __init__(self, uid: int, expose: list[str], netns_per_worker: bool = False):
         self.uid = uid
         self.is_root = os.geteuid() == 0
         self.layers = jail.available_namespaces()
+        # Opened while /sys is still visible: the read-only view hides it.
+        try:
+            self.cgroup = cgroups.RunCgroup(uid)
+        except OSError:
+            self.cgroup = None
+        self.layers["memory_cgroup"] = self.cgroup is not None
         # Per-worker network namespace: created once here and shared by this
         # worker's runs, which never overlap in time; creating and tearing
         # down a network namespace is the costliest part of a run.
@@ -100,19 +125,27 @@ class Worker:
         self.clone_flags = sum(flag for name, flag in jail.NAMESPACES.items() if self.layers[name])
         if not self.netns_per_run:
             self.clone_flags &= ~jail.CLONE_NEWNET
+        self.template: template.Template | None = None
+
+    def start_template(self) -> None:
+        """Fork the pristine template; call once, after the warm-up and before reading any job."""
+        self.template = template.Template.start(self)
 
     # -- one job ---------------------------------------------------------------------
 
     def run(self, job: dict) -> dict:
-        work = self._prepare_work_dir(job)
-        try:
+        """Run one job in a fresh child of the template; the report the server turns into a result."""
+        if self.layers["private_tmp"]:
+            jail.mount_tmpfs("/tmp", job["tmpfs_mb"], inodes=TMP_INODES)
+        work = None
+        try:  # the work dir is set up inside the clean-up's reach: a bad file must not leak the mount
+            work = self._make_work_dir(job)
             return self._run_in(job, work)
         finally:
             self._discard_work_dir(work)
 
-    def _prepare_work_dir(self, job: dict) -> str:
+    def _make_work_dir(self, job: dict) -> str:
         if self.layers["private_tmp"]:
-            jail.mount_tmpfs("/tmp", job["tmpfs_mb"])
             work = WORK_DIR
             os.mkdir(work, 0o755)
         else:
@@ -124,95 +157,81 @@ class Worker:
         _write_files(work, job["files"], job["executable"], self.uid if self.is_root else None)
         return work
 
-    def _discard_work_dir(self, work: str) -> None:
+    def _discard_work_dir(self, work: str | None) -> None:
         if self.layers["private_tmp"]:
             jail.umount("/tmp")
-        else:
+        elif work is not None:
             import shutil
 
             shutil.rmtree(work, ignore_errors=True)
 
     def _run_in(self, job: dict, work: str) -> dict:
-        stdin_fd = os.memfd_create("stdin")
-        data = memoryview(job["stdin"])
-        while data:
-            data = data[os.write(stdin_fd, data):]
-        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        spec = {key: job[key] for key in _SPEC_KEYS}
+        spec["work"] = work
+        spec["cpu_seconds"] = cpu_seconds = int(job["timeout"]) + 1
+        if job["mode"] == "inline-python":
+            spec["source"] = job["files"][job["main"]]
+        spec_fd = _memfd("spec", pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+        stdin_fd = _memfd("stdin", job["stdin"])
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        if job["mode"] == "inline-python":
-            # A fresh interpreter seeds random from urandom; the clone skips
-            # CPython's at-fork reseeding (jail.fork_into), so the worker reseeds
-            # here, for this child alone, where those pages cost no copy-on-write.
-            random.seed()
-        pid = jail.fork_into(self.clone_flags)
-        if pid == 0:
-            self._become_program(job, work, stdin_fd, out_w, err_w)
+        if self.cgroup is not None:
+            self.cgroup.set_limit(job["cgroup_memory_mb"])
+        try:
+            pid = self.template.spawn([spec_fd, stdin_fd, out_w, err_w])
+        finally:
+            for fd in (spec_fd, stdin_fd, out_w, err_w):
+                os.close(fd)
         started = time.monotonic()
-        for fd in (stdin_fd, out_w, err_w):
-            os.close(fd)
         try:
             captured = self._supervise(job, pid, started, out_r, err_r)
         finally:
             os.close(out_r)
             os.close(err_r)
         _, status, usage = os.wait4(pid, 0)
+        cpu_time = usage.ru_utime + usage.ru_stime
+        oom_killed = self.cgroup is not None and self.cgroup.oom_killed_since_last_call()
+        files, over_budget = _fetch_files(work, job["fetch"], job["max_file_bytes"], job["max_fetch_bytes"])
         return {
             **captured,
             "wait_status": status,
-            "cpu_time": usage.ru_utime + usage.ru_stime,
+            "cpu_time": cpu_time,
             "max_rss_kb": usage.ru_maxrss,
-            "files": _fetch_files(work, job["fetch"], job["max_file_bytes"]),
+            "oom_killed": oom_killed,
+            "cpu_limit_exceeded": self._cpu_limit_killed(status, cpu_time, cpu_seconds, captured["timed_out"],
+                                                         oom_killed),
+            "files": files,
+            "fetch_over_budget": over_budget,
             "layers": self.layers,
         }
 
-    # -- the child: PID 1 of the run's namespaces, becomes the program ------------------
+    def _cpu_limit_killed(self, status: int, cpu_time: float, limit_s: int, timed_out: bool, oom_killed: bool) -> bool:
+        """Whether RLIMIT_CPU ended the program.
 
-    def _become_program(self, job: dict, work: str, stdin_fd: int, out_w: int, err_w: int) -> None:
-        code = 127
-        try:
-            if self.layers["mount_namespace"] and self.layers["readonly_root"]:
-                jail.mount_tmpfs("/dev/shm", 64, noexec=True)
-                if self.layers["pid_namespace"]:
-                    jail.mount_fresh_proc()
-                if self.netns_per_run:
-                    jail.mount_fresh_sysfs()
-            os.setsid()  # without a PID namespace the worker kills the process group
-            os.dup2(stdin_fd, 0)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            os.closerange(3, 65536)
-            jail.apply_limits(
-                memory_mb=job["memory_mb"],
-                cpu_seconds=int(job["timeout"]) + 1,
-                nproc=job["nproc"],
-                fsize_mb=job["fsize_mb"],
-                nofile=job["nofile"],
-            )
-            if self.is_root:
-                jail.drop_privileges(self.uid)
-            jail.die_with_parent()  # a crashed worker must not leave its program running
-            os.chdir(work)
-            # The rest of the environment was set once, in the worker (PROGRAM_ENV).
-            if work != WORK_DIR:
-                os.environ["HOME"] = work
-            if job["env"]:
-                os.environ.update(job["env"])
-            if job["mode"] == "inline-python":
-                code = _run_python_inline(os.path.join(work, job["main"]), job["files"][job["main"]])
-            else:
-                os.execve(job["argv"][0], job["argv"], os.environ)
-        except BaseException as exc:  # noqa: BLE001 - must never return into the worker loop
-            try:
-                os.write(2, f"sandbox: could not start the program: {exc}\n".encode())
-            except OSError:
-                pass
-        os._exit(code)
+        PID 1 of a namespace ignores SIGXCPU (a signal it has no handler for),
+        so the hard limit's SIGKILL is what ends it. Inside its PID namespace
+        nothing but the kernel can SIGKILL PID 1, and the kernel's reasons are
+        the CPU limit and the OOM killer (counted by the cgroup); the worker's
+        own kill is the wall-clock timeout. Without a PID namespace the
+        program could SIGKILL itself, so the CPU time must show the limit.
+        """
+        if not os.WIFSIGNALED(status):
+            return False
+        signum = os.WTERMSIG(status)
+        if signum == signal.SIGXCPU:
+            return True
+        if signum != signal.SIGKILL or timed_out or oom_killed:
+            return False
+        return self.layers["pid_namespace"] or cpu_time >= limit_s
 
     # -- the worker side: output, deadline ------------------------------------------
 
     def _supervise(self, job: dict, pid: int, started: float, out_r: int, err_r: int) -> dict:
-        """Read both streams until they close; kill the tree at the deadline."""
+        """Read both streams until they close and the program exits; kill the tree at the deadline.
+
+        The deadline holds whatever the program does to its pipes: closing
+        both ends nothing but the reading.
+        """
         cap = job["max_output"]
         streams = {out_r: bytearray(), err_r: bytearray()}
         truncated = {out_r: False, err_r: False}
@@ -225,7 +244,7 @@ class Worker:
         timed_out = False
         ended = None
         try:
-            while open_fds:
+            while open_fds or ended is None:
                 now = time.monotonic()
                 if now >= deadline:
                     if timed_out or ended is not None:
@@ -238,11 +257,11 @@ class Worker:
                 for fd, _ in poller.poll(max(1, int((deadline - now) * 1000))):
                     if fd == exited:
                         poller.unregister(exited)
-                        ended = time.monotonic()
+                        ended = ended or time.monotonic()
                         # The program is gone; with a PID namespace so is everything
                         # it started. Without one, take its process group along.
                         _kill_tree(pid, group_only=True)
-                        deadline = min(deadline, ended + _DRAIN_GRACE_S)
+                        deadline = min(deadline, time.monotonic() + _DRAIN_GRACE_S)
                         continue
                     chunk = os.read(fd, _READ_CHUNK)
                     if not chunk:
@@ -264,6 +283,16 @@ class Worker:
             "stdout_truncated": truncated[out_r],
             "stderr_truncated": truncated[err_r],
         }
+
+
+def _memfd(name: str, data: bytes) -> int:
+    """An anonymous file holding ``data``, positioned at its start."""
+    fd = os.memfd_create(name)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _kill_tree(pid: int, group_only: bool = False) -> None:
@@ -327,81 +356,26 @@ def _open_beneath(work: str, rel: str) -> int:
     return fd
 
 
-def _fetch_files(work: str, names, max_bytes: int) -> dict:
-    files = {}
+def _fetch_files(work: str, names, max_file_bytes: int, budget: int) -> tuple[dict, list]:
+    """The requested files (at most ``max_file_bytes`` each, ``budget`` in all), and the names left out for the budget.
+
+    The budget bounds the reply whatever the files are: a sparse file costs
+    the run no tmpfs space, yet reads back as its whole length of zeros.
+    """
+    files, over_budget = {}, []
     for rel in names:
         try:
             _safe_join(work, rel)
             with os.fdopen(_open_beneath(work, rel), "rb") as fh:
-                files[rel] = fh.read(max_bytes)
+                if os.fstat(fh.fileno()).st_size > budget:
+                    over_budget.append(rel)
+                    continue
+                data = fh.read(min(max_file_bytes, budget))
         except (OSError, ValueError):
             continue  # absent from the response; the server reports which
-    return files
-
-
-def install_program_stdio() -> None:
-    """Make ``sys.stdin``/``stdout``/``stderr`` the text streams ``python`` gives a program, once, in the worker.
-
-    They only name fds 0, 1 and 2, which each run's child points at its own
-    stdin file and output pipes, so every child inherits them ready to use.
-    The worker never reads stdin or writes stdout, and its stderr (tracebacks
-    only) is line-buffered, so no child inherits buffered data. Swapping the
-    streams in each child instead cost ~170 copy-on-write page faults
-    (~0.5 ms) per run: the interpreter's own streams were freed there and new
-    ones opened.
-    """
-    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)
-    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
-    sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1,
-                                       closefd=False)
-
-
-def _run_python_inline(path: str, source: bytes) -> int:
-    """Execute ``source``, the Python file at ``path``, in this (freshly forked) interpreter like ``python path``.
-
-    The source comes from the job, not from reading the file back (which
-    cost ~0.08 ms per run); compiled from bytes, it is decoded as the
-    interpreter decodes a file (UTF-8 or its PEP 263 coding line).
-
-    Returns the exit status the interpreter would have had: 0, the
-    ``SystemExit`` code, or 1 after printing the traceback.
-    """
-    sys.argv = [path]
-    sys.path[0] = os.path.dirname(path)
-    module = types.ModuleType("__main__")
-    module.__file__ = path
-    module.__builtins__ = __builtins__
-    sys.modules["__main__"] = module
-    status = 0
-    try:
-        exec(compile(source, path, "exec"), module.__dict__)
-    except SystemExit as exc:
-        status = _exit_status(exc.code)
-    except BaseException as exc:  # noqa: BLE001 - reported exactly like the interpreter does
-        # Drop this function's frame so the traceback starts in the program.
-        tb = exc.__traceback__.tb_next if exc.__traceback__ else None
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        status = 1
-    try:
-        # As CPython finalizes: wait for the program's non-daemon threads, then atexit.
-        threading = sys.modules.get("threading")
-        if threading is not None:
-            threading._shutdown()
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:  # noqa: BLE001 - a broken pipe at exit is not the program's verdict
-        pass
-    return status
-
-
-def _exit_status(code) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
+        files[rel] = data
+        budget -= len(data)
+    return files, over_budget
 
 
 def parse_args(argv: list[str]) -> dict:
@@ -426,6 +400,7 @@ def parse_args(argv: list[str]) -> dict:
 
 
 def main() -> None:
+    """Set up the worker and its template, then serve jobs until the server closes the pipe."""
     args = parse_args(sys.argv[1:])
     worker = Worker(args["uid"], args["expose"], netns_per_worker=args["netns"] == "per-worker")
     # What site's start-up gives every program, bar the .pth hooks and
@@ -435,33 +410,37 @@ def main() -> None:
     site.setquit()
     site.setcopyright()
     site.sethelper()
-    os.environ.clear()  # the server's environment is not the programs' business
+    os.environ.clear()  # the server passed a minimal environment; keep exactly the programs' one
     os.environ.update(PROGRAM_ENV)
     inbox, outbox = os.dup(0), os.dup(1)
     # Nothing user-facing may inherit the server's pipes as stdio.
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
+    os.close(devnull)
     os.set_inheritable(inbox, False)
     os.set_inheritable(outbox, False)
-    install_program_stdio()
+    template.install_program_stdio()
     # The first compile() builds CPython's AST node types (~1.6 ms): once here,
     # not in every run's child.
     compile("", "<warm-up>", "exec")
     gc.freeze()  # keep the collector from dirtying shared pages in every child
-    frames.write_frame(outbox, {"layers": worker.layers, "pid": os.getpid()})
+    worker.start_template()  # before the first job: the template never sees one
+    wire.write_frame(outbox, {"layers": worker.layers, "pid": os.getpid(), "template_pid": worker.template.pid})
     while True:
-        job = frames.read_frame(inbox)
+        job = wire.read_frame(inbox)
         if job is None:
             return
         try:
             reply = worker.run(job)
+        except template.TemplateFailed:
+            raise  # a new template would not be pristine: exit, and the server starts a fresh worker
         except Exception as exc:  # noqa: BLE001 - reported to the server as a SandboxError
             import traceback  # only on this path: kept out of the image every run copies
 
             traceback.print_exc()
             reply = {"error": f"{type(exc).__name__}: {exc}"}
-        frames.write_frame(outbox, reply)
+        wire.write_frame(outbox, reply)
 
 
 if __name__ == "__main__":

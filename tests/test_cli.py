@@ -32,7 +32,7 @@ def test_score_jsonl_writes_scores_and_prints_table(tmp_path):
     assert gsm8k["reward_extra_info"][0]["reward_status"] == "ok"
     dapo = next(r for r in rows if r["data_source"] == "math_dapo")
     assert dapo["score"] == [1.0, -1.0, -1.0]
-    for column in ("data_source", "rows", "mean", "errors", "timeouts", "p50 ms", "p99 ms"):
+    for column in ("data_source", "samples", "mean", "errors", "timeouts", "p50 ms", "p99 ms"):
         assert column in proc.stdout
     assert "openai/gsm8k" in proc.stdout and "(all)" in proc.stdout
 
@@ -82,3 +82,54 @@ def test_plugins_json_lists_builtins():
     builtin = next(r for r in records if r["name"] == "rewardkit.reward_fns")
     assert {"gsm8k", "math_reward", "math_dapo", "math_verify", "search_r1_qa_em", "math_answer"} <= set(builtin["scorers"])
     assert builtin["distribution"] == "rewardkit"
+
+
+def test_score_empty_input_writes_an_empty_output(tmp_path):
+    src = tmp_path / "empty.jsonl"
+    src.write_text("")
+    proc = rewardkit("score", src, "-o", tmp_path / "out.jsonl")
+    assert "has no rows" in proc.stderr and read_rows(tmp_path / "out.jsonl") == []
+
+
+PRINTING = '''
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    print("scorer says", solution_str, flush=True)
+    return float(solution_str == ground_truth)
+'''
+
+
+@pytest.mark.parametrize("manager", ["naive", pytest.param("parallel", marks=pytest.mark.slow)])
+def test_score_scorer_prints_stay_out_of_the_table(tmp_path, manager):
+    (tmp_path / "printing.py").write_text(PRINTING)
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [{"data_source": "a", "reward_model": {"ground_truth": "1"}, "response": ["1", "2", "3"]},
+                     {"data_source": "b", "reward_model": {"ground_truth": "1"}, "response": "1"}])
+    proc = rewardkit("score", src, f"custom_reward_function.path={tmp_path / 'printing.py'}",
+                     f"reward_model.reward_manager={manager}", "reward_model.num_workers=2")
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:3] == ["data_source", "samples", "mean"]
+    assert [line.split()[:2] for line in lines[2:5]] == [["a", "3"], ["b", "1"], ["(all)", "4"]]
+    assert lines[5].startswith("wrote 2 scored rows (4 samples)") and len(lines) == 6
+    assert proc.stderr.count("scorer says") == 4
+    assert proc.stderr.count(" 0/4 ") == 1  # the progress bar starts once
+
+
+def test_score_batched_file_with_the_batch_manager(tmp_path):
+    (tmp_path / "batched.py").write_text(
+        "def compute_score(data_sources, solution_strs, ground_truths, extra_infos, **kwargs):\n"
+        "    return [float(s == g) for s, g in zip(solution_strs, ground_truths)]\n")
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [{"data_source": "a", "reward_model": {"ground_truth": "1"}, "response": ["1", "2"]}])
+    rewardkit("score", src, "-o", tmp_path / "out.jsonl", f"custom_reward_function.path={tmp_path / 'batched.py'}",
+              "reward_model.reward_manager=batch")
+    assert read_rows(tmp_path / "out.jsonl")[0]["score"] == [1.0, 0.0]
+
+
+def test_score_with_the_batched_example_file(tmp_path):
+    out = tmp_path / "scored.jsonl"
+    rewardkit("score", MATH, "-o", out, "reward_model.reward_manager=batch",
+              f"custom_reward_function.path={ROOT / 'examples/custom_reward/batched_rarity.py'}",
+              "custom_reward_function.reward_kwargs.rarity_bonus=0.5")
+    first = read_rows(out)[0]  # gsm8k: one of three responses right -> bonus 0.5 * (1 - 1/3)
+    assert first["score"] == [pytest.approx(1 + 0.5 * 2 / 3), 0.0, 0.0]
+    assert first["reward_extra_info"][0]["solved_share"] == pytest.approx(1 / 3)

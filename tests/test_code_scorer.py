@@ -7,7 +7,8 @@ import shutil
 import pytest
 
 from rewardkit.common.errors import ScorerInfrastructureError
-from rewardkit.reward_fns.code import compute_score, extract_program, outputs_match, parse_test_cases
+from rewardkit.reward_fns.code import (compute_score, extract_program, outputs_match, parse_test_cases, tolerance_for,
+                                        values_match)
 from rewardkit.sandbox.testing import free_port, isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
@@ -161,3 +162,45 @@ def test_outputs_match_rules():
     assert outputs_match("0.50000001\n", "0.5")
     assert not outputs_match("1 2", "1 2 3")
     assert not outputs_match("YES", "NO")
+
+
+@pytest.mark.parametrize("actual, expected, ok", [
+    ("2000000001", "2000000000", False),   # integers compare exactly, not within 1e-6 relative
+    ("2000000000", "2000000000", True),
+    ("99999999999999999999", "99999999999999999998", False),
+    ("-0", "0", True),
+    ("0", "-0", True),
+    ("007", "7", True),
+    ("1e9", "1000000000", True),           # the same value
+    ("2.000000001e9", "2000000000", False),
+    ("1000000000", "1e9", True),           # an expected real number: tolerance applies
+    ("1.0000001e9", "1e9", True),
+    ("1.1e9", "1e9", False),
+    ("-0.0", "0.0", True),
+    ("3.1415927", "3.14159265", True),
+    ("3.1416", "3.14159265", False),
+    ("1e-7", "0.0", True),
+    ("7.0", "7", True),
+    ("7.5", "7", False),
+    ("nan", "0.5", False),
+    ("inf", "inf", True),
+    ("0x10", "16", False),
+])
+def test_number_tokens_at_the_edges(actual, expected, ok):
+    assert outputs_match(actual, expected) is ok
+
+
+def test_tolerance_is_configurable_per_data_source():
+    assert tolerance_for("codeforces", None) == 1e-6
+    setting = {"geometry/*": 1e-3, "geometry/exact": 1e-9, "*": 1e-5}
+    assert tolerance_for("geometry/circles", setting) == 1e-3
+    assert tolerance_for("geometry/exact", setting) == 1e-9
+    assert tolerance_for("apps", setting) == 1e-5
+    assert outputs_match("3.1416", "3.14159265", tolerance_for("geometry/circles", setting))
+    assert not outputs_match("3.1416", "3.14159265", tolerance_for("geometry/exact", setting))
+
+
+def test_call_based_values_compare_integers_exactly():
+    assert not values_match(2000000001, 2000000000)
+    assert values_match(2000000000.0, 2000000000)
+    assert values_match([0.1 + 0.2], [0.3]) and not values_match([3], [2])

@@ -163,9 +163,34 @@ def test_kl_estimators_by_hand():
     assert close(kl_penalty(ref, logp, "abs"), [d])
     assert close(kl_penalty(logp, ref, "mse"), [0.5 * d * d]) and close(kl_penalty(logp, ref, "k2"), [0.5 * d * d])
     assert close(kl_penalty(logp, ref, "low_var_kl"), [0.5 + d - 1]) and close(kl_penalty(logp, ref, "k3"), [0.5 + d - 1])
-    assert close(kl_penalty(T([0.0]), T([-100.0]), "k3"), [10.0])  # clamped
     with pytest.raises(ValueError, match="unknown KL estimator 'nope'"):
         kl_penalty(logp, ref, "nope")
+
+
+@pytest.mark.parametrize("logp, ref", [(-100.0, -1.0), (-1.0, -100.0), (0.0, -100.0)])
+def test_k3_extreme_log_ratios_give_the_clamped_value_and_a_finite_gradient(logp, ref):
+    x = T([logp], requires_grad=True)
+    value = kl_penalty(x, T([ref]), "k3")
+    value.sum().backward()
+    assert close(value, [10.0])  # clamped from above
+    assert torch.isfinite(x.grad).all() and x.grad.item() == 0.0  # a clamp acts: no gradient, and no NaN
+
+
+def test_k3_gradient_by_hand():
+    # d/dlogp [exp(-d) + d - 1] = 1 - exp(-d), with d = logp - ref
+    x = T([math.log(0.5)], requires_grad=True)
+    kl_penalty(x, T([math.log(0.25)]), "k3").sum().backward()
+    assert close(x.grad, [1 - 0.5])
+
+
+def test_policy_loss_gradient_stays_finite_for_extreme_log_ratios():
+    # A padded token may carry an extreme log-ratio; masked out, it must not turn the gradient into NaN.
+    logp = T([[-1.0, -100.0, 50.0]], requires_grad=True)
+    old = T([[-1.1, -1.0, -50.0]])
+    loss, _ = policy_loss(logp, old, T([[1.0, 1.0, -1.0]]), T([[1.0, 0.0, 0.0]]))
+    loss.backward()
+    assert torch.isfinite(logp.grad).all()
+    assert close(logp.grad, [[-math.exp(0.1), 0.0, 0.0]])  # token 0: d/dlogp of -A * rho, rho = e^0.1 inside the clip range
 
 
 def test_kl_controllers():
@@ -258,8 +283,11 @@ def test_critic_reward_source_by_hand():
     assert close(scores, [[0.0, 0.2, 0.0], [0.0, 0.0, 0.7]])
     adv, ret = critic_source_advantage(scores, values, mask)
     raw = T([[0.1, 0.0, 0.0], [0.2, 0.1, 0.0]])  # V(last) - V(t)
-    assert close(ret, [[0.2, 0.2, 0.0], [0.7, 0.7, 0.7]])
-    assert close(adv, masked_whiten(raw, mask) * mask)
+    whitened = masked_whiten(raw, mask) * mask
+    assert close(adv, whitened)
+    # returns come after whitening: A + V, not V(last) (the critic's own value, a target it only chases)
+    assert close(ret, (whitened + values) * mask)
+    assert not close(ret, [[0.2, 0.2, 0.0], [0.7, 0.7, 0.7]])
 
 
 def test_lr_schedule():

@@ -146,3 +146,39 @@ def test_batch_select_chunks_and_checks():
     assert [len(c) for c in b.chunks(2)] == [2, 2, 1]
     with pytest.raises(ValueError, match="'y' has 3 rows"):
         b["y"] = torch.zeros(3)
+
+
+def test_batch_split_concat_and_pad_to_a_multiple():
+    b = Batch({"x": torch.arange(5), "response_mask": torch.ones(5, 2)}, {"m": list("abcde")})
+    padded, added = b.pad_to_multiple(4, zero=("response_mask",))
+    assert added == 3 and len(padded) == 8
+    assert padded["x"].tolist() == [0, 1, 2, 3, 4, 0, 1, 2] and padded.meta["m"][5:] == ["a", "b", "c"]
+    assert padded["response_mask"][:5].eq(1).all() and padded["response_mask"][5:].eq(0).all()
+    assert b["response_mask"].eq(1).all()  # the original is untouched
+    parts = padded.split(4)
+    assert [p["x"].tolist() for p in parts] == [[0, 1], [2, 3], [4, 0], [1, 2]]
+    again = Batch.concat(parts)
+    assert torch.equal(again["x"], padded["x"]) and again.meta == padded.meta
+    same, none_added = b.pad_to_multiple(5)
+    assert same is b and none_added == 0
+    with pytest.raises(ValueError, match="5 samples into 2 equal parts"):
+        b.split(2)
+    with pytest.raises(ValueError, match="different keys"):
+        Batch.concat([b, Batch({"x": torch.arange(2)}, {"m": ["f", "g"]})])
+
+
+def test_mini_batches_shuffle_from_the_generator_and_count_tokens():
+    from rewardkit.core.batch import mini_batches
+
+    mask = torch.tensor([[1, 1], [1, 0], [0, 0], [1, 1], [1, 0], [1, 1]])
+    b = Batch({"i": torch.arange(6), "response_mask": mask})
+    plain = mini_batches(b, 4, 2, False, torch.Generator().manual_seed(0))
+    assert [m.batch["i"].tolist() for m in plain] == [[0, 1, 2, 3], [4, 5]] * 2
+    assert [(m.tokens, m.samples) for m in plain] == [(5.0, 4), (3.0, 2)] * 2
+    shuffled = mini_batches(b, 3, 2, True, torch.Generator().manual_seed(0))
+    first, second = torch.cat([m.batch["i"] for m in shuffled[:2]]), torch.cat([m.batch["i"] for m in shuffled[2:]])
+    assert sorted(first.tolist()) == sorted(second.tolist()) == list(range(6))
+    assert not torch.equal(first, second)  # each epoch draws its own order
+    again = mini_batches(b, 3, 2, True, torch.Generator().manual_seed(0))
+    assert all(torch.equal(x.batch["i"], y.batch["i"]) for x, y in zip(shuffled, again))
+    assert all(m.tokens == float(m.batch["response_mask"].sum()) for m in shuffled)

@@ -12,7 +12,6 @@ from rewardkit.core.models import (
     load_tokenizer,
     response_logprobs,
     response_values,
-    sequence_scores,
 )
 from rewardkit.core.rollout import HFRollout, SamplingParams, response_mask_from_eos
 from rewardkit.core.schema import Config
@@ -100,7 +99,7 @@ def test_log_probs_do_not_depend_on_left_padding(tokenizer, model_cfg):
     assert entropy.shape == (1, 5) and (entropy > 0).all()
 
 
-def test_value_model_and_reward_model_scores(tmp_path, tokenizer, model_cfg):
+def test_value_model_reads_v_t_before_token_t(tmp_path, tokenizer, model_cfg):
     torch.manual_seed(0)
     build_causal_lm(model_cfg, tokenizer).save_pretrained(tmp_path)
     critic = build_value_model(model_cfg, tokenizer, path=str(tmp_path))
@@ -110,12 +109,6 @@ def test_value_model_and_reward_model_scores(tmp_path, tokenizer, model_cfg):
     assert values.shape == (2, 3)
     full = critic(input_ids=input_ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[..., 0]
     assert torch.allclose(values, full[:, -4:-1])  # V(t) is read at position t - 1
-    # right padding after the response: the score is read at the last attended token
-    ids = torch.tensor([tokenizer("abcde", add_special_tokens=False)["input_ids"]])
-    padded = torch.cat([ids, torch.full((1, 3), tokenizer.pad_token_id)], dim=1)
-    pad_mask = torch.cat([torch.ones(1, 5, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long)], dim=1)
-    alone = critic(input_ids=ids).logits[0, -1, 0]
-    assert torch.allclose(sequence_scores(critic, padded, pad_mask), alone.unsqueeze(0), atol=1e-5)
     from_config = build_value_model(model_cfg, tokenizer)
     assert from_config.config.num_labels == 1
 
@@ -198,3 +191,22 @@ def test_llama_models_work_the_same_way(tokenizer):
     logp, _ = response_logprobs(policy, out["input_ids"], out["attention_mask"], 4)
     assert logp.shape == (4, 4) and torch.isfinite(logp).all()
     assert response_values(critic, out["input_ids"], out["attention_mask"], 4).shape == (4, 4)
+
+
+def test_sampling_params_come_from_the_one_sampling_section():
+    from rewardkit.common.errors import ConfigError
+    from rewardkit.core.rollout import build_rollout_engine
+
+    config = load_config(Config, None, ["actor_rollout_ref.rollout.temperature=0.7", "actor_rollout_ref.rollout.top_k=5"])
+    rollout = config.actor_rollout_ref.rollout
+    train = SamplingParams.from_config(rollout, 12)
+    assert (train.n, train.do_sample, train.temperature, train.top_p, train.top_k, train.max_new_tokens) == (1, True, 0.7, 1.0, 5, 12)
+    val = SamplingParams.from_config(rollout.val_kwargs, 12)
+    assert not val.do_sample and val.temperature == 1.0  # greedy: the log-prob temperature is 1
+    with pytest.raises(ConfigError, match=r"val_kwargs\.top_p must be in \(0, 1\]"):
+        load_config(Config, None, ["actor_rollout_ref.rollout.val_kwargs.top_p=0"])
+    with pytest.raises(ValueError, match="max_new_tokens must be > 0"):
+        SamplingParams(max_new_tokens=0)
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        SamplingParams(temperature=0.0)
+    assert build_rollout_engine(rollout, None, build_char_tokenizer(), None).eos_token_ids == [build_char_tokenizer().eos_token_id]

@@ -147,7 +147,7 @@ def test_batch_falls_back_to_run_code_on_a_plain_sandboxfusion(url):
         front.close()
     assert [r["stdout"] for r in first["results"]] == ["10\n", "20\n", "30\n"]
     assert first["status"] == "Success" and second["results"][0]["stdout"] == "40\n"
-    assert front.calls.count("/v1/run_batch") == 1  # remembered after the first 404
+    assert front.calls.count("/v1/run_batch") == 0  # known from the capability check, never tried
     assert front.calls.count("/run_code") == 4
 
 

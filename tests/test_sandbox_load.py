@@ -27,6 +27,19 @@ def total_rss_kb(url: str) -> int:
     return sum(rss_kb(pid) for pid in [status["server_pid"], *status["worker_pids"]])
 
 
+def wait_for(condition, what: str, timeout_s: float = 30.0) -> None:
+    """Poll ``condition()`` until it is true; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:g} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def server_status(url: str) -> dict:
+    return requests.get(url + "/v1/status", timeout=10).json()
+
+
 def hammer(url: str, total: int, concurrency: int, code_for) -> Counter:
     local = threading.local()
 
@@ -64,10 +77,9 @@ def test_overload_is_answered_429_and_the_server_keeps_serving():
         with ThreadPoolExecutor(4) as pool:
             sleepers = [pool.submit(requests.post, url + "/run_code",
                                     json={"code": "import time\ntime.sleep(2)"}, timeout=30) for _ in range(4)]
-            while requests.get(url + "/v1/status", timeout=10).json()["runs_in_flight"] < 4:
-                pass
+            wait_for(lambda: server_status(url)["runs_in_flight"] >= 4, "4 runs in flight")
             refused = requests.post(url + "/run_code", json={"code": "print(1)"}, timeout=30)
-            assert all(s.result().status_code == 200 for s in sleepers)
+            assert all(s.result(timeout=60).status_code == 200 for s in sleepers)
         assert refused.status_code == 429
         assert refused.headers["Retry-After"] == "1" and "limit 4" in refused.json()["detail"]
         reply = requests.post(url + "/run_code", json={"code": "print('after')"}, timeout=30)
@@ -80,10 +92,9 @@ def test_a_worker_killed_mid_run_is_a_sandbox_error_and_is_replaced():
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(requests.post, url + "/run_code",
                                   json={"code": "import time\ntime.sleep(5)", "run_timeout": 10}, timeout=60)
-            while requests.get(url + "/v1/status", timeout=10).json()["busy_workers"] == 0:
-                time.sleep(0.05)
+            wait_for(lambda: server_status(url)["busy_workers"] > 0, "the worker to start the run")
             os.kill(worker_pid, signal.SIGKILL)
-            reply = pending.result().json()
+            reply = pending.result(timeout=60).json()
         assert reply["status"] == "SandboxError" and "worker 0" in reply["message"]
         after = requests.post(url + "/run_code", json={"code": "print('replaced')"}, timeout=30).json()
         assert after["run_result"]["stdout"] == "replaced\n"

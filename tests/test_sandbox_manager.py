@@ -34,6 +34,7 @@ def manager_for(make_config, url: str, max_concurrent: int):
         f"reward_model.sandbox_fusion.url={url}/run_code",
         f"reward_model.sandbox_fusion.max_concurrent={max_concurrent}",
         "reward_model.fallback_score=-1",
+        "reward_model.sandbox_fusion.retry_backoff=0.01",  # no real back-off waits in tests
     )).reward_settings())
 
 

@@ -13,8 +13,16 @@ import pytest
 
 from rewardkit.reward_fns import math_answer
 from rewardkit.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
-from rewardkit.reward_fns.answer_normalize import canonical_answer, parse_number, words_to_number
-from rewardkit.reward_fns.math_equivalence import approximates, quick_judge
+from rewardkit.reward_fns.answer_normalize import (
+    canonical_answer,
+    parse_number,
+    restated_numbers,
+    split_assignment,
+    words_to_number,
+)
+from rewardkit.reward_fns.math_equivalence import GradingPolicy, approximates, quick_judge
+
+LENIENT = GradingPolicy(accept_decimal_approximation=True, accept_decimal_for_percent=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_PATH = ROOT / "tests" / "data" / "math_answer_cases.jsonl"
@@ -100,9 +108,25 @@ def test_gold_answer(ground_truth, gold):
         ("25\\%", "25%"),
         ("1{,}260", "1,260"),
         ("10,\\!000", "10,000"),
-        ("x = 5", "5"),
-        ("y = 2x + 3", "2x + 3"),
-        ("x^2 + y^2 = 1", "x^2 + y^2 = 1"),  # not a single-variable assignment
+        ("x = 5", "x = 5"),  # assignments are read by split_assignment, equations stay whole
+        ("½", "\\frac{1}{2}"),  # unicode vulgar fractions, fraction slash, symbols
+        ("2½", "2\\frac{1}{2}"),
+        ("¹⁄₂", "\\frac{1}{2}"),
+        ("−3π", "-3\\pi"),
+        ("√3", "\\sqrt{3}"),
+        ("\\sin 60^\\circ", "\\sin(\\frac{60\\pi}{180})"),  # degrees inside a trig function
+        ("cos(45°)", "\\cos(\\frac{45\\pi}{180})"),
+        ("\\log_e 5", "\\ln 5"),
+        ("2...", "2\\ldots"),  # an ellipsis is kept, never read as a full stop
+        ("3.14\\dots", "3.14\\ldots"),
+        ("an integer 42", "42"),  # words around a number
+        ("a total of 1,250 dollars", "1,250"),
+        ("42, which is even", "42"),
+        ("42 because 6 * 7 = 42", "42"),
+        ("at least 42", "at least 42"),  # words that change the value stay
+        ("square root of 2", "square root of 2"),
+        ("25 percent", "25%"),
+        ("5 million", "5 million"),
         ("\\text{Monday}", "Monday"),
         ("42 \\text{ or } 43", "42 or 43"),
         ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}"),
@@ -123,6 +147,13 @@ def test_canonical_answer(raw, canonical):
         ("-\\frac34", Fraction(-3, 4), None, False),
         ("2\\frac{1}{2}", Fraction(5, 2), None, False),  # a mixed number
         ("12.5%", Fraction(25, 2), 1, True),
+        ("4 200", Fraction(4200), None, False),  # thousands groups
+        ("1 000 000.5", Fraction(2000001, 2), 1, False),
+        ("2 1/2", Fraction(5, 2), None, False),  # a mixed number
+        ("0.\\overline{3}", Fraction(1, 3), None, False),  # repeating decimals are exact
+        ("0.1\\overline{6}", Fraction(1, 6), None, False),
+        ("0.333\\ldots", Fraction(1, 3), 3, False),
+        ("0.142857142857\\ldots", Fraction(1, 7), 12, False),
         ("negative twenty-one", Fraction(-21), None, False),
     ],
 )
@@ -131,9 +162,24 @@ def test_parse_number(text, value, decimals, percent):
     assert (parsed.value, parsed.decimals, parsed.percent) == (value, decimals, percent)
 
 
-@pytest.mark.parametrize("text", ["1,2", "x", "1/0", "1" * 61, "\\frac{1}{x}", "twenty apples"])
+@pytest.mark.parametrize("text", ["1,2", "x", "1/0", "1" * 61, "\\frac{1}{x}", "twenty apples", "4 2", "42 00", "1 2 3"])
 def test_parse_number_refuses(text):
     assert parse_number(text) is None
+
+
+def test_split_assignment_and_restated_numbers():
+    assert split_assignment("x = 5") == ("x", "5")
+    assert split_assignment("y = 2x + 3") == ("y", "2x + 3")
+    assert split_assignment("x^2 + y^2 = 1") is None  # not a single-variable assignment
+    assert restated_numbers("60 minutes = 1 hour") == ["60", "1"]
+    assert restated_numbers("6 \\times 7 = 42") is None
+    assert restated_numbers("60 = 1") is None  # a restatement carries units
+
+
+@pytest.mark.parametrize("text, value", [("3.14159\\ldots", Fraction(314159, 100000)), ("2\\ldots", Fraction(2))])
+def test_parse_number_marks_a_truncated_expansion(text, value):
+    parsed = parse_number(text)
+    assert (parsed.value, parsed.truncated) == (value, True)
 
 
 def test_words_to_number():
@@ -163,9 +209,28 @@ def test_approximation_rule(literal, exact, ok):
     [
         ("72", "72", (True, "string")),
         ("72.00", "72", (True, "numeric")),
-        ("0.25", "25\\%", (True, "numeric")),
+        ("0.25", "25\\%", (False, "numeric")),  # a bare decimal for a percentage
+        ("25", "25\\%", (True, "numeric")),
+        ("25\\%", "0.25", (True, "numeric")),
         ("0.25", "25", (False, "numeric")),
-        ("0.333", "\\frac{1}{3}", (True, "approximation")),
+        ("0.333", "\\frac{1}{3}", (False, "approximation")),  # an approximation of an exact value
+        ("0.3333", "1/3", (False, "approximation")),
+        ("\\frac{1}{3}", "0.333", (True, "approximation")),  # a decimal gold accepts the exact value
+        ("0.\\overline{3}", "\\frac{1}{3}", (True, "numeric")),
+        ("0.333...", "\\frac{1}{3}", (True, "numeric")),
+        ("0.5", "\\frac{1}{2}", (True, "numeric")),  # an exact decimal is no approximation
+        ("2\\ldots", "2", (False, "ellipsis")),
+        ("2...", "2", (False, "ellipsis")),
+        ("4 2", "42", (False, "spaced digits")),
+        ("4 200", "4200", (True, "numeric")),
+        ("60 minutes = 1 hour", "60", (True, "restatement")),
+        ("60 minutes = 1 hour", "1", (True, "restatement")),
+        ("60 minutes = 1 hour", "30", (False, "restatement")),
+        ("an integer 42", "42", (True, "string")),
+        ("x = 5", "5", (True, "string")),
+        ("x = 5", "x = 5.0", (True, "numeric")),
+        ("⅔", "\\frac{2}{3}", (True, "string")),
+        ("3½", "3.5", (True, "numeric")),
         ("42 or 43", "42", (False, "hedge")),
         ("\\frac{1}{2} \\text{ or } 0.5", "\\frac12", (True, "numeric")),  # equal alternatives are no hedge
         ("2, 1", "1 \\text{ or } 2", (True, "collection")),
@@ -181,6 +246,34 @@ def test_quick_judge_decides_without_sympy(pred, gold, verdict):
     assert (decided.correct, decided.method) == verdict
 
 
+@pytest.mark.parametrize(
+    "pred, gold, default, lenient",
+    [
+        ("0.333", "\\frac{1}{3}", False, True),
+        ("33.3\\%", "\\frac{1}{3}", False, True),
+        ("0.33", "\\frac{1}{3}", False, False),  # fewer than 3 significant digits
+        ("0.334", "\\frac{1}{3}", False, False),  # neither rounded nor truncated
+        ("0.13", "\\frac{1}{8}", False, False),  # 1/8 terminates: it must be given exactly
+        ("41.99", "42", False, False),
+        ("0.25", "25\\%", False, True),
+        ("\\frac{1}{4}", "25\\%", False, True),
+        ("0.2", "25\\%", False, False),
+    ],
+)
+def test_grading_policy_options(pred, gold, default, lenient):
+    assert quick_judge(pred, gold).correct is default
+    assert quick_judge(pred, gold, LENIENT).correct is lenient
+
+
+def test_approximation_relative_tolerance():
+    tolerant = GradingPolicy(accept_decimal_approximation=True, approximation_rel_tol=0.02)
+    assert quick_judge("0.33", "\\frac{1}{3}", tolerant).correct
+    assert not quick_judge("0.3", "\\frac{1}{3}", tolerant).correct
+    assert not quick_judge("0.33", "\\frac{1}{3}", GradingPolicy(approximation_rel_tol=0.02)).correct
+    with pytest.raises(ValueError, match="approximation_rel_tol must be in"):
+        GradingPolicy(approximation_rel_tol=-1)
+
+
 def test_quick_judge_defers_symbolic_cases():
     assert quick_judge("(x+1)^2", "x^2+2x+1") is None
     assert quick_judge("\\sqrt{8}", "2\\sqrt{2}") is None
@@ -191,7 +284,20 @@ def test_quick_judge_defers_symbolic_cases():
     [
         ("so $\\boxed{(x+1)^2}$", "x^2+2x+1", 1.0, "math_verify"),
         ("so $\\boxed{(x-1)^2}$", "x^2+2x+1", 0.0, "math_verify"),
-        ("so $\\boxed{1.414}$", "\\sqrt{2}", 1.0, "approximation"),
+        ("so $\\boxed{1.414}$", "\\sqrt{2}", 0.0, "approximation"),
+        ("so $\\boxed{3.14159\\ldots}$", "\\pi", 0.0, "approximation"),
+        ("so $\\boxed{2\\ldots}$", "\\sqrt{4}", 0.0, "ellipsis"),
+        ("so $\\boxed{\\sin 60^\\circ}$", "\\frac{\\sqrt{3}}{2}", 1.0, "math_verify"),
+        ("so $\\boxed{\\sin 60}$", "\\frac{\\sqrt{3}}{2}", 0.0, "math_verify"),  # 60 radians
+        ("so $\\boxed{e^{i\\pi}}$", "-1", 1.0, "sympy"),
+        ("so $\\boxed{e^{i\\pi}}$", "1", 0.0, "math_verify"),
+        ("so $\\boxed{\\ln 2}$", "\\log 2", 1.0, "math_verify"),  # an unbased \log may be natural
+        ("so $\\boxed{2}$", "\\log 100", 1.0, "math_verify"),  # ... or base 10
+        ("so $\\boxed{\\ln 100}$", "2", 0.0, "math_verify"),
+        ("so $\\boxed{2x - y + 3 = 0}$", "y = 2x + 3", 1.0, "equation"),
+        ("so $\\boxed{4x - 2y = -6}$", "y = 2x + 3", 1.0, "equation"),
+        ("so $\\boxed{y = 2x - 3}$", "2x - y + 3 = 0", 0.0, "equation"),
+        ("so $\\boxed{x^2 + y^2 - 1 = 0}$", "x^2 + y^2 = 1", 1.0, "equation"),
         ("Answer: 3pi/2", "\\frac{3\\pi}{2}", 1.0, "sympy"),
         ("so $\\boxed{x}$", "\\text{}", 0.0, "empty gold"),
         ("so $\\boxed{x \\ge 3}$", "[3,\\infty)", 1.0, "math_verify"),  # an inequality is its interval
@@ -202,6 +308,14 @@ def test_quick_judge_defers_symbolic_cases():
 def test_symbolic_judges_through_the_guard(response, gold, score, method):
     result = math_answer.compute_score("lighteval/MATH", response, gold)
     assert (result["score"], result["method"]) == (score, method)
+
+
+def test_compute_score_options():
+    assert math_answer.compute_score("x", "so $\\boxed{1.414}$", "\\sqrt{2}")["score"] == 0.0
+    assert math_answer.compute_score("x", "so $\\boxed{1.414}$", "\\sqrt{2}", accept_decimal_approximation=True)["score"] == 1.0
+    assert math_answer.compute_score("x", "\\boxed{0.3333}", "1/3", accept_decimal_approximation=True)["score"] == 1.0
+    assert math_answer.compute_score("x", "\\boxed{0.25}", "25\\%")["score"] == 0.0
+    assert math_answer.compute_score("x", "\\boxed{0.25}", "25\\%", accept_decimal_for_percent=True)["score"] == 1.0
 
 
 def test_compute_score_result_and_inputs():

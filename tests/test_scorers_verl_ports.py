@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardkit.reward_fns import gsm8k, math_dapo, math_reward, mathverify, search_r1_qa_em
+from rewardkit.reward_fns import gsm8k, latex_boxes, math_dapo, math_reward, math_verify_port, search_r1_qa_em
 
 FILLER = " and so on" * 40  # 400 characters, longer than the 300-character tails
 
@@ -84,9 +84,33 @@ def test_math_reward_matches_verl(response, gold, expected):
 
 
 def test_math_reward_helpers():
-    assert math_reward.last_boxed_only_string("a \\boxed{\\frac{1}{2}} b") == "\\boxed{\\frac{1}{2}}"
     assert math_reward.strip_string(" .5") == "\\frac{1}{2}"  # " ." -> " 0.", spaces go, 0.5 special
     assert math_reward.is_equiv(None, None) and not math_reward.is_equiv("1", None)
+
+
+@pytest.mark.parametrize(
+    "text, brace_form, any_form",
+    [
+        ("a \\boxed{\\frac{1}{2}} b", "\\boxed{\\frac{1}{2}}", "\\boxed{\\frac{1}{2}}"),
+        ("so \\boxed 5$ then \\boxed{6}", "\\boxed{6}", "\\boxed 5"),  # math_reward: "\boxed " wins
+        ("so \\fbox{5}", None, "\\fbox{5}"),  # math_dapo never looks for \fbox
+        ("so \\boxed{5", None, None),  # never closed
+    ],
+)
+def test_the_two_verl_box_rules(text, brace_form, any_form):
+    # verl's math_dapo.py and math_reward.py each define last_boxed_only_string, differently.
+    assert latex_boxes.last_boxed_brace_form(text) == brace_form
+    assert latex_boxes.last_boxed_any_form(text) == any_form
+
+
+def test_the_two_verl_unwrap_rules():
+    assert latex_boxes.unwrap_boxed_brace_form("\\boxed{7}") == latex_boxes.unwrap_boxed_any_form("\\boxed{7}") == "7"
+    assert latex_boxes.unwrap_boxed_any_form("\\boxed 7") == "7"
+    for unwrap in (latex_boxes.unwrap_boxed_brace_form, latex_boxes.unwrap_boxed_any_form):
+        with pytest.raises(ValueError):
+            unwrap("\\fbox{7}")
+    with pytest.raises(ValueError):
+        latex_boxes.unwrap_boxed_brace_form("\\boxed 7")
 
 
 @pytest.mark.parametrize(
@@ -145,15 +169,15 @@ def test_math_dapo_rejects_non_string_gold():
     ],
 )
 def test_math_verify_matches_verl(response, gold, expected):
-    assert mathverify.compute_score("math_verify", response, gold) == expected
+    assert math_verify_port.compute_score("math_verify", response, gold) == expected
 
 
 @pytest.mark.slow
 def test_math_verify_hard_timeout_gives_timeout_score():
     # sympy never finishes 9^(9^(9^9)); math-verify's alarm is off, the guard process is killed.
-    score = mathverify.compute_score("math_verify", "$\\boxed{9^{9^{9^{9}}}}$", "1", timeout=2, timeout_score=-1.0)
+    score = math_verify_port.compute_score("math_verify", "$\\boxed{9^{9^{9^{9}}}}$", "1", timeout=2, timeout_score=-1.0)
     assert score == -1.0
-    assert mathverify.compute_score("math_verify", "$\\boxed{2}$", "2", timeout=20) == 1.0  # guard replaced
+    assert math_verify_port.compute_score("math_verify", "$\\boxed{2}$", "2", timeout=20) == 1.0  # guard replaced
 
 
 @pytest.mark.parametrize(

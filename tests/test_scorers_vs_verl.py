@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.reward_fns import gsm8k, math_dapo, math_reward, mathverify, search_r1_qa_em
+from rewardkit.reward_fns import gsm8k, math_dapo, math_reward, math_verify_port, search_r1_qa_em
 
 CASES = [json.loads(line) for line in (Path(__file__).parent / "data" / "math_answer_cases.jsonl").read_text().splitlines()]
 
@@ -111,5 +111,5 @@ def test_math_verify_matches_verl(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     verl_math_verify = importlib.import_module("verl_math_verify_copy")
     diffs = [(c["response"], c["gold"]) for c in CASES if isinstance(c["gold"], str)
-             and mathverify.compute_score("math_verify", c["response"], c["gold"]) != verl_math_verify.compute_score(c["response"], c["gold"])]
+             and math_verify_port.compute_score("math_verify", c["response"], c["gold"]) != verl_math_verify.compute_score(c["response"], c["gold"])]
     assert diffs == []

@@ -18,7 +18,7 @@ import torch
 from rewardkit.plugins.config import RewardSettings
 from rewardkit.plugins.batch import RewardBatch, RewardOutput, token_level_scores
 from rewardkit.common.errors import RewardError, NotRegistered
-from rewardkit.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor
+from rewardkit.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor, raise_if_all_failed
 from rewardkit.plugins.scoring_plan import ScoringPlan
 from rewardkit.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
 
@@ -40,6 +40,10 @@ class RewardManager:
     """
 
     name = "base"
+    # How scorers are called: "per_sample" (verl's compute_score) or "batched" (the batch manager).
+    scorer_call = "per_sample"
+    # Score identical samples once; a batched function sees every sample, as in verl.
+    score_identical_once = True
 
     def __init__(self, plan: ScoringPlan, settings: RewardSettings, **options: Any) -> None:
         if options:
@@ -81,7 +85,7 @@ class RewardManager:
             ids = []
             for ws in scorers:
                 key = (ws.name, batch.data_sources[i], batch.solutions[i],
-                       _freeze(batch.ground_truths[i]), _freeze(batch.extra_infos[i]))
+                       _freeze(batch.ground_truths[i]), _freeze(batch.extra_infos[i])) if self.score_identical_once else (ws.name, i)
                 if key not in index:
                     index[key] = len(jobs)
                     jobs.append(ScoreJob(ws.name, ws.fn, batch.data_sources[i], batch.solutions[i],
@@ -91,6 +95,8 @@ class RewardManager:
         if progress is not None:
             progress.reset(total=len(jobs))
         outcomes = self.executor.run(jobs, progress) if jobs else []
+        if self.settings.reward_model.stop_when_all_fail:
+            raise_if_all_failed(jobs, outcomes)
 
         scores = torch.zeros(len(batch), dtype=torch.float32)
         per_sample: list[dict[str, Any]] = []

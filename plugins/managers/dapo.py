@@ -9,8 +9,9 @@ from rewardkit.common.errors import ConfigError
 from rewardkit.common.config import build
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.config import OverlongBufferConfig, RewardSettings
-from rewardkit.plugins.executors import Executor, ProcessExecutor, SerialExecutor
+from rewardkit.plugins.executors import Executor, SerialExecutor
 from rewardkit.plugins.managers.base import RewardManager
+from rewardkit.plugins.managers.parallel import pool_executor
 from rewardkit.plugins.scoring_plan import ScoringPlan
 
 
@@ -53,7 +54,7 @@ class DapoRewardManager(RewardManager):
     def make_executor(self) -> Executor:
         workers = self.settings.reward_model.num_workers
         if workers is not None and workers > 1:
-            return ProcessExecutor(workers, self.settings.reward_model.timeout)
+            return pool_executor(self.settings, workers)
         return SerialExecutor()
 
     def postprocess(self, batch: RewardBatch, scores: torch.Tensor, extra_info: dict[str, list]) -> torch.Tensor:

@@ -1,22 +1,28 @@
-"""``parallel``: a process pool with a hard per-sample timeout."""
+"""``parallel``: a process pool (or Ray reward workers) with a hard per-sample timeout."""
 from __future__ import annotations
 
 import os
 
+from rewardkit.plugins.config import RewardSettings
 from rewardkit.plugins.executors import Executor, ProcessExecutor
 from rewardkit.plugins.managers.base import RewardManager
 
 
-def pool_size(settings) -> int:
-    """``reward_model.num_workers``, or the CPU count when it is null."""
-    return settings.reward_model.num_workers or os.cpu_count() or 1
+def pool_executor(settings: RewardSettings, workers: int) -> Executor:
+    """``workers`` hard-timeout workers: local processes, or Ray actors across the cluster
+    when the run's backend is ``ray``."""
+    if settings.backend == "ray":
+        from rewardkit.plugins.ray_executor import RayExecutor
+
+        return RayExecutor(workers, settings.reward_model.timeout)
+    return ProcessExecutor(workers, settings.reward_model.timeout)
 
 
 class ParallelRewardManager(RewardManager):
-    """Scores in ``reward_model.num_workers`` processes; each sample gets at most
-    ``reward_model.timeout`` seconds, and a hung or crashed worker is replaced."""
+    """Scores in ``reward_model.num_workers`` workers (null: the CPU count); each sample
+    gets at most ``reward_model.timeout`` seconds, and a hung or crashed worker is replaced."""
 
     name = "parallel"
 
     def make_executor(self) -> Executor:
-        return ProcessExecutor(pool_size(self.settings), self.settings.reward_model.timeout)
+        return pool_executor(self.settings, self.settings.reward_model.num_workers or os.cpu_count() or 1)

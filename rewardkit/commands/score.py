@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Optional
 
 from rewardkit.common.config import load_config
 from rewardkit.common.rows import read_rows, write_rows
@@ -63,7 +65,7 @@ def summary_table(sources: list[str], scores: list[float], statuses: list[str], 
     groups: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(sources):
         groups[s].append(i)
-    header = f"{'data_source':<32} {'rows':>6} {'mean':>8} {'errors':>7} {'timeouts':>9} {'p50 ms':>9} {'p99 ms':>9}"
+    header = f"{'data_source':<32} {'samples':>7} {'mean':>8} {'errors':>7} {'timeouts':>9} {'p50 ms':>9} {'p99 ms':>9}"
     lines = [header, "-" * len(header)]
     for source in sorted(groups) + ["(all)"]:
         idx = groups[source] if source != "(all)" else list(range(len(sources)))
@@ -71,25 +73,69 @@ def summary_table(sources: list[str], scores: list[float], statuses: list[str], 
         touts = sum(statuses[i] == "timeout" for i in idx)
         lat = [seconds[i] * 1000 for i in idx]
         mean = sum(scores[i] for i in idx) / len(idx) if idx else 0.0
-        lines.append(f"{source[:32]:<32} {len(idx):>6} {mean:>8.3f} {errs:>7} {touts:>9} "
+        lines.append(f"{source[:32]:<32} {len(idx):>7} {mean:>8.3f} {errs:>7} {touts:>9} "
                      f"{_percentile(lat, 0.5):>9.1f} {_percentile(lat, 0.99):>9.1f}")
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+class _ProgressBar:
+    """A tqdm bar drawn once the manager knows how many scorer calls it makes (``reset``), not before."""
 
+    def __init__(self) -> None:
+        self._bar: Optional[Any] = None
+
+    def reset(self, total: Optional[int] = None) -> None:
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = tqdm(total=total, desc="scoring", unit="call", file=sys.stderr)
+        else:
+            self._bar.reset(total=total)
+
+    def update(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+@contextlib.contextmanager
+def _scorer_output_to_stderr() -> Iterator[None]:
+    """While scoring, what scorers print (in this process, worker processes and
+    their children, which inherit the descriptor) goes to stderr, so stdout holds
+    only the summary table."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def run(args: argparse.Namespace) -> int:
     from rewardkit.plugins.factory import build_reward_manager
 
     overrides = list(args.overrides) + ([f"reward_model.scorer={args.scorer}"] if args.scorer else [])
     config = load_config(Config, args.config, overrides)
     rows = read_rows(args.input)
-    batch, owners = samples_of(rows, config.data.reward_fn_key, args.input)
     output = Path(args.output) if args.output else Path(args.input).with_suffix(".scored.jsonl")
-    with build_reward_manager(config.reward_settings()) as manager:
+    if not rows:
+        write_rows(output, [])
+        print(f"{args.input} has no rows; wrote an empty {output}", file=sys.stderr)
+        return 0
+    batch, owners = samples_of(rows, config.data.reward_fn_key, args.input)
+    bar = _ProgressBar()
+    with _scorer_output_to_stderr(), build_reward_manager(config.reward_settings()) as manager:
         manager.check_data_sources(batch.data_sources)
-        with tqdm(total=len(batch), desc="scoring", unit="call", file=sys.stderr) as bar:
+        try:
             out = manager(batch, progress=bar)
+        finally:
+            bar.close()
     scores = out.scores.tolist()
     per_row: dict[int, list[tuple[float, dict]]] = defaultdict(list)
     for k, (i, _j) in enumerate(owners):
@@ -101,5 +147,5 @@ def run(args: argparse.Namespace) -> int:
         row["reward_extra_info"] = [e for _, e in results] if many else results[0][1]
     write_rows(output, rows)
     print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"]))
-    print(f"wrote {len(rows)} scored rows to {output}")
+    print(f"wrote {len(rows)} scored rows ({len(batch)} samples) to {output}")
     return 0

@@ -1,4 +1,4 @@
-"""math-verify with its ``signal.alarm`` timeouts switched off.
+"""Calls into the math-verify library, with its ``signal.alarm`` timeouts switched off.
 
 Those timeouts raise outside the main thread and cannot interrupt C-level
 work, so rewardkit's scorers run math-verify under a hard process-level

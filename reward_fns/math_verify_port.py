@@ -1,6 +1,8 @@
-"""math-verify scorer: verl's ``math_verify.compute_score``, verdict for verdict.
+"""verl's ``math_verify`` scorer, ported: ``math_verify.compute_score``, verdict for verdict.
 
-(Named ``mathverify`` so that it never shadows the ``math_verify`` package.)
+(Registered as ``math_verify``; the module is named ``math_verify_port`` so that
+it never shadows the ``math_verify`` package. The math-verify library itself is
+called through :mod:`math_verify_lib`.)
 
 The ground truth is wrapped as ``\\boxed{<ground_truth>}`` and parsed with
 math-verify's LaTeX extraction; the whole response is parsed with expression
@@ -34,7 +36,7 @@ def compute_score(
     gold = "\\boxed{" + require_text("math_verify", "ground_truth", ground_truth) + "}"
     output = require_text("math_verify", "solution_str", solution_str)
     # Imported here: math-verify takes ~1 s to import, which `rewardkit plugins` should not pay.
-    from rewardkit.reward_fns.math_verify_calls import verify_boxed_gold
+    from rewardkit.reward_fns.math_verify_lib import verify_boxed_gold
 
     try:
         return float(run_with_hard_timeout(verify_boxed_gold, (gold, output), timeout))

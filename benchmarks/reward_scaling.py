@@ -1,0 +1,57 @@
+"""Reward scaling on Ray: the same math responses with 1, 2, ... Ray reward workers.
+
+Uses the batch of `reward_throughput.py` (math-verify scoring, group-sampled
+responses) with the `parallel` manager on `trainer.backend=ray`, starting a
+local Ray cluster with one CPU per worker (or joining RAY_ADDRESS). Prints
+samples/s per worker count and the scaling efficiency against one worker.
+
+    .venv/bin/python benchmarks/reward_scaling.py [--samples 2048] [--workers 1 2]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from reward_throughput import make_batch
+
+from rewardkit.common.config import load_config
+from rewardkit.core.schema import Config
+from rewardkit.plugins.factory import build_reward_manager
+
+
+def measure(workers: int, samples: int, group: int) -> float:
+    """Seconds to score the batch with ``workers`` Ray reward workers (after a warm-up batch)."""
+    cfg = load_config(Config, None, ["trainer.backend=ray", "reward_model.reward_manager=parallel",
+                                     f"reward_model.num_workers={workers}", "reward_model.timeout=60"])
+    batch = make_batch(samples, group)
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        manager(make_batch(16 * workers, 8, seed=99))  # warm up: actors, imports
+        start = time.perf_counter()
+        manager(batch)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    import ray
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=2048)
+    parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if "RAY_ADDRESS" not in os.environ:
+        ray.init(num_cpus=max(args.workers), include_dashboard=False, log_to_driver=False)
+    seconds = {n: measure(n, args.samples, args.group) for n in args.workers}
+    base = args.samples / seconds[args.workers[0]]
+    print(f"\n{args.samples} responses on Ray reward workers ({os.cpu_count()} CPUs on this machine)")
+    print(f"{'workers':>7} {'seconds':>9} {'samples/s':>11} {'speed-up':>9} {'efficiency':>11}")
+    for n, s in seconds.items():
+        rate = args.samples / s
+        speedup = rate / base
+        print(f"{n:>7} {s:>9.2f} {rate:>11.1f} {speedup:>8.2f}x {speedup / (n / args.workers[0]):>10.0%}")
+
+
+if __name__ == "__main__":
+    main()

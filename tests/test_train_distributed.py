@@ -1,0 +1,108 @@
+"""FSDP2 data parallelism under torchrun (2 gloo ranks on the CPU): the same losses as one process,
+a sharded checkpoint that resumes exactly, and an export that from_pretrained loads."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from core_helpers import tiny_overrides, write_inputs
+
+from rewardkit.core.trainer import TIMING_PREFIXES
+
+pytestmark = pytest.mark.slow
+
+# PPO with a critic, a KL loss (so a sharded reference too), several shuffled
+# mini-batches per step, gradient accumulation and clipping that acts.
+OPTIONS = [
+    "algorithm.adv_estimator=gae",
+    "actor_rollout_ref.actor.use_kl_loss=true",
+    "actor_rollout_ref.actor.ppo_epochs=2",
+    "actor_rollout_ref.actor.shuffle=true",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+    "actor_rollout_ref.actor.ppo_micro_batch_size=2",
+    "actor_rollout_ref.actor.grad_clip=0.5",
+    "data.train_batch_size=4",
+    "data.val_files=[]",
+    "trainer.total_training_steps=3",
+]
+FSDP2 = ["actor_rollout_ref.actor.strategy=fsdp2", "critic.strategy=fsdp2", "trainer.n_gpus_per_node=2"]
+# A rank samples its share of the prompts from its own stream, so comparing
+# with one process needs a rollout that draws nothing: greedy decoding.
+GREEDY = ["actor_rollout_ref.rollout.do_sample=false"]
+LOSSES = ("actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/grad_norm", "actor/ppo_kl", "critic/vf_loss",
+          "critic/grad_norm", "critic/score/mean", "critic/advantages/mean", "critic/returns/mean", "critic/values/mean")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def train(overrides, ranks: int) -> None:
+    launcher = ([sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={ranks}", "--master-addr=127.0.0.1",
+                 f"--master-port={free_port()}", "-m", "rewardkit"] if ranks > 1 else [sys.executable, "-m", "rewardkit"])
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([*launcher, "train", *overrides], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def metrics(out_dir) -> dict[int, dict]:
+    records = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+    return {r["step"]: {k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records}
+
+
+@pytest.mark.parametrize("offload", [False, True], ids=["on-device", "cpu-offload"])
+def test_two_fsdp2_ranks_give_the_losses_of_one_process(tmp_path, offload):
+    paths = write_inputs(tmp_path)
+    common = [*tiny_overrides(tmp_path, paths), *OPTIONS, *GREEDY]
+    train([*common, f"trainer.default_local_dir={tmp_path / 'one'}"], ranks=1)
+    offloading = [f"actor_rollout_ref.actor.fsdp_config.offload_policy={str(offload).lower()}",
+                  f"critic.fsdp_config.offload_policy={str(offload).lower()}"]
+    train([*common, *FSDP2, *offloading, f"trainer.default_local_dir={tmp_path / 'two'}", "trainer.save_freq=3"], ranks=2)
+    one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
+    assert sorted(one) == sorted(two) == [1, 2, 3]
+    for step in one:
+        assert one[step].keys() == two[step].keys()
+        for key in LOSSES:
+            assert two[step][key] == pytest.approx(one[step][key], rel=1e-4, abs=1e-6), f"step {step}: {key}"
+    assert one[3]["actor/grad_norm"] > 0.5  # the clip acted, on the global norm
+
+    # The export is a Hugging Face directory with the full weights.
+    from transformers import AutoModelForCausalLM
+
+    export = tmp_path / "two" / "global_step_3" / "actor"
+    model = AutoModelForCausalLM.from_pretrained(export)
+    assert model.config.architectures == ["Qwen2ForCausalLM"]
+    assert (export / "dcp" / ".metadata").is_file() and (export / "tokenizer.json").is_file()
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_a_sharded_checkpoint_resumes_exactly(tmp_path):
+    paths = write_inputs(tmp_path)
+    common = [*tiny_overrides(tmp_path, paths), *OPTIONS, *FSDP2]  # sampling on: each rank's RNG is restored
+    train([*common, f"trainer.default_local_dir={tmp_path / 'straight'}"], ranks=2)
+    stopped = [*common, f"trainer.default_local_dir={tmp_path / 'stopped'}", "trainer.save_freq=1"]
+    train([*stopped, "trainer.total_training_steps=2"], ranks=2)
+    train(stopped, ranks=2)  # resume_mode=auto continues from global_step_2
+    straight, resumed = metrics(tmp_path / "straight"), metrics(tmp_path / "stopped")
+    assert sorted(resumed) == [1, 2, 3]
+    assert resumed[3] == straight[3]
+
+
+def test_fsdp2_on_a_single_rank_matches_the_local_strategy(tmp_path):
+    # No launcher: the run makes a process group of one. With one rank the
+    # sampling stream is the local run's, so sampling can stay on.
+    paths = write_inputs(tmp_path)
+    common = [*tiny_overrides(tmp_path, paths), *OPTIONS]
+    train([*common, f"trainer.default_local_dir={tmp_path / 'local'}"], ranks=1)
+    train([*common, "actor_rollout_ref.actor.strategy=fsdp2", "critic.strategy=fsdp2",
+           f"trainer.default_local_dir={tmp_path / 'fsdp2'}"], ranks=1)
+    local, sharded = metrics(tmp_path / "local"), metrics(tmp_path / "fsdp2")
+    for step in local:
+        for key in LOSSES:
+            assert sharded[step][key] == pytest.approx(local[step][key], rel=1e-4, abs=1e-6), f"step {step}: {key}"
