@@ -115,6 +115,10 @@ class VLLMRollout:
             model_path = self._tmpdir
         self.sleep_mode = current_platform.is_sleep_mode_available()
         kwargs = {}
+        if current_platform.is_cpu():
+            # A prompt prefilled in chunks rewinds its request's seeded generator
+            # between chunks, which CPU generators cannot do (vLLM 0.32).
+            kwargs["enable_chunked_prefill"] = False
         if current_platform.is_cpu() and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
             kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(model, rollout_cfg)
         else:
@@ -135,7 +139,8 @@ class VLLMRollout:
             worker_extension_cls=f"{__name__}.WeightReceiver",
             **kwargs,
         )
-        self._asleep = False
+        # What a sleeping engine has freed (vLLM's memory tags) and not yet taken back.
+        self._freed: set[str] = set()
 
     def sampling_params(self, params: SamplingParams) -> VLLMSamplingParams:
         """vLLM's sampling parameters for ours: greedy is temperature 0; top-k <= 0 means all tokens; EOS ids stop.
@@ -209,24 +214,34 @@ class VLLMRollout:
             yield _save(bucket)
 
     def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Load the actor's full HF-named tensors into the engine in place (vLLM's ``reload_weights``)."""
-        if self._asleep and self.sleep_mode:
+        """Load the actor's full HF-named tensors into the engine in place (vLLM's ``reload_weights``).
+
+        The buckets go to the worker in one call; an asleep engine takes its
+        weights' memory back first (its KV cache stays freed until :meth:`wake`).
+        """
+        if "weights" in self._freed:
             self.llm.wake_up(tags=["weights"])
+            self._freed.discard("weights")
         self.llm.collective_rpc("rewardkit_load_weights", args=(list(self._buckets(weights)),))
         # Cached prompt prefixes hold keys and values of the old weights.
         self.llm.reset_prefix_cache()
 
     def sleep(self) -> None:
-        """Free the engine's weights and KV cache between rollouts (vLLM sleep level 1); a no-op on CPU, which has no sleep mode."""
-        if self.sleep_mode and not self._asleep:
+        """Free the engine's device memory between rollouts; a no-op on CPU, which has no sleep mode.
+
+        vLLM's sleep level 1: the KV cache is dropped and the weights are
+        offloaded to host memory (not discarded: with ``trainer.critic_warmup``
+        a step may end without a weight sync).
+        """
+        if self.sleep_mode and not self._freed:
             self.llm.sleep(level=1)
-        self._asleep = True
+            self._freed = {"weights", "kv_cache"}
 
     def wake(self) -> None:
-        """Bring back what :meth:`sleep` freed."""
-        if self.sleep_mode and self._asleep:
-            self.llm.wake_up()
-        self._asleep = False
+        """Take back what :meth:`sleep` freed."""
+        if self._freed:
+            self.llm.wake_up(tags=sorted(self._freed))
+            self._freed = set()
 
     def shutdown(self) -> None:
         """Stop the engine's processes and remove the temporary config directory."""

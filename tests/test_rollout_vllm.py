@@ -47,7 +47,7 @@ def model(tokenizer):
 @pytest.fixture(scope="module")
 def engine(model, tokenizer):
     rollout = VLLMRollout(model, None, tokenizer.pad_token_id, [tokenizer.eos_token_id],
-                          RolloutConfig(name="vllm", max_model_len=128, max_num_seqs=32))
+                          RolloutConfig(name="vllm", max_model_len=128, max_num_seqs=256))
     # The engine starts with placeholder weights; the actor's come through the sync path.
     rollout.update_weights(model.state_dict().items())
     yield rollout
@@ -107,6 +107,14 @@ def test_greedy_matches_hugging_face_generate(engine, model, tokenizer):
     assert torch.equal(ours["responses"], hf["responses"])
     assert torch.equal(ours["response_mask"], hf["response_mask"])
     assert max_masked_diff(ours, actor_log_probs(model, ours, 1.0)) < ATOL
+
+
+def test_a_batch_larger_than_one_scheduler_step(engine, model, tokenizer):
+    """384 seeded requests of 80 prompt tokens: more than one scheduler step takes (4096 tokens)."""
+    texts = ["+".join([str(a)] * 20) + "=" for a in range(100, 148)]
+    out = engine.generate(prompt_batch(tokenizer, texts), SamplingParams(n=8, temperature=TEMPERATURE, max_new_tokens=8))
+    assert out["responses"].shape == (384, 8)
+    assert max_masked_diff(out, actor_log_probs(model, out, TEMPERATURE)) < ATOL
 
 
 def test_samples_follow_torch_seed(engine, tokenizer):
