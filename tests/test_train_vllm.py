@@ -48,3 +48,15 @@ def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_pat
         resumed.actor.rollout.shutdown()
         resumed.close()
     assert metrics["training/rollout_probs_diff_max"] < TOLERANCE
+
+
+def test_demo_with_the_vllm_rollout_raises_held_out_reward_to_the_target(tmp_path, capsys):
+    from rewardkit.cli import main
+
+    assert main(["demo", "actor_rollout_ref.rollout.name=vllm", f"trainer.default_local_dir={tmp_path / 'demo'}"]) == 0
+    assert "(target 0.8: reached)" in capsys.readouterr().out
+    records = [json.loads(line) for line in (tmp_path / "demo" / "metrics.jsonl").read_text().splitlines()]
+    vals = [r["val/reward/mean"] for r in records if "val/reward/mean" in r]
+    assert vals[0] < 0.5 and vals[-1] >= 0.8
+    # Every step sampled with the actor's current weights.
+    assert max(r["training/rollout_probs_diff_max"] for r in records if "training/rollout_probs_diff_max" in r) < TOLERANCE
