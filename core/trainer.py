@@ -33,7 +33,7 @@ from rewardkit.core.reward_masking import (
     flip_masked_advantages,
     sample_reward_mask,
 )
-from rewardkit.core.rollout import SamplingParams
+from rewardkit.core.rollout import SamplingParams, rollout_probs_diff
 from rewardkit.core.strategy import pick_device
 from rewardkit.core.tracking import Tracker
 from rewardkit.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
@@ -209,6 +209,8 @@ class PPOTrainer:
         if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
                 batch["old_log_probs"] = self.actor.compute_log_prob(batch)
+            if "rollout_log_probs" in batch:
+                metrics.update(rollout_probs_diff(batch["rollout_log_probs"], batch["old_log_probs"], batch["response_mask"]))
         if self.ref is not None:
             with self._timer(timing, "ref"):
                 batch["ref_log_prob"] = self.ref.compute_log_prob(batch)

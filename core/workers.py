@@ -131,6 +131,8 @@ class ActorRolloutWorker:
         self.log_prob_micro_batch_size = arr.rollout.log_prob_micro_batch_size
         self.optimizer, self.scheduler = build_optimizer(self.model.parameters(), self.cfg.optim, total_steps)
         self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer, arr.model.path)
+        # An engine with its own copy of the weights (vllm) starts without them.
+        self.sync_rollout_weights()
 
     # -- rollout ------------------------------------------------------------------
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
@@ -199,6 +201,7 @@ class ActorRolloutWorker:
 
     def load_checkpoint(self, path: Path) -> None:
         self.strategy.load(path, self.model, self.optimizer, self.scheduler)
+        self.sync_rollout_weights()
 
 
 class ReferenceWorker:

@@ -39,3 +39,17 @@ def test_verl_style_overrides():
 def test_critic_reward_source_needs_a_critic():
     with pytest.raises(ConfigError, match="algorithm.reward_source is critic, which needs a critic, but critic.enable is false"):
         load_config(Config, None, ["algorithm.reward_source=critic", "critic.enable=false"])
+
+
+def test_rollout_max_model_len_defaults_to_prompt_plus_response_and_must_hold_them():
+    config = load_config(Config, None, ["data.max_prompt_length=100", "data.max_response_length=28"])
+    assert config.actor_rollout_ref.rollout.max_model_len == 128
+    with pytest.raises(ConfigError, match="max_model_len"):
+        load_config(Config, None, ["data.max_prompt_length=100", "data.max_response_length=28",
+                                   "actor_rollout_ref.rollout.max_model_len=64"])
+
+
+def test_rollout_name_admits_hf_and_vllm_only():
+    assert load_config(Config, None, ["actor_rollout_ref.rollout.name=vllm"]).actor_rollout_ref.rollout.name == "vllm"
+    with pytest.raises(ConfigError, match="actor_rollout_ref.rollout.name"):
+        load_config(Config, None, ["actor_rollout_ref.rollout.name=sglang"])

