@@ -14,14 +14,15 @@ TINY_RM = {"model_type": "qwen2", "hidden_size": 32, "intermediate_size": 64, "n
            "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 256}
 
 
-def save_random_rm(path: Path, seed: int = 0) -> Path:
-    """A one-output Qwen2 sequence classifier with random weights and the character tokenizer, saved to ``path``."""
+def save_random_rm(path: Path, seed: int = 0, **config: int) -> Path:
+    """A one-output Qwen2 sequence classifier with random weights and the character tokenizer, saved to ``path``;
+    ``config`` overrides sizes of ``TINY_RM``."""
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     torch.manual_seed(seed)
     tokenizer = build_char_tokenizer()
-    config = AutoConfig.for_model(**TINY_RM, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, num_labels=1)
+    config = AutoConfig.for_model(**{**TINY_RM, **config}, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, num_labels=1)
     AutoModelForSequenceClassification.from_config(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

@@ -145,22 +145,33 @@ def test_failed_requests_follow_the_policy_never_a_silent_zero(make_config):
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm not installed")
 @pytest.mark.slow
-def test_vllm_classify_serves_the_tests_own_classifier(rm_path, tmp_path):
+def test_vllm_classify_serves_the_tests_own_classifier(tmp_path):
     import socket
+
+    # vLLM's CPU attention has kernels for heads of 32 and up.
+    rm_path = save_random_rm(tmp_path / "rm", hidden_size=64, num_attention_heads=2, num_key_value_heads=2)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    log = tmp_path / "vllm.log"
+    # On CPU, --gpu-memory-utilization is the share of the machine's memory vLLM
+    # reserves; a tiny KV cache is all a classifier needs.
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(rm_path),
-                             "--served-model-name", "tiny-rm", "--host", "127.0.0.1", "--port", str(port), "--task", "classify"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--served-model-name", "tiny-rm", "--host", "127.0.0.1", "--port", str(port), "--runner", "pooling",
+                             "--max-model-len", "256", "--enforce-eager", "--dtype", "float32"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.time() + 300
-        while time.time() < deadline:
+        while True:
+            assert proc.poll() is None, f"vLLM exited with {proc.returncode}:\n{log.read_text()[-3000:]}"
+            assert time.time() < deadline, f"vLLM not healthy after 300 s:\n{log.read_text()[-3000:]}"
             try:
                 if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
                     break
             except requests.RequestException:
-                time.sleep(2)
+                pass
+            time.sleep(2)
         client = RemoteRewardModel(RemoteRewardModelConfig(urls=[f"http://127.0.0.1:{port}/classify"], protocol="vllm_classify",
                                                            model="tiny-rm", tokenizer=str(rm_path)))
         outcomes = client.score([ModelRequest("s", PROMPT, t) for t in ("aaaa", "hello")])

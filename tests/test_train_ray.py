@@ -2,8 +2,10 @@
 rollout, reference, critic) and a Ray reward worker give the losses of one process, resume
 exactly from a checkpoint, and leave no process behind."""
 import os
-import subprocess
 import sys
+import time
+import uuid
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,13 +21,23 @@ RAY = ["trainer.backend=ray", "trainer.ray.cpus_per_rank=0.5",
        "reward_model.reward_manager=parallel", "reward_model.num_workers=1"]
 
 
-def ray_processes() -> set[str]:
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return {line.strip() for line in out.splitlines() if "ray::" in line or "raylet" in line or "gcs_server" in line}
+def processes_tagged(tag: str) -> list[str]:
+    """Live processes whose environment holds ``tag`` (the run's, and the Ray processes it started)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if tag.encode() in (proc / "environ").read_bytes() and "State:\tZ" not in (proc / "status").read_text():
+                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{proc.name} {command[:120]}")
+        except (OSError, ValueError):
+            continue  # gone, or not a process directory
+    return found
 
 
-def test_ray_worker_groups_match_one_process_resume_and_shut_down(tmp_path):
-    before = ray_processes()
+def test_ray_worker_groups_match_one_process_resume_and_shut_down(tmp_path, monkeypatch):
+    # Every process of these runs inherits the tag, so processes of other Ray users on the machine do not count.
+    tag = f"REWARDKIT_RAY_TEST={uuid.uuid4().hex}"
+    monkeypatch.setenv(*tag.split("="))
     paths = write_inputs(tmp_path)
     common = [*tiny_overrides(tmp_path, paths), *OPTIONS, *GREEDY]
     train([*common, f"trainer.default_local_dir={tmp_path / 'one'}"], ranks=1)
@@ -47,7 +59,10 @@ def test_ray_worker_groups_match_one_process_resume_and_shut_down(tmp_path):
     for key in LOSSES:
         assert resumed[3][key] == pytest.approx(ray_run[3][key], rel=1e-5, abs=1e-7), key
 
-    assert ray_processes() <= before, f"left behind: {ray_processes() - before}"
+    deadline = time.time() + 30  # Ray's own processes exit a moment after the driver
+    while processes_tagged(tag) and time.time() < deadline:
+        time.sleep(1)
+    assert not processes_tagged(tag), f"left behind: {processes_tagged(tag)}"
 
 
 class RankEcho:

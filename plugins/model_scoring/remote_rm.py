@@ -80,7 +80,12 @@ class RemoteRewardModel:
         if self.cfg.protocol == "openrlhf":
             return {"query": [f for _, f in rendered], "prompts": [p for p, _ in rendered],
                     "labels": [r.ground_truth for r in requests]}
-        return {"model": self.cfg.model, "input": [f for _, f in rendered]}
+        if self.tokenizer is None:
+            return {"model": self.cfg.model, "input": [f for _, f in rendered]}
+        # Token ids, not text: the server may load the tokenizer as another class
+        # (AutoTokenizer picks the model's) and cut the same text differently.
+        return {"model": self.cfg.model,
+                "input": [self.tokenizer(f, add_special_tokens=False)["input_ids"] for _, f in rendered]}
 
     def _score_chunk(self, requests: list[ModelRequest]) -> list[ScoreOutcome]:
         start = time.perf_counter()
