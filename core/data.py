@@ -82,12 +82,17 @@ class PromptDataset:
         if not self.rows:
             raise ValueError("no rows left after filtering prompts longer than data.max_prompt_length")
         self.reward_fn_key = data_cfg.reward_fn_key
+        self.prompt_key = data_cfg.prompt_key
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def data_sources(self) -> list[str]:
         return sorted({str(r[self.reward_fn_key]) for r in self.rows})
+
+    def reward_rows(self) -> Batch:
+        """Every row's reward fields (meta only, as :meth:`collate` gives them), for start-up checks."""
+        return Batch(meta=self.collate(range(len(self))).meta)
 
     def collate(self, indices: Sequence[int], uid_prefix: str = "") -> Batch:
         """Left-padded prompts of ``indices`` with their reward fields as meta."""
@@ -105,6 +110,8 @@ class PromptDataset:
             "ground_truth": [r["reward_model"]["ground_truth"] for r in rows],
             "style": [r["reward_model"].get("style", "rule") for r in rows],
             "extra_info": [r.get("extra_info") for r in rows],
+            # The chat messages themselves: a reward model or judge re-templates them its own way.
+            "raw_prompt": [messages_of(r, self.prompt_key) for r in rows],
             "uid": [f"{uid_prefix}{i}" for i in indices],
         }
         return Batch({"input_ids": input_ids, "attention_mask": attention_mask}, meta)

@@ -1,17 +1,22 @@
 """A worker as a data-parallel group: the same methods, each rank working on its share.
 
-Under ``torchrun`` every rank runs the same controller (the trainer) on the
-same batches, and :class:`DataParallelWorker` wraps the rank's worker: a batch
-is padded to a multiple of the world size and cut into equal shares with
-:meth:`Batch.split`, the rank runs its share, and the results come back
+The controller (the trainer) calls a group as it would call one worker. A
+batch is padded to a multiple of the world size and cut into equal shares
+with :meth:`Batch.split`; each rank runs its share and the results come back
 together with :meth:`Batch.concat`. An update gives each rank its share of
 every mini-batch with the mini-batch's global token and sample counts
-(:meth:`MiniBatch.split`); the sharded model sums the ranks' gradients, so
-the step equals one process's on the whole mini-batch.
+(:meth:`MiniBatch.split`); the sharded model sums the ranks' gradients, so the
+step equals one process's on the whole mini-batch.
+
+Two groups share that dispatch: :class:`DataParallelWorker` under ``torchrun``
+(every rank runs the same controller and wraps its own worker; results are
+exchanged with collectives), and ``RayWorkerGroup`` (one controller, ranks in
+Ray actors; see :mod:`rewardkit.core.ray_workers`).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -20,44 +25,81 @@ from rewardkit.core.distributed import Topology, all_gather_objects
 from rewardkit.core.rollout import SamplingParams
 
 
-class DataParallelWorker:
-    """``worker``'s methods over every rank; anything not data-parallel passes straight through."""
+class WorkerGroup:
+    """The data-parallel methods of the workers, over ``world_size`` ranks.
+
+    Subclasses say how a call reaches the ranks: :meth:`_run` gives rank ``r``
+    the arguments ``per_rank[r]`` and returns every rank's result in rank
+    order; :meth:`_each` calls every rank with the same arguments.
+    """
+
+    world_size: int
+
+    def _run(self, method: str, per_rank: list[tuple]) -> list[Any]:
+        raise NotImplementedError
+
+    def _each(self, method: str, *args: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def _shares(self, batch: Batch) -> tuple[list[Batch], int]:
+        padded, added = batch.pad_to_multiple(self.world_size)
+        return padded.split(self.world_size), added
+
+    def _per_sample(self, method: str, batch: Batch) -> torch.Tensor:
+        shares, added = self._shares(batch)
+        out = torch.cat(self._run(method, [(s,) for s in shares]))
+        return out[: len(out) - added]
+
+    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        shares, added = self._shares(prompts)
+        out = Batch.concat(self._run("generate", [(s, params) for s in shares]))
+        return out.select(range(len(out) - added * params.n))
+
+    def compute_log_prob(self, batch: Batch) -> torch.Tensor:
+        return self._per_sample("compute_log_prob", batch)
+
+    def compute_values(self, batch: Batch) -> torch.Tensor:
+        return self._per_sample("compute_values", batch)
+
+    def update(self, minis: list[MiniBatch]) -> dict[str, float]:
+        """Each rank's share of each mini-batch; metrics are the mean over ranks (equal shares)."""
+        per_mini = [mini.split(self.world_size) for mini in minis]
+        per_rank = self._run("update", [([shares[r] for shares in per_mini],) for r in range(self.world_size)])
+        return {key: sum(m[key] for m in per_rank) / len(per_rank) for key in per_rank[0]}
+
+    def sync_rollout_weights(self) -> None:
+        self._each("sync_rollout_weights")
+
+    def sleep_rollout(self) -> None:
+        self._each("sleep_rollout")
+
+    def wake_rollout(self) -> None:
+        self._each("wake_rollout")
+
+    def close(self) -> None:
+        self._each("close")
+
+    def save_checkpoint(self, path: Path) -> None:
+        self._each("save_checkpoint", path)
+
+    def load_checkpoint(self, path: Path) -> None:
+        self._each("load_checkpoint", path)
+
+
+class DataParallelWorker(WorkerGroup):
+    """This rank's ``worker`` in a ``torchrun`` group: it runs its own share, collectives bring the rest."""
 
     def __init__(self, worker: Any, topology: Topology) -> None:
         self.worker = worker
         self.topology = topology
+        self.world_size = topology.world_size
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.worker, name)
+    def _run(self, method: str, per_rank: list[tuple]) -> list[Any]:
+        return all_gather_objects(getattr(self.worker, method)(*per_rank[self.topology.rank]), self.topology)
 
-    def _share(self, batch: Batch) -> tuple[Batch, int]:
-        padded, added = batch.pad_to_multiple(self.topology.world_size)
-        return padded.split(self.topology.world_size)[self.topology.rank], added
-
-    def _gather(self, part: Any) -> list[Any]:
-        return all_gather_objects(part, self.topology)
-
-    def _per_sample(self, method: Callable[[Batch], torch.Tensor], batch: Batch) -> torch.Tensor:
-        share, added = self._share(batch)
-        out = torch.cat(self._gather(method(share)))
-        return out[: len(out) - added]
-
-    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
-        share, added = self._share(prompts)
-        out = Batch.concat(self._gather(self.worker.generate(share, params)))
-        return out.select(range(len(out) - added * params.n))
-
-    def compute_log_prob(self, batch: Batch) -> torch.Tensor:
-        return self._per_sample(self.worker.compute_log_prob, batch)
-
-    def compute_values(self, batch: Batch) -> torch.Tensor:
-        return self._per_sample(self.worker.compute_values, batch)
-
-    def update(self, minis: list[MiniBatch]) -> dict[str, float]:
-        """Each rank's share of each mini-batch; metrics are the mean over ranks (equal shares)."""
-        shares = [mini.split(self.topology.world_size)[self.topology.rank] for mini in minis]
-        per_rank = self._gather(self.worker.update(shares))
-        return {key: sum(m[key] for m in per_rank) / len(per_rank) for key in per_rank[0]}
+    def _each(self, method: str, *args: Any) -> list[Any]:
+        # Every rank's controller makes the same call on its own worker.
+        return [getattr(self.worker, method)(*args)]
 
 
 def data_parallel(worker: Any, topology: Topology) -> Any:

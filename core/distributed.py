@@ -1,8 +1,8 @@
 """The process group of a data-parallel run: set-up, this rank's device, and object collectives.
 
 A run is data-parallel when it is launched with more than one rank (``torchrun
---nproc-per-node N``, which sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and the
-rendezvous address). The world size must equal ``trainer.nnodes *
+--nproc-per-node N``, or the Ray backend's rank actors, which set ``RANK``,
+``WORLD_SIZE``, ``LOCAL_RANK`` and the rendezvous address). The world size must equal ``trainer.nnodes *
 trainer.n_gpus_per_node``. Ranks talk over NCCL on GPUs and gloo on CPUs.
 """
 from __future__ import annotations
@@ -51,6 +51,9 @@ def init_distributed(trainer_cfg: Any) -> Topology:
     """
     expected = trainer_cfg.nnodes * trainer_cfg.n_gpus_per_node
     world = launched_world_size()
+    if trainer_cfg.backend == "ray" and "RANK" not in os.environ:
+        # The Ray controller: one process; the ranks live in the worker groups' actors.
+        return Topology(0, 1, pick_device(trainer_cfg.device))
     if world != expected:
         how = ("launch it with torchrun --nnodes {0} --nproc-per-node {1}".format(trainer_cfg.nnodes, trainer_cfg.n_gpus_per_node)
                if world == 1 else f"it was launched with {world} ranks")

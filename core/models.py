@@ -7,8 +7,6 @@ or is built from a config mapping with random weights.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Optional
 
 import torch
@@ -16,35 +14,19 @@ from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
     AutoModelForTokenClassification,
-    AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
-    PreTrainedTokenizerFast,
 )
 
+from rewardkit.common.tokenizer_files import load_tokenizer_dir
 from rewardkit.core.tensor_ops import entropy_from_logits, logprobs_from_logits
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-# Tokenizers whose whole pipeline lives in tokenizer.json.
-GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
-
-
 def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
-    """A tokenizer from a local directory, set up for left-padded generation.
-
-    A generic fast tokenizer (tokenizer_config.json's ``tokenizer_class``) is
-    loaded as such: ``AutoTokenizer`` would pick the class of the model in
-    ``config.json`` beside it (e.g. Qwen2's), whose own pre-tokenizer replaces
-    the one in tokenizer.json.
-    """
-    config_file = Path(path) / "tokenizer_config.json"
-    declared = json.loads(config_file.read_text()).get("tokenizer_class") if config_file.is_file() else None
-    if declared in GENERIC_TOKENIZER_CLASSES:
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
-    else:
-        tokenizer = AutoTokenizer.from_pretrained(path)
+    """A tokenizer from a local directory (:func:`load_tokenizer_dir`), set up for left-padded generation."""
+    tokenizer = load_tokenizer_dir(path)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

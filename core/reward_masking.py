@@ -36,6 +36,12 @@ def flip_masked_advantages(advantages: torch.Tensor, masked: torch.Tensor) -> to
     return advantages * sign.unsqueeze(-1)
 
 
+def drop_unscored(advantages: torch.Tensor, unscored: torch.Tensor) -> torch.Tensor:
+    """``A_i,t <- 0`` for trajectories no reward component could score (every one
+    abstained or failed under ``abstain``): they teach the policy nothing."""
+    return advantages * (~unscored).to(advantages.dtype).unsqueeze(-1)
+
+
 def last_valid_values(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
     """(B,) the value at each trajectory's last valid response token (0 for an empty response)."""
     mask = response_mask.long()

@@ -11,6 +11,7 @@ from typing import Any, Literal, Optional, Union
 
 from rewardkit.common.config import InvalidValue, opt, require_positive, section
 from rewardkit.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
+from rewardkit.plugins.verl_layout import map_reward_layout
 
 Files = Union[str, list[str]]
 DType = Literal["float32", "bfloat16", "float16"]
@@ -246,6 +247,13 @@ class AlgorithmConfig:
 
 
 @dataclass
+class RayConfig:
+    colocate: bool = opt(True, "Put rank r of every role (actor, reference, critic) on the same bundle (device) r; false = one placement group per role.")
+    cpus_per_rank: float = opt(1.0, "CPUs reserved per rank bundle (shared by the colocated roles); on a small machine 0.5 leaves room for reward workers.")
+    placement_timeout: float = opt(120.0, "Seconds to wait for the cluster to place the ranks before failing with what is missing.")
+
+
+@dataclass
 class TrainerConfig:
     project_name: str = opt("rewardkit", "Project name (part of the default output directory).")
     experiment_name: str = opt("default", "Experiment name (part of the default output directory).")
@@ -263,10 +271,11 @@ class TrainerConfig:
     critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
-    backend: Literal["local", "ray"] = opt("local", "local: this process (and local reward processes); ray: reward workers as Ray actors spread over the cluster (ray.init joins RAY_ADDRESS, else starts a local cluster).")
+    backend: Literal["local", "ray"] = opt("local", "local: this process (or torchrun's ranks) and local reward processes; ray: one controller here, the actor/reference/critic as worker groups of Ray actors (nnodes * n_gpus_per_node ranks each) and reward workers as Ray actors (ray.init joins RAY_ADDRESS, else starts a local cluster on 127.0.0.1).")
+    ray: RayConfig = section(RayConfig, "Placement of the worker groups with trainer.backend=ray.")
     device: Literal["auto", "cpu", "cuda"] = opt("auto", "Where the embedded engine runs: auto = cuda when available.")
     cpu_threads: Optional[int] = opt(None, "torch threads on CPU; null = torch's default (one per core). 1 is much faster when other processes busy the same cores.")
-    nnodes: int = opt(1, "Machines in a data-parallel run (launched with torchrun).")
+    nnodes: int = opt(1, "Machines in a data-parallel run (launched with torchrun, or placed by Ray with backend=ray).")
     n_gpus_per_node: int = opt(1, "Data-parallel ranks per machine: its GPUs, or its CPU processes on a machine without GPUs.")
 
     def __post_init__(self) -> None:
@@ -307,6 +316,9 @@ class Config:
     custom_reward_function: CustomRewardFunctionConfig = section(CustomRewardFunctionConfig, "A user compute_score file, as in verl.")
     reward_model: RewardModelConfig = section(RewardModelConfig, "Reward managers, scorers and their execution.")
     plugins: PluginsConfig = section(PluginsConfig, "Plugin loading.")
+
+    # verl's newer reward.* layout (reward.reward_model.enable, reward.custom_reward_function.path, ...) loads too.
+    normalize_tree = staticmethod(map_reward_layout)
 
     def __post_init__(self) -> None:
         if self.algorithm.reward_source == "critic" and self.critic.enable is False:

@@ -29,6 +29,7 @@ from rewardkit.core.reward_masking import (
     apply_reward_mask,
     critic_source_advantage,
     critic_token_level_scores,
+    drop_unscored,
     flip_masked_advantages,
     sample_reward_mask,
 )
@@ -39,6 +40,9 @@ from rewardkit.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWo
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.factory import build_reward_manager
 from rewardkit.plugins.loader import get_registry
+
+# The Ray backend's rank actors sample with their own random streams, saved beside the controller's.
+RAY_RNG_FILE = "actor_rank_rng.pt"
 
 # Metrics that measure the machine, not the run (a resumed run differs only in these).
 TIMING_PREFIXES = ("timing_s/", "perf/")
@@ -56,6 +60,14 @@ def setup_torch(trainer_cfg: Any) -> torch.device:
     if trainer_cfg.cpu_threads:
         torch.set_num_threads(trainer_cfg.cpu_threads)
     return pick_device(trainer_cfg.device)
+
+
+def reward_batch(batch: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None) -> RewardBatch:
+    """What the reward managers see of a batch: its rows' reward fields and prompts, and the decoded responses."""
+    m = batch.meta
+    return RewardBatch(data_sources=m["data_source"], solutions=texts, ground_truths=m["ground_truth"],
+                       extra_infos=m["extra_info"], styles=m["style"], prompts=m["raw_prompt"],
+                       response_mask=response_mask)
 
 
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
@@ -92,9 +104,20 @@ class PPOTrainer:
 
         actor_cfg, rollout_cfg = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
         self.n = rollout_cfg.n
-        self.actor = data_parallel(ActorRolloutWorker(c, self.total_steps), self.topology)
-        self.ref = data_parallel(ReferenceWorker(c), self.topology) if self.use_ref else None
-        self.critic = data_parallel(CriticWorker(c, self.total_steps), self.topology) if self.use_critic else None
+        self.ray = None
+        if t.backend == "ray":
+            from rewardkit.core.ray_workers import RayBackend
+
+            roles = ["actor"] + ["ref"] * self.use_ref + ["critic"] * self.use_critic
+            self.ray = RayBackend(t, roles)
+            self.actor = self.ray.group("actor", ActorRolloutWorker, (c, self.total_steps))
+            self.ref = self.ray.group("ref", ReferenceWorker, (c,)) if self.use_ref else None
+            self.critic = self.ray.group("critic", CriticWorker, (c, self.total_steps)) if self.use_critic else None
+        else:
+            self.actor = data_parallel(ActorRolloutWorker(c, self.total_steps), self.topology)
+            self.ref = data_parallel(ReferenceWorker(c), self.topology) if self.use_ref else None
+            self.critic = data_parallel(CriticWorker(c, self.total_steps), self.topology) if self.use_critic else None
+        self.world_size = t.nnodes * t.n_gpus_per_node
         self.actor_mini_batch_size = actor_cfg.ppo_mini_batch_size * self.n
         self.critic_mini_batch_size = (c.critic.ppo_mini_batch_size or actor_cfg.ppo_mini_batch_size) * self.n
         self.critic_epochs = c.critic.ppo_epochs or actor_cfg.ppo_epochs
@@ -108,10 +131,15 @@ class PPOTrainer:
         # Last, so that nothing after it can fail and leave its worker processes behind.
         # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
         self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
-        sources = self.train_set.data_sources() + (self.val_set.data_sources() if self.val_set else [])
         try:
             if self.reward_manager is not None:
-                self.reward_manager.check_data_sources(sorted(set(sources)))
+                # Mistakes in the rows (no scorer, unknown style, a judge template field a
+                # row lacks) fail now, naming the row, not in the middle of training.
+                for dataset in (self.train_set, self.val_set):
+                    if dataset is not None:
+                        rows = dataset.reward_rows()
+                        self.reward_manager.check_data_sources(sorted(set(rows.meta["data_source"])))
+                        self.reward_manager.check_rows(reward_batch(rows, [""] * len(rows)))
         except Exception:
             self.reward_manager.close()
             raise
@@ -226,6 +254,8 @@ class PPOTrainer:
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)
+                if reward.masked is not None and reward.masked.any():
+                    advantages = drop_unscored(advantages, reward.masked)
         batch["advantages"], batch["returns"] = advantages, returns
         return batch, metrics
 
@@ -252,7 +282,7 @@ class PPOTrainer:
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
         if self.critic is not None:
-            if self.critic.frozen:
+            if self.config.critic.freeze:
                 metrics["critic/frozen"] = 1.0
             else:
                 with self._timer(timing, "update_critic"):
@@ -265,16 +295,19 @@ class PPOTrainer:
         return metrics
 
     def score(self, batch: Batch):
-        """The reward managers' verdict on a generated batch (decoded responses)."""
+        """The reward managers' verdict on a generated batch (decoded responses, token-level scores)."""
+        return self.score_texts(batch, self.decode_responses(batch), batch["response_mask"])
+
+    def decode_responses(self, batch: Batch) -> list[str]:
+        """Each sample's response text, up to and including its EOS, special tokens dropped."""
+        lengths = batch["response_mask"].sum(-1).tolist()
+        return [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(batch["responses"], lengths)]
+
+    def score_texts(self, rows: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None):
+        """The reward managers' verdict on ``texts``, the responses to ``rows``; rank 0 scores and shares it."""
         result = None
         if self.reward_manager is not None:
-            responses = batch["responses"]
-            lengths = batch["response_mask"].sum(-1).tolist()
-            texts = [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(responses, lengths)]
-            result = self.reward_manager(RewardBatch(
-                data_sources=batch.meta["data_source"], solutions=texts, ground_truths=batch.meta["ground_truth"],
-                extra_infos=batch.meta["extra_info"], styles=batch.meta["style"], response_mask=batch["response_mask"],
-            ))
+            result = self.reward_manager(reward_batch(rows, texts, response_mask))
         return broadcast_object(result, self.topology)
 
     def _data_metrics(self, batch: Batch) -> dict[str, float]:
@@ -296,27 +329,27 @@ class PPOTrainer:
     def validate(self) -> dict[str, float]:
         """Generate for every validation prompt with ``rollout.val_kwargs`` and score it.
 
-        Returns ``val/reward/mean``, ``val/reward/<data_source>/mean`` and
-        ``val/response_length/mean``.
+        Returns ``val/reward/mean``, ``val/reward/<data_source>/mean``,
+        ``val/response_length/mean`` and the reward managers' own metrics under
+        ``val/`` (per component, per data_source, failures), model rows included.
         """
         assert self.val_set is not None
         size = self.config.data.val_batch_size or len(self.val_set)
-        scores, sources, lengths = [], [], []
-        shown = 0
         with self._rollout_phase():
             batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
                                            self.val_sampling) for start in range(0, len(self.val_set), size)]
-        for batch in batches:
-            out = self.score(batch)
-            scores += out.scores.tolist()
-            sources += batch.meta["data_source"]
-            lengths += batch["response_mask"].sum(-1).tolist()
-            while shown < self.config.trainer.log_val_generations and shown < len(batch):
-                text = self.tokenizer.decode(batch["responses"][shown][: lengths[shown]].tolist(), skip_special_tokens=True)
-                prompt = self.tokenizer.decode(batch["prompts"][shown].tolist(), skip_special_tokens=True)
-                self._write(f"[val] {prompt!r} -> {text!r} score={scores[shown]:.3g}")
-                shown += 1
-        metrics = {"val/reward/mean": sum(scores) / len(scores), "val/response_length/mean": sum(lengths) / len(lengths)}
+        texts = [text for b in batches for text in self.decode_responses(b)]
+        lengths = [n for b in batches for n in b["response_mask"].sum(-1).tolist()]
+        prompts = [row for b in batches for row in b["prompts"]]
+        # One reward call for the whole set, so its metrics (counts, means) cover all of it.
+        rows = Batch(meta={k: [v for b in batches for v in b.meta[k]] for k in batches[0].meta})
+        out = self.score_texts(rows, texts)
+        scores, sources = out.scores.tolist(), rows.meta["data_source"]
+        for i in range(min(self.config.trainer.log_val_generations, len(texts))):
+            prompt = self.tokenizer.decode(prompts[i].tolist(), skip_special_tokens=True)
+            self._write(f"[val] {prompt!r} -> {texts[i]!r} score={scores[i]:.3g}")
+        metrics = {f"val/{k}": v for k, v in out.metrics.items()}
+        metrics.update({"val/reward/mean": sum(scores) / len(scores), "val/response_length/mean": sum(lengths) / len(lengths)})
         for source in sorted(set(sources)):
             picked = [s for s, src in zip(scores, sources) if src == source]
             metrics[f"val/reward/{source}/mean"] = sum(picked) / len(picked)
@@ -335,6 +368,8 @@ class PPOTrainer:
             self.critic.save_checkpoint(path / "critic")
         if self.topology.distributed:
             torch.save(rng_state(), path / f"rng_rank{self.topology.rank}.pt")
+        if self.ray is not None:
+            torch.save(self.actor.rng_states(), path / RAY_RNG_FILE)
         barrier(self.topology)
         if not self.is_main:
             return path
@@ -346,7 +381,7 @@ class PPOTrainer:
             "mask_generator": self.mask_generator.get_state(),
             "shuffle_generator": self.shuffle_generator.get_state(),
             "rng": rng_state(),
-            "world_size": self.topology.world_size,
+            "world_size": self.world_size,
         }, path / "trainer_state.pt")
         mark_latest(self.out_dir, self.global_step, self.config.trainer.max_ckpt_to_keep)
         return path
@@ -367,9 +402,9 @@ class PPOTrainer:
                 return None
         state = torch.load(path / "trainer_state.pt", weights_only=False)
         saved_world = state.get("world_size", 1)
-        if saved_world != self.topology.world_size:
+        if saved_world != self.world_size:
             raise ValueError(f"checkpoint {path} was written by {saved_world} ranks; resume it with as many "
-                             f"(this run has {self.topology.world_size})")
+                             f"(this run has {self.world_size})")
         self.actor.load_checkpoint(path / "actor")
         if self.critic is not None:
             if not (path / "critic").is_dir():
@@ -383,13 +418,20 @@ class PPOTrainer:
         # Last: loading models above may have drawn from the global generators.
         set_rng_state(torch.load(path / f"rng_rank{self.topology.rank}.pt", weights_only=False)
                       if self.topology.distributed else state["rng"])
+        if self.ray is not None:
+            self.actor.set_rng_states(torch.load(path / RAY_RNG_FILE, weights_only=False))
         self._write(f"resumed from {path} at step {self.global_step}")
         return path
 
     def close(self) -> None:
+        """Stop the reward workers, the rollout engines and, on Ray, every rank (the cluster itself stays up)."""
         if self.reward_manager is not None:
             self.reward_manager.close()
-        self.actor.close()
+        try:
+            self.actor.close()
+        finally:
+            if self.ray is not None:
+                self.ray.shutdown()
 
     def _write(self, text: str) -> None:
         if self.is_main:

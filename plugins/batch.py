@@ -14,7 +14,9 @@ class RewardBatch:
     ``response_mask`` (B, T) marks valid response tokens; when given, the
     manager also returns token-level scores and the DAPO penalty uses its row
     sums as response lengths. ``response_lengths`` serves when there is no mask
-    (offline scoring).
+    (offline scoring). ``prompts`` are the rows' prompts (chat messages or
+    strings), which reward models and judges read; without them a model sees
+    the response alone (counted in ``reward/<model>/missing_prompt``).
     """
 
     data_sources: list[str]
@@ -22,7 +24,7 @@ class RewardBatch:
     ground_truths: list[Any]
     extra_infos: list[Optional[dict]] = None  # type: ignore[assignment]
     styles: list[str] = None  # type: ignore[assignment]
-    prompts: Optional[list[str]] = None
+    prompts: Optional[list[Any]] = None
     response_mask: Optional[torch.Tensor] = None
     response_lengths: Optional[list[int]] = None
 
@@ -32,7 +34,7 @@ class RewardBatch:
             self.extra_infos = [None] * n
         if self.styles is None:
             self.styles = ["rule"] * n
-        for name in ("data_sources", "ground_truths", "extra_infos", "styles"):
+        for name in ("data_sources", "ground_truths", "extra_infos", "styles") + (("prompts",) if self.prompts is not None else ()):
             if len(getattr(self, name)) != n:
                 raise ValueError(f"RewardBatch.{name} has {len(getattr(self, name))} entries for {n} solutions")
         if self.response_mask is not None:
@@ -50,13 +52,16 @@ class RewardOutput:
     """Per-sample rewards plus everything the scorers said about them.
 
     ``extra_info`` holds the union of every sample's extra keys, one list entry
-    per sample (``None`` where a sample had no such key).
+    per sample (``None`` where a sample had no such key). ``masked`` (B,) marks
+    samples that no component could score (every one abstained): their score
+    is ``reward_model.fallback_score`` and they belong out of the advantage.
     """
 
     scores: torch.Tensor
     extra_info: dict[str, list] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     token_level_scores: Optional[torch.Tensor] = None
+    masked: Optional[torch.Tensor] = None
 
 
 def token_level_scores(scores: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:

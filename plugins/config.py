@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from rewardkit.common.config import InvalidValue, opt, section
+from rewardkit.common.config import InvalidValue, opt, require_positive, section
 
 
 @dataclass
@@ -50,12 +50,101 @@ class SandboxFusionConfig:
 
 @dataclass
 class RewardModelPathConfig:
-    path: Optional[str] = opt(None, "Local path of a reward model (model-based scoring).")
+    path: Optional[str] = opt(None, "Local directory of a Hugging Face sequence classifier with one output (the local reward model); read only when reward_model.enable is true.")
+    tokenizer: Optional[str] = opt(None, "The reward model's tokenizer directory (its chat template re-templates prompt + response); null = path.")
+    dtype: Literal["float32", "bfloat16", "float16"] = opt("float32", "Parameter dtype of the local reward model.")
+    device: Literal["auto", "cpu", "cuda"] = opt("auto", "Where the local reward model runs: auto = cuda when available.")
+    max_length: int = opt(2048, "Maximum tokens of prompt + response; longer inputs lose the prompt's start first (counted in reward/<component>/truncated_prompt).")
+    micro_batch_size: int = opt(16, "Samples per forward pass; samples are sorted by length so each micro-batch pads little.")
+    trust_remote_code: bool = opt(False, "Allow custom modelling code shipped with the reward model directory.")
+
+    def __post_init__(self) -> None:
+        require_positive("max_length", self.max_length, allow_none=False)
+        require_positive("micro_batch_size", self.micro_batch_size, allow_none=False)
+
+
+@dataclass
+class RemoteRewardModelConfig:
+    urls: list[str] = opt([], "Reward-model server URLs, load-balanced (OpenRLHF: http://host:port/get_reward; vLLM: http://host:port/classify).")
+    protocol: Literal["openrlhf", "vllm_classify"] = opt("openrlhf", "openrlhf: POST {query, prompts, labels} -> {rewards}; vllm_classify: vLLM's /classify, score = probs[0].")
+    model: Optional[str] = opt(None, "Served model name sent to vLLM (vllm_classify).")
+    tokenizer: Optional[str] = opt(None, "Tokenizer directory whose chat template renders prompt + response into the query text; null = plain text (message contents joined by newlines).")
+    token_env: Optional[str] = opt(None, "Environment variable holding a bearer token for the servers (the token itself never goes into config or logs).")
+    batch_size: int = opt(32, "Samples per request.")
+    max_concurrent: int = opt(8, "Requests in flight at once.")
+    timeout: float = opt(60.0, "Seconds per request.")
+    max_retries: int = opt(3, "Retries of a request after a connection error, a timeout, a 5xx or a 429 (never after another 4xx).")
+    backoff: float = opt(0.5, "First retry delay in seconds; doubles each retry.")
+
+    def __post_init__(self) -> None:
+        for key in ("batch_size", "max_concurrent", "timeout"):
+            require_positive(key, getattr(self, key), allow_none=False)
+        if self.max_retries < 0 or self.backoff < 0:
+            raise InvalidValue("max_retries" if self.max_retries < 0 else "backoff", "must be >= 0")
+
+
+DEFAULT_JUDGE_TEMPLATE = (
+    "Rate the response to the prompt from 0 to 10.\n\nPrompt:\n{prompt}\n\nResponse:\n{response}\n\n"
+    "Answer with a final line of the form 'Score: N'."
+)
+
+
+@dataclass
+class JudgeConfig:
+    base_url: Optional[str] = opt(None, "OpenAI-compatible API base, e.g. http://127.0.0.1:8000/v1 (POST {base_url}/chat/completions).")
+    model: Optional[str] = opt(None, "Judge model name sent with each request.")
+    api_key_env: Optional[str] = opt(None, "Environment variable holding the API key (never the key itself: it stays out of config, logs and metrics).")
+    template: str = opt(DEFAULT_JUDGE_TEMPLATE, "User message sent to the judge; fields: {prompt}, {response}, {ground_truth}, {data_source}, {extra_info.KEY}; {{ and }} are literal braces.")
+    system_prompt: Optional[str] = opt(None, "Optional system message.")
+    parser: Literal["score_line", "yes_no", "regex"] = opt("score_line", "Verdict parser: the number on the last 'Score:' line, a leading yes/no (1/0), or the first group of `regex`.")
+    regex: Optional[str] = opt(None, "Regular expression for parser=regex; its first group must be a number.")
+    scale: Optional[list[float]] = opt(None, "[low, high]: map the parsed number linearly onto [0, 1] (e.g. [0, 10]); null = keep it.")
+    temperature: float = opt(0.0, "Judge sampling temperature.")
+    max_tokens: int = opt(256, "Maximum tokens of the judge's answer.")
+    max_concurrent: int = opt(8, "Requests in flight at once.")
+    rpm: Optional[int] = opt(None, "At most this many requests per minute (spaced evenly); null = no limit.")
+    timeout: float = opt(60.0, "Seconds per request.")
+    max_retries: int = opt(3, "Retries after a connection error, a timeout, a 5xx or a 429 (never after another 4xx).")
+    backoff: float = opt(1.0, "First retry delay in seconds; doubles each retry.")
+    cache_size: int = opt(100000, "Judge answers kept for identical requests (same rendered prompt, model and sampling settings); 0 = no cache.")
+    tokenizer: Optional[str] = opt(None, "Tokenizer directory handed to verl generative-judge functions as reward_model_tokenizer.")
+
+    def __post_init__(self) -> None:
+        for key in ("max_tokens", "max_concurrent", "timeout"):
+            require_positive(key, getattr(self, key), allow_none=False)
+        require_positive("rpm", self.rpm)
+        if self.max_retries < 0 or self.backoff < 0 or self.cache_size < 0:
+            raise InvalidValue("max_retries/backoff/cache_size", "must be >= 0")
+        if self.parser == "regex" and not self.regex:
+            raise InvalidValue("regex", "must be set when parser is regex")
+        if self.scale is not None and (len(self.scale) != 2 or self.scale[0] == self.scale[1]):
+            raise InvalidValue("scale", f"must be two different numbers [low, high], got {self.scale}")
+
+
+MODEL_KINDS = ("local_rm", "remote_rm", "judge")
+
+
+@dataclass
+class ComponentConfig:
+    kind: Literal["rule", "local_rm", "remote_rm", "judge"] = opt("rule", "rule: a scorer; local_rm / remote_rm / judge: reward_model.model / .remote / .judge.")
+    scorer: Optional[str] = opt(None, "rule components: the scorer's name; null = the row's data_source route (or custom_reward_function).")
+    weight: float = opt(1.0, "Weight of this component in the sample's reward.")
+    gate: Optional[str] = opt(None, "Name of an earlier component of the same data_source: this one is asked only when the gate's score >= gate_threshold.")
+    gate_threshold: float = opt(0.5, "The gate passes when its score is at least this.")
+    gate_value: Optional[float] = opt(None, "This component's value when its gate does not pass; null = the gate's score.")
+    on_failure: Literal["abstain", "zero", "fallback", "raise"] = opt("fallback", "A failed, timed-out or unparsable sample: leave the decision to the other components, score 0, score `fallback`, or stop the run.")
+    fallback: Optional[float] = opt(None, "Value for on_failure=fallback; null = reward_model.fallback_score.")
+
+    def __post_init__(self) -> None:
+        if self.weight < 0:
+            raise InvalidValue("weight", f"must be >= 0, got {self.weight}")
+        if self.kind != "rule" and self.scorer is not None:
+            raise InvalidValue("scorer", f"is for rule components; this component's kind is {self.kind}")
 
 
 @dataclass
 class RewardModelConfig:
-    enable: bool = opt(False, "Use a reward model for rows whose reward_model.style is 'model'.")
+    enable: bool = opt(False, "Model-based scoring on: `style: model` rows and model components use reward_model.model / .remote / .judge. Off: a row or component that needs a model is an error.")
     reward_manager: str = opt("naive", "Reward manager: naive, parallel, dapo, sandbox, or one a plugin registers.")
     reward_kwargs: dict[str, Any] = opt({}, "Keyword arguments for the reward manager, as in verl (e.g. dapo: overlong_buffer_cfg, max_resp_len).")
     num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
@@ -67,13 +156,25 @@ class RewardModelConfig:
     max_resp_len: Optional[int] = opt(None, "Maximum response length for the DAPO penalty; null = data.max_response_length.")
     overlong_buffer: OverlongBufferConfig = section(OverlongBufferConfig, "DAPO overlong penalty.")
     sandbox_fusion: SandboxFusionConfig = section(SandboxFusionConfig, "Code execution sandbox.")
-    model: RewardModelPathConfig = section(RewardModelPathConfig, "Reward model.")
+    model: RewardModelPathConfig = section(RewardModelPathConfig, "Local reward model (kind local_rm).")
+    remote: RemoteRewardModelConfig = section(RemoteRewardModelConfig, "Reward-model servers (kind remote_rm).")
+    judge: JudgeConfig = section(JudgeConfig, "LLM judge behind an OpenAI-compatible endpoint (kind judge).")
+    model_scorer: Optional[Literal["local_rm", "remote_rm", "judge"]] = opt(None, "What scores `style: model` rows that no `components` pattern matches; null = the only one configured.")
+    components: dict[str, dict[str, ComponentConfig]] = opt({}, "Composite rewards per data_source pattern: {pattern: {component name: {kind, scorer, weight, gate, on_failure, ...}}}; see docs/reward_models.md.")
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and self.num_workers < 1:
             raise InvalidValue("num_workers", f"must be >= 1 or null, got {self.num_workers}")
         if self.timeout is not None and not self.timeout > 0:
             raise InvalidValue("timeout", f"must be > 0 or null, got {self.timeout}")
+        for pattern, components in self.components.items():
+            if not components:
+                raise InvalidValue(f"components.{pattern}", "must name at least one component")
+            names = list(components)
+            for i, (name, comp) in enumerate(components.items()):
+                if comp.gate is not None and comp.gate not in names[:i]:
+                    raise InvalidValue(f"components.{pattern}.{name}.gate",
+                                       f"names {comp.gate!r}, which is not an earlier component of {pattern!r} ({', '.join(names[:i]) or 'none'})")
         for pattern, weights in self.scorer_weights.items():
             if not weights:
                 raise InvalidValue(f"scorer_weights.{pattern}", "must name at least one scorer")

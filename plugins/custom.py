@@ -45,9 +45,10 @@ def launch_dir_importable() -> None:
 
 
 def load_custom_function(path: str, name: str = "compute_score", call: str = PER_SAMPLE,
-                         kwargs: dict[str, Any] | None = None) -> Callable[..., Any]:
+                         kwargs: dict[str, Any] | None = None, offered: dict[str, Any] | None = None) -> Callable[..., Any]:
     """Load ``name`` from a Python file or a ``pkg://`` module, as verl does, and check
-    that it can take the manager's ``call`` (``per_sample`` or ``batched``) with ``kwargs``.
+    that it can take the manager's ``call`` (``per_sample`` or ``batched``) with ``kwargs``
+    plus those of the ``offered`` service settings it accepts (:func:`accepted_kwargs`).
 
     The returned function carries a :class:`FunctionRef`, so worker processes
     re-import it from the same file.
@@ -85,12 +86,27 @@ def load_custom_function(path: str, name: str = "compute_score", call: str = PER
         )
     if not callable(fn):
         raise CustomFunctionError(f"'{name}' in {where} is not callable")
-    check_signature(fn, call, kwargs or {}, f"'{name}' in {where}")
+    check_signature(fn, call, {**accepted_kwargs(fn, offered or {}), **(kwargs or {})}, f"'{name}' in {where}")
     try:
         fn.__rewardkit_ref__ = FunctionRef(ref_module, name)
     except AttributeError:  # a builtin or C function: importable by module path anyway
         pass
     return fn
+
+
+def accepted_kwargs(fn: Callable[..., Any], offered: dict[str, Any]) -> dict[str, Any]:
+    """The service settings of ``offered`` (sandbox URL, judge address, ...) that ``fn`` takes.
+
+    They go only to functions that name them or take ``**kwargs``, so plain
+    verl-style scorers keep working; unset (None) settings are never passed.
+    """
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return {k: v for k, v in offered.items() if v is not None}
+    return {k: v for k, v in offered.items() if k in params and v is not None}
 
 
 def check_signature(fn: Callable[..., Any], call: str, kwargs: dict[str, Any], what: str) -> None:

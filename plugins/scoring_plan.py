@@ -1,13 +1,14 @@
-"""Which scorers judge a row, with what weight and keyword arguments."""
+"""Which components judge a row: scorers and models, with weights, gates and failure policies."""
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
+from urllib.parse import urlparse
 
-from rewardkit.plugins.config import RewardSettings
-from rewardkit.plugins.custom import PER_SAMPLE, load_custom_function
-from rewardkit.common.errors import NotRegistered
+from rewardkit.common.errors import ConfigError, NotRegistered, RewardError
+from rewardkit.plugins.config import ComponentConfig, RewardSettings
+from rewardkit.plugins.custom import PER_SAMPLE, accepted_kwargs, load_custom_function
+from rewardkit.plugins.model_scoring.factory import SECTIONS, build_model_scorer, configured_kinds
 from rewardkit.plugins.registry import Registry
 
 
@@ -21,52 +22,168 @@ class WeightedScorer:
     kwargs: dict
 
 
-class ScoringPlan:
-    """Resolves a data_source to its scorers, in this order of precedence:
+@dataclass(frozen=True)
+class Component:
+    """One part of a sample's reward: a rule scorer or a model (``kind``), its weight, its gate
+    and what a failed sample counts as (``on_failure``; ``fallback`` is the value for ``fallback``)."""
 
-    1. ``reward_model.scorer`` (or ``rewardkit score --scorer``): one scorer for every row;
-    2. ``custom_reward_function.path``: the user's function for every row, as in verl;
-    3. ``reward_model.scorer_weights``: several weighted scorers for matching data sources;
-    4. the data_source routes that plugins registered.
+    name: str
+    kind: str
+    weight: float
+    on_failure: str
+    fallback: float
+    scorer: Optional[WeightedScorer] = None
+    gate: Optional[str] = None
+    gate_threshold: float = 0.5
+    gate_value: Optional[float] = None
+
+
+def router_address(base_url: Optional[str]) -> Optional[str]:
+    """``host:port`` of a judge endpoint: verl's generative-judge functions post to
+    ``http://{reward_router_address}/v1/chat/completions``."""
+    return urlparse(base_url).netloc or None if base_url else None
+
+
+class ScoringPlan:
+    """Resolves a row (its data_source and ``reward_model.style``) to its components.
+
+    1. ``reward_model.components``: the components of the first matching data_source pattern;
+    2. a ``style: model`` row: the model of ``reward_model.model_scorer`` (or the only one configured);
+    3. a ``style: rule`` row: its scorers, in this order of precedence:
+       ``reward_model.scorer`` (or ``rewardkit score --scorer``) for every row;
+       ``custom_reward_function.path``, the user's function for every row, as in verl;
+       ``reward_model.scorer_weights``, several weighted scorers for matching data sources;
+       the data_source routes that plugins registered.
+
+    Model scorers are built here, at start-up, only when ``reward_model.enable`` is true.
     """
 
     def __init__(self, registry: Registry, settings: RewardSettings, call: str = PER_SAMPLE) -> None:
         self.registry = registry
         rm, custom = settings.reward_model, settings.custom_reward_function
         self._weights = rm.scorer_weights
+        self._fallback = float(rm.fallback_score)
+        self._components = rm.components
+        self._enabled = rm.enable
         self._service_kwargs = {
             "sandbox_fusion_url": rm.sandbox_fusion.url,
             "memory_limit_mb": rm.sandbox_fusion.memory_limit_mb,
             "sandbox_max_concurrent": rm.sandbox_fusion.max_concurrent,
             "sandbox_retry_backoff": rm.sandbox_fusion.retry_backoff,
             "float_tolerance": rm.sandbox_fusion.float_tolerance or None,
+            "reward_router_address": router_address(rm.judge.base_url),
         }
+        self.models: dict[str, Any] = {}
+        self._default_model = self._check_models(rm)
+        if not rm.enable:
+            # A model that would not be used is a mistake to report, not a setting to ignore
+            # (judge.base_url alone also serves verl generative-judge functions).
+            unused = [k for k in configured_kinds(rm) if not (k == "judge" and custom.path)]
+            if unused:
+                section, field = SECTIONS[unused[0]]
+                raise ConfigError(f"reward_model.{section}.{field} is set but reward_model.enable is false; "
+                                  "set reward_model.enable=true to score with it, or remove it")
+        if rm.judge.tokenizer:
+            from rewardkit.common.tokenizer_files import load_tokenizer_dir
+            self._service_kwargs["reward_model_tokenizer"] = load_tokenizer_dir(rm.judge.tokenizer)
         self._fixed: Optional[list[WeightedScorer]] = None
         if rm.scorer is not None:
             self._fixed = [self._weighted(rm.scorer, registry.scorer(rm.scorer), 1.0)]
         elif custom.path:
-            fn = load_custom_function(custom.path, custom.name, call, custom.reward_kwargs)
-            self._fixed = [WeightedScorer(custom.name, fn, 1.0, dict(custom.reward_kwargs))]
+            # verl hands its generative-judge functions the judge's address and tokenizer.
+            judge_kwargs = {k: v for k, v in self._service_kwargs.items() if k in ("reward_router_address", "reward_model_tokenizer")}
+            fn = load_custom_function(custom.path, custom.name, call, custom.reward_kwargs, judge_kwargs)
+            self._fixed = [WeightedScorer(custom.name, fn, 1.0, {**accepted_kwargs(fn, judge_kwargs), **custom.reward_kwargs})]
         else:
             for pattern, weights in self._weights.items():
                 for name in weights:
                     registry.scorer(name)  # fail at start-up on a typo, not mid-run
         self._cache: dict[str, list[WeightedScorer]] = {}
+        self._component_cache: dict[tuple[str, str], list[Component]] = {}
+        for pattern, components in self._components.items():
+            for name, comp in components.items():
+                if comp.kind == "rule" and comp.scorer is not None:
+                    registry.scorer(comp.scorer)
+        try:
+            for kind in (configured_kinds(rm) if rm.enable else []):
+                self.models[kind] = build_model_scorer(kind, rm)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_models(self, rm: Any) -> Optional[str]:
+        """Fail at start-up on model settings that cannot work; returns the model for plain model rows."""
+        kinds = configured_kinds(rm)
+        if rm.enable and not kinds:
+            raise ConfigError("reward_model.enable is true but no model is configured: set reward_model.model.path, "
+                              "reward_model.remote.urls or reward_model.judge.base_url")
+        for pattern, components in rm.components.items():
+            for name, comp in components.items():
+                if comp.kind == "rule":
+                    continue
+                key = f"reward_model.components.{pattern}.{name}.kind"
+                section, field = SECTIONS[comp.kind]
+                if not rm.enable:
+                    raise ConfigError(f"{key} is {comp.kind}, but reward_model.enable is false")
+                if comp.kind not in kinds:
+                    raise ConfigError(f"{key} is {comp.kind}, but reward_model.{section}.{field} is not set")
+        if rm.model_scorer is not None:
+            section, field = SECTIONS[rm.model_scorer]
+            if not rm.enable:
+                raise ConfigError(f"reward_model.model_scorer is {rm.model_scorer}, but reward_model.enable is false")
+            if rm.model_scorer not in kinds:
+                raise ConfigError(f"reward_model.model_scorer is {rm.model_scorer}, but reward_model.{section}.{field} is not set")
+            return rm.model_scorer
+        return kinds[0] if rm.enable and len(kinds) == 1 else None
+
+    def close(self) -> None:
+        """Release the model scorers (server connections, thread pools)."""
+        for model in self.models.values():
+            model.close()
+
+    # -- components per row ---------------------------------------------------------------
+    def components_for(self, data_source: str, style: str) -> list[Component]:
+        """The components of a row; raises :class:`RewardError` naming what is missing."""
+        if style not in ("rule", "model"):
+            raise RewardError(f"reward_model.style is {style!r}; expected 'rule' or 'model'")
+        pattern = Registry.match_key(data_source, list(self._components))
+        if pattern is not None:
+            key = (pattern, data_source)
+            if key not in self._component_cache:
+                self._component_cache[key] = [self._component(name, comp, data_source)
+                                              for name, comp in self._components[pattern].items()]
+            return self._component_cache[key]
+        if style == "model":
+            if not self._enabled:
+                raise RewardError(f"data_source '{data_source}': reward_model.style is 'model' but reward_model.enable is false "
+                                  "(enable it and configure reward_model.model.path, .remote.urls or .judge.base_url)")
+            if self._default_model is None:
+                raise RewardError(f"data_source '{data_source}': reward_model.style is 'model' and several models are configured "
+                                  f"({', '.join(self.models)}); choose one with reward_model.model_scorer or reward_model.components")
+            kind = self._default_model
+            return [Component(kind, kind, 1.0, "fallback", self._fallback)]
+        return [Component(ws.name, "rule", ws.weight, "fallback", self._fallback, scorer=ws) for ws in self.scorers_for(data_source)]
+
+    def _component(self, name: str, comp: ComponentConfig, data_source: str) -> Component:
+        scorer = None
+        if comp.kind == "rule":
+            if comp.scorer is not None:
+                scorer = self._weighted(comp.scorer, self.registry.scorer(comp.scorer), comp.weight)
+            else:
+                scorer = self._route(data_source)
+        fallback = self._fallback if comp.fallback is None else float(comp.fallback)
+        return Component(name, comp.kind, comp.weight, comp.on_failure, fallback, scorer,
+                         comp.gate, comp.gate_threshold, comp.gate_value)
+
+    def _route(self, data_source: str) -> WeightedScorer:
+        """The one scorer of a data_source: the fixed scorer or custom function, else the registered route."""
+        if self._fixed is not None:
+            return self._fixed[0]
+        name, fn = self.registry.route(data_source)
+        return self._weighted(name, fn, 1.0)
 
     def _weighted(self, name: str, fn: Callable[..., Any], weight: float) -> WeightedScorer:
-        return WeightedScorer(name, fn, weight, self._accepted(fn, self._service_kwargs))
-
-    @staticmethod
-    def _accepted(fn: Callable[..., Any], offered: dict[str, Any]) -> dict[str, Any]:
-        # Service settings (sandbox URL, ...) go only to scorers that take them,
-        # so plain verl-style scorers without **kwargs keep working.
-        try:
-            params = inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            return {}
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            return {k: v for k, v in offered.items() if v is not None}
-        return {k: v for k, v in offered.items() if k in params and v is not None}
+        return WeightedScorer(name, fn, weight, accepted_kwargs(fn, self._service_kwargs))
 
     def scorers_for(self, data_source: str) -> list[WeightedScorer]:
         """The weighted scorers for ``data_source``; raises :class:`NotRegistered` listing the known ones."""
@@ -78,15 +195,34 @@ class ScoringPlan:
             if key is not None:
                 cached = [self._weighted(n, self.registry.scorer(n), w) for n, w in self._weights[key].items()]
             else:
-                name, fn = self.registry.route(data_source)
-                cached = [self._weighted(name, fn, 1.0)]
+                cached = [self._route(data_source)]
             self._cache[data_source] = cached
         return cached
 
     def check(self, data_sources: list[str]) -> None:
-        """Fail now, naming the data_source, if any of ``data_sources`` has no scorer."""
+        """Fail now, naming the data_source, if any of ``data_sources`` has no scorer.
+
+        With model scoring on, a data_source without a rule scorer may hold only
+        ``style: model`` rows, so only :meth:`check_rows` (which sees styles) can tell.
+        """
         for source in dict.fromkeys(data_sources):
+            if Registry.match_key(source, list(self._components)) is not None:
+                continue
             try:
                 self.scorers_for(source)
             except NotRegistered as exc:
+                if self._enabled:
+                    continue
                 raise NotRegistered(f"dataset row data_source '{source}': {exc}") from None
+
+    def check_rows(self, data_sources: list[str], styles: list[str]) -> None:
+        """Fail now, naming the first row that has no components (unknown style, scorer or model)."""
+        seen: set[tuple[str, str]] = set()
+        for i, (source, style) in enumerate(zip(data_sources, styles)):
+            if (source, style) in seen:
+                continue
+            seen.add((source, style))
+            try:
+                self.components_for(source, style)
+            except RewardError as exc:
+                raise type(exc)(f"dataset row {i}: {exc}") from None

@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sft": ("rewardkit.commands.sft", "Supervised warm start of a policy."),
     "demo": ("rewardkit.commands.demo", "The embedded end-to-end demo: warm start, then RL, then a before/after table."),
     "sandbox": ("rewardkit.sandbox.cli", "Run the code-execution sandbox service."),
+    "rm": ("rewardkit.commands.rm", "Train a reward model on preference pairs, or serve one (OpenRLHF protocol)."),
 }
 
 

@@ -55,8 +55,8 @@ class RunCgroup:
     """The worker's memory cgroup: programs join it, the worker sets its limit and reads its OOM kills.
 
     Every file is opened once, here, before the worker hides ``/sys``; the
-    program's child joins with one ``write`` to an inherited descriptor, which
-    it closes before it runs anything.
+    template joins with one ``write`` to an inherited descriptor and closes
+    it, so every program it forks is born in the cgroup.
     """
 
     def __init__(self, uid: int):
@@ -74,8 +74,7 @@ class RunCgroup:
         # Without swap accounting (or without swap) there is no memory+swap limit to keep in step.
         self._memsw_fd = os.open(memsw_path, os.O_WRONLY | os.O_CLOEXEC) if os.path.exists(memsw_path) else None
         self._events_fd = os.open(os.path.join(path, events), os.O_RDONLY | os.O_CLOEXEC)
-        # Inherited by the template and each program's child (not CLOEXEC: the
-        # child writes to it before it execs, then closes it).
+        # Inherited by the template (not CLOEXEC), which joins through it and closes it.
         self.procs_fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
         self._unlimit()
         self._limit_mb = None

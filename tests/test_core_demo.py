@@ -9,7 +9,9 @@ from rewardkit.demo import before_after, format_table, plot_rewards, read_metric
 RECORDS = [
     {"step": 0, "val/reward/mean": 0.1, "val/reward/openai/gsm8k/mean": 0.2, "val/reward/math_dapo/mean": -0.5},
     {"step": 1, "critic/score/mean": 0.3},
-    {"step": 2, "critic/score/mean": 0.6, "val/reward/mean": 0.9, "val/reward/openai/gsm8k/mean": 1.0, "val/reward/math_dapo/mean": 0.8},
+    {"step": 2, "critic/score/mean": 0.6, "val/reward/mean": 0.9, "val/reward/openai/gsm8k/mean": 1.0, "val/reward/math_dapo/mean": 0.8,
+     # the reward managers' own means: not rows of the table
+     "val/reward/gsm8k/mean": 1.0, "val/reward/source/math_dapo/mean": 0.8},
 ]
 
 
@@ -20,6 +22,7 @@ def test_before_after_table():
     assert table[1].split() == ["math_dapo", "2", "-0.500", "0.800"]
     assert table[2].split() == ["openai/gsm8k", "3", "0.200", "1.000"]
     assert table[3].split() == ["all", "5", "0.100", "0.900"]
+    assert len(table) == 4
 
 
 def test_reward_plot_is_a_png(tmp_path):

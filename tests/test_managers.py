@@ -142,9 +142,11 @@ def test_unknown_data_source_names_row_and_known_sources(make_config):
             manager.check_data_sources(["openai/gsm8k", "mystery"])
 
 
-def test_model_style_rows_need_a_reward_model(make_config):
+def test_model_style_rows_go_to_a_model_only_when_model_scoring_is_on(make_config):
+    # Model rows are scored by the configured reward model or judge (tests/test_model_scoring_*.py);
+    # with reward_model.enable false they are an error naming the row and the key to set.
     with build_reward_manager(make_config().reward_settings()) as manager:
-        with pytest.raises(RewardError, match=r"row 0 .*style is 'model'"):
+        with pytest.raises(RewardError, match=r"row 0: data_source 'openai/gsm8k': reward_model.style is 'model' but reward_model.enable is false"):
             manager(batch_of(["1"], sources=["openai/gsm8k"], styles=["model"]))
 
 

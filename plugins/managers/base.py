@@ -1,11 +1,12 @@
 """The reward manager: a batch of rollouts in, rewards and everything said about them out.
 
-Subclasses choose where scorers run (:meth:`RewardManager.make_executor`) and
-may reshape the final scores (:meth:`RewardManager.postprocess`, e.g. DAPO's
-overlong penalty). Everything else, shared by every manager, lives here:
-routing each row to its scorers, scoring identical samples once, combining
-weighted scorers, fallback scores for failures, the union of extra info, and
-metrics per data_source.
+Subclasses choose where rule scorers run (:meth:`RewardManager.make_executor`)
+and may reshape the final scores (:meth:`RewardManager.postprocess`, e.g.
+DAPO's overlong penalty). Everything else, shared by every manager, lives
+here: routing each row by its ``reward_model.style`` to its components (rule
+scorers, a reward model, a judge), scoring identical samples once, gates,
+failure policies, combining weighted components, the union of extra info, and
+metrics per component and per data_source.
 """
 from __future__ import annotations
 
@@ -19,11 +20,15 @@ from rewardkit.plugins.config import RewardSettings
 from rewardkit.plugins.batch import RewardBatch, RewardOutput, token_level_scores
 from rewardkit.common.errors import RewardError, NotRegistered
 from rewardkit.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor, raise_if_all_failed
-from rewardkit.plugins.scoring_plan import ScoringPlan
+from rewardkit.plugins.model_scoring.interface import ModelRequest
+from rewardkit.plugins.scoring_plan import Component, ScoringPlan
 from rewardkit.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
 
-# When a sample has several scorers, its status is the most serious of theirs.
-_SEVERITY = [OK, ABSTAIN, INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT]
+# A component not asked because its gate did not pass; its score is the gate's value.
+GATED = "gated"
+# When a sample has several components, its status is the most serious of theirs.
+_SEVERITY = [OK, GATED, ABSTAIN, INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT]
+_FAILED = (INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT)
 
 
 
@@ -64,9 +69,20 @@ class RewardManager:
         """Raise, listing the known data sources, if any of ``data_sources`` has no scorer."""
         self.plan.check(data_sources)
 
+    def check_rows(self, batch: RewardBatch) -> None:
+        """Raise, naming the row, if a row has no components or lacks a field the judge's template names."""
+        self.plan.check_rows(batch.data_sources, batch.styles)
+        judge = self.plan.models.get("judge")
+        if judge is None:
+            return
+        for i in range(len(batch)):
+            if any(c.kind == "judge" for c in self.plan.components_for(batch.data_sources[i], batch.styles[i])):
+                judge.check(self._request(batch, i), f"row {i} (data_source '{batch.data_sources[i]}')")
+
     def close(self) -> None:
-        """Release worker processes or threads."""
+        """Release worker processes, threads and model scorers."""
         self.executor.close()
+        self.plan.close()
 
     def __enter__(self) -> "RewardManager":
         return self
@@ -76,45 +92,52 @@ class RewardManager:
 
     # -- the pipeline ----------------------------------------------------------
     def __call__(self, batch: RewardBatch, progress: Optional[Progress] = None) -> RewardOutput:
-        """Score ``batch``; ``progress`` counts scorer calls (identical samples are scored once)."""
+        """Score ``batch``; ``progress`` counts scorer and model calls (identical samples are scored once).
+
+        Components run in rounds: those without a gate first, then those whose
+        gate has been decided, so a judge is asked only where its gate passed.
+        """
         plans = self._route(batch)
-        jobs: list[ScoreJob] = []
-        index: dict[tuple, int] = {}
-        job_of: list[list[int]] = []
-        for i, scorers in enumerate(plans):
-            ids = []
-            for ws in scorers:
-                key = (ws.name, batch.data_sources[i], batch.solutions[i],
-                       _freeze(batch.ground_truths[i]), _freeze(batch.extra_infos[i])) if self.score_identical_once else (ws.name, i)
-                if key not in index:
-                    index[key] = len(jobs)
-                    jobs.append(ScoreJob(ws.name, ws.fn, batch.data_sources[i], batch.solutions[i],
-                                         batch.ground_truths[i], batch.extra_infos[i], ws.kwargs))
-                ids.append(index[key])
-            job_of.append(ids)
+        results: list[dict[str, ScoreOutcome]] = [{} for _ in plans]
+        depth = [{c.name: _depth(c, comps) for c in comps} for comps in plans]
+        unique = {self._key(batch, i, c) for i, comps in enumerate(plans) for c in comps}
+        calls = sum(len(p) for p in plans)
         if progress is not None:
-            progress.reset(total=len(jobs))
-        outcomes = self.executor.run(jobs, progress) if jobs else []
-        if self.settings.reward_model.stop_when_all_fail:
-            raise_if_all_failed(jobs, outcomes)
+            progress.reset(total=len(unique))
+        asked: set = set()
+        for level in range(max((max(d.values()) for d in depth if d), default=-1) + 1):
+            todo = []
+            for i, comps in enumerate(plans):
+                for c in comps:
+                    if depth[i][c.name] != level:
+                        continue
+                    gated = self._gate(c, results[i])
+                    if gated is None:
+                        todo.append((i, c))
+                    else:
+                        results[i][c.name] = gated
+            for (i, c), outcome in zip(todo, self._run(batch, todo, progress, asked)):
+                results[i][c.name] = outcome
+        if progress is not None and len(asked) < len(unique):
+            progress.update(len(unique) - len(asked))  # gated away: never asked
 
         scores = torch.zeros(len(batch), dtype=torch.float32)
+        masked = torch.zeros(len(batch), dtype=torch.bool)
         per_sample: list[dict[str, Any]] = []
-        scorer_values: dict[str, list[float]] = defaultdict(list)
-        for i, scorers in enumerate(plans):
-            results = [outcomes[j] for j in job_of[i]]
-            scores[i], info = self._combine(scorers, results)
-            for ws, r in zip(scorers, results):
-                if r.status == OK:
-                    scorer_values[ws.name].append(r.score)  # type: ignore[arg-type]
+        for i, comps in enumerate(plans):
+            outcomes = [results[i][c.name] for c in comps]
+            value, info = self._combine(batch, i, comps, outcomes)
+            masked[i] = value is None
+            scores[i] = self.fallback_score if value is None else value
             per_sample.append(info)
 
         extra_info = _union(per_sample)
         scores = self.postprocess(batch, scores, extra_info)
         extra_info["score"] = scores.tolist()
-        calls = sum(len(p) for p in plans)
-        metrics = self._metrics(batch, scores, extra_info["reward_status"], scorer_values, len(jobs) / max(1, calls))
-        out = RewardOutput(scores=scores, extra_info=extra_info, metrics=metrics)
+        extra_info["reward_masked"] = masked.tolist()
+        metrics = self._metrics(batch, scores, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
+        metrics["reward/masked"] = float(masked.sum())
+        out = RewardOutput(scores=scores, extra_info=extra_info, metrics=metrics, masked=masked)
         if batch.response_mask is not None:
             out.token_level_scores = token_level_scores(scores, batch.response_mask)
         return out
@@ -123,54 +146,118 @@ class RewardManager:
         """Adjust final scores (and add extra info) after scoring; the base keeps them."""
         return scores
 
-    def _route(self, batch: RewardBatch) -> list[list]:
+    def _route(self, batch: RewardBatch) -> list[list[Component]]:
         plans = []
         for i, (source, style) in enumerate(zip(batch.data_sources, batch.styles)):
-            if style not in ("rule", "model"):
-                raise RewardError(f"row {i}: reward_model.style is {style!r}; expected 'rule' or 'model'")
-            if style == "model":
-                raise RewardError(
-                    f"row {i} (data_source '{source}'): reward_model.style is 'model' but the "
-                    f"'{self.name}' manager scores rule rows only; model-based scoring needs a reward model"
-                )
             try:
-                plans.append(self.plan.scorers_for(source))
-            except NotRegistered as exc:
-                raise NotRegistered(f"row {i}: {exc}") from None
+                plans.append(self.plan.components_for(source, style))
+            except RewardError as exc:
+                raise type(exc)(f"row {i}: {exc}") from None
         return plans
 
-    def _combine(self, scorers: list, results: list[ScoreOutcome]) -> tuple[float, dict[str, Any]]:
-        """Weighted sum of the scorers' scores.
+    @staticmethod
+    def _request(batch: RewardBatch, i: int) -> ModelRequest:
+        prompt = batch.prompts[i] if batch.prompts is not None else None
+        return ModelRequest(batch.data_sources[i], prompt, batch.solutions[i], batch.ground_truths[i], batch.extra_infos[i])
 
-        ``reward = W * sum_i w_i s_i / sum_i w_i`` over scorers that did not
-        abstain, where ``W`` is the total weight and a failed scorer counts as
-        ``fallback_score``; if every scorer abstains, ``reward = fallback_score``.
+    def _key(self, batch: RewardBatch, i: int, c: Component) -> tuple:
+        """Samples with equal keys get one call: same component, row fields and (for models) prompt."""
+        who = c.scorer.name if c.scorer is not None else c.kind
+        if not self.score_identical_once:
+            return (c.kind, who, i)
+        prompt = _freeze(batch.prompts[i]) if c.kind != "rule" and batch.prompts is not None else None
+        return (c.kind, who, batch.data_sources[i], batch.solutions[i], _freeze(batch.ground_truths[i]),
+                _freeze(batch.extra_infos[i]), prompt)
+
+    @staticmethod
+    def _gate(c: Component, done: dict[str, ScoreOutcome]) -> Optional[ScoreOutcome]:
+        """None when ``c`` is to be asked; otherwise its outcome without asking (the gate did not pass)."""
+        if c.gate is None:
+            return None
+        gate = done[c.gate]
+        if gate.status in (OK, GATED) and gate.score is not None and gate.score >= c.gate_threshold:
+            return None
+        value = c.gate_value if c.gate_value is not None else gate.score
+        return ScoreOutcome(GATED, value)
+
+    def _run(self, batch: RewardBatch, todo: list[tuple[int, Component]], progress: Optional[Progress],
+             asked: set) -> list[ScoreOutcome]:
+        """Outcomes of ``todo``: rule jobs on the executor, model requests batched per model."""
+        index: dict[tuple, int] = {}
+        rule_jobs: list[ScoreJob] = []
+        model_jobs: dict[str, list[ModelRequest]] = defaultdict(list)
+        where: list[tuple[str, int]] = []
+        for i, c in todo:
+            key = self._key(batch, i, c)
+            if key not in index:
+                if c.kind == "rule":
+                    ws = c.scorer
+                    index[key] = len(where)
+                    where.append(("rule", len(rule_jobs)))
+                    rule_jobs.append(ScoreJob(ws.name, ws.fn, batch.data_sources[i], batch.solutions[i],
+                                              batch.ground_truths[i], batch.extra_infos[i], ws.kwargs))
+                else:
+                    index[key] = len(where)
+                    where.append((c.kind, len(model_jobs[c.kind])))
+                    model_jobs[c.kind].append(self._request(batch, i))
+                asked.add(key)
+        outcomes: dict[str, list[ScoreOutcome]] = {}
+        if rule_jobs:
+            outcomes["rule"] = self.executor.run(rule_jobs, progress)
+            if self.settings.reward_model.stop_when_all_fail:
+                raise_if_all_failed(rule_jobs, outcomes["rule"])
+        for kind, requests in model_jobs.items():
+            outcomes[kind] = self.plan.models[kind].score(requests)
+            if progress is not None:
+                progress.update(len(requests))
+        return [outcomes[k][j] for k, j in (where[index[self._key(batch, i, c)]] for i, c in todo)]
+
+    def _combine(self, batch: RewardBatch, i: int, comps: list[Component],
+                 results: list[ScoreOutcome]) -> tuple[Optional[float], dict[str, Any]]:
+        """Weighted sum of the components' values; None when no component has a value.
+
+        ``reward = W * sum_i w_i v_i / sum_i w_i`` over the components that have a
+        value, ``W`` being the total weight. A component has a value when it
+        scored, when its gate did not pass (the gate's value), or when it failed
+        under ``on_failure`` zero (0) or fallback (its fallback value); it has none
+        when it abstained (returned None) or failed under ``abstain``; a failure
+        under ``raise`` stops the run, naming the row and the component.
         """
         status = max((r.status for r in results), key=_SEVERITY.index)
-        errors = [f"{ws.name}: {r.error}" for ws, r in zip(scorers, results) if r.error]
+        errors = [f"{c.name}: {r.error}" for c, r in zip(comps, results) if r.error]
         info: dict[str, Any] = {
-            "reward_status": status,
+            "reward_status": OK if status == GATED else status,
             "reward_error": "; ".join(errors) or None,
             "reward_seconds": sum(r.seconds for r in results),
+            "reward_components": {c.name: r.score for c, r in zip(comps, results)},
         }
-        single = len(scorers) == 1
-        for ws, r in zip(scorers, results):
+        single = len(comps) == 1
+        voting: list[tuple[float, float]] = []
+        for c, r in zip(comps, results):
             for key, value in r.extras.items():
-                info[key if single else f"{ws.name}/{key}"] = value
+                info[key if single else f"{c.name}/{key}"] = value
             if not single:
-                info[f"{ws.name}/score"] = r.score
-        voting = [(ws.weight, r) for ws, r in zip(scorers, results) if r.status != ABSTAIN]
+                info[f"{c.name}/score"] = r.score
+                if r.status != OK:
+                    info[f"{c.name}/status"] = r.status
+            if r.status in _FAILED:
+                if c.on_failure == "raise":
+                    raise RewardError(f"row {i} (data_source '{batch.data_sources[i]}'): component '{c.name}' "
+                                      f"failed ({r.status}: {r.error}) and its on_failure is raise")
+                if c.on_failure != "abstain":
+                    voting.append((c.weight, 0.0 if c.on_failure == "zero" else c.fallback))
+            elif r.score is not None:
+                voting.append((c.weight, r.score))
         if not voting:
-            return self.fallback_score, info
-        total = sum(ws.weight for ws in scorers)
+            return None, info
+        total = sum(c.weight for c in comps)
         weight = sum(w for w, _ in voting)
         if weight == 0:
             return 0.0, info
-        value = sum(w * (r.score if r.status == OK else self.fallback_score) for w, r in voting)
-        return total * value / weight, info
+        return total * sum(w * v for w, v in voting) / weight, info
 
-    def _metrics(self, batch: RewardBatch, scores: torch.Tensor, statuses: list[str],
-                 scorer_values: dict[str, list[float]], unique_ratio: float) -> dict[str, float]:
+    def _metrics(self, batch: RewardBatch, scores: torch.Tensor, statuses: list[str], plans: list[list[Component]],
+                 results: list[dict[str, ScoreOutcome]], unique_ratio: float) -> dict[str, float]:
         metrics: dict[str, float] = {}
         by_source: dict[str, list[int]] = defaultdict(list)
         for i, source in enumerate(batch.data_sources):
@@ -184,12 +271,48 @@ class RewardManager:
                 metrics[f"{prefix}/{name}"] = float(sum(statuses[i] in kinds for i in rows))
         for name, kinds in counted.items():
             metrics[f"reward/{name}"] = float(sum(s in kinds for s in statuses))
-        for name, values in sorted(scorer_values.items()):
-            metrics[f"reward/{name}/mean"] = sum(values) / len(values)
+        metrics.update(_component_metrics(batch, plans, results))
+        for kind, model in self.plan.models.items():
+            metrics.update({f"reward/{kind}/{k}": v for k, v in model.metrics().items()})
         if len(batch):
             metrics["reward/mean"] = float(scores.mean())
             metrics["reward/unique_calls_ratio"] = unique_ratio
         return metrics
+
+
+def _depth(c: Component, comps: list[Component]) -> int:
+    """0 for a component without a gate, else one more than its gate's."""
+    by_name = {x.name: x for x in comps}
+    n = 0
+    while c.gate is not None:
+        c, n = by_name[c.gate], n + 1
+    return n
+
+
+def _component_metrics(batch: RewardBatch, plans: list[list[Component]],
+                       results: list[dict[str, ScoreOutcome]]) -> dict[str, float]:
+    """Per component, overall and per data_source: the mean of its scores (over samples it scored)
+    and counts of failures, timeouts, abstentions and gated samples."""
+    values: dict[str, list[float]] = defaultdict(list)
+    counts: dict[str, float] = defaultdict(float)
+    multi_source = len(set(batch.data_sources)) > 1
+    for i, comps in enumerate(plans):
+        source = batch.data_sources[i]
+        for c in comps:
+            r = results[i][c.name]
+            kind = {OK: None, GATED: "gated", ABSTAIN: "abstained", TIMEOUT: "timeouts"}.get(r.status, "failed")
+            scopes = [f"reward/{c.name}"] + ([f"reward/source/{source}/{c.name}"] if multi_source or len(comps) > 1 else [])
+            for scope in scopes:
+                for name in ("failed", "timeouts", "abstained", "gated"):
+                    counts.setdefault(f"{scope}/{name}", 0.0)
+                if r.status == OK:
+                    values[scope].append(r.score)  # type: ignore[arg-type]
+                else:
+                    counts[f"{scope}/{kind}"] += 1
+                counts[f"{scope}/count"] += 1
+    metrics = {f"{scope}/mean": sum(v) / len(v) for scope, v in values.items()}
+    metrics.update(counts)
+    return metrics
 
 
 def _union(samples: list[dict[str, Any]]) -> dict[str, list]:

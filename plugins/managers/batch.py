@@ -8,7 +8,7 @@ from rewardkit.plugins.config import RewardSettings
 from rewardkit.plugins.custom import BATCHED, check_signature
 from rewardkit.plugins.executors import BatchCallExecutor, Executor
 from rewardkit.plugins.managers.base import RewardManager
-from rewardkit.plugins.scoring_plan import ScoringPlan, WeightedScorer
+from rewardkit.plugins.scoring_plan import Component, ScoringPlan, WeightedScorer
 
 
 class BatchRewardManager(RewardManager):
@@ -43,7 +43,8 @@ class BatchRewardManager(RewardManager):
             ) from None
         kwargs = {**scorer.kwargs, **options}
         check_signature(scorer.fn, BATCHED, kwargs, f"reward function '{scorer.name}'")
-        self._fixed = [WeightedScorer(scorer.name, scorer.fn, 1.0, kwargs)]
+        ws = WeightedScorer(scorer.name, scorer.fn, 1.0, kwargs)
+        self._fixed = [Component(ws.name, "rule", 1.0, "fallback", self.fallback_score, scorer=ws)]
 
     def make_executor(self) -> Executor:
         return BatchCallExecutor(self.settings.reward_model.timeout)

@@ -23,9 +23,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. reward_model.reward_manager=parallel")
 
 
-def samples_of(rows: list[dict[str, Any]], reward_fn_key: str, source: str) -> tuple[RewardBatch, list[tuple[int, int]]]:
+def samples_of(rows: list[dict[str, Any]], reward_fn_key: str, source: str,
+               prompt_key: str = "prompt") -> tuple[RewardBatch, list[tuple[int, int]]]:
     """Flatten rows (each with one or several responses) into a batch; returns it and each sample's (row, response) index."""
-    sources, solutions, truths, extras, styles, lengths = [], [], [], [], [], []
+    sources, solutions, truths, extras, styles, lengths, prompts = [], [], [], [], [], [], []
     owners: list[tuple[int, int]] = []
     for i, row in enumerate(rows):
         where = f"{source}: row {i}"
@@ -49,8 +50,9 @@ def samples_of(rows: list[dict[str, Any]], reward_fn_key: str, source: str) -> t
             truths.append(rm["ground_truth"])
             extras.append(row.get("extra_info"))
             styles.append(rm.get("style", "rule"))
+            prompts.append(row.get(prompt_key))
             lengths.append(row_lengths[j] if row_lengths is not None and j < len(row_lengths) else None)
-    batch = RewardBatch(sources, solutions, truths, extras, styles,
+    batch = RewardBatch(sources, solutions, truths, extras, styles, prompts=prompts,
                         response_lengths=lengths if all(n is not None for n in lengths) and lengths else None)
     return batch, owners
 
@@ -60,12 +62,22 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
 
 
-def summary_table(sources: list[str], scores: list[float], statuses: list[str], seconds: list[float]) -> str:
-    """The per-data_source table printed at the end of ``rewardkit score``."""
+def component_columns(components: list[dict]) -> dict[str, list]:
+    """Each component's score per sample (None where a sample has no such component), from
+    ``extra_info["reward_components"]``."""
+    names = list(dict.fromkeys(name for sample in components for name in (sample or {})))
+    return {name: [(sample or {}).get(name) for sample in components] for name in names}
+
+
+def summary_table(sources: list[str], scores: list[float], statuses: list[str], seconds: list[float],
+                  components: dict[str, list] | None = None) -> str:
+    """The per-data_source table printed at the end of ``rewardkit score``, with a mean column per component."""
+    components = components or {}
     groups: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(sources):
         groups[s].append(i)
     header = f"{'data_source':<32} {'samples':>7} {'mean':>8} {'errors':>7} {'timeouts':>9} {'p50 ms':>9} {'p99 ms':>9}"
+    header += "".join(f" {name[:12]:>12}" for name in components)
     lines = [header, "-" * len(header)]
     for source in sorted(groups) + ["(all)"]:
         idx = groups[source] if source != "(all)" else list(range(len(sources)))
@@ -74,8 +86,14 @@ def summary_table(sources: list[str], scores: list[float], statuses: list[str], 
         lat = [seconds[i] * 1000 for i in idx]
         mean = sum(scores[i] for i in idx) / len(idx) if idx else 0.0
         lines.append(f"{source[:32]:<32} {len(idx):>7} {mean:>8.3f} {errs:>7} {touts:>9} "
-                     f"{_percentile(lat, 0.5):>9.1f} {_percentile(lat, 0.99):>9.1f}")
+                     f"{_percentile(lat, 0.5):>9.1f} {_percentile(lat, 0.99):>9.1f}"
+                     + "".join(f" {_mean_or_dash([values[i] for i in idx]):>12}" for values in components.values()))
     return "\n".join(lines)
+
+
+def _mean_or_dash(values: list) -> str:
+    present = [v for v in values if v is not None]
+    return f"{sum(present) / len(present):.3f}" if present else "-"
 
 
 class _ProgressBar:
@@ -128,10 +146,11 @@ def run(args: argparse.Namespace) -> int:
         write_rows(output, [])
         print(f"{args.input} has no rows; wrote an empty {output}", file=sys.stderr)
         return 0
-    batch, owners = samples_of(rows, config.data.reward_fn_key, args.input)
+    batch, owners = samples_of(rows, config.data.reward_fn_key, args.input, config.data.prompt_key)
     bar = _ProgressBar()
     with _scorer_output_to_stderr(), build_reward_manager(config.reward_settings()) as manager:
         manager.check_data_sources(batch.data_sources)
+        manager.check_rows(batch)
         try:
             out = manager(batch, progress=bar)
         finally:
@@ -146,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         row["score"] = [s for s, _ in results] if many else results[0][0]
         row["reward_extra_info"] = [e for _, e in results] if many else results[0][1]
     write_rows(output, rows)
-    print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"]))
+    print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"],
+                        component_columns(out.extra_info["reward_components"])))
     print(f"wrote {len(rows)} scored rows ({len(batch)} samples) to {output}")
     return 0

@@ -83,8 +83,10 @@ def before_after(records: list[dict[str, Any]]) -> tuple[dict[str, float], dict[
 
 
 def format_table(before: dict[str, float], after: dict[str, float], counts: dict[str, int]) -> str:
-    """A before/after table of mean validation reward per data source (and overall)."""
-    sources = sorted(k[len("val/reward/"):-len("/mean")] for k in after if k != "val/reward/mean")
+    """A before/after table of mean validation reward per data source of ``counts`` (and overall)."""
+    # Only the data sources themselves: the reward managers' per-component and
+    # per-scorer means (val/reward/source/..., val/reward/<scorer>/...) are in metrics.jsonl.
+    sources = sorted(s for s in counts if f"val/reward/{s}/mean" in after)
     width = max([len("data_source"), *map(len, sources)]) + 2
     lines = [f"{'data_source':<{width}}{'rows':>6}{'before':>9}{'after':>9}"]
     for source in sources:

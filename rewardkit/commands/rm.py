@@ -1,0 +1,45 @@
+"""``rewardkit rm train CONFIG`` and ``rewardkit rm serve PATH``: reward models of your own."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    train = sub.add_parser("train", help="Train a reward model on preference pairs (Bradley-Terry loss).")
+    train.add_argument("config", nargs="?", help="a YAML config (keys: see docs/reward_models.md)")
+    train.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. save_dir=out/rm")
+    serve = sub.add_parser("serve", help="Serve a local reward model with OpenRLHF's /get_reward protocol.")
+    serve.add_argument("path", help="a saved sequence classifier with one output")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (a non-loopback one needs --token)")
+    serve.add_argument("--port", type=int, default=5000)
+    serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every request")
+    serve.add_argument("--max-length", type=int, default=2048, help="maximum tokens per query; the prompt's start is cut first")
+    serve.add_argument("--micro-batch-size", type=int, default=16)
+    serve.add_argument("--max-batch", type=int, default=256, help="queries scored together across concurrent requests")
+    serve.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    serve.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "train":
+        from rewardkit.common.config import load_config
+        from rewardkit.core.reward_model_training import RMTrainConfig, train_reward_model
+
+        path, overrides = args.config, list(args.overrides)
+        if path is not None and "=" in path:  # no config file: the first argument is already an override
+            path, overrides = None, [path, *overrides]
+        config = load_config(RMTrainConfig, path, overrides)
+        metrics = train_reward_model(config, stream=sys.stderr)
+        accuracy = metrics.get("val/accuracy")
+        held_out = f"held-out pairwise accuracy {accuracy:.3f}" if accuracy is not None else "no held-out pairs"
+        print(f"saved reward model to {config.save_dir} ({held_out})")
+        return 0
+    from rewardkit.plugins.config import RewardModelPathConfig
+    from rewardkit.plugins.model_scoring.rm_server import serve
+
+    cfg = RewardModelPathConfig(path=args.path, dtype=args.dtype, device=args.device, max_length=args.max_length,
+                                micro_batch_size=args.micro_batch_size)
+    serve(cfg, args.host, args.port, args.token, args.max_batch)
+    return 0

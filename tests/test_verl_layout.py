@@ -1,0 +1,35 @@
+"""verl's reward.* layout and its older reward_model.* layout load onto one schema."""
+from __future__ import annotations
+
+import pytest
+
+from rewardkit.common.config import load_config
+from rewardkit.common.errors import ConfigError
+from rewardkit.core.schema import Config
+from rewardkit.plugins.verl_layout import map_reward_layout
+
+
+def test_new_layout_maps_onto_the_schema(tmp_path):
+    (tmp_path / "c.yaml").write_text(
+        "reward:\n  num_workers: 3\n  reward_manager: {_target_: x.RewardManagerConfig, name: parallel}\n"
+        "  reward_model: {enable: true, model_path: /models/rm}\n"
+        "  custom_reward_function: {path: f.py, name: judge, reward_kwargs: {k: 1}}\n")
+    cfg = load_config(Config, tmp_path / "c.yaml", ["reward.sandbox_fusion.url=http://x/run_code"])
+    rm = cfg.reward_model
+    assert (rm.num_workers, rm.reward_manager, rm.enable, rm.model.path) == (3, "parallel", True, "/models/rm")
+    assert (cfg.custom_reward_function.path, cfg.custom_reward_function.name) == ("f.py", "judge")
+    assert cfg.custom_reward_function.reward_kwargs == {"k": 1}
+    assert rm.sandbox_fusion.url == "http://x/run_code"
+
+
+def test_old_layout_still_loads_and_agreeing_layouts_mix():
+    cfg = load_config(Config, None, ["reward_model.enable=true", "reward_model.model.path=/m", "reward.reward_model.enable=true"])
+    assert cfg.reward_model.enable and cfg.reward_model.model.path == "/m"
+
+
+def test_unknown_and_conflicting_keys_are_named():
+    with pytest.raises(ConfigError, match=r"unknown config key 'reward.reward_model.rollout.name' \(verl's reward.\* layout\)"):
+        load_config(Config, None, ["reward.reward_model.rollout.name=vllm"])
+    with pytest.raises(ConfigError, match=r"'reward.num_workers' \(4\) and 'reward_model.num_workers' \(2\) are both set and disagree"):
+        load_config(Config, None, ["reward_model.num_workers=2", "reward.num_workers=4"])
+    assert map_reward_layout({"data": {}}) == {"data": {}}
