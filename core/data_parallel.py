@@ -15,6 +15,7 @@ Ray actors; see :mod:`rewardkit.core.ray_workers`).
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from rewardkit.core.distributed import Topology, all_gather_objects
 from rewardkit.core.rollout import SamplingParams
 
 
-class WorkerGroup:
+class WorkerGroup(ABC):
     """The data-parallel methods of the workers, over ``world_size`` ranks.
 
     Subclasses say how a call reaches the ranks: :meth:`_run` gives rank ``r``
@@ -35,11 +36,13 @@ class WorkerGroup:
 
     world_size: int
 
+    @abstractmethod
     def _run(self, method: str, per_rank: list[tuple]) -> list[Any]:
-        raise NotImplementedError
+        """Rank ``r`` calls ``method(*per_rank[r])``; every rank's result, in rank order."""
 
+    @abstractmethod
     def _each(self, method: str, *args: Any) -> list[Any]:
-        raise NotImplementedError
+        """Every rank calls ``method(*args)``."""
 
     def _shares(self, batch: Batch) -> tuple[list[Batch], int]:
         padded, added = batch.pad_to_multiple(self.world_size)

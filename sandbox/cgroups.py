@@ -21,6 +21,7 @@ other server on the host may use (``uids.claim``).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 V1_ROOT = "/sys/fs/cgroup/memory"
@@ -134,7 +135,6 @@ def remove(uid: int) -> None:
     found = parent_dir()
     if found is None:
         return
-    try:
+    # Absent, or a dying program still in it: the next worker with this uid reuses it.
+    with contextlib.suppress(OSError):
         os.rmdir(os.path.join(found[1], cgroup_name(uid)))
-    except OSError:
-        pass  # absent, or a dying program still in it: the next worker with this uid reuses it
