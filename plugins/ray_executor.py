@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import deque
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -29,6 +30,9 @@ from rewardkit.plugins.scoring import ScoreOutcome
 # Jobs sent to an actor per call: small enough to balance load, large enough
 # that Ray's per-call overhead (~1 ms) stays small against a scorer call.
 CHUNK = 16
+# Calls queued on each actor: the next chunk waits in the actor's queue while
+# one runs, so a worker never idles for a round trip to the driver.
+IN_FLIGHT = 2
 
 
 # Shipping a custom file's directory is for its sibling modules, not for a
@@ -119,25 +123,26 @@ class RayExecutor:
         tasks = [score_task(j) for j in jobs]
         if not self._actors:
             self._start(tasks)
-        chunks = [list(range(i, min(i + CHUNK, len(tasks)))) for i in range(0, len(tasks), CHUNK)]
+        pending = deque(list(range(i, min(i + CHUNK, len(tasks)))) for i in range(0, len(tasks), CHUNK))
         outcomes: list[Optional[ScoreOutcome]] = [None] * len(tasks)
-        idle = list(range(len(self._actors)))
-        running: dict[Any, tuple[int, list[int]]] = {}
-        while chunks or running:
-            while chunks and idle:
-                rank, chunk = idle.pop(), chunks.pop(0)
-                ref = self._actors[rank].run.remote([tasks[i] for i in chunk], self.timeout)
-                running[ref] = (rank, chunk)
+        running: dict[Any, tuple[int, Any, list[int]]] = {}
+        while pending or running:
+            for rank, actor in enumerate(self._actors):
+                queued = sum(1 for _, sent_to, _ in running.values() if sent_to is actor)
+                for _ in range(min(IN_FLIGHT - queued, len(pending))):
+                    chunk = pending.popleft()
+                    running[actor.run.remote([tasks[i] for i in chunk], self.timeout)] = (rank, actor, chunk)
             (ready,), _ = ray.wait(list(running), num_returns=1)
-            rank, chunk = running.pop(ready)
+            rank, actor, chunk = running.pop(ready)
             try:
                 results = ray.get(ready)
             except ray.exceptions.RayActorError as exc:
+                # Every chunk sent to the dead actor fails; it is replaced once.
                 error = f"reward worker rank {rank} died: {type(exc).__name__}"
                 results = [TaskResult("crash", error=error) for _ in chunk]
-                self._actors[rank] = self._new_actor()
-                self.replaced += 1
-            idle.append(rank)
+                if self._actors[rank] is actor:
+                    self._actors[rank] = self._new_actor()
+                    self.replaced += 1
             for i, result in zip(chunk, results):
                 outcomes[i] = outcome_of(result)
             if progress is not None:
