@@ -43,12 +43,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def train(overrides, ranks: int) -> None:
+def train(overrides, ranks: int) -> str:
+    """Runs `rewardkit train` on ``ranks`` torchrun ranks; returns its standard output."""
     launcher = ([sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={ranks}", "--master-addr=127.0.0.1",
                  f"--master-port={free_port()}", "-m", "rewardkit"] if ranks > 1 else [sys.executable, "-m", "rewardkit"])
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([*launcher, "train", *overrides], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
 
 
 def metrics(out_dir) -> dict[int, dict]:
@@ -63,7 +65,8 @@ def test_two_fsdp2_ranks_give_the_losses_of_one_process(tmp_path, offload):
     train([*common, f"trainer.default_local_dir={tmp_path / 'one'}"], ranks=1)
     offloading = [f"actor_rollout_ref.actor.fsdp_config.offload_policy={str(offload).lower()}",
                   f"critic.fsdp_config.offload_policy={str(offload).lower()}"]
-    train([*common, *FSDP2, *offloading, f"trainer.default_local_dir={tmp_path / 'two'}", "trainer.save_freq=3"], ranks=2)
+    out = train([*common, *FSDP2, *offloading, f"trainer.default_local_dir={tmp_path / 'two'}", "trainer.save_freq=3"], ranks=2)
+    assert out.count("metrics: ") == 1, out  # rank 0 alone reports the run
     one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
     assert sorted(one) == sorted(two) == [1, 2, 3]
     for step in one:

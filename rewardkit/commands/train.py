@@ -20,13 +20,17 @@ def run(args: argparse.Namespace) -> int:
     if not config.data.train_files:
         raise ValueError("data.train_files is empty: give a config file or data.train_files=PATH")
     out = output_dir(config)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
     trainer = PPOTrainer(config)
+    # Under torchrun every rank runs this command; rank 0 speaks for the run.
+    if trainer.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
     try:
         last = trainer.fit()
     finally:
         trainer.close()
+    if not trainer.is_main:
+        return 0
     if "val/reward/mean" in last:
         print(f"final validation reward: {last['val/reward/mean']:.4f}")
     print(f"metrics: {out / 'metrics.jsonl'}")
