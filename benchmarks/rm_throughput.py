@@ -6,12 +6,12 @@
    - TRL's way of using a reward model as a reward function (GRPOTrainer with a
      model in ``reward_funcs``: the whole batch tokenized with
      ``padding=True, padding_side="right"`` and one ``model(**inputs).logits[:, 0]``).
-   Prints samples/s and the ratio.
+   Prints samples/s and the ratio for each batch size.
 2. A group-sampled batch (prompts x n samples with repeated responses) scored
    by the LLM judge against a local OpenAI-compatible server with a fixed
    latency, with and without the cache, then once more (a repeated validation).
 
-    .venv/bin/python benchmarks/rm_throughput.py [--samples 512] [--threads 2]
+    .venv/bin/python benchmarks/rm_throughput.py [--samples 64 256] [--threads 1]
 """
 from __future__ import annotations
 
@@ -63,30 +63,33 @@ def trl_style(model: LocalRewardModel, requests: list[ModelRequest]) -> list[flo
     return model.model(**inputs).logits[:, 0].tolist()
 
 
-def bench_local(samples: int, repeats: int) -> None:
+def bench_local(batch_sizes: list[int], repeats: int) -> None:
+    """Both paths on batches of each size (TRL scores its whole generation batch in one forward)."""
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         make_rm(Path(tmp))
         ours = LocalRewardModel(RewardModelPathConfig(path=tmp, micro_batch_size=16, max_length=1024))
-        requests = responses(samples)
-        ours.score(requests[:8])
-        trl_style(ours, requests[:8])  # warm-up
-        check_ours = [o.score for o in ours.score(requests[:32])]
-        check_trl = trl_style(ours, requests[:32])
+        warm = responses(32, seed=1)
+        check_ours = [o.score for o in ours.score(warm)]
+        check_trl = trl_style(ours, warm)
         assert max(abs(a - b) for a, b in zip(check_ours, check_trl)) < 1e-3, "the two paths disagree"
-        times = {}
-        for name, fn in (("TRL reward_funcs (one padded batch)", lambda: trl_style(ours, requests)),
-                         ("rewardkit local_rm (length-sorted micro-batches)", lambda: ours.score(requests))):
-            best = float("inf")
-            for _ in range(repeats):
-                start = time.perf_counter()
-                fn()
-                best = min(best, time.perf_counter() - start)
-            times[name] = best
-    base = next(iter(times.values()))
-    print(f"\nreward model throughput: {samples} responses, 10-600 characters, same model and inputs (best of {repeats})")
-    print(f"{'path':<52}{'samples/s':>12}{'ratio':>8}")
-    for name, seconds in times.items():
-        print(f"{name:<52}{samples / seconds:>12.1f}{base / seconds:>7.2f}x")
+        for samples in batch_sizes:
+            requests = responses(samples)
+            times = {}
+            for name, fn in (("TRL reward_funcs (one padded batch)", lambda: trl_style(ours, requests)),
+                             ("rewardkit local_rm (length-sorted micro-batches)", lambda: ours.score(requests))):
+                best = float("inf")
+                for _ in range(repeats):
+                    start = time.perf_counter()
+                    fn()
+                    best = min(best, time.perf_counter() - start)
+                times[name] = best
+            base = next(iter(times.values()))
+            rows += [(samples, name, samples / seconds, base / seconds) for name, seconds in times.items()]
+    print(f"\nreward model throughput: responses of 10-600 characters, same model and inputs (best of {repeats})")
+    print(f"{'batch':>6}  {'path':<50}{'samples/s':>11}{'ratio':>8}")
+    for samples, name, rate, ratio in rows:
+        print(f"{samples:>6}  {name:<50}{rate:>11.1f}{ratio:>7.2f}x")
 
 
 class _Judge(BaseHTTPRequestHandler):
@@ -137,9 +140,10 @@ def bench_judge(prompts: int, n: int, distinct: int) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=512)
+    parser.add_argument("--samples", type=int, nargs="+", default=[64, 256], help="batch sizes to score")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads; 1 keeps the ratio steady on cores shared with other jobs")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     bench_local(args.samples, args.repeats)
