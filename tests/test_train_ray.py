@@ -2,6 +2,7 @@
 rollout, reference, critic) and a Ray reward worker give the losses of one process, resume
 exactly from a checkpoint, and leave no process behind."""
 import os
+import shutil
 import sys
 import time
 import uuid
@@ -101,3 +102,51 @@ def test_a_dead_rank_is_reported_by_role_and_rank():
             pg["state"] == "REMOVED" for pg in ray.util.placement_group_table().values())
     finally:
         ray.shutdown()
+
+
+def test_a_run_joins_the_cluster_in_ray_address_and_frees_what_it_took(tmp_path, monkeypatch):
+    """An existing cluster (`ray start --head`) is joined through RAY_ADDRESS, not replaced by a local one,
+    and stays up after the run with all its CPUs free again."""
+    import subprocess
+
+    from test_train_distributed import free_port
+
+    tag = f"REWARDKIT_RAY_TEST={uuid.uuid4().hex}"
+    monkeypatch.setenv(*tag.split("="))
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    # Ray >= 2.5x clusters from `ray start` require a token; a driver joining one says so (docs/training.md).
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", uuid.uuid4().hex)
+    port, temp_dir = free_port(), Path(f"/tmp/rk-{uuid.uuid4().hex[:8]}")
+    head = subprocess.Popen([str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", "--port", str(port),
+                             "--node-ip-address=127.0.0.1", "--num-cpus=2", "--include-dashboard=false",
+                             "--disable-usage-stats", f"--temp-dir={temp_dir}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    address = f"127.0.0.1:{port}"
+    probe = ("import ray; ray.init(address='{}', log_to_driver=False); "
+             "print(ray.cluster_resources().get('CPU'), ray.available_resources().get('CPU'))").format(address)
+    try:
+        deadline = time.time() + 60
+        while subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode != 0:
+            assert head.poll() is None and time.time() < deadline, "ray start --head did not come up"
+            time.sleep(1)
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        paths = write_inputs(tmp_path)
+        train([*tiny_overrides(tmp_path, paths), *OPTIONS, *GREEDY, *FSDP2, *RAY, "trainer.total_training_steps=2",
+               f"trainer.default_local_dir={tmp_path / 'run'}"], ranks=1)
+        assert sorted(metrics(tmp_path / "run")) == [1, 2]
+        # The run's driver logged into the existing cluster's session, so it did not start its own.
+        assert list((temp_dir / "session_latest" / "logs").glob("python-core-driver-*"))
+        deadline = time.time() + 30  # actors release their CPUs a moment after the driver leaves
+        while True:
+            total, free = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                         check=True).stdout.split()[-2:]
+            if float(free) == float(total) == 2.0 or time.time() > deadline:
+                break
+            time.sleep(1)
+        assert float(free) == float(total) == 2.0, f"{free} of {total} CPUs free after the run"
+        assert head.poll() is None, "the run stopped the cluster it joined"
+    finally:
+        os.killpg(head.pid, 15)
+        head.wait(timeout=60)
+        shutil.rmtree(temp_dir, ignore_errors=True)
