@@ -68,10 +68,11 @@ def vllm_server(model: Path, name: str, log: Path, *args: str, startup: float = 
     port = free_port()
     # On CPU vLLM reserves its KV cache from the machine's memory; a tiny model needs 1 GiB at most.
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-                             "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port),
-                             "--max-model-len", "256", "--enforce-eager", "--dtype", "float32", *args],
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+                                 "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port),
+                                 "--max-model-len", "256", "--enforce-eager", "--dtype", "float32", *args],
+                                stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + startup
