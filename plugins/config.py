@@ -89,6 +89,10 @@ DEFAULT_JUDGE_TEMPLATE = (
 )
 
 
+# The chat-completions fields the judge fills from its own keys.
+JUDGE_BODY_KEYS = frozenset({"model", "messages", "temperature", "max_tokens"})
+
+
 @dataclass
 class JudgeConfig:
     base_url: Optional[str] = opt(None, "OpenAI-compatible API base, e.g. http://127.0.0.1:8000/v1 (POST {base_url}/chat/completions).")
@@ -108,8 +112,12 @@ class JudgeConfig:
     backoff: float = opt(1.0, "First retry delay in seconds; doubles each retry.")
     cache_size: int = opt(100000, "Judge answers kept for identical requests (same rendered prompt, model and sampling settings); 0 = no cache.")
     tokenizer: Optional[str] = opt(None, "Tokenizer directory handed to verl generative-judge functions as reward_model_tokenizer.")
+    extra_body: dict[str, Any] = opt({}, "Fields merged into every chat-completions request body (part of the cache key), e.g. vLLM's allowed_token_ids or structured_outputs, or a provider's own fields; it may not repeat model, messages, temperature or max_tokens, which have their own keys.")
 
     def __post_init__(self) -> None:
+        clash = sorted(set(self.extra_body) & JUDGE_BODY_KEYS)
+        if clash:
+            raise InvalidValue("extra_body", f"sets {', '.join(clash)}, which the judge sends from its own keys; set those instead")
         for key in ("max_tokens", "max_concurrent", "timeout"):
             require_positive(key, getattr(self, key), allow_none=False)
         require_positive("rpm", self.rpm)

