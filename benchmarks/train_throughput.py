@@ -175,7 +175,7 @@ def main() -> None:
     # The long spelling is what children get: torchrun would read a bare --n as its own --nnodes.
     parser.add_argument("--n", "--samples-per-prompt", dest="n", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads per row (split between the two FSDP2 ranks)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads per row (the two FSDP2 ranks share them, at least one each)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every row this many times, in alternating order, and report the medians (steadier on shared cores)")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
