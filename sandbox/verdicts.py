@@ -41,7 +41,8 @@ def command_result(report: dict) -> CommandResult:
         return CommandResult(status="TimeLimitExceeded", verdict="TimeLimitExceeded", signal=killed_by, **fields)
     if exit_code == 0:
         verdict = "OK"
-    elif report["oom_killed"] or report["thrashed"] or any(marker in report["stderr"][-_STDERR_TAIL:] for marker in _OOM_MARKERS):
+    elif (report["oom_killed"] or report["thrashed"]
+          or any(marker in report["stderr"][-_STDERR_TAIL:] for marker in _OOM_MARKERS)):
         verdict = "MemoryLimitExceeded"
     else:
         verdict = "RuntimeError"

@@ -215,8 +215,9 @@ class Worker:
         so the hard limit's SIGKILL is what ends it. Inside its PID namespace
         nothing but the kernel can SIGKILL PID 1, and the kernel's reasons are
         the CPU limit and the OOM killer (counted by the cgroup); the worker's
-        own kills are the wall-clock timeout and thrashing. Without a PID namespace the
-        program could SIGKILL itself, so the CPU time must show the limit.
+        own kills are for the wall-clock timeout and for thrashing. Without a
+        PID namespace the program could SIGKILL itself, so the CPU time must
+        show the limit.
         """
         if not os.WIFSIGNALED(status):
             return False
