@@ -26,12 +26,14 @@ import os
 
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
-# Files per hierarchy: the memory limit, the memory+swap limit, and the file
-# whose "oom_kill N" line counts the cgroup's OOM kills.
+# Files per hierarchy: the memory limit, the memory+swap limit, the file
+# whose "oom_kill N" line counts the cgroup's OOM kills, and the current usage.
 _FILES = {
-    "v1": ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.oom_control"),
-    "v2": ("memory.max", "memory.swap.max", "memory.events"),
+    "v1": ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.oom_control", "memory.usage_in_bytes"),
+    "v2": ("memory.max", "memory.swap.max", "memory.events", "memory.current"),
 }
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 def cgroup_name(uid: int) -> str:
@@ -69,12 +71,14 @@ class RunCgroup:
         os.makedirs(path, exist_ok=True)
         if self.hierarchy == "v2":
             _enable_memory_controller(parent, path)
-        limit, memsw, events = _FILES[self.hierarchy]
+        limit, memsw, events, usage = _FILES[self.hierarchy]
         self._limit_fd = os.open(os.path.join(path, limit), os.O_WRONLY | os.O_CLOEXEC)
         memsw_path = os.path.join(path, memsw)
         # Without swap accounting (or without swap) there is no memory+swap limit to keep in step.
         self._memsw_fd = os.open(memsw_path, os.O_WRONLY | os.O_CLOEXEC) if os.path.exists(memsw_path) else None
         self._events_fd = os.open(os.path.join(path, events), os.O_RDONLY | os.O_CLOEXEC)
+        self._usage_fd = os.open(os.path.join(path, usage), os.O_RDONLY | os.O_CLOEXEC)
+        self._stat_fd = os.open(os.path.join(path, "memory.stat"), os.O_RDONLY | os.O_CLOEXEC)
         # Inherited by the template (not CLOEXEC), which joins through it and closes it.
         self.procs_fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
         self._unlimit()
@@ -118,6 +122,58 @@ class RunCgroup:
         """Whether the OOM killer struck in this cgroup since the previous call (or since it was set up)."""
         before, self._oom_kills = self._oom_kills, self.oom_kills()
         return self._oom_kills > before
+
+    def refaults(self) -> int:
+        """Pages read back in soon after this cgroup's reclaim evicted them (the kernel's workingset refaults).
+
+        Both hierarchies name them ``workingset_refault_anon``/``_file``
+        (before Linux 5.9: ``workingset_refault``) in ``memory.stat``; v1's
+        ``total_`` lines repeat them for the (empty) subtree.
+        """
+        total = 0
+        for line in os.pread(self._stat_fd, 1 << 16, 0).splitlines():
+            key, _, value = line.partition(b" ")
+            if key.startswith(b"workingset_refault"):
+                total += int(value)
+        return total
+
+    def at_limit(self) -> bool:
+        """Whether usage is within 1/16 of the limit, where the kernel reclaims the cgroup's own pages."""
+        usage = int(os.pread(self._usage_fd, 64, 0))
+        return self._limit_mb is not None and usage >= (self._limit_mb << 20) * 15 // 16
+
+
+class ThrashWatch:
+    """Tells when a run is thrashing: its working set does not fit its memory limit, yet the OOM killer never comes.
+
+    The OOM killer strikes only when reclaim frees nothing. A run at its limit
+    that still has file pages charged (its interpreter's code, read in after
+    the host's page cache dropped it; files it reads) makes reclaim evict
+    those, and the run reads them straight back: progress, for the kernel,
+    so the run crawls until its deadline (seen: Node filling its heap, ending
+    as ``TimeLimitExceeded`` after the full timeout, in half the runs whose
+    binary was not in the page cache). A run is thrashing when it is at its
+    limit and has read back more evicted pages than its whole limit holds.
+
+    Costs a run nothing until it has lasted ``FIRST_CHECK_S``: the baseline
+    is read then, not at the start, so short runs never read ``memory.stat``.
+    """
+
+    FIRST_CHECK_S = 0.5
+    CHECK_EVERY_S = 0.25
+
+    def __init__(self, cgroup: RunCgroup, limit_mb: int):
+        self._cgroup = cgroup
+        self._limit_pages = (limit_mb << 20) // _PAGE_SIZE
+        self._baseline = None
+
+    def thrashing(self) -> bool:
+        """Check now (every ``CHECK_EVERY_S`` from ``FIRST_CHECK_S`` into the run)."""
+        refaults = self._cgroup.refaults()
+        if self._baseline is None:
+            self._baseline = refaults
+            return False
+        return refaults - self._baseline >= self._limit_pages and self._cgroup.at_limit()
 
 
 def _enable_memory_controller(parent: str, path: str) -> None:

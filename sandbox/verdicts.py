@@ -5,7 +5,8 @@ Verdicts, in order of precedence:
 * ``TimeLimitExceeded``: the wall-clock deadline passed, or the CPU-time
   rlimit ended the program (the worker tells: ``cpu_limit_exceeded``);
 * ``MemoryLimitExceeded``: non-zero exit, and the run's memory cgroup
-  OOM-killed a process of it, or the program reported failing to allocate
+  OOM-killed a process of it, or the worker killed the run for thrashing at
+  its memory limit, or the program reported failing to allocate
   (Python ``MemoryError``, C++ ``std::bad_alloc``, ``ENOMEM``: with an
   address-space limit an allocation fails inside the program);
 * ``RuntimeError``: any other non-zero exit or death by signal;
@@ -40,7 +41,8 @@ def command_result(report: dict) -> CommandResult:
         return CommandResult(status="TimeLimitExceeded", verdict="TimeLimitExceeded", signal=killed_by, **fields)
     if exit_code == 0:
         verdict = "OK"
-    elif report["oom_killed"] or any(marker in report["stderr"][-_STDERR_TAIL:] for marker in _OOM_MARKERS):
+    elif (report["oom_killed"] or report["thrashed"]
+          or any(marker in report["stderr"][-_STDERR_TAIL:] for marker in _OOM_MARKERS)):
         verdict = "MemoryLimitExceeded"
     else:
         verdict = "RuntimeError"

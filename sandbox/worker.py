@@ -26,7 +26,8 @@ For every job it:
 3. reads stdout/stderr while it runs, caps them, and enforces the
    wall-clock deadline by SIGKILL to PID 1, which makes the kernel kill
    everything else in the namespace (daemons included), whether or not
-   the program closed its pipes;
+   the program closed its pipes; a run that thrashes at its memory limit
+   (``cgroups.ThrashWatch``) is killed the same way, at once;
 4. reaps it (status, CPU time, OOM kills), reads the requested files
    without following symlinks, up to the job's byte budget, and unmounts
    the run's tmpfs.
@@ -183,8 +184,9 @@ class Worker:
             for fd in (spec_fd, stdin_fd, out_w, err_w):
                 os.close(fd)
         started = time.monotonic()
+        watch = None if self.cgroup is None else cgroups.ThrashWatch(self.cgroup, job["cgroup_memory_mb"])
         try:
-            captured = self._supervise(job, pid, started, out_r, err_r)
+            captured = self._supervise(job, pid, started, out_r, err_r, watch)
         finally:
             os.close(out_r)
             os.close(err_r)
@@ -199,35 +201,39 @@ class Worker:
             "max_rss_kb": usage.ru_maxrss,
             "oom_killed": oom_killed,
             "cpu_limit_exceeded": self._cpu_limit_killed(status, cpu_time, cpu_seconds, captured["timed_out"],
-                                                         oom_killed),
+                                                         oom_killed or captured["thrashed"]),
             "files": files,
             "fetch_over_budget": over_budget,
             "layers": self.layers,
         }
 
-    def _cpu_limit_killed(self, status: int, cpu_time: float, limit_s: int, timed_out: bool, oom_killed: bool) -> bool:
+    def _cpu_limit_killed(self, status: int, cpu_time: float, limit_s: int, timed_out: bool,
+                          memory_killed: bool) -> bool:
         """Whether RLIMIT_CPU ended the program.
 
         PID 1 of a namespace ignores SIGXCPU (a signal it has no handler for),
         so the hard limit's SIGKILL is what ends it. Inside its PID namespace
         nothing but the kernel can SIGKILL PID 1, and the kernel's reasons are
         the CPU limit and the OOM killer (counted by the cgroup); the worker's
-        own kill is the wall-clock timeout. Without a PID namespace the
-        program could SIGKILL itself, so the CPU time must show the limit.
+        own kills are for the wall-clock timeout and for thrashing. Without a
+        PID namespace the program could SIGKILL itself, so the CPU time must
+        show the limit.
         """
         if not os.WIFSIGNALED(status):
             return False
         signum = os.WTERMSIG(status)
         if signum == signal.SIGXCPU:
             return True
-        if signum != signal.SIGKILL or timed_out or oom_killed:
+        if signum != signal.SIGKILL or timed_out or memory_killed:
             return False
         return self.layers["pid_namespace"] or cpu_time >= limit_s
 
     # -- the worker side: output, deadline ------------------------------------------
 
-    def _supervise(self, job: dict, pid: int, started: float, out_r: int, err_r: int) -> dict:
-        """Read both streams until they close and the program exits; kill the tree at the deadline.
+    def _supervise(self, job: dict, pid: int, started: float, out_r: int, err_r: int,
+                   watch: cgroups.ThrashWatch | None) -> dict:
+        """Read both streams until they close and the program exits; kill the tree at the deadline,
+        or as soon as ``watch`` sees the run thrashing at its memory limit.
 
         The deadline holds whatever the program does to its pipes: closing
         both ends nothing but the reading.
@@ -241,20 +247,25 @@ class Worker:
             poller.register(fd, select.POLLIN)
         open_fds = {out_r, err_r}
         deadline = started + job["timeout"]
-        timed_out = False
+        timed_out = thrashed = False
         ended = None
+        next_check = started + watch.FIRST_CHECK_S if watch is not None else float("inf")
         try:
             while open_fds or ended is None:
                 now = time.monotonic()
-                if now >= deadline:
-                    if timed_out or ended is not None:
+                if ended is None and now >= next_check:
+                    next_check = now + watch.CHECK_EVERY_S
+                    thrashed = watch.thrashing()
+                if now >= deadline or (thrashed and ended is None):
+                    if ended is not None:
                         break  # past the grace period: what is still open belongs to escaped daemons
-                    timed_out = True
+                    timed_out = not thrashed
                     ended = now
                     _kill_tree(pid)
                     deadline = now + _KILL_GRACE_S
                     continue
-                for fd, _ in poller.poll(max(1, int((deadline - now) * 1000))):
+                wake = min(deadline, next_check) if ended is None else deadline
+                for fd, _ in poller.poll(max(1, int((wake - now) * 1000))):
                     if fd == exited:
                         poller.unregister(exited)
                         ended = ended or time.monotonic()
@@ -277,6 +288,7 @@ class Worker:
             os.close(exited)
         return {
             "timed_out": timed_out,
+            "thrashed": thrashed,
             "wall_time": (ended or time.monotonic()) - started,
             "stdout": bytes(streams[out_r]),
             "stderr": bytes(streams[err_r]),
