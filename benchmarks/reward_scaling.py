@@ -5,12 +5,13 @@ responses) with the `parallel` manager on `trainer.backend=ray`, starting a
 local Ray cluster with one CPU per worker (or joining RAY_ADDRESS). Prints
 samples/s per worker count and the scaling efficiency against one worker.
 
-    .venv/bin/python benchmarks/reward_scaling.py [--samples 2048] [--workers 1 2]
+    .venv/bin/python benchmarks/reward_scaling.py [--samples 2048] [--workers 1 2] [--rounds 3]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 from reward_throughput import make_batch
@@ -39,13 +40,21 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2048)
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="measure every worker count this many times, in alternating order; medians are reported")
     args = parser.parse_args()
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     if "RAY_ADDRESS" not in os.environ:
         ray.init(num_cpus=max(args.workers), include_dashboard=False, log_to_driver=False)
-    seconds = {n: measure(n, args.samples, args.group) for n in args.workers}
+    # Alternating rounds: this machine's speed drifts, and a drift must not favour one worker count.
+    runs: dict[int, list[float]] = {n: [] for n in args.workers}
+    for round_ in range(args.rounds):
+        for n in args.workers if round_ % 2 == 0 else args.workers[::-1]:
+            runs[n].append(measure(n, args.samples, args.group))
+    seconds = {n: statistics.median(times) for n, times in runs.items()}
     base = args.samples / seconds[args.workers[0]]
-    print(f"\n{args.samples} responses on Ray reward workers ({os.cpu_count()} CPUs on this machine)")
+    print(f"\n{args.samples} responses on Ray reward workers ({os.cpu_count()} CPUs on this machine), "
+          f"median of {args.rounds} rounds")
     print(f"{'workers':>7} {'seconds':>9} {'samples/s':>11} {'speed-up':>9} {'efficiency':>11}")
     for n, s in seconds.items():
         rate = args.samples / s
