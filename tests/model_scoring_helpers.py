@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +16,7 @@ import requests
 
 from rewardkit.demo.char_tokenizer import build_char_tokenizer
 from rewardkit.demo.preferences import a_share, preference_pairs  # noqa: F401 - a_share is for the tests
+from rewardkit.sandbox.testing import free_port
 
 TINY_RM = {"model_type": "qwen2", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
            "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 256}
@@ -53,12 +53,6 @@ def save_random_causal_lm(path: Path, seed: int = 0) -> Path:
     AutoModelForCausalLM.from_config(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

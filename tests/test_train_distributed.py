@@ -2,7 +2,6 @@
 a sharded checkpoint that resumes exactly, and an export that from_pretrained loads."""
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -12,6 +11,7 @@ import torch
 from core_helpers import tiny_overrides, write_inputs
 
 from rewardkit.core.trainer import TIMING_PREFIXES
+from rewardkit.sandbox.testing import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -35,12 +35,6 @@ FSDP2 = ["actor_rollout_ref.actor.strategy=fsdp2", "critic.strategy=fsdp2", "tra
 GREEDY = ["actor_rollout_ref.rollout.do_sample=false"]
 LOSSES = ("actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/grad_norm", "actor/ppo_kl", "critic/vf_loss",
           "critic/grad_norm", "critic/score/mean", "critic/advantages/mean", "critic/returns/mean", "critic/values/mean")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def train(overrides, ranks: int) -> str:

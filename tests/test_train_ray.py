@@ -1,8 +1,10 @@
 """The Ray backend on a real local 2-CPU cluster: worker groups of 2 FSDP2 ranks (actor with its
 rollout, reference, critic) and a Ray reward worker give the losses of one process, resume
-exactly from a checkpoint, and leave no process behind."""
+exactly from a checkpoint, and leave no process behind; and a run that joins an existing cluster
+through RAY_ADDRESS."""
 import os
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -13,6 +15,8 @@ import torch
 
 from core_helpers import tiny_overrides, write_inputs
 from test_train_distributed import FSDP2, GREEDY, LOSSES, OPTIONS, metrics, train
+
+from rewardkit.sandbox.testing import free_port
 
 pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardkit[ray]')")
 
@@ -107,10 +111,6 @@ def test_a_dead_rank_is_reported_by_role_and_rank():
 def test_a_run_joins_the_cluster_in_ray_address_and_frees_what_it_took(tmp_path, monkeypatch):
     """An existing cluster (`ray start --head`) is joined through RAY_ADDRESS, not replaced by a local one,
     and stays up after the run with all its CPUs free again."""
-    import subprocess
-
-    from test_train_distributed import free_port
-
     tag = f"REWARDKIT_RAY_TEST={uuid.uuid4().hex}"
     monkeypatch.setenv(*tag.split("="))
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
