@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/rewardkit demo
+	$(BIN)/rewardsmith demo
 
 # verl (its files only, --no-deps) for the compatibility tests: our ports of
 # its scorers and its sandbox client are checked against verl's own code.

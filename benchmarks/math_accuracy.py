@@ -4,7 +4,7 @@ Every judge scores every case of a labelled set (default:
 ``tests/data/math_answer_cases.jsonl``: response, gold, data_source, whether
 the response is correct) and is graded on agreement with the label:
 
-* ``math_answer``         rewardkit's verifier
+* ``math_answer``         rewardsmith's verifier
 * ``verl (by source)``    verl's ``default_compute_score`` routing: gsm8k for
                           ``openai/gsm8k``, math_reward for MATH sources,
                           math_dapo for DAPO / AIME sources
@@ -29,8 +29,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from rewardkit.reward_fns import gsm8k, math_answer, math_dapo, math_reward, math_verify_port
-from rewardkit.reward_fns.math_verify_lib import parse, verify
+from rewardsmith.reward_fns import gsm8k, math_answer, math_dapo, math_reward, math_verify_port
+from rewardsmith.reward_fns.math_verify_lib import parse, verify
 
 DEFAULT_CASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "math_answer_cases.jsonl"
 VERL_ROUTES = {"openai/gsm8k": gsm8k, "lighteval/MATH": math_reward, "DigitalLearningGmbH/MATH-lighteval": math_reward,

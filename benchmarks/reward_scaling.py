@@ -20,9 +20,9 @@ import time
 
 from reward_throughput import make_batch
 
-from rewardkit.common.config import load_config
-from rewardkit.core.schema import Config
-from rewardkit.plugins.factory import build_reward_manager
+from rewardsmith.common.config import load_config
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins.factory import build_reward_manager
 
 
 def measure(workers: int, samples: int, group: int) -> float:
@@ -42,9 +42,9 @@ def measure(workers: int, samples: int, group: int) -> float:
 # nothing coordinating them: no driver, no pool, no Ray.
 INDEPENDENT = """
 import sys, time
-import rewardkit.common.hard_timeout_pool as pool
+import rewardsmith.common.hard_timeout_pool as pool
 from reward_throughput import make_batch
-from rewardkit.compute import compute_score
+from rewardsmith.compute import compute_score
 pool._GUARDED = True
 part, parts, samples, group = map(int, sys.argv[1:])
 batch = make_batch(samples, group)

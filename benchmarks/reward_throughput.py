@@ -14,10 +14,10 @@ import os
 import random
 import time
 
-from rewardkit.common.config import load_config
-from rewardkit.core.schema import Config
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.factory import build_reward_manager
+from rewardsmith.common.config import load_config
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.factory import build_reward_manager
 
 FORMATS = [
     "The answer is $\\boxed{{{a}}}$.",

@@ -1,7 +1,7 @@
 """Local reward model throughput, and the LLM judge cache on a group-sampled batch.
 
 1. The same responses scored by the same reward model two ways:
-   - rewardkit's local reward model (length-sorted micro-batches, each padded
+   - rewardsmith's local reward model (length-sorted micro-batches, each padded
      only to its own longest sample);
    - TRL's way of using a reward model as a reward function (GRPOTrainer with a
      model in ``reward_funcs``: the whole batch tokenized with
@@ -28,11 +28,11 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
-from rewardkit.demo.char_tokenizer import build_char_tokenizer
-from rewardkit.plugins.config import JudgeConfig, RewardModelPathConfig
-from rewardkit.plugins.model_scoring.interface import ModelRequest, render_chat
-from rewardkit.plugins.model_scoring.judge import LLMJudge
-from rewardkit.plugins.model_scoring.local_rm import LocalRewardModel
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+from rewardsmith.plugins.config import JudgeConfig, RewardModelPathConfig
+from rewardsmith.plugins.model_scoring.interface import ModelRequest, render_chat
+from rewardsmith.plugins.model_scoring.judge import LLMJudge
+from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
 
 MODEL = {"model_type": "qwen2", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
          "num_attention_heads": 4, "num_key_value_heads": 4, "max_position_embeddings": 1024}
@@ -77,7 +77,7 @@ def bench_local(batch_sizes: list[int], repeats: int) -> None:
             requests = responses(samples)
             times = {}
             for name, fn in (("TRL reward_funcs (one padded batch)", lambda: trl_style(ours, requests)),
-                             ("rewardkit local_rm (length-sorted micro-batches)", lambda: ours.score(requests))):
+                             ("rewardsmith local_rm (length-sorted micro-batches)", lambda: ours.score(requests))):
                 best = float("inf")
                 for _ in range(repeats):
                     start = time.perf_counter()

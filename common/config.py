@@ -20,7 +20,7 @@ from typing import Any, Literal, Optional, TypeVar, Union
 
 import yaml
 
-from rewardkit.common.errors import ConfigError
+from rewardsmith.common.errors import ConfigError
 
 T = TypeVar("T")
 

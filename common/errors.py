@@ -34,7 +34,7 @@ class ScorerInfrastructureError(Exception):
 class SystematicScorerError(RewardError):
     """Every sample of a batch failed with the same exception: a broken scorer, not hard samples.
 
-    Stops ``rewardkit score`` (non-zero exit) and training (before the update),
+    Stops ``rewardsmith score`` (non-zero exit) and training (before the update),
     as verl does; ``reward_model.stop_when_all_fail=false`` scores them with
     ``fallback_score`` instead.
     """

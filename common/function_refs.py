@@ -22,7 +22,7 @@ class FunctionRef:
     @classmethod
     def of(cls, fn: Callable[..., Any]) -> "FunctionRef":
         """The reference of ``fn``; raises ``ValueError`` if a worker could not re-import it."""
-        ref = getattr(fn, "__rewardkit_ref__", None)
+        ref = getattr(fn, "__rewardsmith_ref__", None)
         if ref is not None:
             return ref
         module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
@@ -77,7 +77,7 @@ def load_file_module(path: str) -> Any:
     by reference, and the file's own directory-relative imports behave as in verl.
     """
     resolved = str(Path(path).resolve())
-    mod_name = "rewardkit_custom_" + hashlib.sha1(resolved.encode()).hexdigest()[:12]
+    mod_name = "rewardsmith_custom_" + hashlib.sha1(resolved.encode()).hexdigest()[:12]
     if mod_name in sys.modules:
         return sys.modules[mod_name]
     spec = importlib.util.spec_from_file_location(mod_name, resolved)

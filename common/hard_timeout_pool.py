@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from rewardkit.common.function_refs import FunctionRef
+from rewardsmith.common.function_refs import FunctionRef
 
 _READY = "ready"  # a worker's first message: imports done, the task clock may start
 
@@ -107,7 +107,7 @@ class _Worker:
         # Workers import as the parent does (its launch directory, a test's site dir, ...).
         path = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
         code = (
-            "import sys; from rewardkit.common.hard_timeout_pool import _worker_entry; "
+            "import sys; from rewardsmith.common.hard_timeout_pool import _worker_entry; "
             f"_worker_entry({child.fileno()}, {preload!r}, {path!r})"
         )
         self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)

@@ -8,4 +8,4 @@ from __future__ import annotations
 
 import pluggy
 
-hookimpl = pluggy.HookimplMarker("rewardkit")
+hookimpl = pluggy.HookimplMarker("rewardsmith")

@@ -33,8 +33,8 @@ from typing import Any, Hashable, Optional, Sequence
 
 import torch
 
-from rewardkit.core.tensor_ops import masked_whiten
-from rewardkit.common.hooks import hookimpl
+from rewardsmith.core.tensor_ops import masked_whiten
+from rewardsmith.common.hooks import hookimpl
 
 AdvantageResult = tuple[torch.Tensor, torch.Tensor]
 

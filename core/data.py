@@ -14,8 +14,8 @@ from typing import Any, Iterator, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from rewardkit.core.batch import Batch
-from rewardkit.common.rows import read_rows
+from rewardsmith.core.batch import Batch
+from rewardsmith.common.rows import read_rows
 
 
 def as_file_list(files: str | Sequence[str]) -> list[str]:

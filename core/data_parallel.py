@@ -11,7 +11,7 @@ step equals one process's on the whole mini-batch.
 Two groups share that dispatch: :class:`DataParallelWorker` under ``torchrun``
 (every rank runs the same controller and wraps its own worker; results are
 exchanged with collectives), and ``RayWorkerGroup`` (one controller, ranks in
-Ray actors; see :mod:`rewardkit.core.ray_workers`).
+Ray actors; see :mod:`rewardsmith.core.ray_workers`).
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from rewardkit.core.batch import Batch, MiniBatch
-from rewardkit.core.distributed import Topology, all_gather_objects
-from rewardkit.core.rollout import SamplingParams
+from rewardsmith.core.batch import Batch, MiniBatch
+from rewardsmith.core.distributed import Topology, all_gather_objects
+from rewardsmith.core.rollout import SamplingParams
 
 
 class WorkerGroup(ABC):

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 
-from rewardkit.core.strategy import pick_device
+from rewardsmith.core.strategy import pick_device
 
 T = TypeVar("T")
 

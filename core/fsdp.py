@@ -28,8 +28,8 @@ from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionP
 from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
-from rewardkit.core.distributed import ensure_process_group
-from rewardkit.core.models import DTYPES
+from rewardsmith.core.distributed import ensure_process_group
+from rewardsmith.core.models import DTYPES
 
 SHARDS_DIR = "dcp"
 SCHEDULER_FILE = "scheduler.pt"

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rewardkit.core.tensor_ops import masked_mean
+from rewardsmith.core.tensor_ops import masked_mean
 
 # verl's names first; k1/k2/k3 are the names of Schulman's note on KL estimators.
 KL_ALIASES = {"k1": "kl", "k2": "mse", "k3": "low_var_kl"}

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from rewardkit.core.kl import LOG_RATIO_LIMIT
-from rewardkit.core.tensor_ops import masked_mean
+from rewardsmith.core.kl import LOG_RATIO_LIMIT
+from rewardsmith.core.tensor_ops import masked_mean
 
 
 def agg_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str, weight: float = 1.0) -> torch.Tensor:

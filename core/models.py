@@ -18,8 +18,8 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from rewardkit.common.tokenizer_files import load_tokenizer_dir
-from rewardkit.core.tensor_ops import entropy_from_logits, logprobs_from_logits
+from rewardsmith.common.tokenizer_files import load_tokenizer_dir
+from rewardsmith.core.tensor_ops import entropy_from_logits, logprobs_from_logits
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

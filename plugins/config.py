@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from rewardkit.common.config import InvalidValue, opt, require_positive, section
+from rewardsmith.common.config import InvalidValue, opt, require_positive, section
 
 
 @dataclass
@@ -32,7 +32,7 @@ class OverlongBufferConfig:
 
 @dataclass
 class SandboxFusionConfig:
-    url: Optional[str] = opt(None, "URL of a SandboxFusion-compatible /run_code endpoint (ours: `rewardkit sandbox serve`).")
+    url: Optional[str] = opt(None, "URL of a SandboxFusion-compatible /run_code endpoint (ours: `rewardsmith sandbox serve`).")
     max_concurrent: int = opt(64, "Sandbox requests in flight at once, per process (a plain SandboxFusion gets one request per test case, and the client adapts below this to what it sustains); the sandbox manager keeps as many samples in flight.")
     memory_limit_mb: int = opt(1024, "Memory limit per program run, in MB.")
     retry_backoff: float = opt(0.5, "Base of the client's exponential retry back-off in seconds (connection errors, 429, 5xx).")
@@ -158,7 +158,7 @@ class RewardModelConfig:
     num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
     timeout: Optional[float] = opt(30.0, "Hard per-sample timeout in seconds for process-pool execution; null = none.")
     fallback_score: float = opt(0.0, "Score given to a sample whose scorer failed, hung, crashed or returned an invalid value.")
-    stop_when_all_fail: bool = opt(True, "Stop (rewardkit score: non-zero exit; training: before the update) when a scorer fails on every sample of a batch with the same exception; false = give them fallback_score.")
+    stop_when_all_fail: bool = opt(True, "Stop (rewardsmith score: non-zero exit; training: before the update) when a scorer fails on every sample of a batch with the same exception; false = give them fallback_score.")
     scorer: Optional[str] = opt(None, "Score every row with this scorer name instead of routing by data_source.")
     scorer_weights: dict[str, dict[str, float]] = opt({}, "Combine several scorers per data_source: {data_source or glob: {scorer: weight}}.")
     max_resp_len: Optional[int] = opt(None, "Maximum response length for the DAPO penalty; null = data.max_response_length.")
@@ -193,7 +193,7 @@ class RewardModelConfig:
 
 @dataclass
 class PluginsConfig:
-    disable: list[str] = opt([], "Plugin names (as `rewardkit plugins` lists them) not to load.")
+    disable: list[str] = opt([], "Plugin names (as `rewardsmith plugins` lists them) not to load.")
     prefer: dict[str, str] = opt({}, "Settle a clash between plugins: {scorer name or data_source: plugin name}.")
 
 

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from rewardkit.common.errors import CustomFunctionError
-from rewardkit.common.function_refs import FILE_PREFIX, FunctionRef, load_file_module
+from rewardsmith.common.errors import CustomFunctionError
+from rewardsmith.common.function_refs import FILE_PREFIX, FunctionRef, load_file_module
 
 PKG_PREFIX = "pkg://"
 FILE_URL_PREFIX = "file://"
@@ -88,7 +88,7 @@ def load_custom_function(path: str, name: str = "compute_score", call: str = PER
         raise CustomFunctionError(f"'{name}' in {where} is not callable")
     check_signature(fn, call, {**accepted_kwargs(fn, offered or {}), **(kwargs or {})}, f"'{name}' in {where}")
     try:
-        fn.__rewardkit_ref__ = FunctionRef(ref_module, name)
+        fn.__rewardsmith_ref__ = FunctionRef(ref_module, name)
     except AttributeError:  # a builtin or C function: importable by module path anyway
         pass
     return fn
@@ -132,7 +132,7 @@ def check_signature(fn: Callable[..., Any], call: str, kwargs: dict[str, Any], w
         hint = " It looks like a per-sample compute_score: use a per-sample manager (naive, parallel, dapo)."
     elif "completions" in params:
         hint = (" It looks like a TRL reward function (completions, **kwargs): wrap it with "
-                "rewardkit.scorer_from_trl (docs/plugins.md).")
+                "rewardsmith.scorer_from_trl (docs/plugins.md).")
     extra = f" with custom_reward_function.reward_kwargs {sorted(kwargs)}" if kwargs else ""
     raise CustomFunctionError(
         f"{what} cannot take the reward manager's call{extra} ({problem}): its signature is "

@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from rewardkit.common.errors import SystematicScorerError
-from rewardkit.common.function_refs import FILE_PREFIX, FunctionRef
-from rewardkit.common.hard_timeout_pool import Task, TaskResult, WorkerPool
-from rewardkit.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
+from rewardsmith.common.errors import SystematicScorerError
+from rewardsmith.common.function_refs import FILE_PREFIX, FunctionRef
+from rewardsmith.common.hard_timeout_pool import Task, TaskResult, WorkerPool
+from rewardsmith.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
 
 
 class Progress(Protocol):
@@ -66,7 +66,7 @@ class SerialExecutor:
         pass
 
 
-_SCORE_BY_REF = FunctionRef("rewardkit.plugins.scoring", "score_by_ref")
+_SCORE_BY_REF = FunctionRef("rewardsmith.plugins.scoring", "score_by_ref")
 
 
 def score_task(job: ScoreJob) -> Task:
@@ -173,7 +173,7 @@ class ThreadExecutor:
         pass
 
 
-_SCORE_BATCH_BY_REF = FunctionRef("rewardkit.plugins.scoring", "score_batch_by_ref")
+_SCORE_BATCH_BY_REF = FunctionRef("rewardsmith.plugins.scoring", "score_batch_by_ref")
 
 
 class BatchCallExecutor:

@@ -1,11 +1,11 @@
 """Building the configured reward manager."""
 from __future__ import annotations
 
-from rewardkit.plugins.config import RewardSettings
-from rewardkit.plugins.custom import PER_SAMPLE
-from rewardkit.plugins.loader import get_registry
-from rewardkit.plugins.managers.base import RewardManager
-from rewardkit.plugins.scoring_plan import ScoringPlan
+from rewardsmith.plugins.config import RewardSettings
+from rewardsmith.plugins.custom import PER_SAMPLE
+from rewardsmith.plugins.loader import get_registry
+from rewardsmith.plugins.managers.base import RewardManager
+from rewardsmith.plugins.scoring_plan import ScoringPlan
 
 
 def build_reward_manager(settings: RewardSettings) -> RewardManager:

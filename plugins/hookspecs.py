@@ -1,4 +1,4 @@
-"""The hooks a rewardkit plugin can implement.
+"""The hooks a rewardsmith plugin can implement.
 
 Each hook receives a ``register`` callback, in the style of datasette and llm.
 Built-in scorers, reward managers and advantage estimators are registered
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pluggy
 
-hookspec = pluggy.HookspecMarker("rewardkit")
+hookspec = pluggy.HookspecMarker("rewardsmith")
 
 
 @hookspec
@@ -26,7 +26,7 @@ def register_scorers(register):
 def register_reward_managers(register):
     """Register reward managers: ``register(name, cls)``.
 
-    ``cls`` subclasses :class:`rewardkit.RewardManager`.
+    ``cls`` subclasses :class:`rewardsmith.RewardManager`.
     """
 
 
@@ -34,5 +34,5 @@ def register_reward_managers(register):
 def register_advantage_estimators(register):
     """Register advantage estimators: ``register(name, fn)``.
 
-    ``fn`` is a pure function on tensors; see ``rewardkit.core.advantages``.
+    ``fn`` is a pure function on tensors; see ``rewardsmith.core.advantages``.
     """

@@ -1,4 +1,4 @@
-"""Loading plugins: the built-ins and every installed ``rewardkit`` entry point.
+"""Loading plugins: the built-ins and every installed ``rewardsmith`` entry point.
 
 Built-in modules are registered through exactly the hooks third-party plugins
 use. A plugin that fails to import or to register is recorded with its error
@@ -13,13 +13,13 @@ from typing import Any, Optional
 
 import pluggy
 
-from rewardkit.plugins import hookspecs
-from rewardkit.plugins.registry import PluginInfo, Registry
+from rewardsmith.plugins import hookspecs
+from rewardsmith.plugins.registry import PluginInfo, Registry
 
-ENTRY_POINT_GROUP = "rewardkit"
+ENTRY_POINT_GROUP = "rewardsmith"
 # Entry points of this distribution are the built-ins: a third-party claim
 # overrides theirs instead of clashing with it.
-OWN_DISTRIBUTION = "rewardkit"
+OWN_DISTRIBUTION = "rewardsmith"
 
 _HOOKS = (
     ("register_scorers", "add_scorer"),
@@ -30,11 +30,11 @@ _HOOKS = (
 
 def load_registry(disable: tuple[str, ...] = (), prefer: Optional[dict[str, str]] = None) -> Registry:
     """Import every plugin (minus ``disable``) and collect what it registers."""
-    pm = pluggy.PluginManager("rewardkit")
+    pm = pluggy.PluginManager("rewardsmith")
     pm.add_hookspecs(hookspecs)
     infos: list[PluginInfo] = []
     modules: dict[str, Any] = {}
-    # Built-ins first, so that `rewardkit plugins` lists them first.
+    # Built-ins first, so that `rewardsmith plugins` lists them first.
     for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
                      key=lambda e: (_dist_name(e) != OWN_DISTRIBUTION, e.name)):
         dist = _dist_name(ep)

@@ -1,7 +1,7 @@
 """Scoring on a Ray cluster: reward workers spread over its nodes.
 
 Each worker is a Ray actor that runs its jobs in a one-process
-:class:`~rewardkit.common.hard_timeout_pool.WorkerPool`, so a scorer that
+:class:`~rewardsmith.common.hard_timeout_pool.WorkerPool`, so a scorer that
 hangs, raises or segfaults costs one sample (``timeout`` / ``error`` /
 ``crash``) exactly as with the local ``parallel`` manager; the actor itself
 survives. An actor that dies (its node lost) is reported by rank, its jobs
@@ -22,11 +22,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from rewardkit.common.function_refs import FILE_PREFIX, FunctionRef
-from rewardkit.common.ray_cluster import ensure_ray
-from rewardkit.common.hard_timeout_pool import Task, TaskResult, WorkerPool
-from rewardkit.plugins.executors import Progress, ScoreJob, outcome_of, preload_modules, score_task
-from rewardkit.plugins.scoring import ScoreOutcome
+from rewardsmith.common.function_refs import FILE_PREFIX, FunctionRef
+from rewardsmith.common.ray_cluster import ensure_ray
+from rewardsmith.common.hard_timeout_pool import Task, TaskResult, WorkerPool
+from rewardsmith.plugins.executors import Progress, ScoreJob, outcome_of, preload_modules, score_task
+from rewardsmith.plugins.scoring import ScoreOutcome
 # Jobs sent to an actor per call: small enough to balance load, large enough
 # that Ray's per-call overhead (~1 ms) stays small against a scorer call.
 CHUNK = 16
@@ -62,7 +62,7 @@ class RewardWorker:
 
     def __init__(self, preload: list[str], shipped_dir: Optional[str], files: dict[str, bytes]) -> None:
         self.shipped_dir = shipped_dir
-        self.local_dir = tempfile.mkdtemp(prefix="rewardkit-job-")
+        self.local_dir = tempfile.mkdtemp(prefix="rewardsmith-job-")
         for rel, data in files.items():
             target = Path(self.local_dir, rel)
             target.parent.mkdir(parents=True, exist_ok=True)

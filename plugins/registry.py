@@ -12,14 +12,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from rewardkit.common.errors import PluginConflict, NotRegistered
+from rewardsmith.common.errors import PluginConflict, NotRegistered
 
-log = logging.getLogger("rewardkit.plugins")
+log = logging.getLogger("rewardsmith.plugins")
 
 
 @dataclass
 class PluginInfo:
-    """One plugin as ``rewardkit plugins`` shows it."""
+    """One plugin as ``rewardsmith plugins`` shows it."""
 
     name: str
     distribution: Optional[str]

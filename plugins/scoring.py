@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from rewardkit.common.errors import ScorerInfrastructureError
-from rewardkit.common.function_refs import FunctionRef
-from rewardkit.plugins.network_errors import is_network_failure
+from rewardsmith.common.errors import ScorerInfrastructureError
+from rewardsmith.common.function_refs import FunctionRef
+from rewardsmith.plugins.network_errors import is_network_failure
 
 # Statuses a sample's score can have; all but ok/abstain count as failures in metrics.
 OK, ABSTAIN, ERROR, INVALID, TIMEOUT, CRASH, UNAVAILABLE = "ok", "abstain", "error", "invalid", "timeout", "crash", "unavailable"

@@ -5,11 +5,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 from urllib.parse import urlparse
 
-from rewardkit.common.errors import ConfigError, NotRegistered, RewardError
-from rewardkit.plugins.config import ComponentConfig, RewardSettings
-from rewardkit.plugins.custom import PER_SAMPLE, accepted_kwargs, load_custom_function
-from rewardkit.plugins.model_scoring.factory import SECTIONS, build_model_scorer, configured_kinds
-from rewardkit.plugins.registry import Registry
+from rewardsmith.common.errors import ConfigError, NotRegistered, RewardError
+from rewardsmith.plugins.config import ComponentConfig, RewardSettings
+from rewardsmith.plugins.custom import PER_SAMPLE, accepted_kwargs, load_custom_function
+from rewardsmith.plugins.model_scoring.factory import SECTIONS, build_model_scorer, configured_kinds
+from rewardsmith.plugins.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class ScoringPlan:
     1. ``reward_model.components``: the components of the first matching data_source pattern;
     2. a ``style: model`` row: the model of ``reward_model.model_scorer`` (or the only one configured);
     3. a ``style: rule`` row: its scorers, in this order of precedence:
-       ``reward_model.scorer`` (or ``rewardkit score --scorer``) for every row;
+       ``reward_model.scorer`` (or ``rewardsmith score --scorer``) for every row;
        ``custom_reward_function.path``, the user's function for every row, as in verl;
        ``reward_model.scorer_weights``, several weighted scorers for matching data sources;
        the data_source routes that plugins registered.
@@ -84,7 +84,7 @@ class ScoringPlan:
                 raise ConfigError(f"reward_model.{section}.{field} is set but reward_model.enable is false; "
                                   "set reward_model.enable=true to score with it, or remove it")
         if rm.judge.tokenizer:
-            from rewardkit.common.tokenizer_files import load_tokenizer_dir
+            from rewardsmith.common.tokenizer_files import load_tokenizer_dir
             self._service_kwargs["reward_model_tokenizer"] = load_tokenizer_dir(rm.judge.tokenizer)
         self._fixed: Optional[list[WeightedScorer]] = None
         if rm.scorer is not None:

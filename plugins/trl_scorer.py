@@ -1,9 +1,9 @@
-"""A TRL reward function as a rewardkit scorer.
+"""A TRL reward function as a rewardsmith scorer.
 
 TRL calls ``f(prompts=[...], completions=[...], **dataset_columns) -> list[float | None]``
 on a batch; a scorer takes one sample. :func:`scorer_from_trl` wraps the
 former as the latter, so a TRL user's functions (``trl.rewards.accuracy_reward``,
-``think_format_reward``, their own) run in rewardkit's managers with
+``think_format_reward``, their own) run in rewardsmith's managers with
 timeouts, worker processes and metrics.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional
 
-from rewardkit.common.function_refs import AdaptedRef, FunctionRef
+from rewardsmith.common.function_refs import AdaptedRef, FunctionRef
 
 
 class TRLScorer:
@@ -75,5 +75,5 @@ def scorer_from_trl(fn: Callable[..., Any], *, conversational: bool = True) -> T
         target = FunctionRef.of(fn)
     except ValueError:  # usable in process (naive, sandbox); a worker would say why it cannot load it
         return scorer
-    scorer.__rewardkit_ref__ = AdaptedRef(FunctionRef(__name__, "_adapt"), target, (("conversational", conversational),))
+    scorer.__rewardsmith_ref__ = AdaptedRef(FunctionRef(__name__, "_adapt"), target, (("conversational", conversational),))
     return scorer

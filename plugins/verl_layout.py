@@ -1,7 +1,7 @@
-"""verl's newer ``reward.*`` config layout, rewritten onto rewardkit's ``reward_model.*`` keys.
+"""verl's newer ``reward.*`` config layout, rewritten onto rewardsmith's ``reward_model.*`` keys.
 
 verl (0.6+) groups reward settings under ``reward``; its older layout (and
-rewardkit's schema) uses ``reward_model`` and a top-level
+rewardsmith's schema) uses ``reward_model`` and a top-level
 ``custom_reward_function``. Both load: :func:`map_reward_layout` rewrites a
 config tree before validation, so the schema stays one.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardkit.common.errors import ConfigError
+from rewardsmith.common.errors import ConfigError
 
-# verl's reward.* key -> rewardkit's key (dotted paths)
+# verl's reward.* key -> rewardsmith's key (dotted paths)
 KEY_MAP = {
     "reward.num_workers": "reward_model.num_workers",
     "reward.reward_manager.name": "reward_model.reward_manager",
@@ -61,7 +61,7 @@ def _set(tree: dict, dotted: str, value: Any) -> None:
 def map_reward_layout(tree: dict[str, Any]) -> dict[str, Any]:
     """``tree`` with its ``reward`` section moved onto ``reward_model`` / ``custom_reward_function`` keys.
 
-    A ``reward.*`` key with no rewardkit meaning is an error naming it; a key set
+    A ``reward.*`` key with no rewardsmith meaning is an error naming it; a key set
     in both layouts to different values is an error naming both.
     """
     if "reward" not in tree:

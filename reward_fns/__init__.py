@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import importlib
 
-from rewardkit.common.hooks import hookimpl
+from rewardsmith.common.hooks import hookimpl
 
-# (scorer name, module under rewardkit.reward_fns, data sources it answers for)
+# (scorer name, module under rewardsmith.reward_fns, data sources it answers for)
 BUILTIN_SCORERS: list[tuple[str, str, tuple[str, ...]]] = [
     ("gsm8k", "gsm8k", ("openai/gsm8k",)),
     ("math_reward", "math_reward", ("lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500")),

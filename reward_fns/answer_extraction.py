@@ -19,7 +19,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 
-from rewardkit.reward_fns.latex_boxes import brace_partners
+from rewardsmith.reward_fns.latex_boxes import brace_partners
 
 BOXED, HASH, ANSWER_COLON = "boxed", "####", "Answer:"
 CONVENTIONS = (BOXED, HASH, ANSWER_COLON)

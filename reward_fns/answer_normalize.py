@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rewardkit.reward_fns.latex_boxes import closing_brace_index
+from rewardsmith.reward_fns.latex_boxes import closing_brace_index
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
 _SPACING = ("\\left", "\\right", "\\,", "\\;", "\\:", "\\quad", "\\qquad")

@@ -2,7 +2,7 @@
 
 Registered as scorer ``sandbox_code`` for verl's code data sources
 (``codecontests``, ``apps``, ``codeforces``, ``taco``). The sandbox is any
-SandboxFusion-compatible server (``rewardkit sandbox serve`` or SandboxFusion
+SandboxFusion-compatible server (``rewardsmith sandbox serve`` or SandboxFusion
 itself) at ``reward_model.sandbox_fusion.url``.
 
 Test cases (``ground_truth``, a dict or its JSON string, as in verl):
@@ -38,8 +38,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from rewardkit.common.errors import ScorerInfrastructureError
-from rewardkit.sandbox.client import SandboxRequestError, SandboxUnavailable, shared_client
+from rewardsmith.common.errors import ScorerInfrastructureError
+from rewardsmith.sandbox.client import SandboxRequestError, SandboxUnavailable, shared_client
 
 _FENCE = re.compile(r"```([\w+#.-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _LANGUAGE_TAGS = {
@@ -91,7 +91,7 @@ def compute_score(
     if not sandbox_fusion_url:
         raise ScorerInfrastructureError(
             f"data_source '{data_source}' needs a code sandbox: set reward_model.sandbox_fusion.url "
-            "(e.g. start one with `rewardkit sandbox serve`)"
+            "(e.g. start one with `rewardsmith sandbox serve`)"
         )
     token = secrets.token_hex(16)
     source, stdins = spec.program_and_stdins(program, token)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rewardkit.reward_fns.scorer_inputs import require_text
+from rewardsmith.reward_fns.scorer_inputs import require_text
 
 TAIL_CHARS = 300
 _STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")

@@ -1,4 +1,4 @@
-"""``math_answer``: rewardkit's own math verifier, for any data_source.
+"""``math_answer``: rewardsmith's own math verifier, for any data_source.
 
 1. Find the final answer in the convention of the row's data_source
    (``####`` for GSM8K, ``Answer:`` for DAPO/AIME, ``\\boxed{}`` otherwise),
@@ -18,7 +18,7 @@ work; an overrun raises ``TimeoutError`` so the reward manager records a
 timeout for that sample.
 
 Grading options (keyword arguments, e.g. ``reward_kwargs``): see
-:class:`~rewardkit.reward_fns.math_equivalence.GradingPolicy`
+:class:`~rewardsmith.reward_fns.math_equivalence.GradingPolicy`
 (``accept_decimal_approximation``, ``approximation_rel_tol``,
 ``accept_decimal_for_percent``); all are off by default.
 
@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardkit.common.hard_timeout_pool import run_with_hard_timeout
-from rewardkit.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
-from rewardkit.reward_fns.math_equivalence import GradingPolicy, Verdict, quick_judge
-from rewardkit.reward_fns.scorer_inputs import require_text
+from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
+from rewardsmith.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
+from rewardsmith.reward_fns.math_equivalence import GradingPolicy, Verdict, quick_judge
+from rewardsmith.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -75,7 +75,7 @@ def compute_score(
         verdict = quick_judge(found.text, gold, policy)
         if verdict is None:
             # Imported only when needed: it brings in math-verify and sympy.
-            from rewardkit.reward_fns.math_symbolic import judge
+            from rewardsmith.reward_fns.math_symbolic import judge
 
             verdict = run_with_hard_timeout(judge, (found.text, gold, policy), timeout)
         if verdict.correct:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rewardkit.reward_fns.latex_boxes import last_boxed_brace_form, unwrap_boxed_brace_form
-from rewardkit.reward_fns.scorer_inputs import require_text
+from rewardsmith.reward_fns.latex_boxes import last_boxed_brace_form, unwrap_boxed_brace_form
+from rewardsmith.reward_fns.scorer_inputs import require_text
 
 TAIL_CHARS = 300
 STRICT_BOX_TAIL_CHARS = 100

@@ -50,7 +50,7 @@ judge that applies decides, and its name is reported as ``method``:
 
 ``quick_judge`` runs the judges that need no symbolic algebra and answers
 ``None`` when only math-verify / sympy could decide.
-:func:`rewardkit.reward_fns.math_symbolic.judge` runs them all (the last two
+:func:`rewardsmith.reward_fns.math_symbolic.judge` runs them all (the last two
 live in that module) and may take unbounded time, so callers run it under a
 hard timeout.
 """
@@ -62,7 +62,7 @@ from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
-from rewardkit.reward_fns.answer_normalize import (
+from rewardsmith.reward_fns.answer_normalize import (
     ParsedNumber,
     canonical_answer,
     parse_number,

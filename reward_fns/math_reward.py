@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from rewardkit.reward_fns.latex_boxes import last_boxed_any_form, unwrap_boxed_any_form
-from rewardkit.reward_fns.scorer_inputs import require_text
+from rewardsmith.reward_fns.latex_boxes import last_boxed_any_form, unwrap_boxed_any_form
+from rewardsmith.reward_fns.scorer_inputs import require_text
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from sympy.parsing.sympy_parser import (
     standard_transformations,
 )
 
-from rewardkit.reward_fns.answer_normalize import ParsedNumber
-from rewardkit.reward_fns.math_equivalence import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
-from rewardkit.reward_fns.math_verify_lib import parse, verify
+from rewardsmith.reward_fns.answer_normalize import ParsedNumber
+from rewardsmith.reward_fns.math_equivalence import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
+from rewardsmith.reward_fns.math_verify_lib import parse, verify
 
 _PLAIN_MATH = re.compile(r"^[0-9a-zA-Z+\-*/^(). ]+$")
 # Only these multi-letter names may appear in plain-text math handed to sympy's

@@ -1,8 +1,8 @@
 """Calls into the math-verify library, with its ``signal.alarm`` timeouts switched off.
 
 Those timeouts raise outside the main thread and cannot interrupt C-level
-work, so rewardkit's scorers run math-verify under a hard process-level
-timeout instead (``rewardkit.common.hard_timeout_pool.run_with_hard_timeout``) and
+work, so rewardsmith's scorers run math-verify under a hard process-level
+timeout instead (``rewardsmith.common.hard_timeout_pool.run_with_hard_timeout``) and
 call it through these wrappers. math-verify logs a warning the first time its
 timeout is disabled; that warning is expected here and is filtered out.
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardkit.common.hard_timeout_pool import run_with_hard_timeout
-from rewardkit.reward_fns.scorer_inputs import require_text
+from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
+from rewardsmith.reward_fns.scorer_inputs import require_text
 
 
 def compute_score(
@@ -35,8 +35,8 @@ def compute_score(
     """Score ``solution_str`` against ``ground_truth`` with math-verify (see the module docstring)."""
     gold = "\\boxed{" + require_text("math_verify", "ground_truth", ground_truth) + "}"
     output = require_text("math_verify", "solution_str", solution_str)
-    # Imported here: math-verify takes ~1 s to import, which `rewardkit plugins` should not pay.
-    from rewardkit.reward_fns.math_verify_lib import verify_boxed_gold
+    # Imported here: math-verify takes ~1 s to import, which `rewardsmith plugins` should not pay.
+    from rewardsmith.reward_fns.math_verify_lib import verify_boxed_gold
 
     try:
         return float(run_with_hard_timeout(verify_boxed_gold, (gold, output), timeout))

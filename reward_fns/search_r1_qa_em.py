@@ -18,7 +18,7 @@ import string
 from collections.abc import Iterable
 from typing import Any
 
-from rewardkit.reward_fns.scorer_inputs import require_text
+from rewardsmith.reward_fns.scorer_inputs import require_text
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -38,7 +38,7 @@ _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 def cgroup_name(uid: int) -> str:
     """The directory name of the cgroup of the worker running programs as ``uid``."""
-    return f"rewardkit-sandbox-uid{uid}"
+    return f"rewardsmith-sandbox-uid{uid}"
 
 
 def parent_dir() -> tuple[str, str] | None:

@@ -1,16 +1,16 @@
-"""``rewardkit sandbox ...``: run the code-execution service."""
+"""``rewardsmith sandbox ...``: run the code-execution service."""
 from __future__ import annotations
 
 import argparse
 import os
 
-from rewardkit.sandbox.server import ServerSettings, serve
+from rewardsmith.sandbox.server import ServerSettings, serve
 
 _DEFAULTS = ServerSettings()
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the ``serve`` sub-command to ``rewardkit sandbox``."""
+    """Add the ``serve`` sub-command to ``rewardsmith sandbox``."""
     sub = parser.add_subparsers(dest="sandbox_command", required=True)
     s = sub.add_parser("serve", help="serve SandboxFusion-compatible /run_code on HTTP",
                        description="Serve the isolated code sandbox (see docs/sandbox.md).")
@@ -18,8 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--port", type=int, default=8080)
     s.add_argument("--workers", type=int, default=_DEFAULTS.workers,
                    help=f"warm worker processes, i.e. concurrent runs (default: {_DEFAULTS.workers})")
-    s.add_argument("--token", default=os.environ.get("REWARDKIT_SANDBOX_TOKEN"),
-                   help="require this bearer token (default: $REWARDKIT_SANDBOX_TOKEN, or none)")
+    s.add_argument("--token", default=os.environ.get("REWARDSMITH_SANDBOX_TOKEN"),
+                   help="require this bearer token (default: $REWARDSMITH_SANDBOX_TOKEN, or none)")
     s.add_argument("--allow-weak-isolation", action="store_true",
                    help="start even if some isolation layer is unavailable (reported in every response)")
     s.add_argument("--python", default=_DEFAULTS.python, help="interpreter that runs Python programs")
@@ -49,7 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Dispatch ``rewardkit sandbox <command>``."""
+    """Dispatch ``rewardsmith sandbox <command>``."""
     settings = ServerSettings(
         host=args.host, port=args.port, workers=args.workers, token=args.token,
         allow_weak_isolation=args.allow_weak_isolation, python=args.python, spawn_python=args.spawn_python,
@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rewardkit.sandbox.cli serve ...`` (the same as ``rewardkit sandbox``)."""
-    parser = argparse.ArgumentParser(prog="rewardkit sandbox")
+    """``python -m rewardsmith.sandbox.cli serve ...`` (the same as ``rewardsmith sandbox``)."""
+    parser = argparse.ArgumentParser(prog="rewardsmith sandbox")
     configure(parser)
     return run(parser.parse_args(argv))
 

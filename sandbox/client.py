@@ -51,7 +51,7 @@ _NO_ENDPOINT = {404, 405, 501}
 # Requests in flight a plain SandboxFusion starts with, before adapting.
 PLAIN_START = 8
 
-log = logging.getLogger("rewardkit.sandbox.client")
+log = logging.getLogger("rewardsmith.sandbox.client")
 
 
 class AdaptiveLimit:

@@ -1,7 +1,7 @@
 """Linux isolation primitives for the sandbox worker: namespaces, mounts, rlimits.
 
 Standard library only: this module is loaded by ``worker.py``, which runs on
-the bare sandbox interpreter (``python -I -S``) and must not import the rewardkit
+the bare sandbox interpreter (``python -I -S``) and must not import the rewardsmith
 package or anything from site-packages.
 
 Every function either applies one layer or raises ``OSError``; the caller

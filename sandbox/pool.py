@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rewardkit.sandbox import cgroups, jail, wire
+from rewardsmith.sandbox import cgroups, jail, wire
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
@@ -106,7 +106,7 @@ seen["network_namespace"] = sorted(os.listdir("/sys/class/net")) == ["lo"]
 seen["ipc_namespace"] = os.uname().nodename == "sandbox"
 libc = ctypes.CDLL(None, use_errno=True)
 seen["seccomp"] = libc.unshare(0x10000000) != 0 and ctypes.get_errno() == 1  # CLONE_NEWUSER -> EPERM
-seen["memory_cgroup"] = "rewardkit-sandbox-uid" in open("/proc/self/cgroup").read()
+seen["memory_cgroup"] = "rewardsmith-sandbox-uid" in open("/proc/self/cgroup").read()
 try:
     import wave  # never preloaded: only importable if the program's uid can read the standard library
     seen["stdlib_readable"] = True

@@ -3,7 +3,7 @@
 ``serve(settings)`` probes which isolation layers this host provides,
 refuses to start if any is missing (unless ``allow_weak_isolation``), then
 runs the FastAPI app on uvicorn. Every request runs through a
-:class:`~rewardkit.sandbox.pool.SandboxPool` of warm, pre-forked workers.
+:class:`~rewardsmith.sandbox.pool.SandboxPool` of warm, pre-forked workers.
 """
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ValidationError
 
-from rewardkit.sandbox.languages import Language, detect_languages
-from rewardkit.sandbox import uids
-from rewardkit.sandbox.pool import LAYERS, Overloaded, SandboxPool, WorkerFailed, default_expose, job_template
-from rewardkit.sandbox.pool import probe_isolation
-from rewardkit.sandbox.schema import (
+from rewardsmith.sandbox.languages import Language, detect_languages
+from rewardsmith.sandbox import uids
+from rewardsmith.sandbox.pool import LAYERS, Overloaded, SandboxPool, WorkerFailed, default_expose, job_template
+from rewardsmith.sandbox.pool import probe_isolation
+from rewardsmith.sandbox.schema import (
     CommandResult,
     RunBatchRequest,
     RunBatchResponse,
@@ -36,7 +36,7 @@ from rewardkit.sandbox.schema import (
     RunCodeResponse,
     check_file_tree,
 )
-from rewardkit.sandbox.verdicts import command_result
+from rewardsmith.sandbox.verdicts import command_result
 
 
 def base_interpreter() -> str:
@@ -46,7 +46,7 @@ def base_interpreter() -> str:
 
 @dataclass
 class ServerSettings:
-    """Everything ``rewardkit sandbox serve`` can set; defaults suit a laptop."""
+    """Everything ``rewardsmith sandbox serve`` can set; defaults suit a laptop."""
 
     host: str = "127.0.0.1"
     port: int = 8080
@@ -270,7 +270,7 @@ def create_app(sandbox: Sandbox) -> FastAPI:
         finally:
             await sandbox.pool.stop()
 
-    app = FastAPI(title="rewardkit sandbox", lifespan=lifespan)
+    app = FastAPI(title="rewardsmith sandbox", lifespan=lifespan)
     app.add_middleware(BodyLimit, limit=sandbox.settings.max_request_mb << 20)
     if sandbox.settings.token is not None:
         app.add_middleware(TokenAuth, token=sandbox.settings.token, open_paths=("/v1/ping",))
@@ -423,7 +423,7 @@ def serve(settings: ServerSettings) -> int:
     sandbox = Sandbox(settings, layers, claim.base)
     config = uvicorn.Config(create_app(sandbox), host=settings.host, port=settings.port,
                             log_level="warning", access_log=False, backlog=4096)
-    print(f"rewardkit sandbox: http://{settings.host}:{settings.port} ({settings.workers} workers, "
+    print(f"rewardsmith sandbox: http://{settings.host}:{settings.port} ({settings.workers} workers, "
           f"uids {claim.base}-{claim.base + settings.workers - 1}, "
           f"languages {sorted(sandbox.languages)}, missing layers {sandbox.missing or 'none'})",
           file=sys.stderr, flush=True)

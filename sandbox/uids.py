@@ -14,7 +14,7 @@ import fcntl
 import os
 import pwd
 
-LOCK_DIR = "/run/rewardkit-sandbox"
+LOCK_DIR = "/run/rewardsmith-sandbox"
 DEFAULT_BASE = 61000
 _SEARCH_BLOCKS = 256  # how far above DEFAULT_BASE an automatic block may go, in blocks
 

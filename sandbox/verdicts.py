@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from rewardkit.sandbox.schema import CommandResult
+from rewardsmith.sandbox.schema import CommandResult
 
 _OOM_MARKERS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory")
 _STDERR_TAIL = 4096

@@ -45,7 +45,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# Loaded by path on purpose: this interpreter must not import rewardkit.
+# Loaded by path on purpose: this interpreter must not import rewardsmith.
 import cgroups  # noqa: E402
 import jail  # noqa: E402
 import template  # noqa: E402
@@ -152,7 +152,7 @@ class Worker:
         else:
             import tempfile  # weak isolation only: kept out of the image every run copies
 
-            work = tempfile.mkdtemp(prefix="rewardkit-run-")
+            work = tempfile.mkdtemp(prefix="rewardsmith-run-")
         if self.is_root:
             os.chown(work, self.uid, self.uid)
         _write_files(work, job["files"], job["executable"], self.uid if self.is_root else None)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.common.config import load_config
-from rewardkit.core.schema import Config
-from rewardkit.plugins import loader as plugin_host
+from rewardsmith.common.config import load_config
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins import loader as plugin_host
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
@@ -37,7 +37,7 @@ def installed_plugins(tmp_path, monkeypatch):
             info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
             info.mkdir()
             (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-            (info / "entry_points.txt").write_text(f"[rewardkit]\n{module} = {module}\n")
+            (info / "entry_points.txt").write_text(f"[rewardsmith]\n{module} = {module}\n")
         monkeypatch.syspath_prepend(str(site))
         monkeypatch.setenv("PYTHONPATH", str(site) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         plugin_host._cache.clear()

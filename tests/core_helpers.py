@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rewardkit.demo.arith_problems import make_dataset
-from rewardkit.demo.char_tokenizer import build_char_tokenizer
-from rewardkit.common.config import load_config
-from rewardkit.common.rows import write_rows
-from rewardkit.core.schema import Config
+from rewardsmith.demo.arith_problems import make_dataset
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+from rewardsmith.common.config import load_config
+from rewardsmith.common.rows import write_rows
+from rewardsmith.core.schema import Config
 
 TINY_MODEL = (
     "{model_type: qwen2, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "

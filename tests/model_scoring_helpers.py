@@ -14,9 +14,9 @@ from typing import Callable, Iterator, Optional
 
 import requests
 
-from rewardkit.demo.char_tokenizer import build_char_tokenizer
-from rewardkit.demo.preferences import a_share, preference_pairs  # noqa: F401 - a_share is for the tests
-from rewardkit.sandbox.testing import free_port
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+from rewardsmith.demo.preferences import a_share, preference_pairs  # noqa: F401 - a_share is for the tests
+from rewardsmith.sandbox.testing import free_port
 
 TINY_RM = {"model_type": "qwen2", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
            "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 256}
@@ -87,9 +87,9 @@ def vllm_server(model: Path, name: str, log: Path, *args: str, startup: float = 
 
 @contextmanager
 def rm_serve(path: Path, token: Optional[str] = None) -> Iterator[str]:
-    """`rewardkit rm serve PATH` in its own process on a free loopback port; yields its ``host:port``."""
+    """`rewardsmith rm serve PATH` in its own process on a free loopback port; yields its ``host:port``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "rewardkit", "rm", "serve", str(path), "--port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "rewardsmith", "rm", "serve", str(path), "--port", "0",
                              *(["--token", token] if token else [])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

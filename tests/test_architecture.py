@@ -1,7 +1,7 @@
 """The folders import one way (docs/architecture.md): a test so the picture stays true.
 
 Every import (top-level or inside a function) and every string that names a
-project module (``importlib.import_module("rewardkit.core.x")``, function
+project module (``importlib.import_module("rewardsmith.core.x")``, function
 references) counts as an arrow from the importing folder to the imported one.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"rewardkit": "face", "core": "core", "plugins": "plugins", "reward_fns": "reward_fns",
+FOLDERS = {"rewardsmith": "face", "core": "core", "plugins": "plugins", "reward_fns": "reward_fns",
            "sandbox": "sandbox", "common": "common"}
 # Which folders each folder may import (besides itself). The sandbox service is
 # self-contained; the others reach it only through its client.
@@ -23,13 +23,13 @@ ALLOWED = {
     "sandbox": set(),
     "common": set(),
 }
-MODULE_NAME = re.compile(r"rewardkit(\.[a-z_][a-z0-9_]*)+")
+MODULE_NAME = re.compile(r"rewardsmith(\.[a-z_][a-z0-9_]*)+")
 
 
 def folder_of(module: str) -> str:
-    """The folder a ``rewardkit.*`` module lives in ('face' for the public face)."""
+    """The folder a ``rewardsmith.*`` module lives in ('face' for the public face)."""
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] in FOLDERS and parts[1] != "rewardkit":
+    if len(parts) > 1 and parts[1] in FOLDERS and parts[1] != "rewardsmith":
         return FOLDERS[parts[1]]
     return "face"
 
@@ -37,7 +37,7 @@ def folder_of(module: str) -> str:
 def target(module: str) -> str:
     """What an import of ``module`` counts as: its folder, or ``sandbox.client`` for the client."""
     folder = folder_of(module)
-    if folder == "sandbox" and (module == "rewardkit.sandbox" or module.startswith("rewardkit.sandbox.client")):
+    if folder == "sandbox" and (module == "rewardsmith.sandbox" or module.startswith("rewardsmith.sandbox.client")):
         return "sandbox.client"
     return folder
 
@@ -51,8 +51,8 @@ def project_imports(path: Path) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("rewardkit")]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rewardkit") and node.level == 0:
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("rewardsmith")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rewardsmith") and node.level == 0:
             found += [(node.lineno, node.module)]
         elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
               and MODULE_NAME.fullmatch(node.value)):
@@ -76,15 +76,15 @@ def test_folders_import_one_way():
 
 def test_the_checker_sees_every_kind_of_arrow(tmp_path):
     sample = tmp_path / "m.py"
-    sample.write_text('"""rewardkit.core.trainer in a docstring is not an import."""\n'
-                      "import rewardkit.core.trainer\n"
-                      "def f():\n    from rewardkit.plugins.loader import get_registry\n"
-                      "X = 'rewardkit.reward_fns.gsm8k'\n")
+    sample.write_text('"""rewardsmith.core.trainer in a docstring is not an import."""\n'
+                      "import rewardsmith.core.trainer\n"
+                      "def f():\n    from rewardsmith.plugins.loader import get_registry\n"
+                      "X = 'rewardsmith.reward_fns.gsm8k'\n")
     assert [m for _, m in project_imports(sample)] == [
-        "rewardkit.core.trainer", "rewardkit.plugins.loader", "rewardkit.reward_fns.gsm8k"]
-    assert target("rewardkit.sandbox.client") == "sandbox.client"
-    assert target("rewardkit.sandbox.server") == "sandbox"
-    assert target("rewardkit.commands.train") == "face"
+        "rewardsmith.core.trainer", "rewardsmith.plugins.loader", "rewardsmith.reward_fns.gsm8k"]
+    assert target("rewardsmith.sandbox.client") == "sandbox.client"
+    assert target("rewardsmith.sandbox.server") == "sandbox"
+    assert target("rewardsmith.commands.train") == "face"
     assert "face" not in ALLOWED["core"] and "core" not in ALLOWED["plugins"]
 
 

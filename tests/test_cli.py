@@ -1,4 +1,4 @@
-"""The rewardkit CLI end to end, as real subprocesses."""
+"""The rewardsmith CLI end to end, as real subprocesses."""
 from __future__ import annotations
 
 import json
@@ -9,23 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.common.rows import read_rows, write_rows
+from rewardsmith.common.rows import read_rows, write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 MATH = ROOT / "examples" / "data" / "math_responses.jsonl"
 
 
-def rewardkit(*args, cwd=None, check=True):
-    proc = subprocess.run([sys.executable, "-m", "rewardkit", *map(str, args)], capture_output=True, text=True,
+def rewardsmith(*args, cwd=None, check=True):
+    proc = subprocess.run([sys.executable, "-m", "rewardsmith", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=300)
     if check and proc.returncode != 0:
-        raise AssertionError(f"rewardkit {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(f"rewardsmith {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
 def test_score_jsonl_writes_scores_and_prints_table(tmp_path):
     out = tmp_path / "scored.jsonl"
-    proc = rewardkit("score", MATH, "-o", out)
+    proc = rewardsmith("score", MATH, "-o", out)
     rows = read_rows(out)
     gsm8k = next(r for r in rows if r["data_source"] == "openai/gsm8k")
     assert gsm8k["score"] == [1.0, 0.0, 0.0]  # verl's strict gsm8k: only "#### 72" counts
@@ -46,14 +46,14 @@ def test_score_parquet_with_named_scorer_and_parallel_manager(tmp_path):
          "reward_model": {"style": "rule", "ground_truth": "4"}, "extra_info": {"index": 1}, "response": "#### 5"},
     ])
     out = tmp_path / "out.parquet"
-    rewardkit("score", src, "-o", out, "--scorer", "gsm8k", "reward_model.reward_manager=parallel",
+    rewardsmith("score", src, "-o", out, "--scorer", "gsm8k", "reward_model.reward_manager=parallel",
               "reward_model.num_workers=2", "reward_model.timeout=30")
     assert [r["score"] for r in read_rows(out)] == [1.0, 0.0]
 
 
 def test_score_with_custom_function_override(tmp_path):
     out = tmp_path / "scored.jsonl"
-    rewardkit("score", MATH, "-o", out,
+    rewardsmith("score", MATH, "-o", out,
               f"custom_reward_function.path={ROOT / 'examples/custom_reward/length_aware.py'}",
               "custom_reward_function.reward_kwargs.max_words=5")
     rows = read_rows(out)
@@ -64,30 +64,30 @@ def test_score_with_custom_function_override(tmp_path):
 def test_score_bad_input_names_row_and_field(tmp_path):
     src = tmp_path / "bad.jsonl"
     src.write_text(json.dumps({"data_source": "openai/gsm8k", "reward_model": {"ground_truth": "1"}}) + "\n")
-    proc = rewardkit("score", src, check=False)
+    proc = rewardsmith("score", src, check=False)
     assert proc.returncode != 0
     assert "row 0: missing 'response'" in proc.stderr
 
 
 def test_score_unknown_config_key_is_named(tmp_path):
-    proc = rewardkit("score", MATH, "reward_model.num_wrkers=2", check=False)
+    proc = rewardsmith("score", MATH, "reward_model.num_wrkers=2", check=False)
     assert proc.returncode != 0
     assert "unknown config key 'reward_model.num_wrkers'" in proc.stderr
 
 
 def test_plugins_json_lists_builtins():
-    records = json.loads(rewardkit("plugins", "--json").stdout)
+    records = json.loads(rewardsmith("plugins", "--json").stdout)
     keys = {"name", "distribution", "version", "scorers", "reward_managers", "error"}
     assert all(keys <= set(r) for r in records)
-    builtin = next(r for r in records if r["name"] == "rewardkit.reward_fns")
+    builtin = next(r for r in records if r["name"] == "rewardsmith.reward_fns")
     assert {"gsm8k", "math_reward", "math_dapo", "math_verify", "search_r1_qa_em", "math_answer"} <= set(builtin["scorers"])
-    assert builtin["distribution"] == "rewardkit"
+    assert builtin["distribution"] == "rewardsmith"
 
 
 def test_score_empty_input_writes_an_empty_output(tmp_path):
     src = tmp_path / "empty.jsonl"
     src.write_text("")
-    proc = rewardkit("score", src, "-o", tmp_path / "out.jsonl")
+    proc = rewardsmith("score", src, "-o", tmp_path / "out.jsonl")
     assert "has no rows" in proc.stderr and read_rows(tmp_path / "out.jsonl") == []
 
 
@@ -104,7 +104,7 @@ def test_score_scorer_prints_stay_out_of_the_table(tmp_path, manager):
     src = tmp_path / "in.jsonl"
     write_rows(src, [{"data_source": "a", "reward_model": {"ground_truth": "1"}, "response": ["1", "2", "3"]},
                      {"data_source": "b", "reward_model": {"ground_truth": "1"}, "response": "1"}])
-    proc = rewardkit("score", src, f"custom_reward_function.path={tmp_path / 'printing.py'}",
+    proc = rewardsmith("score", src, f"custom_reward_function.path={tmp_path / 'printing.py'}",
                      f"reward_model.reward_manager={manager}", "reward_model.num_workers=2")
     lines = proc.stdout.splitlines()
     assert lines[0].split()[:3] == ["data_source", "samples", "mean"]
@@ -120,14 +120,14 @@ def test_score_batched_file_with_the_batch_manager(tmp_path):
         "    return [float(s == g) for s, g in zip(solution_strs, ground_truths)]\n")
     src = tmp_path / "in.jsonl"
     write_rows(src, [{"data_source": "a", "reward_model": {"ground_truth": "1"}, "response": ["1", "2"]}])
-    rewardkit("score", src, "-o", tmp_path / "out.jsonl", f"custom_reward_function.path={tmp_path / 'batched.py'}",
+    rewardsmith("score", src, "-o", tmp_path / "out.jsonl", f"custom_reward_function.path={tmp_path / 'batched.py'}",
               "reward_model.reward_manager=batch")
     assert read_rows(tmp_path / "out.jsonl")[0]["score"] == [1.0, 0.0]
 
 
 def test_score_with_the_batched_example_file(tmp_path):
     out = tmp_path / "scored.jsonl"
-    rewardkit("score", MATH, "-o", out, "reward_model.reward_manager=batch",
+    rewardsmith("score", MATH, "-o", out, "reward_model.reward_manager=batch",
               f"custom_reward_function.path={ROOT / 'examples/custom_reward/batched_rarity.py'}",
               "custom_reward_function.reward_kwargs.rarity_bonus=0.5")
     first = read_rows(out)[0]  # gsm8k: one of three responses right -> bonus 0.5 * (1 - 1/3)

@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from rewardkit.common.errors import ScorerInfrastructureError
-from rewardkit.reward_fns.code import (compute_score, extract_program, outputs_match, parse_test_cases, tolerance_for,
+from rewardsmith.common.errors import ScorerInfrastructureError
+from rewardsmith.reward_fns.code import (compute_score, extract_program, outputs_match, parse_test_cases, tolerance_for,
                                         values_match)
-from rewardkit.sandbox.testing import free_port, isolation_unavailable, running_server
+from rewardsmith.sandbox.testing import free_port, isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.common.config import apply_override, describe, load_config
-from rewardkit.core.schema import Config
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.common.config import apply_override, describe, load_config
+from rewardsmith.core.schema import Config
 
 
 def test_defaults_use_verl_key_names():

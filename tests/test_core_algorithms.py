@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from rewardkit.core.advantages import (
+from rewardsmith.core.advantages import (
     BUILTIN_ESTIMATORS,
     compute_gae_advantage_return,
     compute_grpo_outcome_advantage,
@@ -12,7 +12,7 @@ from rewardkit.core.advantages import (
     compute_reinforce_plus_plus_outcome_advantage,
     compute_rloo_outcome_advantage,
 )
-from rewardkit.core.tensor_ops import (
+from rewardsmith.core.tensor_ops import (
     entropy_from_logits,
     logprobs_from_logits,
     masked_mean,
@@ -20,10 +20,10 @@ from rewardkit.core.tensor_ops import (
     masked_var,
     masked_whiten,
 )
-from rewardkit.core.kl import KLController, apply_kl_penalty, kl_penalty
-from rewardkit.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
-from rewardkit.core.optim import lr_factor
-from rewardkit.core.reward_masking import (
+from rewardsmith.core.kl import KLController, apply_kl_penalty, kl_penalty
+from rewardsmith.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
+from rewardsmith.core.optim import lr_factor
+from rewardsmith.core.reward_masking import (
     apply_reward_mask,
     critic_source_advantage,
     critic_token_level_scores,
@@ -147,7 +147,7 @@ def test_reinforce_plus_plus_baseline_by_hand():
 
 
 def test_builtin_estimators_are_registered_through_the_hook():
-    from rewardkit.plugins.loader import get_registry
+    from rewardsmith.plugins.loader import get_registry
 
     registry = get_registry()
     for name, fn in BUILTIN_ESTIMATORS.items():

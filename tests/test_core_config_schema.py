@@ -3,16 +3,16 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.common.config import describe, load_config
-from rewardkit.config_doc import render
-from rewardkit.core.schema import Config
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.common.config import describe, load_config
+from rewardsmith.config_doc import render
+from rewardsmith.core.schema import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_docs_config_md_is_up_to_date():
-    assert (ROOT / "docs" / "config.md").read_text() == render(), "run: python -m rewardkit.config_doc docs/config.md"
+    assert (ROOT / "docs" / "config.md").read_text() == render(), "run: python -m rewardsmith.config_doc docs/config.md"
 
 
 def test_every_key_has_a_help_text():

@@ -4,13 +4,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from rewardkit.demo.arith_problems import FORMATS, make_dataset
-from rewardkit.core.batch import Batch
-from rewardkit.demo.char_tokenizer import build_char_tokenizer
-from rewardkit.common.config import load_config
-from rewardkit.core.data import PromptDataset, PromptLoader, read_files
-from rewardkit.common.rows import read_rows, write_rows
-from rewardkit.core.schema import Config
+from rewardsmith.demo.arith_problems import FORMATS, make_dataset
+from rewardsmith.core.batch import Batch
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+from rewardsmith.common.config import load_config
+from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
+from rewardsmith.common.rows import read_rows, write_rows
+from rewardsmith.core.schema import Config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 
@@ -41,8 +41,8 @@ def test_arith_validation_is_held_out_and_mixes_sources():
 
 
 def test_arith_answers_score_one_with_the_builtin_scorers():
-    from rewardkit.plugins.batch import RewardBatch
-    from rewardkit.plugins.factory import build_reward_manager
+    from rewardsmith.plugins.batch import RewardBatch
+    from rewardsmith.plugins.factory import build_reward_manager
 
     rows = make_dataset()["val"]
     manager = build_reward_manager(load_config(Config).reward_settings())
@@ -168,7 +168,7 @@ def test_batch_split_concat_and_pad_to_a_multiple():
 
 
 def test_mini_batches_shuffle_from_the_generator_and_count_tokens():
-    from rewardkit.core.batch import mini_batches
+    from rewardsmith.core.batch import mini_batches
 
     mask = torch.tensor([[1, 1], [1, 0], [0, 0], [1, 1], [1, 0], [1, 1]])
     b = Batch({"i": torch.arange(6), "response_mask": mask})

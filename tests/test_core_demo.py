@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from rewardkit.demo import before_after, format_table, plot_rewards, read_metrics, run_demo
+from rewardsmith.demo import before_after, format_table, plot_rewards, read_metrics, run_demo
 
 RECORDS = [
     {"step": 0, "val/reward/mean": 0.1, "val/reward/openai/gsm8k/mean": 0.2, "val/reward/math_dapo/mean": -0.5},

@@ -3,18 +3,18 @@
 import pytest
 import torch
 
-from rewardkit.core.batch import Batch
-from rewardkit.demo.char_tokenizer import CHAT_TEMPLATE, build_char_tokenizer
-from rewardkit.common.config import load_config
-from rewardkit.core.models import (
+from rewardsmith.core.batch import Batch
+from rewardsmith.demo.char_tokenizer import CHAT_TEMPLATE, build_char_tokenizer
+from rewardsmith.common.config import load_config
+from rewardsmith.core.models import (
     build_causal_lm,
     build_value_model,
     load_tokenizer,
     response_logprobs,
     response_values,
 )
-from rewardkit.core.rollout import HFRollout, SamplingParams, response_mask_from_eos
-from rewardkit.core.schema import Config
+from rewardsmith.core.rollout import HFRollout, SamplingParams, response_mask_from_eos
+from rewardsmith.core.schema import Config
 
 from core_helpers import TINY_MODEL
 
@@ -194,8 +194,8 @@ def test_llama_models_work_the_same_way(tokenizer):
 
 
 def test_sampling_params_come_from_the_one_sampling_section():
-    from rewardkit.common.errors import ConfigError
-    from rewardkit.core.rollout import build_rollout_engine
+    from rewardsmith.common.errors import ConfigError
+    from rewardsmith.core.rollout import build_rollout_engine
 
     config = load_config(Config, None, ["actor_rollout_ref.rollout.temperature=0.7", "actor_rollout_ref.rollout.top_k=5"])
     rollout = config.actor_rollout_ref.rollout

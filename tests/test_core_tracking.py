@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.core.tracking import Tracker
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.core.tracking import Tracker
 
 
 def lines(path):
@@ -35,7 +35,7 @@ def test_tensorboard_writes_events_or_says_how_to_install_it(tmp_path):
     try:
         import tensorboard  # noqa: F401
     except ImportError:
-        with pytest.raises(ConfigError, match=r"pip install 'rewardkit\[tensorboard\]'"):
+        with pytest.raises(ConfigError, match=r"pip install 'rewardsmith\[tensorboard\]'"):
             Tracker(tmp_path, ["tensorboard"])
         return
     tracker = Tracker(tmp_path, ["tensorboard"])

@@ -6,9 +6,9 @@ import torch
 
 from core_helpers import tiny_config
 
-from rewardkit.core.batch import MiniBatch
-from rewardkit.core.trainer import PPOTrainer
-from rewardkit.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
+from rewardsmith.core.batch import MiniBatch
+from rewardsmith.core.trainer import PPOTrainer
+from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
 
 
 def one_update(tmp_path, *overrides, recompute_old=False):

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.custom import load_custom_function
-from rewardkit.common.errors import CustomFunctionError
-from rewardkit.plugins.factory import build_reward_manager
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.custom import load_custom_function
+from rewardsmith.common.errors import CustomFunctionError
+from rewardsmith.plugins.factory import build_reward_manager
 
 # Exactly the shape of a verl user's file: positional parameters, no **kwargs, a helper import.
 VERL_FILE = '''
@@ -50,7 +50,7 @@ def test_custom_file_in_the_parallel_manager(make_config, verl_file):
 
 
 def test_pkg_path_loads_a_module():
-    fn = load_custom_function("pkg://rewardkit.reward_fns.gsm8k")
+    fn = load_custom_function("pkg://rewardsmith.reward_fns.gsm8k")
     assert fn("openai/gsm8k", "#### 3", "3") == 1.0
 
 

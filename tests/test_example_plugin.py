@@ -19,41 +19,41 @@ def test_pip_installed_example_plugin_is_discovered_and_used(tmp_path):
     py = venv / "bin" / "python"
     site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    # The fresh venv sees rewardkit and its (large) dependencies from the test's
+    # The fresh venv sees rewardsmith and its (large) dependencies from the test's
     # environment, so that only the plugin itself is installed here.
     (Path(site) / "_parent_env.pth").write_text(
         f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
 
-    def rewardkit(*args):
-        proc = subprocess.run([py, "-m", "rewardkit", *map(str, args)], capture_output=True, text=True, timeout=300)
+    def rewardsmith(*args):
+        proc = subprocess.run([py, "-m", "rewardsmith", *map(str, args)], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 
-    names = [p["name"] for p in json.loads(rewardkit("plugins", "--json"))]
+    names = [p["name"] for p in json.loads(rewardsmith("plugins", "--json"))]
     assert "example" not in names
 
     subprocess.run([py, "-m", "pip", "install", "-q", ROOT / "examples" / "plugin"],
                    check=True, timeout=300)
 
-    plugin = next(p for p in json.loads(rewardkit("plugins", "--json")) if p["name"] == "example")
-    assert plugin["distribution"] == "rewardkit-example-plugin"
+    plugin = next(p for p in json.loads(rewardsmith("plugins", "--json")) if p["name"] == "example")
+    assert plugin["distribution"] == "rewardsmith-example-plugin"
     assert plugin["version"] == "0.2.0"
     assert plugin["scorers"] == ["keyword_match"]
     assert plugin["reward_managers"] == ["brevity_bonus"]
     assert plugin["error"] is None
 
     out = tmp_path / "scored.jsonl"
-    rewardkit("score", ROOT / "examples/data/keywords.jsonl", "-o", out)
+    rewardsmith("score", ROOT / "examples/data/keywords.jsonl", "-o", out)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[0]["score"] == [1.0, pytest.approx(1 / 3)]
     assert rows[0]["reward_extra_info"][0]["found"] == 3
     assert rows[1]["score"] == 1.0
 
-    rewardkit("score", ROOT / "examples/data/keywords.jsonl", "-o", out,
+    rewardsmith("score", ROOT / "examples/data/keywords.jsonl", "-o", out,
               "reward_model.reward_manager=brevity_bonus", "reward_model.reward_kwargs.bonus=0.5")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[0]["score"] == [1.5, pytest.approx(1 / 3)]  # short and perfect earns the bonus
     assert rows[1]["score"] == 1.0  # perfect but long: no bonus
 
-    subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "rewardkit-example-plugin"], check=True)
-    assert "example" not in [p["name"] for p in json.loads(rewardkit("plugins", "--json"))]
+    subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "rewardsmith-example-plugin"], check=True)
+    assert "example" not in [p["name"] for p in json.loads(rewardsmith("plugins", "--json"))]

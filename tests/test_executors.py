@@ -7,7 +7,7 @@ import time
 
 from tqdm import tqdm
 
-from rewardkit.plugins.executors import ScoreJob, SerialExecutor, ThreadExecutor
+from rewardsmith.plugins.executors import ScoreJob, SerialExecutor, ThreadExecutor
 
 
 async def async_scorer(data_source, solution_str, ground_truth, extra_info=None):

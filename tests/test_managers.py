@@ -6,11 +6,11 @@ import textwrap
 import pytest
 import torch
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.plugins.batch import RewardBatch, token_level_scores
-from rewardkit.common.errors import RewardError, NotRegistered
-from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.plugins.managers.dapo import overlong_penalty
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.plugins.batch import RewardBatch, token_level_scores
+from rewardsmith.common.errors import RewardError, NotRegistered
+from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.plugins.managers.dapo import overlong_penalty
 
 FAULTY = '''
 import ctypes, os, time
@@ -101,7 +101,7 @@ def test_identical_samples_are_scored_once(make_config, faulty, tmp_path):
 
 
 WEIGHTED = '''
-from rewardkit import hookimpl
+from rewardsmith import hookimpl
 
 def exact(data_source, solution_str, ground_truth, extra_info=None):
     return float(solution_str == ground_truth)

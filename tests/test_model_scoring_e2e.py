@@ -1,6 +1,6 @@
 """The proof: a tiny reward model trained on the spot, loaded by path, and GRPO on rows that mix
 arithmetic (rules) and open-ended prompts (the reward model); both kinds' rewards rise. And a short
-GRPO run whose open-ended rows are scored by `rewardkit rm serve` and an LLM judge on loopback."""
+GRPO run whose open-ended rows are scored by `rewardsmith rm serve` and an LLM judge on loopback."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,10 +12,10 @@ import requests
 from core_helpers import tiny_overrides, write_inputs
 from model_scoring_helpers import ScriptedServer, rm_serve, save_random_rm
 
-from rewardkit.common.config import load_config
-from rewardkit.common.rows import read_rows, write_rows
-from rewardkit.demo import read_metrics
-from rewardkit.demo.preferences import OPEN_PROMPTS
+from rewardsmith.common.config import load_config
+from rewardsmith.common.rows import read_rows, write_rows
+from rewardsmith.demo import read_metrics
+from rewardsmith.demo.preferences import OPEN_PROMPTS
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "reward_model_mix" / "run.py"
 
@@ -63,10 +63,10 @@ def failing_judge(path, body, headers):
 
 @pytest.mark.slow
 def test_training_with_a_remote_reward_model_and_a_judge(tmp_path, monkeypatch):
-    """GRPO steps on rule rows and open-ended rows; each open row is scored by `rewardkit rm serve` (in its own
+    """GRPO steps on rule rows and open-ended rows; each open row is scored by `rewardsmith rm serve` (in its own
     process) and by a judge that fails on some rows: the failures are counted and training goes on."""
-    from rewardkit.core.schema import Config
-    from rewardkit.core.trainer import PPOTrainer
+    from rewardsmith.core.schema import Config
+    from rewardsmith.core.trainer import PPOTrainer
 
     paths = write_inputs(tmp_path, n_train=4, n_val=4)
     open_rows = load_example().open_rows

@@ -10,15 +10,15 @@ import pytest
 
 from model_scoring_helpers import ScriptedServer, save_random_causal_lm, vllm_server
 
-from rewardkit.common.config import to_dict
-from rewardkit.common.errors import ConfigError, RewardError
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.config import JudgeConfig
-from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.plugins.model_scoring.interface import ModelRequest
-from rewardkit.plugins.model_scoring.judge import LLMJudge, make_parser, template_fields
-from rewardkit.plugins.model_scoring.judge_cache import request_key
-from rewardkit.plugins.model_scoring.rate_limit import RateLimiter
+from rewardsmith.common.config import to_dict
+from rewardsmith.common.errors import ConfigError, RewardError
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.config import JudgeConfig
+from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.plugins.model_scoring.interface import ModelRequest
+from rewardsmith.plugins.model_scoring.judge import LLMJudge, make_parser, template_fields
+from rewardsmith.plugins.model_scoring.judge_cache import request_key
+from rewardsmith.plugins.model_scoring.rate_limit import RateLimiter
 
 SECRET = "sk-test-very-secret-key"
 
@@ -87,7 +87,7 @@ def test_missing_api_key_variable_is_named(make_config, judge_server, monkeypatc
 
 
 FORMAT_PLUGIN = '''
-from rewardkit import hookimpl
+from rewardsmith import hookimpl
 
 def starts_with_answer(data_source, solution_str, ground_truth, extra_info=None):
     return float(solution_str.startswith("Answer:"))
@@ -186,7 +186,7 @@ async def compute_score(data_source, solution_str, ground_truth, extra_info, rew
 
 
 def test_verl_generative_judge_function_runs_unchanged(tmp_path, make_config, judge_server):
-    from rewardkit.demo.char_tokenizer import build_char_tokenizer
+    from rewardsmith.demo.char_tokenizer import build_char_tokenizer
     build_char_tokenizer().save_pretrained(tmp_path / "judge_tok")
     (tmp_path / "genrm.py").write_text(VERL_GENRM)
     cfg = make_config(f"reward.custom_reward_function.path={tmp_path / 'genrm.py'}", f"reward_model.judge.base_url={judge_server.url}/v1",

@@ -6,12 +6,12 @@ import torch
 
 from model_scoring_helpers import save_random_rm
 
-from rewardkit.common.errors import ConfigError, RewardError
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.config import RewardModelPathConfig
-from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.plugins.model_scoring.interface import ModelRequest
-from rewardkit.plugins.model_scoring.local_rm import LocalRewardModel, length_sorted_batches, truncate_left
+from rewardsmith.common.errors import ConfigError, RewardError
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.config import RewardModelPathConfig
+from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.plugins.model_scoring.interface import ModelRequest
+from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel, length_sorted_batches, truncate_left
 
 torch.set_num_threads(1)
 PROMPT = [{"role": "user", "content": "Say something."}]
@@ -57,7 +57,7 @@ def test_batched_scores_equal_one_by_one_and_truncation_is_counted(rm_path):
 
 
 def _render(model, prompt, response):
-    from rewardkit.plugins.model_scoring.interface import render_chat
+    from rewardsmith.plugins.model_scoring.interface import render_chat
     return render_chat(model.tokenizer, prompt, response)
 
 
@@ -130,9 +130,9 @@ def test_component_gate_must_name_an_earlier_component(make_config):
         make_config("reward_model.components={x: {b: {gate: c}, c: {}}}")
 
 
-def test_rewardkit_score_scores_model_rows_offline_with_a_column_per_component(rm_path, tmp_path, capsys):
-    from rewardkit.cli import main
-    from rewardkit.common.rows import read_rows, write_rows
+def test_rewardsmith_score_scores_model_rows_offline_with_a_column_per_component(rm_path, tmp_path, capsys):
+    from rewardsmith.cli import main
+    from rewardsmith.common.rows import read_rows, write_rows
 
     rows = [{"data_source": "openai/gsm8k", "prompt": "1+3?", "reward_model": {"style": "rule", "ground_truth": "4"},
              "response": "#### 4"},

@@ -1,4 +1,4 @@
-"""Reward-model servers: `rewardkit rm serve` and the remote client, against real servers on loopback."""
+"""Reward-model servers: `rewardsmith rm serve` and the remote client, against real servers on loopback."""
 from __future__ import annotations
 
 import os
@@ -12,13 +12,13 @@ import torch
 
 from model_scoring_helpers import ScriptedServer, rm_serve, save_random_rm, vllm_server
 
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.config import RemoteRewardModelConfig, RewardModelPathConfig
-from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.plugins.model_scoring.interface import ModelRequest, render_chat
-from rewardkit.plugins.model_scoring.local_rm import LocalRewardModel
-from rewardkit.plugins.model_scoring.remote_rm import RemoteRewardModel
-from rewardkit.plugins.model_scoring.rm_server import make_server
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.config import RemoteRewardModelConfig, RewardModelPathConfig
+from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.plugins.model_scoring.interface import ModelRequest, render_chat
+from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
+from rewardsmith.plugins.model_scoring.remote_rm import RemoteRewardModel
+from rewardsmith.plugins.model_scoring.rm_server import make_server
 
 torch.set_num_threads(1)
 PROMPT = [{"role": "user", "content": "Say something."}]
@@ -81,7 +81,7 @@ def test_rm_serve_batches_concurrent_requests(rm_path):
 
 
 def test_rm_serve_refuses_a_public_host_without_a_token(rm_path, capsys):
-    from rewardkit.cli import main
+    from rewardsmith.cli import main
     assert main(["rm", "serve", str(rm_path), "--host", "0.0.0.0", "--port", "0"]) == 2
     assert "refusing to serve on non-loopback host '0.0.0.0' without --token" in capsys.readouterr().err
 

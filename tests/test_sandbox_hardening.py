@@ -15,8 +15,8 @@ import uuid
 import pytest
 import requests
 
-from rewardkit.sandbox import cgroups
-from rewardkit.sandbox.testing import isolation_unavailable, processes_of_uids, running_server
+from rewardsmith.sandbox import cgroups
+from rewardsmith.sandbox.testing import isolation_unavailable, processes_of_uids, running_server
 
 NO_ISOLATION = isolation_unavailable()
 pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
@@ -33,7 +33,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 def url():
     # One worker: consecutive runs are forked by the same worker.
     with running_server("--workers", "1", "--base-uid", str(BASE_UID), "--max-fetch-mb", "8",
-                        env={"REWARDKIT_SANDBOX_TOKEN": TOKEN, "TRAINING_HOST_SECRET": HOST_SECRET}) as base:
+                        env={"REWARDSMITH_SANDBOX_TOKEN": TOKEN, "TRAINING_HOST_SECRET": HOST_SECRET}) as base:
         yield base
 
 
@@ -133,7 +133,7 @@ def test_socket_families_outside_the_allow_list_are_refused(url):
 
 def test_host_unix_sockets_are_unreachable(url, tmp_path_factory):
     """Finding 4: a host service listening on a world-writable path-bound socket."""
-    path = f"/var/tmp/rewardkit-test-{uuid.uuid4().hex[:12]}.sock"
+    path = f"/var/tmp/rewardsmith-test-{uuid.uuid4().hex[:12]}.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     os.chmod(path, 0o666)

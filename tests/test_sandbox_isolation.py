@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from rewardkit.sandbox.testing import isolation_unavailable, processes_of_uids, running_server
+from rewardsmith.sandbox.testing import isolation_unavailable, processes_of_uids, running_server
 
 NO_ISOLATION = isolation_unavailable()
 pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
@@ -336,7 +336,7 @@ def test_shared_network_namespace_keeps_nothing_between_runs(one_worker_url):
     leave = textwrap.dedent("""
         import fcntl, os, socket, struct, time
         try:
-            socket.socket(socket.AF_UNIX).bind("\\0rewardkit-leak"); print("ABSTRACT NAME BOUND")
+            socket.socket(socket.AF_UNIX).bind("\\0rewardsmith-leak"); print("ABSTRACT NAME BOUND")
         except OSError as exc:
             print("no unix socket", type(exc).__name__)
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from rewardkit.sandbox.testing import isolation_unavailable, processes_of_uids, running_server
+from rewardsmith.sandbox.testing import isolation_unavailable, processes_of_uids, running_server
 
 NO_ISOLATION = isolation_unavailable()
 pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))

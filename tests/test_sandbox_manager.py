@@ -9,9 +9,9 @@ import pytest
 import requests
 import torch
 
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.sandbox.testing import free_port, isolation_unavailable, running_server
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.sandbox.testing import free_port, isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
 
@@ -100,7 +100,7 @@ def test_a_batch_of_1024_responses_keeps_every_worker_busy(make_config):
     assert status["peak_busy_workers"] == 4 and status["runs_by_verdict"] == {"OK": 1024}
 
 
-def test_rewardkit_score_cli_with_the_sandbox_manager(tmp_path):
+def test_rewardsmith_score_cli_with_the_sandbox_manager(tmp_path):
     rows = [
         {"data_source": "codecontests", "prompt": [{"role": "user", "content": "square"}], "ability": "code",
          "reward_model": {"style": "rule", "ground_truth": SQUARE}, "extra_info": {},
@@ -112,7 +112,7 @@ def test_rewardkit_score_cli_with_the_sandbox_manager(tmp_path):
     source, scored = tmp_path / "rows.jsonl", tmp_path / "scored.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))
     with server("--workers", "2") as url:
-        done = subprocess.run([sys.executable, "-m", "rewardkit", "score", str(source), "-o", str(scored),
+        done = subprocess.run([sys.executable, "-m", "rewardsmith", "score", str(source), "-o", str(scored),
                                "reward_model.reward_manager=sandbox",
                                f"reward_model.sandbox_fusion.url={url}/run_code"],
                               capture_output=True, text=True, timeout=120)

@@ -12,11 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from rewardkit.common.config import load_config
-from rewardkit.core.schema import Config
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.factory import build_reward_manager
-from rewardkit.sandbox.client import PLAIN_START, AdaptiveLimit, SandboxClient
+from rewardsmith.common.config import load_config
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.sandbox.client import PLAIN_START, AdaptiveLimit, SandboxClient
 
 
 class PlainSandboxFusion:
@@ -145,7 +145,7 @@ def test_sandbox_manager_against_a_plain_server_serving_two_at_a_time(caplog):
             "reward_model.timeout=6", "reward_model.sandbox_fusion.retry_backoff=0.01",
         ]).reward_settings()
         assert settings.reward_model.sandbox_fusion.max_concurrent == 64  # the default
-        with caplog.at_level(logging.WARNING, logger="rewardkit.sandbox.client"):
+        with caplog.at_level(logging.WARNING, logger="rewardsmith.sandbox.client"):
             with build_reward_manager(settings) as manager:
                 out = manager(RewardBatch(["codecontests"] * 32, responses, [gt] * 32))
     assert out.extra_info["reward_status"] == ["ok"] * 32, out.extra_info["reward_error"]

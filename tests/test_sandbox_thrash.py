@@ -22,8 +22,8 @@ import uuid
 import pytest
 import requests
 
-from rewardkit.sandbox import cgroups
-from rewardkit.sandbox.testing import isolation_unavailable, running_server
+from rewardsmith.sandbox import cgroups
+from rewardsmith.sandbox.testing import isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable() or (None if cgroups.parent_dir() else "this host has no memory cgroup "
                                                                                "controller (v1 or v2)")
@@ -40,7 +40,7 @@ def url():
 
 @pytest.fixture(scope="module")
 def big_file():
-    path = f"/var/tmp/rewardkit-thrash-{uuid.uuid4().hex[:12]}.bin"
+    path = f"/var/tmp/rewardsmith-thrash-{uuid.uuid4().hex[:12]}.bin"
     with open(path, "wb") as fh:
         fh.write(os.urandom(FILE_MB << 20))
         os.fchmod(fh.fileno(), 0o644)

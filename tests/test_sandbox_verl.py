@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.sandbox.testing import isolation_unavailable, running_server
+from rewardsmith.sandbox.testing import isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
 

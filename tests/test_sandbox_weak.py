@@ -13,9 +13,9 @@ import sys
 import pytest
 import requests
 
-from rewardkit.sandbox.jail import first_closed_ancestor
-from rewardkit.sandbox.server import base_interpreter
-from rewardkit.sandbox.testing import free_port, running_server
+from rewardsmith.sandbox.jail import first_closed_ancestor
+from rewardsmith.sandbox.server import base_interpreter
+from rewardsmith.sandbox.testing import free_port, running_server
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (Debian package util-linux) is not installed"),
@@ -25,7 +25,7 @@ NO_SYS_ADMIN = ("setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin")
 
 
 def test_refuses_to_start_and_names_the_missing_layers():
-    cmd = [*NO_SYS_ADMIN, sys.executable, "-m", "rewardkit.sandbox.cli", "serve", "--port", str(free_port())]
+    cmd = [*NO_SYS_ADMIN, sys.executable, "-m", "rewardsmith.sandbox.cli", "serve", "--port", str(free_port())]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "refusing to start" in done.stderr
@@ -35,7 +35,7 @@ def test_refuses_to_start_and_names_the_missing_layers():
 
 
 def test_refuses_uids_of_existing_accounts():
-    cmd = [sys.executable, "-m", "rewardkit", "sandbox", "serve", "--port", str(free_port()), "--base-uid", "0"]
+    cmd = [sys.executable, "-m", "rewardsmith", "sandbox", "serve", "--port", str(free_port()), "--base-uid", "0"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "0 (root)" in done.stderr and "--base-uid" in done.stderr
@@ -55,7 +55,7 @@ def test_refuses_an_interpreter_programs_cannot_read():
     python = base_interpreter()
     if first_closed_ancestor(os.path.dirname(os.path.dirname(python))) is None:
         pytest.skip(f"{python} is readable by everyone here; nothing to refuse")
-    cmd = [*NO_SYS_ADMIN, sys.executable, "-m", "rewardkit", "sandbox", "serve", "--port", str(free_port()),
+    cmd = [*NO_SYS_ADMIN, sys.executable, "-m", "rewardsmith", "sandbox", "serve", "--port", str(free_port()),
            "--allow-weak-isolation"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.reward_fns import math_answer
-from rewardkit.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
-from rewardkit.reward_fns.answer_normalize import (
+from rewardsmith.reward_fns import math_answer
+from rewardsmith.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
+from rewardsmith.reward_fns.answer_normalize import (
     canonical_answer,
     parse_number,
     restated_numbers,
     split_assignment,
     words_to_number,
 )
-from rewardkit.reward_fns.math_equivalence import GradingPolicy, approximates, quick_judge
+from rewardsmith.reward_fns.math_equivalence import GradingPolicy, approximates, quick_judge
 
 LENIENT = GradingPolicy(accept_decimal_approximation=True, accept_decimal_for_percent=True)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardkit.reward_fns import gsm8k, latex_boxes, math_dapo, math_reward, math_verify_port, search_r1_qa_em
+from rewardsmith.reward_fns import gsm8k, latex_boxes, math_dapo, math_reward, math_verify_port, search_r1_qa_em
 
 FILLER = " and so on" * 40  # 400 characters, longer than the 300-character tails
 
@@ -218,6 +218,6 @@ def test_search_r1_format_score_subem_and_bad_gold():
     ],
 )
 def test_routing_by_data_source_as_in_verl(data_source, response, gold, expected):
-    from rewardkit import compute_score
+    from rewardsmith import compute_score
 
     assert compute_score(data_source, response, gold) == expected

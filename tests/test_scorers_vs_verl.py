@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.reward_fns import gsm8k, math_dapo, math_reward, math_verify_port, search_r1_qa_em
+from rewardsmith.reward_fns import gsm8k, math_dapo, math_reward, math_verify_port, search_r1_qa_em
 
 CASES = [json.loads(line) for line in (Path(__file__).parent / "data" / "math_answer_cases.jsonl").read_text().splitlines()]
 

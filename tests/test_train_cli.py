@@ -1,14 +1,14 @@
-"""`rewardkit train` and `rewardkit sft` end to end, through the real command line entry point."""
+"""`rewardsmith train` and `rewardsmith sft` end to end, through the real command line entry point."""
 import json
 
 import yaml
 
 from core_helpers import TINY_MODEL, write_inputs
 
-from rewardkit.cli import main
-from rewardkit.core.models import build_causal_lm, load_tokenizer
-from rewardkit.common.config import load_config
-from rewardkit.core.schema import Config
+from rewardsmith.cli import main
+from rewardsmith.core.models import build_causal_lm, load_tokenizer
+from rewardsmith.common.config import load_config
+from rewardsmith.core.schema import Config
 
 
 def write_config(tmp_path, paths, **extra):

@@ -10,8 +10,8 @@ import torch
 
 from core_helpers import tiny_overrides, write_inputs
 
-from rewardkit.core.trainer import TIMING_PREFIXES
-from rewardkit.sandbox.testing import free_port
+from rewardsmith.core.trainer import TIMING_PREFIXES
+from rewardsmith.sandbox.testing import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -38,9 +38,9 @@ LOSSES = ("actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/grad_norm", 
 
 
 def train(overrides, ranks: int) -> str:
-    """Runs `rewardkit train` on ``ranks`` torchrun ranks; returns its standard output."""
+    """Runs `rewardsmith train` on ``ranks`` torchrun ranks; returns its standard output."""
     launcher = ([sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={ranks}", "--master-addr=127.0.0.1",
-                 f"--master-port={free_port()}", "-m", "rewardkit"] if ranks > 1 else [sys.executable, "-m", "rewardkit"])
+                 f"--master-port={free_port()}", "-m", "rewardsmith"] if ranks > 1 else [sys.executable, "-m", "rewardsmith"])
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([*launcher, "train", *overrides], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -5,7 +5,7 @@ import pytest
 
 from core_helpers import tiny_config
 
-from rewardkit.core.trainer import PPOTrainer
+from rewardsmith.core.trainer import PPOTrainer
 
 
 def mean_score(records, steps):
@@ -35,7 +35,7 @@ def test_reward_rises_on_a_simple_reward(tmp_path, estimator):
 
 @pytest.mark.slow
 def test_demo_raises_held_out_reward_to_the_target(tmp_path, capsys):
-    from rewardkit.cli import main
+    from rewardsmith.cli import main
 
     assert main(["demo", f"trainer.default_local_dir={tmp_path / 'demo'}"]) == 0
     out = capsys.readouterr().out

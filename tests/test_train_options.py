@@ -3,9 +3,9 @@ import torch
 
 from core_helpers import tiny_config
 
-from rewardkit.core.tensor_ops import masked_whiten
-from rewardkit.core.reward_masking import last_valid_values
-from rewardkit.core.trainer import PPOTrainer
+from rewardsmith.core.tensor_ops import masked_whiten
+from rewardsmith.core.reward_masking import last_valid_values
+from rewardsmith.core.trainer import PPOTrainer
 
 
 def experience(tmp_path, *overrides):

@@ -16,9 +16,9 @@ import torch
 from core_helpers import tiny_overrides, write_inputs
 from test_train_distributed import FSDP2, GREEDY, LOSSES, OPTIONS, metrics, train
 
-from rewardkit.sandbox.testing import free_port
+from rewardsmith.sandbox.testing import free_port
 
-pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardkit[ray]')")
+pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardsmith[ray]')")
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +41,7 @@ def processes_tagged(tag: str) -> list[str]:
 
 def test_ray_worker_groups_match_one_process_resume_and_shut_down(tmp_path, monkeypatch):
     # Every process of these runs inherits the tag, so processes of other Ray users on the machine do not count.
-    tag = f"REWARDKIT_RAY_TEST={uuid.uuid4().hex}"
+    tag = f"REWARDSMITH_RAY_TEST={uuid.uuid4().hex}"
     monkeypatch.setenv(*tag.split("="))
     paths = write_inputs(tmp_path)
     common = [*tiny_overrides(tmp_path, paths), *OPTIONS, *GREEDY]
@@ -86,9 +86,9 @@ class RankEcho:
 def test_a_dead_rank_is_reported_by_role_and_rank():
     import ray
 
-    from rewardkit.common.config import load_config
-    from rewardkit.core.ray_workers import RayBackend
-    from rewardkit.core.schema import Config
+    from rewardsmith.common.config import load_config
+    from rewardsmith.core.ray_workers import RayBackend
+    from rewardsmith.core.schema import Config
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -111,7 +111,7 @@ def test_a_dead_rank_is_reported_by_role_and_rank():
 def test_a_run_joins_the_cluster_in_ray_address_and_frees_what_it_took(tmp_path, monkeypatch):
     """An existing cluster (`ray start --head`) is joined through RAY_ADDRESS, not replaced by a local one,
     and stays up after the run with all its CPUs free again."""
-    tag = f"REWARDKIT_RAY_TEST={uuid.uuid4().hex}"
+    tag = f"REWARDSMITH_RAY_TEST={uuid.uuid4().hex}"
     monkeypatch.setenv(*tag.split("="))
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     # Ray >= 2.5x clusters from `ray start` require a token; a driver joining one says so (docs/training.md).

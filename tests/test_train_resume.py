@@ -5,7 +5,7 @@ import pytest
 
 from core_helpers import tiny_config
 
-from rewardkit.core.trainer import TIMING_PREFIXES, PPOTrainer
+from rewardsmith.core.trainer import TIMING_PREFIXES, PPOTrainer
 
 # Everything a checkpoint must carry: critic and actor optimizers, the adaptive
 # KL controller, the reward-mask generator, gradient accumulation, data position.

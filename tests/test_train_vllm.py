@@ -11,7 +11,7 @@ pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs 
 from core_helpers import TINY_MODEL, tiny_config, tiny_overrides, write_inputs  # noqa: E402
 from test_train_distributed import FSDP2, train  # noqa: E402
 
-from rewardkit.core.trainer import PPOTrainer  # noqa: E402
+from rewardsmith.core.trainer import PPOTrainer  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def test_engine_log_probs_match_actor_after_each_update_and_after_resume(tmp_pat
 
 def test_engines_of_sharded_ray_ranks_take_the_full_weights(tmp_path):
     """Two FSDP2 ranks as Ray actors, each with its own engine, synced from the sharded actor."""
-    pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardkit[ray]')")
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'rewardsmith[ray]')")
     paths = write_inputs(tmp_path)
     train([*tiny_overrides(tmp_path, paths), *OVERRIDES, *FSDP2, "trainer.backend=ray", "trainer.ray.cpus_per_rank=0.5",
            "data.val_files=[]", "trainer.total_training_steps=2"], ranks=1)
@@ -78,7 +78,7 @@ def test_engines_of_sharded_ray_ranks_take_the_full_weights(tmp_path):
 # About 4 minutes on 2 idle cores; twice that when other jobs share them.
 @pytest.mark.timeout(1500)
 def test_demo_with_the_vllm_rollout_raises_held_out_reward_to_the_target(tmp_path, capsys):
-    from rewardkit.cli import main
+    from rewardsmith.cli import main
 
     assert main(["demo", "actor_rollout_ref.rollout.name=vllm", f"trainer.default_local_dir={tmp_path / 'demo'}"]) == 0
     assert "(target 0.8: reached)" in capsys.readouterr().out

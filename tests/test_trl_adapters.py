@@ -1,5 +1,5 @@
-"""rewardkit and TRL both ways: distinct reward-function names in a real GRPOTrainer,
-and TRL reward functions registered as rewardkit scorers."""
+"""rewardsmith and TRL both ways: distinct reward-function names in a real GRPOTrainer,
+and TRL reward functions registered as rewardsmith scorers."""
 from __future__ import annotations
 
 import inspect
@@ -7,18 +7,18 @@ import inspect
 import pytest
 import torch
 
-import rewardkit
-from rewardkit.common.config import load_config
-from rewardkit.core.schema import Config
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.factory import build_reward_manager
+import rewardsmith
+from rewardsmith.common.config import load_config
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.factory import build_reward_manager
 
 from core_helpers import TINY_MODEL
 
 # TRL's own shapes (trl.rewards): conversational completions, `solution` column, None = cannot judge.
 TRL_PLUGIN = '''
 import re
-from rewardkit import hookimpl, scorer_from_trl
+from rewardsmith import hookimpl, scorer_from_trl
 
 def accuracy_reward(completions, solution, **kwargs):
     contents = [completion[0]["content"] for completion in completions]
@@ -65,13 +65,13 @@ def test_trl_reward_functions_run_as_scorers(installed_plugins, manager):
 def test_trl_reward_funcs_get_distinct_descriptive_names(tmp_path):
     path = tmp_path / "digits.py"
     path.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 1.0\n")
-    funcs = [rewardkit.trl_reward_func(), rewardkit.trl_reward_func(), rewardkit.trl_reward_func("gsm8k"),
-             rewardkit.trl_reward_func(overrides=[f"custom_reward_function.path={path}"]),
-             rewardkit.trl_reward_func(data_source="openai/gsm8k", name="my_gsm8k")]
+    funcs = [rewardsmith.trl_reward_func(), rewardsmith.trl_reward_func(), rewardsmith.trl_reward_func("gsm8k"),
+             rewardsmith.trl_reward_func(overrides=[f"custom_reward_function.path={path}"]),
+             rewardsmith.trl_reward_func(data_source="openai/gsm8k", name="my_gsm8k")]
     try:
         names = [f.__name__ for f in funcs]
         assert len(set(names)) == len(names)
-        assert names[0].startswith("rewardkit") and names[1].startswith("rewardkit")
+        assert names[0].startswith("rewardsmith") and names[1].startswith("rewardsmith")
         assert names[2].startswith("gsm8k") and names[3].startswith("digits.compute_score")
         assert names[4].startswith("my_gsm8k")
     finally:
@@ -80,8 +80,8 @@ def test_trl_reward_funcs_get_distinct_descriptive_names(tmp_path):
 
 
 def _tiny_model(tmp_path):
-    from rewardkit.core.models import build_causal_lm
-    from rewardkit.demo.char_tokenizer import build_char_tokenizer
+    from rewardsmith.core.models import build_causal_lm
+    from rewardsmith.demo.char_tokenizer import build_char_tokenizer
 
     tokenizer = build_char_tokenizer()
     torch.manual_seed(0)
@@ -98,14 +98,14 @@ def test_two_adapters_in_one_grpo_trainer_log_two_metric_lines(tmp_path):
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, TrainerCallback
 
-    from rewardkit.core.models import load_tokenizer
+    from rewardsmith.core.models import load_tokenizer
 
     torch.set_num_threads(1)
     digits = tmp_path / "digits.py"
     digits.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
                       "    return sum(c.isdigit() for c in solution_str) / max(1, len(solution_str))\n")
-    first = rewardkit.trl_reward_func()  # routes by the data_source column
-    second = rewardkit.trl_reward_func(overrides=[f"custom_reward_function.path={digits}"])
+    first = rewardsmith.trl_reward_func()  # routes by the data_source column
+    second = rewardsmith.trl_reward_func(overrides=[f"custom_reward_function.path={digits}"])
     assert first.__name__ != second.__name__
     rows = [{"prompt": [{"role": "user", "content": f"{a}+{a}="}], "data_source": "openai/gsm8k",
              "reward_model": {"ground_truth": str(2 * a)}} for a in range(4)]

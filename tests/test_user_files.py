@@ -2,7 +2,7 @@
 
 Batched files (verl's ``batch`` manager), files importing from the launch
 directory, async files reading verl's injected keys, wrong signatures, and
-files whose own network call fails — through the managers, ``rewardkit score``
+files whose own network call fails — through the managers, ``rewardsmith score``
 (the real console script) and every spelling of ``custom_reward_function.path``.
 """
 from __future__ import annotations
@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 import torch
 
-import rewardkit
+import rewardsmith
 
-from rewardkit.common.config import load_config
-from rewardkit.common.errors import CustomFunctionError, RewardError, SystematicScorerError
-from rewardkit.common.rows import read_rows, write_rows
-from rewardkit.core.schema import Config
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.custom import load_custom_function
-from rewardkit.plugins.factory import build_reward_manager
+from rewardsmith.common.config import load_config
+from rewardsmith.common.errors import CustomFunctionError, RewardError, SystematicScorerError
+from rewardsmith.common.rows import read_rows, write_rows
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.custom import load_custom_function
+from rewardsmith.plugins.factory import build_reward_manager
 
-CONSOLE_SCRIPT = Path(sys.executable).parent / "rewardkit"
+CONSOLE_SCRIPT = Path(sys.executable).parent / "rewardsmith"
 
 BATCHED = '''
 def compute_score(data_sources, solution_strs, ground_truths, extra_infos, bonus=0.0, **kwargs):
@@ -274,7 +274,7 @@ def _launch_dir(tmp_path):
 @pytest.mark.parametrize("manager", ["naive", "parallel"])
 def test_a_file_importing_from_the_launch_directory(tmp_path, manager):
     if not CONSOLE_SCRIPT.exists():
-        pytest.skip(f"the rewardkit console script is not installed next to {sys.executable}")
+        pytest.skip(f"the rewardsmith console script is not installed next to {sys.executable}")
     repo = _launch_dir(tmp_path)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("PYTHONPATH", None)
@@ -287,14 +287,14 @@ def test_a_file_importing_from_the_launch_directory(tmp_path, manager):
 
 
 @pytest.mark.slow
-def test_rewardkit_score_exits_non_zero_on_a_broken_file(tmp_path):
+def test_rewardsmith_score_exits_non_zero_on_a_broken_file(tmp_path):
     path = write(tmp_path, "old.py", '''
         def compute_score(data_source, solution_str, ground_truth, extra_info=None):
             from recipe.nowhere import grader
             return 1.0
     ''')
     write_rows(tmp_path / "rows.jsonl", [{"data_source": "x", "reward_model": {"ground_truth": "1"}, "response": ["1", "2"]}])
-    proc = subprocess.run([sys.executable, "-m", "rewardkit", "score", "rows.jsonl", f"custom_reward_function.path={path}"],
+    proc = subprocess.run([sys.executable, "-m", "rewardsmith", "score", "rows.jsonl", f"custom_reward_function.path={path}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert "No module named 'recipe'" in proc.stderr and "old.py:compute_score" in proc.stderr
@@ -308,7 +308,7 @@ def test_batched_file_trains_and_a_broken_file_stops_before_the_update(tmp_path)
     sys.path.insert(0, str(Path(__file__).parent))
     from core_helpers import tiny_config
 
-    from rewardkit.core.trainer import PPOTrainer
+    from rewardsmith.core.trainer import PPOTrainer
 
     batched = write(tmp_path, "digits_batched.py", '''
         def compute_score(data_sources, solution_strs, ground_truths, extra_infos, **kwargs):
@@ -341,7 +341,7 @@ def test_batched_file_trains_and_a_broken_file_stops_before_the_update(tmp_path)
 
 def test_trl_adapter_runs_batched_and_stops_on_broken_files(tmp_path):
     batched = write(tmp_path, "batched.py", BATCHED)
-    reward = rewardkit.trl_reward_func(overrides=[f"custom_reward_function.path={batched}",
+    reward = rewardsmith.trl_reward_func(overrides=[f"custom_reward_function.path={batched}",
                                                   "reward_model.reward_manager=batch"])
     try:
         assert reward.__name__.startswith("batched.compute_score")
@@ -352,7 +352,7 @@ def test_trl_adapter_runs_batched_and_stops_on_broken_files(tmp_path):
         def compute_score(data_source, solution_str, ground_truth, extra_info=None):
             import module_that_is_not_installed
     ''')
-    reward = rewardkit.trl_reward_func(overrides=[f"custom_reward_function.path={broken}"])
+    reward = rewardsmith.trl_reward_func(overrides=[f"custom_reward_function.path={broken}"])
     try:
         with pytest.raises(SystematicScorerError, match="module_that_is_not_installed"):
             reward(prompts=["p"], completions=["1"], data_source=["a"], ground_truth=["1"])

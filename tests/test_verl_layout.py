@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from rewardkit.common.config import load_config
-from rewardkit.common.errors import ConfigError
-from rewardkit.core.schema import Config
-from rewardkit.plugins.verl_layout import map_reward_layout
+from rewardsmith.common.config import load_config
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins.verl_layout import map_reward_layout
 
 
 def test_new_layout_maps_onto_the_schema(tmp_path):

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from rewardkit.common.function_refs import FunctionRef
-from rewardkit.common.hard_timeout_pool import Task, WorkerPool, run_with_hard_timeout
+from rewardsmith.common.function_refs import FunctionRef
+from rewardsmith.common.hard_timeout_pool import Task, WorkerPool, run_with_hard_timeout
 
 SLEEP = FunctionRef("time", "sleep")
 EXIT = FunctionRef("os", "_exit")
@@ -63,8 +63,8 @@ def test_script_without_main_guard_can_use_the_pool(tmp_path):
     # multiprocessing's spawn/forkserver would re-run this script in every worker.
     script = tmp_path / "user_script.py"
     script.write_text(textwrap.dedent("""
-        from rewardkit.common.function_refs import FunctionRef
-        from rewardkit.common.hard_timeout_pool import Task, WorkerPool
+        from rewardsmith.common.function_refs import FunctionRef
+        from rewardsmith.common.hard_timeout_pool import Task, WorkerPool
         pool = WorkerPool(2)
         print(sum(r.value for r in pool.map([Task(FunctionRef("math", "sqrt"), (4,))] * 4)))
         pool.close()

@@ -1,17 +1,17 @@
 """A verl-style *batched* reward file: one call per batch (``reward_manager=batch``).
 
-    rewardkit score examples/data/math_responses.jsonl \
+    rewardsmith score examples/data/math_responses.jsonl \
         reward_model.reward_manager=batch \
         custom_reward_function.path=examples/custom_reward/batched_rarity.py \
         custom_reward_function.reward_kwargs.rarity_bonus=0.5
 
-Correctness comes from rewardkit's built-in routing; the batched shape lets
+Correctness comes from rewardsmith's built-in routing; the batched shape lets
 each response be judged against the others for the same question: a correct
 answer that most of its siblings missed earns up to ``rarity_bonus`` more.
 """
 from collections import defaultdict
 
-from rewardkit import compute_score as builtin_score
+from rewardsmith import compute_score as builtin_score
 
 
 def compute_score(data_sources, solution_strs, ground_truths, extra_infos, rarity_bonus=0.0, **kwargs):

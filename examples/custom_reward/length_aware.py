@@ -1,13 +1,13 @@
 """A verl-style custom reward file: point custom_reward_function.path at it.
 
-    rewardkit score examples/data/math_responses.jsonl \
+    rewardsmith score examples/data/math_responses.jsonl \
         custom_reward_function.path=examples/custom_reward/length_aware.py \
         custom_reward_function.reward_kwargs.max_words=60
 
-It reuses rewardkit's built-in routing for correctness and subtracts a small
+It reuses rewardsmith's built-in routing for correctness and subtracts a small
 penalty for rambling answers.
 """
-from rewardkit import compute_score as builtin_score
+from rewardsmith import compute_score as builtin_score
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, max_words=100):

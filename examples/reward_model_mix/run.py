@@ -4,7 +4,7 @@
 
 1. A synthetic preference made on the spot: among two short responses, the one
    with the larger share of the letter 'a' is preferred (learnable and
-   checkable). `rewardkit rm train` learns it and saves the model.
+   checkable). `rewardsmith rm train` learns it and saves the model.
 2. A dataset mixing the demo's arithmetic rows (`style: rule`, scored by the
    gsm8k / MATH / DAPO rules) with open-ended rows (`style: model`,
    data_source `open/chat`, scored by the reward model loaded by path).
@@ -21,13 +21,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rewardkit.common.config import load_config
-from rewardkit.common.rows import write_rows
-from rewardkit.core.reward_model_training import RMTrainConfig, train_reward_model
-from rewardkit.demo import DEMO_OVERRIDES, before_after, format_table, read_metrics
-from rewardkit.demo.arith_problems import make_dataset
-from rewardkit.demo.char_tokenizer import build_char_tokenizer
-from rewardkit.demo.preferences import OPEN_PROMPTS, preference_pairs
+from rewardsmith.common.config import load_config
+from rewardsmith.common.rows import write_rows
+from rewardsmith.core.reward_model_training import RMTrainConfig, train_reward_model
+from rewardsmith.demo import DEMO_OVERRIDES, before_after, format_table, read_metrics
+from rewardsmith.demo.arith_problems import make_dataset
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+from rewardsmith.demo.preferences import OPEN_PROMPTS, preference_pairs
 
 OPEN_SOURCE = "open/chat"
 TINY_RM = ("{model_type: qwen2, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
@@ -65,9 +65,9 @@ def prepare(out: Path, pairs: int = 600, rm_epochs: int = 3) -> dict[str, Path]:
 
 def run(out: Path, overrides: list[str] = (), sft_epochs: int = 40) -> dict:
     """Prepare, warm-start, train; returns the before/after validation means and the RM's accuracy."""
-    from rewardkit.core.schema import Config
-    from rewardkit.core.sft import run_sft
-    from rewardkit.core.trainer import PPOTrainer
+    from rewardsmith.core.schema import Config
+    from rewardsmith.core.sft import run_sft
+    from rewardsmith.core.trainer import PPOTrainer
 
     paths = prepare(out)
     common = [*DEMO_OVERRIDES, f"trainer.default_local_dir={out / 'run'}", f"data.tokenizer={paths['tokenizer']}",

@@ -1,12 +1,12 @@
 """Built-in reward managers, registered through the same hook as third-party ones."""
 from __future__ import annotations
 
-from rewardkit.common.hooks import hookimpl
-from rewardkit.plugins.managers.base import RewardManager
-from rewardkit.plugins.managers.batch import BatchRewardManager
-from rewardkit.plugins.managers.dapo import DapoRewardManager
-from rewardkit.plugins.managers.naive import NaiveRewardManager
-from rewardkit.plugins.managers.parallel import ParallelRewardManager
+from rewardsmith.common.hooks import hookimpl
+from rewardsmith.plugins.managers.base import RewardManager
+from rewardsmith.plugins.managers.batch import BatchRewardManager
+from rewardsmith.plugins.managers.dapo import DapoRewardManager
+from rewardsmith.plugins.managers.naive import NaiveRewardManager
+from rewardsmith.plugins.managers.parallel import ParallelRewardManager
 
 __all__ = ["RewardManager"]
 
@@ -17,6 +17,6 @@ def register_reward_managers(register):
     register("parallel", ParallelRewardManager)
     register("dapo", DapoRewardManager)
     register("batch", BatchRewardManager)
-    from rewardkit.plugins.managers.sandbox import SandboxRewardManager
+    from rewardsmith.plugins.managers.sandbox import SandboxRewardManager
 
     register("sandbox", SandboxRewardManager)

@@ -16,13 +16,13 @@ from typing import Any, Optional
 
 import torch
 
-from rewardkit.plugins.config import RewardSettings
-from rewardkit.plugins.batch import RewardBatch, RewardOutput, token_level_scores
-from rewardkit.common.errors import RewardError, NotRegistered
-from rewardkit.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor, raise_if_all_failed
-from rewardkit.plugins.model_scoring.interface import ModelRequest
-from rewardkit.plugins.scoring_plan import Component, ScoringPlan
-from rewardkit.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
+from rewardsmith.plugins.config import RewardSettings
+from rewardsmith.plugins.batch import RewardBatch, RewardOutput, token_level_scores
+from rewardsmith.common.errors import RewardError, NotRegistered
+from rewardsmith.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor, raise_if_all_failed
+from rewardsmith.plugins.model_scoring.interface import ModelRequest
+from rewardsmith.plugins.scoring_plan import Component, ScoringPlan
+from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
 
 # A component not asked because its gate did not pass; its score is the gate's value.
 GATED = "gated"

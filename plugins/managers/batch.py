@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardkit.common.errors import RewardError
-from rewardkit.plugins.config import RewardSettings
-from rewardkit.plugins.custom import BATCHED, check_signature
-from rewardkit.plugins.executors import BatchCallExecutor, Executor
-from rewardkit.plugins.managers.base import RewardManager
-from rewardkit.plugins.scoring_plan import Component, ScoringPlan, WeightedScorer
+from rewardsmith.common.errors import RewardError
+from rewardsmith.plugins.config import RewardSettings
+from rewardsmith.plugins.custom import BATCHED, check_signature
+from rewardsmith.plugins.executors import BatchCallExecutor, Executor
+from rewardsmith.plugins.managers.base import RewardManager
+from rewardsmith.plugins.scoring_plan import Component, ScoringPlan, WeightedScorer
 
 
 class BatchRewardManager(RewardManager):

@@ -5,14 +5,14 @@ from typing import Any, Optional
 
 import torch
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.common.config import build
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.config import OverlongBufferConfig, RewardSettings
-from rewardkit.plugins.executors import Executor, SerialExecutor
-from rewardkit.plugins.managers.base import RewardManager
-from rewardkit.plugins.managers.parallel import pool_executor
-from rewardkit.plugins.scoring_plan import ScoringPlan
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.common.config import build
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.config import OverlongBufferConfig, RewardSettings
+from rewardsmith.plugins.executors import Executor, SerialExecutor
+from rewardsmith.plugins.managers.base import RewardManager
+from rewardsmith.plugins.managers.parallel import pool_executor
+from rewardsmith.plugins.scoring_plan import ScoringPlan
 
 
 def overlong_penalty(lengths: torch.Tensor, max_resp_len: int, buffer_len: int, penalty_factor: float) -> torch.Tensor:

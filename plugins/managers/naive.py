@@ -1,7 +1,7 @@
 """``naive``: score every sample in this process, one after another (verl's default)."""
 from __future__ import annotations
 
-from rewardkit.plugins.managers.base import RewardManager
+from rewardsmith.plugins.managers.base import RewardManager
 
 
 class NaiveRewardManager(RewardManager):

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import os
 
-from rewardkit.plugins.config import RewardSettings
-from rewardkit.plugins.executors import Executor, ProcessExecutor
-from rewardkit.plugins.managers.base import RewardManager
+from rewardsmith.plugins.config import RewardSettings
+from rewardsmith.plugins.executors import Executor, ProcessExecutor
+from rewardsmith.plugins.managers.base import RewardManager
 
 
 def pool_executor(settings: RewardSettings, workers: int) -> Executor:
     """``workers`` hard-timeout workers: local processes, or Ray actors across the cluster
     when the run's backend is ``ray``."""
     if settings.backend == "ray":
-        from rewardkit.plugins.ray_executor import RayExecutor
+        from rewardsmith.plugins.ray_executor import RayExecutor
 
         return RayExecutor(workers, settings.reward_model.timeout)
     return ProcessExecutor(workers, settings.reward_model.timeout)

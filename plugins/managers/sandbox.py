@@ -1,9 +1,9 @@
 """``sandbox``: code rewards with many sandbox requests in flight."""
 from __future__ import annotations
 
-from rewardkit.plugins.executors import Executor, ThreadExecutor
-from rewardkit.plugins.managers.base import RewardManager
-from rewardkit.sandbox.client import shared_client
+from rewardsmith.plugins.executors import Executor, ThreadExecutor
+from rewardsmith.plugins.managers.base import RewardManager
+from rewardsmith.sandbox.client import shared_client
 
 
 class SandboxRewardManager(RewardManager):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.plugins.config import RewardModelConfig
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.plugins.config import RewardModelConfig
 
 # kind -> (config section under reward_model, the key that says it is configured)
 SECTIONS = {"local_rm": ("model", "path"), "remote_rm": ("remote", "urls"), "judge": ("judge", "base_url")}
@@ -20,12 +20,12 @@ def build_model_scorer(kind: str, rm: RewardModelConfig) -> Any:
     section = SECTIONS[kind][0]
     key = f"reward_model.{section}"
     if kind == "local_rm":
-        from rewardkit.plugins.model_scoring.local_rm import LocalRewardModel
+        from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
         return LocalRewardModel(rm.model, key)
     if kind == "remote_rm":
-        from rewardkit.plugins.model_scoring.remote_rm import RemoteRewardModel
+        from rewardsmith.plugins.model_scoring.remote_rm import RemoteRewardModel
         return RemoteRewardModel(rm.remote, key)
     if kind == "judge":
-        from rewardkit.plugins.model_scoring.judge import LLMJudge
+        from rewardsmith.plugins.model_scoring.judge import LLMJudge
         return LLMJudge(rm.judge, key)
     raise ConfigError(f"unknown model kind {kind!r}; expected one of {', '.join(SECTIONS)}")

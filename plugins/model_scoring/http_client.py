@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import requests
 
-from rewardkit.plugins.scoring import ERROR, INVALID, TIMEOUT, UNAVAILABLE
+from rewardsmith.plugins.scoring import ERROR, INVALID, TIMEOUT, UNAVAILABLE
 
 
 class RequestFailed(Exception):

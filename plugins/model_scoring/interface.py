@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
-from rewardkit.plugins.scoring import ScoreOutcome
+from rewardsmith.plugins.scoring import ScoreOutcome
 
 
 @dataclass(frozen=True)

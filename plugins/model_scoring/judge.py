@@ -15,13 +15,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.plugins.model_scoring.http_client import JsonClient, RequestFailed
-from rewardkit.plugins.model_scoring.interface import ModelRequest, plain_prompt
-from rewardkit.plugins.model_scoring.judge_cache import JudgeCache, request_key
-from rewardkit.plugins.model_scoring.rate_limit import RateLimiter
-from rewardkit.plugins.model_scoring.remote_rm import bearer_headers
-from rewardkit.plugins.scoring import INVALID, OK, ScoreOutcome
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.plugins.model_scoring.http_client import JsonClient, RequestFailed
+from rewardsmith.plugins.model_scoring.interface import ModelRequest, plain_prompt
+from rewardsmith.plugins.model_scoring.judge_cache import JudgeCache, request_key
+from rewardsmith.plugins.model_scoring.rate_limit import RateLimiter
+from rewardsmith.plugins.model_scoring.remote_rm import bearer_headers
+from rewardsmith.plugins.scoring import INVALID, OK, ScoreOutcome
 
 FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"

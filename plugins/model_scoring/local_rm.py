@@ -15,10 +15,10 @@ from typing import Any
 
 import torch
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.common.tokenizer_files import load_tokenizer_dir
-from rewardkit.plugins.model_scoring.interface import ModelRequest, render_chat
-from rewardkit.plugins.scoring import ERROR, OK, ScoreOutcome
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.common.tokenizer_files import load_tokenizer_dir
+from rewardsmith.plugins.model_scoring.interface import ModelRequest, render_chat
+from rewardsmith.plugins.scoring import ERROR, OK, ScoreOutcome
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -29,7 +29,7 @@ def check_sequence_classifier(path: str, key: str = "reward_model.model.path", t
     from transformers import AutoConfig
 
     if not Path(path).expanduser().is_dir():
-        raise ConfigError(f"{key}={path}: not a directory (a saved reward model, e.g. from `rewardkit rm train`)")
+        raise ConfigError(f"{key}={path}: not a directory (a saved reward model, e.g. from `rewardsmith rm train`)")
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     except Exception as exc:
@@ -38,7 +38,7 @@ def check_sequence_classifier(path: str, key: str = "reward_model.model.path", t
     if not any(a.endswith("ForSequenceClassification") for a in architectures):
         raise ConfigError(
             f"{key}={path} is not a sequence classifier (architectures: {', '.join(architectures) or 'none'}); "
-            "a reward model is an AutoModelForSequenceClassification with num_labels=1 (see `rewardkit rm train`)"
+            "a reward model is an AutoModelForSequenceClassification with num_labels=1 (see `rewardsmith rm train`)"
         )
     if config.num_labels != 1:
         raise ConfigError(f"{key}={path} has {config.num_labels} outputs; a reward model has exactly one (num_labels=1)")
@@ -92,7 +92,7 @@ def length_sorted_batches(lengths: list[int], micro_batch_size: int) -> list[lis
 
 
 class LocalRewardModel:
-    """Loads ``reward_model.model`` (a :class:`~rewardkit.plugins.config.RewardModelPathConfig`) and
+    """Loads ``reward_model.model`` (a :class:`~rewardsmith.plugins.config.RewardModelPathConfig`) and
     scores requests in this process, without gradients."""
 
     def __init__(self, cfg: Any, key: str = "reward_model.model") -> None:

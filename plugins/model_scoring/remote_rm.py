@@ -1,6 +1,6 @@
 """A client for reward-model servers: OpenRLHF's protocol and vLLM's /classify endpoint.
 
-OpenRLHF (``openrlhf.cli.serve_rm``, and ``rewardkit rm serve``)::
+OpenRLHF (``openrlhf.cli.serve_rm``, and ``rewardsmith rm serve``)::
 
     POST {"query": [prompt + response, ...], "prompts": [prompt, ...], "labels": [ground truth, ...]}
     ->   {"rewards": [r, ...], "scores": [...], "extra_logs": {...}}
@@ -22,11 +22,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from rewardkit.common.errors import ConfigError
-from rewardkit.common.tokenizer_files import load_tokenizer_dir
-from rewardkit.plugins.model_scoring.http_client import JsonClient, RequestFailed
-from rewardkit.plugins.model_scoring.interface import ModelRequest, render_chat
-from rewardkit.plugins.scoring import INVALID, OK, ScoreOutcome
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.common.tokenizer_files import load_tokenizer_dir
+from rewardsmith.plugins.model_scoring.http_client import JsonClient, RequestFailed
+from rewardsmith.plugins.model_scoring.interface import ModelRequest, render_chat
+from rewardsmith.plugins.scoring import INVALID, OK, ScoreOutcome
 
 
 def bearer_headers(env_name: Any, key: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""``rewardkit rm serve``: a local reward model behind OpenRLHF's ``/get_reward`` protocol.
+"""``rewardsmith rm serve``: a local reward model behind OpenRLHF's ``/get_reward`` protocol.
 
 ``POST /get_reward {"query": [...], "prompts": [...]}`` answers
 ``{"rewards": [...], "scores": [...], "extra_logs": {"truncated_prompt": [...]}}``;
@@ -18,7 +18,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
-from rewardkit.plugins.model_scoring.local_rm import LocalRewardModel
+from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
 
 
 def is_loopback(host: str) -> bool:

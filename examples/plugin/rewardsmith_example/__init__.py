@@ -1,4 +1,4 @@
-"""An example rewardkit plugin.
+"""An example rewardsmith plugin.
 
 It registers one scorer, ``keyword_match``, for the data sources
 ``example/keywords`` and ``example_*``, and one reward manager,
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from rewardkit import RewardManager, hookimpl
+from rewardsmith import RewardManager, hookimpl
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):

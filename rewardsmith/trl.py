@@ -1,8 +1,8 @@
-"""rewardkit and TRL, both directions.
+"""rewardsmith and TRL, both directions.
 
-:func:`trl_reward_func` turns rewardkit's scorers, plugins and custom files
+:func:`trl_reward_func` turns rewardsmith's scorers, plugins and custom files
 into a TRL ``reward_funcs`` callable; :func:`scorer_from_trl` turns a TRL
-reward function into a rewardkit scorer.
+reward function into a rewardsmith scorer.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from rewardkit.plugins.batch import RewardBatch
-from rewardkit.plugins.trl_scorer import scorer_from_trl
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.trl_scorer import scorer_from_trl
 
 __all__ = ["trl_reward_func", "scorer_from_trl"]
 
@@ -31,14 +31,14 @@ def _text(completion: Any) -> str:
 
 
 def _descriptive_name(settings: Any, data_source: Optional[str]) -> str:
-    """The scorer's name, the custom function's (``file_stem.name``), the fixed data_source's, or ``rewardkit``."""
+    """The scorer's name, the custom function's (``file_stem.name``), the fixed data_source's, or ``rewardsmith``."""
     rm, custom = settings.reward_model, settings.custom_reward_function
     if rm.scorer:
         return rm.scorer
     if custom.path:
         stem = custom.path.split("://", 1)[-1].replace("/", ".").removesuffix(".py").rsplit(".", 1)[-1]
         return f"{stem}.{custom.name}"
-    return f"rewardkit_{data_source}" if data_source else "rewardkit"
+    return f"rewardsmith_{data_source}" if data_source else "rewardsmith"
 
 
 def _distinct(name: str) -> str:
@@ -53,7 +53,7 @@ def _distinct(name: str) -> str:
 
 def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] = None,
                     overrides: Sequence[str] = (), name: Optional[str] = None) -> Callable[..., list[float]]:
-    """A TRL reward function backed by rewardkit's reward managers.
+    """A TRL reward function backed by rewardsmith's reward managers.
 
     TRL calls ``f(prompts=..., completions=..., **dataset_columns)``. The
     ground truth comes from a ``reward_model`` column (verl's schema) or a
@@ -67,12 +67,12 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
     TRL logs ``rewards/<__name__>/mean`` per reward function, so each one gets
     a distinct, descriptive ``__name__``: ``name`` if given, else the scorer's
     name, the custom function's (``file_stem.function``), or
-    ``rewardkit_<data_source>``; a name already taken in this process gets
+    ``rewardsmith_<data_source>``; a name already taken in this process gets
     ``_2``, ``_3``...
     """
-    from rewardkit.common.config import load_config
-    from rewardkit.core.schema import Config
-    from rewardkit.plugins.factory import build_reward_manager
+    from rewardsmith.common.config import load_config
+    from rewardsmith.core.schema import Config
+    from rewardsmith.plugins.factory import build_reward_manager
 
     items = list(overrides) + ([f"reward_model.scorer={scorer}"] if scorer else [])
     settings = load_config(Config, None, items).reward_settings()

@@ -1,6 +1,6 @@
 """Generate docs/config.md, the reference of every config key with its default.
 
-``python -m rewardkit.config_doc docs/config.md`` rewrites the file; a
+``python -m rewardsmith.config_doc docs/config.md`` rewrites the file; a
 test checks that the committed file is up to date.
 """
 from __future__ import annotations
@@ -10,19 +10,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rewardkit.common.config import describe
-from rewardkit.core.schema import Config
+from rewardsmith.common.config import describe
+from rewardsmith.core.schema import Config
 
 HEADER = """# Config reference
 
-Every key of a rewardkit config, with its type and default. Set keys in a YAML
+Every key of a rewardsmith config, with its type and default. Set keys in a YAML
 file (nested mappings) or on the command line as `key=value` (values are parsed
 as YAML: `data.train_files=[a.jsonl,b.jsonl]`, `trainer.save_freq=10`). An
 unknown key or a bad value is an error naming the key. Names follow verl's
 `ppo_trainer.yaml` wherever verl has the same setting.
 
 This file is generated from the schema (`core/schema.py`) by
-`python -m rewardkit.config_doc docs/config.md`.
+`python -m rewardsmith.config_doc docs/config.md`.
 """
 
 

@@ -1,9 +1,9 @@
-"""`rewardkit demo [key=value ...]`: the embedded end-to-end demo (warm start, GRPO, before/after)."""
+"""`rewardsmith demo [key=value ...]`: the embedded end-to-end demo (warm start, GRPO, before/after)."""
 from __future__ import annotations
 
 import argparse
 
-from rewardkit.common.errors import ConfigError
+from rewardsmith.common.errors import ConfigError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -12,11 +12,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rewardkit.demo import run_demo, summary
+    from rewardsmith.demo import run_demo, summary
 
     for item in args.overrides:
         if "=" not in item:
-            raise ConfigError(f"rewardkit demo takes key=value overrides only, got {item!r}")
+            raise ConfigError(f"rewardsmith demo takes key=value overrides only, got {item!r}")
     result = run_demo(args.overrides)
     print()
     print(summary(result))

@@ -1,4 +1,4 @@
-"""``rewardkit rm train CONFIG`` and ``rewardkit rm serve PATH``: reward models of your own."""
+"""``rewardsmith rm train CONFIG`` and ``rewardsmith rm serve PATH``: reward models of your own."""
 from __future__ import annotations
 
 import argparse
@@ -24,8 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "train":
-        from rewardkit.common.config import load_config
-        from rewardkit.core.reward_model_training import RMTrainConfig, train_reward_model
+        from rewardsmith.common.config import load_config
+        from rewardsmith.core.reward_model_training import RMTrainConfig, train_reward_model
 
         path, overrides = args.config, list(args.overrides)
         if path is not None and "=" in path:  # no config file: the first argument is already an override
@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
         held_out = f"held-out pairwise accuracy {accuracy:.3f}" if accuracy is not None else "no held-out pairs"
         print(f"saved reward model to {config.save_dir} ({held_out})")
         return 0
-    from rewardkit.plugins.config import RewardModelPathConfig
-    from rewardkit.plugins.model_scoring.rm_server import serve
+    from rewardsmith.plugins.config import RewardModelPathConfig
+    from rewardsmith.plugins.model_scoring.rm_server import serve
 
     cfg = RewardModelPathConfig(path=args.path, dtype=args.dtype, device=args.device, max_length=args.max_length,
                                 micro_batch_size=args.micro_batch_size)

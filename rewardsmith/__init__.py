@@ -1,4 +1,4 @@
-"""rewardkit: plugin-based rewards and a lean PPO engine for language models.
+"""rewardsmith: plugin-based rewards and a lean PPO engine for language models.
 
 The public face. Plugin authors import everything they need from here:
 ``hookimpl`` (mark hook implementations), ``RewardManager`` (subclass it for
@@ -13,22 +13,22 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rewardkit.common.errors import ScorerInfrastructureError
-from rewardkit.common.hooks import hookimpl
+from rewardsmith.common.errors import ScorerInfrastructureError
+from rewardsmith.common.hooks import hookimpl
 
 __version__ = "0.1.0"
 
 # Imported on first use: a plugin imports `hookimpl` from here and must not pay for torch.
 _LAZY = {
-    "compute_score": "rewardkit.compute",
-    "trl_reward_func": "rewardkit.trl",
-    "scorer_from_trl": "rewardkit.trl",
-    "RewardManager": "rewardkit.plugins.managers.base",
-    "RewardBatch": "rewardkit.plugins.batch",
-    "RewardSettings": "rewardkit.plugins.config",
-    "SerialExecutor": "rewardkit.plugins.executors",
-    "ProcessExecutor": "rewardkit.plugins.executors",
-    "ThreadExecutor": "rewardkit.plugins.executors",
+    "compute_score": "rewardsmith.compute",
+    "trl_reward_func": "rewardsmith.trl",
+    "scorer_from_trl": "rewardsmith.trl",
+    "RewardManager": "rewardsmith.plugins.managers.base",
+    "RewardBatch": "rewardsmith.plugins.batch",
+    "RewardSettings": "rewardsmith.plugins.config",
+    "SerialExecutor": "rewardsmith.plugins.executors",
+    "ProcessExecutor": "rewardsmith.plugins.executors",
+    "ThreadExecutor": "rewardsmith.plugins.executors",
 }
 
 __all__ = ["hookimpl", "ScorerInfrastructureError", "__version__", *_LAZY]
@@ -37,4 +37,4 @@ __all__ = ["hookimpl", "ScorerInfrastructureError", "__version__", *_LAZY]
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'rewardkit' has no attribute {name!r}")
+    raise AttributeError(f"module 'rewardsmith' has no attribute {name!r}")

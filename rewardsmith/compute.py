@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from rewardkit.plugins.loader import get_registry
-from rewardkit.plugins.scoring import call_scorer
+from rewardsmith.plugins.loader import get_registry
+from rewardsmith.plugins.scoring import call_scorer
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[dict] = None,

@@ -1,11 +1,11 @@
-"""What `rewardkit train` and `sft` share: ``[CONFIG] [key=value ...]`` arguments."""
+"""What `rewardsmith train` and `sft` share: ``[CONFIG] [key=value ...]`` arguments."""
 from __future__ import annotations
 
 import argparse
 
-from rewardkit.common.config import load_config
-from rewardkit.common.errors import ConfigError
-from rewardkit.core.schema import Config
+from rewardsmith.common.config import load_config
+from rewardsmith.common.errors import ConfigError
+from rewardsmith.core.schema import Config
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

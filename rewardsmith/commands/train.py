@@ -1,12 +1,12 @@
-"""`rewardkit train CONFIG [key=value ...]`: PPO/GRPO training from a config."""
+"""`rewardsmith train CONFIG [key=value ...]`: PPO/GRPO training from a config."""
 from __future__ import annotations
 
 import argparse
 
 import yaml
 
-from rewardkit.commands.config_args import add_config_arguments, load_from_args
-from rewardkit.common.config import to_dict
+from rewardsmith.commands.config_args import add_config_arguments, load_from_args
+from rewardsmith.common.config import to_dict
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +14,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rewardkit.core.trainer import PPOTrainer, output_dir
+    from rewardsmith.core.trainer import PPOTrainer, output_dir
 
     config = load_from_args(args)
     if not config.data.train_files:

@@ -1,9 +1,9 @@
-"""The ``rewardkit`` command line.
+"""The ``rewardsmith`` command line.
 
-Each subcommand is a module (``rewardkit.commands.*``, or the sandbox's own)
+Each subcommand is a module (``rewardsmith.commands.*``, or the sandbox's own)
 providing ``configure(parser)`` and ``run(args) -> int``. User errors (config,
 data, plugins) are reported here, and only here, as one line. Modules are imported
-only when their subcommand runs, so ``rewardkit plugins`` never pays for torch.
+only when their subcommand runs, so ``rewardsmith plugins`` never pays for torch.
 """
 from __future__ import annotations
 
@@ -13,20 +13,20 @@ import os
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "plugins": ("rewardkit.commands.plugins", "List installed plugins and what they registered."),
-    "score": ("rewardkit.commands.score", "Score a jsonl/parquet file of responses offline."),
-    "train": ("rewardkit.commands.train", "Train a policy with PPO/GRPO from a config."),
-    "sft": ("rewardkit.commands.sft", "Supervised warm start of a policy."),
-    "demo": ("rewardkit.commands.demo", "The embedded end-to-end demo: warm start, then RL, then a before/after table."),
-    "sandbox": ("rewardkit.sandbox.cli", "Run the code-execution sandbox service."),
-    "rm": ("rewardkit.commands.rm", "Train a reward model on preference pairs, or serve one (OpenRLHF protocol)."),
+    "plugins": ("rewardsmith.commands.plugins", "List installed plugins and what they registered."),
+    "score": ("rewardsmith.commands.score", "Score a jsonl/parquet file of responses offline."),
+    "train": ("rewardsmith.commands.train", "Train a policy with PPO/GRPO from a config."),
+    "sft": ("rewardsmith.commands.sft", "Supervised warm start of a policy."),
+    "demo": ("rewardsmith.commands.demo", "The embedded end-to-end demo: warm start, then RL, then a before/after table."),
+    "sandbox": ("rewardsmith.sandbox.cli", "Run the code-execution sandbox service."),
+    "rm": ("rewardsmith.commands.rm", "Train a reward model on preference pairs, or serve one (OpenRLHF protocol)."),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``rewardkit`` console script."""
+    """Entry point of the ``rewardsmith`` console script."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="rewardkit", description="Plugin-based rewards and a lean PPO engine.")
+    parser = argparse.ArgumentParser(prog="rewardsmith", description="Plugin-based rewards and a lean PPO engine.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = argv[0]
     module = importlib.import_module(COMMANDS[name][0])
-    command_parser = argparse.ArgumentParser(prog=f"rewardkit {name}", description=COMMANDS[name][1])
+    command_parser = argparse.ArgumentParser(prog=f"rewardsmith {name}", description=COMMANDS[name][1])
     module.configure(command_parser)
     # key=value overrides may follow options (`score IN -o OUT a.b=1`), which a
     # plain positional nargs="*" would reject: collect the stragglers here.
@@ -49,11 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except (ValueError, KeyError, FileNotFoundError) as exc:
         # Config, data and plugin errors name what was wrong; a traceback adds
-        # nothing for the user. REWARDKIT_DEBUG=1 shows it anyway.
-        if os.environ.get("REWARDKIT_DEBUG"):
+        # nothing for the user. REWARDSMITH_DEBUG=1 shows it anyway.
+        if os.environ.get("REWARDSMITH_DEBUG"):
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"rewardkit {name}: error: {message}", file=sys.stderr)
+        print(f"rewardsmith {name}: error: {message}", file=sys.stderr)
         return 2
 
 

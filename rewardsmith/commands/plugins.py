@@ -1,10 +1,10 @@
-"""``rewardkit plugins``: what is installed and what each plugin registered."""
+"""``rewardsmith plugins``: what is installed and what each plugin registered."""
 from __future__ import annotations
 
 import argparse
 import json
 
-from rewardkit.plugins.loader import load_registry
+from rewardsmith.plugins.loader import load_registry
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     records = [
         {
             "name": p.name,
-            "distribution": p.distribution or "rewardkit",
+            "distribution": p.distribution or "rewardsmith",
             "version": p.version,
             "builtin": p.builtin,
             "scorers": p.scorers,

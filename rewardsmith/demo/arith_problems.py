@@ -10,7 +10,7 @@ so the built-in scorers judge them exactly as in verl:
 Problems are additions and subtractions with one-digit operands and answers
 and short prompts, so a tiny character-level model can learn them on a laptop
 CPU in minutes.
-Generation is deterministic in the seed; ``python -m rewardkit.demo.arith_problems DIR``
+Generation is deterministic in the seed; ``python -m rewardsmith.demo.arith_problems DIR``
 writes the shipped ``arith_*.jsonl`` files.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``rewardkit score``: score a file of responses offline, exactly as training would."""
+"""``rewardsmith score``: score a file of responses offline, exactly as training would."""
 from __future__ import annotations
 
 import argparse
@@ -9,10 +9,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from rewardkit.common.config import load_config
-from rewardkit.common.rows import read_rows, write_rows
-from rewardkit.core.schema import Config
-from rewardkit.plugins.batch import RewardBatch
+from rewardsmith.common.config import load_config
+from rewardsmith.common.rows import read_rows, write_rows
+from rewardsmith.core.schema import Config
+from rewardsmith.plugins.batch import RewardBatch
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +71,7 @@ def component_columns(components: list[dict]) -> dict[str, list]:
 
 def summary_table(sources: list[str], scores: list[float], statuses: list[str], seconds: list[float],
                   components: dict[str, list] | None = None) -> str:
-    """The per-data_source table printed at the end of ``rewardkit score``, with a mean column per component."""
+    """The per-data_source table printed at the end of ``rewardsmith score``, with a mean column per component."""
     components = components or {}
     groups: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(sources):
@@ -136,7 +136,7 @@ def _scorer_output_to_stderr() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rewardkit.plugins.factory import build_reward_manager
+    from rewardsmith.plugins.factory import build_reward_manager
 
     overrides = list(args.overrides) + ([f"reward_model.scorer={args.scorer}"] if args.scorer else [])
     config = load_config(Config, args.config, overrides)

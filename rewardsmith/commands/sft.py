@@ -1,9 +1,9 @@
-"""`rewardkit sft CONFIG [key=value ...]`: a supervised warm start of the policy."""
+"""`rewardsmith sft CONFIG [key=value ...]`: a supervised warm start of the policy."""
 from __future__ import annotations
 
 import argparse
 
-from rewardkit.commands.config_args import add_config_arguments, load_from_args
+from rewardsmith.commands.config_args import add_config_arguments, load_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -11,7 +11,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rewardkit.core.sft import run_sft
+    from rewardsmith.core.sft import run_sft
 
     save_dir = run_sft(load_from_args(args))
     print(f"use it with: actor_rollout_ref.model.path={save_dir}")

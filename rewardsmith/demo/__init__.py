@@ -1,6 +1,6 @@
 """The embedded demo: a supervised warm start, then GRPO, on the shipped arithmetic problems.
 
-Everything is built locally (data from :mod:`rewardkit.demo.arith_problems`, a character
+Everything is built locally (data from :mod:`rewardsmith.demo.arith_problems`, a character
 tokenizer, a tiny Qwen2-style model from a config), so nothing is downloaded.
 The run prints a before/after table per data source and writes
 ``reward_curve.png`` and ``metrics.jsonl`` to its output directory.
@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from rewardkit.demo.arith_problems import write_dataset
-from rewardkit.demo.char_tokenizer import build_char_tokenizer
-from rewardkit.common.config import load_config
-from rewardkit.core.schema import Config
+from rewardsmith.demo.arith_problems import write_dataset
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+from rewardsmith.common.config import load_config
+from rewardsmith.core.schema import Config
 
 # Heads of 32, the smallest size vLLM's CPU attention has a kernel for (so
 # that the demo runs with either rollout engine); four of them, 128 wide,
@@ -112,7 +112,7 @@ def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path:
     ax.axhline(TARGET, linestyle="--", color="grey", linewidth=1, label=f"target {TARGET}")
     ax.set_xlabel("step")
     ax.set_ylabel("mean reward")
-    ax.set_title("rewardkit demo: GRPO on arithmetic word problems")
+    ax.set_title("rewardsmith demo: GRPO on arithmetic word problems")
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -122,12 +122,12 @@ def plot_rewards(records: list[dict[str, Any]], path: Path) -> Path:
 
 def run_demo(overrides: Sequence[str] = (), stream=None) -> dict[str, Any]:
     """Warm start, train, and report; returns the before/after metrics and the output paths."""
-    from rewardkit.core.sft import run_sft
-    from rewardkit.core.trainer import PPOTrainer, output_dir
+    from rewardsmith.core.sft import run_sft
+    from rewardsmith.core.trainer import PPOTrainer, output_dir
 
     out_dir = output_dir(demo_config(overrides))
     out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"rewardkit demo: output directory {out_dir.resolve()}", file=stream, flush=True)
+    print(f"rewardsmith demo: output directory {out_dir.resolve()}", file=stream, flush=True)
     prepared = prepare(demo_config(overrides), out_dir)
     # The user's overrides still win over the prepared paths.
     config = demo_config([*prepared, *overrides])

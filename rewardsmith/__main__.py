@@ -1,0 +1,5 @@
+import sys
+
+from rewardsmith.cli import main
+
+sys.exit(main())
