@@ -1,0 +1,1 @@
+"""The CLI sub-commands, one module each: ``configure(parser)`` and ``run(args)``."""
