@@ -47,14 +47,14 @@ def test_score_parquet_with_named_scorer_and_parallel_manager(tmp_path):
     ])
     out = tmp_path / "out.parquet"
     rewardsmith("score", src, "-o", out, "--scorer", "gsm8k", "reward_model.reward_manager=parallel",
-              "reward_model.num_workers=2", "reward_model.timeout=30")
+                "reward_model.num_workers=2", "reward_model.timeout=30")
     assert [r["score"] for r in read_rows(out)] == [1.0, 0.0]
 
 
 def test_score_with_custom_function_override(tmp_path):
     out = tmp_path / "scored.jsonl"
     rewardsmith("score", MATH, "-o", out,
-              f"custom_reward_function.path={ROOT / 'examples/custom_reward/length_aware.py'}",
+                f"custom_reward_function.path={ROOT / 'examples/custom_reward/length_aware.py'}",
               "custom_reward_function.reward_kwargs.max_words=5")
     rows = read_rows(out)
     first = rows[0]["reward_extra_info"][0]
@@ -105,7 +105,7 @@ def test_score_scorer_prints_stay_out_of_the_table(tmp_path, manager):
     write_rows(src, [{"data_source": "a", "reward_model": {"ground_truth": "1"}, "response": ["1", "2", "3"]},
                      {"data_source": "b", "reward_model": {"ground_truth": "1"}, "response": "1"}])
     proc = rewardsmith("score", src, f"custom_reward_function.path={tmp_path / 'printing.py'}",
-                     f"reward_model.reward_manager={manager}", "reward_model.num_workers=2")
+                       f"reward_model.reward_manager={manager}", "reward_model.num_workers=2")
     lines = proc.stdout.splitlines()
     assert lines[0].split()[:3] == ["data_source", "samples", "mean"]
     assert [line.split()[:2] for line in lines[2:5]] == [["a", "3"], ["b", "1"], ["(all)", "4"]]
@@ -121,14 +121,14 @@ def test_score_batched_file_with_the_batch_manager(tmp_path):
     src = tmp_path / "in.jsonl"
     write_rows(src, [{"data_source": "a", "reward_model": {"ground_truth": "1"}, "response": ["1", "2"]}])
     rewardsmith("score", src, "-o", tmp_path / "out.jsonl", f"custom_reward_function.path={tmp_path / 'batched.py'}",
-              "reward_model.reward_manager=batch")
+                "reward_model.reward_manager=batch")
     assert read_rows(tmp_path / "out.jsonl")[0]["score"] == [1.0, 0.0]
 
 
 def test_score_with_the_batched_example_file(tmp_path):
     out = tmp_path / "scored.jsonl"
     rewardsmith("score", MATH, "-o", out, "reward_model.reward_manager=batch",
-              f"custom_reward_function.path={ROOT / 'examples/custom_reward/batched_rarity.py'}",
+                f"custom_reward_function.path={ROOT / 'examples/custom_reward/batched_rarity.py'}",
               "custom_reward_function.reward_kwargs.rarity_bonus=0.5")
     first = read_rows(out)[0]  # gsm8k: one of three responses right -> bonus 0.5 * (1 - 1/3)
     assert first["score"] == [pytest.approx(1 + 0.5 * 2 / 3), 0.0, 0.0]

@@ -50,7 +50,7 @@ def test_pip_installed_example_plugin_is_discovered_and_used(tmp_path):
     assert rows[1]["score"] == 1.0
 
     rewardsmith("score", ROOT / "examples/data/keywords.jsonl", "-o", out,
-              "reward_model.reward_manager=brevity_bonus", "reward_model.reward_kwargs.bonus=0.5")
+                "reward_model.reward_manager=brevity_bonus", "reward_model.reward_kwargs.bonus=0.5")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[0]["score"] == [1.5, pytest.approx(1 / 3)]  # short and perfect earns the bonus
     assert rows[1]["score"] == 1.0  # perfect but long: no bonus

@@ -342,7 +342,7 @@ def test_batched_file_trains_and_a_broken_file_stops_before_the_update(tmp_path)
 def test_trl_adapter_runs_batched_and_stops_on_broken_files(tmp_path):
     batched = write(tmp_path, "batched.py", BATCHED)
     reward = rewardsmith.trl_reward_func(overrides=[f"custom_reward_function.path={batched}",
-                                                  "reward_model.reward_manager=batch"])
+                                                    "reward_model.reward_manager=batch"])
     try:
         assert reward.__name__.startswith("batched.compute_score")
         assert reward(prompts=["p", "p"], completions=["1", "2"], data_source=["a", "a"], ground_truth=["1", "1"]) == [1.0, 0.0]
