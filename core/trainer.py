@@ -62,12 +62,14 @@ def setup_torch(trainer_cfg: Any) -> torch.device:
     return pick_device(trainer_cfg.device)
 
 
-def reward_batch(batch: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None) -> RewardBatch:
-    """What the reward managers see of a batch: its rows' reward fields and prompts, and the decoded responses."""
+def reward_batch(batch: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None,
+                 response_lengths: Optional[list[int]] = None) -> RewardBatch:
+    """What the reward managers see of a batch: its rows' reward fields and prompts, the decoded
+    responses and their lengths in tokens (from ``response_mask``, or given)."""
     m = batch.meta
     return RewardBatch(data_sources=m["data_source"], solutions=texts, ground_truths=m["ground_truth"],
                        extra_infos=m["extra_info"], styles=m["style"], prompts=m["raw_prompt"],
-                       response_mask=response_mask)
+                       response_mask=response_mask, response_lengths=response_lengths)
 
 
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
@@ -303,11 +305,12 @@ class PPOTrainer:
         lengths = batch["response_mask"].sum(-1).tolist()
         return [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(batch["responses"], lengths)]
 
-    def score_texts(self, rows: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None):
+    def score_texts(self, rows: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None,
+                    response_lengths: Optional[list[int]] = None):
         """The reward managers' verdict on ``texts``, the responses to ``rows``; rank 0 scores and shares it."""
         result = None
         if self.reward_manager is not None:
-            result = self.reward_manager(reward_batch(rows, texts, response_mask))
+            result = self.reward_manager(reward_batch(rows, texts, response_mask, response_lengths))
         return broadcast_object(result, self.topology)
 
     def _data_metrics(self, batch: Batch) -> dict[str, float]:
@@ -339,11 +342,13 @@ class PPOTrainer:
             batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
                                            self.val_sampling) for start in range(0, len(self.val_set), size)]
         texts = [text for b in batches for text in self.decode_responses(b)]
-        lengths = [n for b in batches for n in b["response_mask"].sum(-1).tolist()]
+        lengths = [int(n) for b in batches for n in b["response_mask"].sum(-1).tolist()]
         prompts = [row for b in batches for row in b["prompts"]]
         # One reward call for the whole set, so its metrics (counts, means) cover all of it.
         rows = Batch(meta={k: [v for b in batches for v in b.meta[k]] for k in batches[0].meta})
-        out = self.score_texts(rows, texts)
+        # The lengths, not the masks: the batches' widths may differ, and the dapo
+        # manager's overlong penalty needs them in validation as in training.
+        out = self.score_texts(rows, texts, response_lengths=lengths)
         scores, sources = out.scores.tolist(), rows.meta["data_source"]
         for i in range(min(self.config.trainer.log_val_generations, len(texts))):
             prompt = self.tokenizer.decode(prompts[i].tolist(), skip_special_tokens=True)
