@@ -19,7 +19,8 @@ import torch
 from tqdm import tqdm
 
 from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
-from rewardsmith.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
+from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, latest_checkpoint, partial_dir, prune, rng_state, set_aside,
+                                         set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
@@ -130,6 +131,7 @@ class PPOTrainer:
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
+        self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         # Last, so that nothing after it can fail and leave its worker processes behind.
         # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
         self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
@@ -151,7 +153,13 @@ class PPOTrainer:
         """Train to ``total_steps``; returns the metrics of the last step (with its validation)."""
         t = self.config.trainer
         self._write(f"output directory: {self.out_dir.resolve()}")
-        self.maybe_resume()
+        resumed = self.maybe_resume()
+        if self.is_main:
+            # Only this run's checkpoints stay beside it: pruning, the marker and new saves never touch another run's.
+            self.own_steps, _, notes = set_aside(self.out_dir, self.global_step, resumed)
+            for note in notes:
+                self._write(note)
+        barrier(self.topology)
         tracker = Tracker(self.out_dir, t.logger if self.is_main else [], resume_step=self.global_step, stream=self.stream)
         last: dict[str, float] = {}
         try:
@@ -364,10 +372,13 @@ class PPOTrainer:
     def save_checkpoint(self) -> Path:
         """Models, optimizers, data position, KL controller and RNG of the current step.
 
-        Every rank saves its workers' shards and its own RNG (``rng_rank<r>.pt``);
-        rank 0 writes the rest, then marks the checkpoint complete.
+        Every rank saves its workers' shards and its own RNG (``rng_rank<r>.pt``) into
+        ``global_step_<N>.partial``; rank 0 writes the rest, renames it to
+        ``global_step_<N>`` and marks it the latest (core/checkpoint.py: a crash at any
+        point leaves the previous checkpoint or this one, whole), then prunes this run's
+        older ones to ``trainer.max_ckpt_to_keep``. Returns the partial path on other ranks.
         """
-        path = step_dir(self.out_dir, self.global_step)
+        path = partial_dir(self.out_dir, self.global_step)
         self.actor.save_checkpoint(path / "actor")
         if self.critic is not None:
             self.critic.save_checkpoint(path / "critic")
@@ -387,8 +398,9 @@ class PPOTrainer:
             "shuffle_generator": self.shuffle_generator.get_state(),
             "rng": rng_state(),
             "world_size": self.world_size,
-        }, path / "trainer_state.pt")
-        mark_latest(self.out_dir, self.global_step, self.config.trainer.max_ckpt_to_keep)
+        }, path / TRAINER_STATE)
+        path = commit(self.out_dir, self.global_step)
+        self.own_steps = prune(self.out_dir, [*self.own_steps, self.global_step], self.config.trainer.max_ckpt_to_keep)
         return path
 
     def maybe_resume(self) -> Optional[Path]:
@@ -399,13 +411,13 @@ class PPOTrainer:
         if t.resume_mode == "resume_path":
             path = Path(t.resume_from_path)
             step_of(path)
-            if not (path / "trainer_state.pt").is_file():
-                raise FileNotFoundError(f"trainer.resume_from_path={path} holds no trainer_state.pt")
+            if not (path / TRAINER_STATE).is_file():
+                raise FileNotFoundError(f"trainer.resume_from_path={path} holds no {TRAINER_STATE}")
         else:
             path = latest_checkpoint(self.out_dir)
             if path is None:
                 return None
-        state = torch.load(path / "trainer_state.pt", weights_only=False)
+        state = torch.load(path / TRAINER_STATE, weights_only=False)
         saved_world = state.get("world_size", 1)
         if saved_world != self.world_size:
             raise ValueError(f"checkpoint {path} was written by {saved_world} ranks; resume it with as many "
