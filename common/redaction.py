@@ -16,6 +16,8 @@ MASK = "***"
 # access_token, api_key, X-Amz-Signature, sig ...).
 SECRET_NAME = re.compile(r"token|key|secret|passw|pwd|auth|sig|credential|session", re.IGNORECASE)
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
+# ``user:pass@host`` without a scheme (a URL given without one).
+USERINFO = re.compile(r"(?<![\w/@])[^\s/@:'\"]+:[^\s/@'\"]+@(?=[\w\[])")
 # A secret query parameter outside a full URL, e.g. requests' "Max retries exceeded with url: /run_code?token=...".
 QUERY_SECRET = re.compile(r"(?<=[?&;])([^=&;\s'\"]+)=([^&;#\s'\")]*)")
 
@@ -39,8 +41,8 @@ def redact_url(url: str) -> str:
 
 def redact_text(text: str) -> str:
     """``text`` (an error message, a log line) with every URL in it redacted, and any
-    secret query parameter that appears without its URL."""
-    text = URL.sub(lambda m: redact_url(m.group(0)), text)
+    ``user:pass@`` or secret query parameter that appears without a scheme."""
+    text = USERINFO.sub(f"{MASK}@", URL.sub(lambda m: redact_url(m.group(0)), text))
     return _mask_params(text)
 
 

@@ -14,6 +14,7 @@ import requests
 
 from model_scoring_helpers import ScriptedServer, rm_serve, save_random_rm
 
+from rewardsmith.common.errors import ConfigError
 from rewardsmith.common.redaction import redact_config, redact_text, redact_url
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.config import RemoteRewardModelConfig
@@ -36,6 +37,15 @@ def test_redact_url_masks_userinfo_and_secret_query_values_only():
     assert redact_text("Max retries exceeded with url: /run_code?token=abc (Caused by X)") == \
         "Max retries exceeded with url: /run_code?token=*** (Caused by X)"
     assert redact_config({"a": ["see http://u:p@h/x"], "b": 3, "c": None}) == {"a": ["see http://***@h/x"], "b": 3, "c": None}
+    assert redact_text("no scheme: alice:pw@127.0.0.1:8080/run_code") == "no scheme: ***@127.0.0.1:8080/run_code"
+    assert redact_text("at 12:00 on 127.0.0.1:80") == "at 12:00 on 127.0.0.1:80"
+
+
+def test_config_errors_quoting_a_value_mask_its_credentials(make_config):
+    with pytest.raises(ConfigError) as caught:
+        make_config(f"reward_model.sandbox_fusion.url=[http://sb:{SECRET}@h/run_code?token={SECRET}]")
+    assert "reward_model.sandbox_fusion.url" in str(caught.value) and "http://***@h/run_code?token=***" in str(caught.value)
+    assert SECRET not in str(caught.value)
 
 
 def test_router_address_for_verl_judge_functions_has_no_userinfo():
