@@ -114,7 +114,7 @@ def step_dirs(root: Path) -> dict[int, Path]:
     return found
 
 
-def set_aside(root: Path, start_step: int, resumed_from: Optional[Path]) -> tuple[list[int], Optional[Path], list[str]]:
+def set_aside(root: Path, start_step: int, resumed_from: Optional[Path]) -> tuple[list[int], list[str]]:
     """Make ``root`` hold only the checkpoints of the run that starts now at ``start_step``.
 
     Checkpoints of other runs (every one newer than ``start_step``; all of them when
@@ -122,8 +122,7 @@ def set_aside(root: Path, start_step: int, resumed_from: Optional[Path]) -> tupl
     named them, to ``root/stale_<UTC time>/``: nothing is deleted, and the new run
     neither overwrites nor prunes them. Half-written ``.partial`` directories (a crash
     during a save) are removed. Returns the steps of the checkpoints left (this run's
-    earlier ones, which ``max_ckpt_to_keep`` may prune), the stale folder (None if
-    nothing moved), and what was done, for the console.
+    earlier ones, which ``max_ckpt_to_keep`` may prune) and what was done, for the console.
     """
     notes = []
     for partial in sorted(root.glob(f"{STEP_PREFIX}*{PARTIAL}")):
@@ -134,7 +133,7 @@ def set_aside(root: Path, start_step: int, resumed_from: Optional[Path]) -> tupl
     stale = sorted(step for step in dirs if step > start_step or not ours)
     marker_stale = (root / LATEST).exists() and (not ours or _marker_or_none(root) in [None, *stale])
     if not stale and not marker_stale:
-        return sorted(dirs), None, notes
+        return sorted(dirs), notes
     folder = root / time.strftime("stale_%Y%m%dT%H%M%SZ", time.gmtime())
     while folder.exists():
         folder = folder.with_name(folder.name + "_")
@@ -148,7 +147,7 @@ def set_aside(root: Path, start_step: int, resumed_from: Optional[Path]) -> tupl
            f"this run resumed from {resumed_from}")
     moved = [dirs[s].name for s in stale] + [LATEST] * marker_stale
     notes.append(f"moved {', '.join(moved)} of an earlier run to {folder} ({why}); nothing there is deleted or overwritten")
-    return sorted(set(dirs) - set(stale)), folder, notes
+    return sorted(set(dirs) - set(stale)), notes
 
 
 def _marker_or_none(root: Path) -> Optional[int]:
@@ -188,8 +187,9 @@ def commit(root: Path, step: int) -> Path:
     """Make the complete ``global_step_<step>.partial`` the checkpoint of ``step`` and name it in the marker."""
     partial, final = partial_dir(root, step), step_dir(root, step)
     _fsync_tree(partial)  # the data reaches the disk before the rename that publishes it
-    if final.exists():  # only a directory set_aside left: not this run's; replaced, never mixed
-        shutil.rmtree(final)
+    if final.exists():  # set_aside moved every later step away: someone else is writing here
+        raise CheckpointError(f"{final} appeared while this run was saving step {step} (is another run writing into "
+                              f"{root}?); this run's checkpoint is left in {partial}")
     os.replace(partial, final)
     _fsync(root)
     write_marker(root, step)

@@ -154,9 +154,9 @@ class PPOTrainer:
         t = self.config.trainer
         self._write(f"output directory: {self.out_dir.resolve()}")
         resumed = self.maybe_resume()
-        if self.is_main:
+        if self.is_main and t.save_freq > 0:
             # Only this run's checkpoints stay beside it: pruning, the marker and new saves never touch another run's.
-            self.own_steps, _, notes = set_aside(self.out_dir, self.global_step, resumed)
+            self.own_steps, notes = set_aside(self.out_dir, self.global_step, resumed)
             for note in notes:
                 self._write(note)
         barrier(self.topology)
