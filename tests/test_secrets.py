@@ -48,9 +48,18 @@ def test_config_errors_quoting_a_value_mask_its_credentials(make_config):
     assert SECRET not in str(caught.value)
 
 
-def test_router_address_for_verl_judge_functions_has_no_userinfo():
+def test_router_address_for_verl_judge_functions_has_no_userinfo(tmp_path, make_config):
     assert router_address(f"http://judge:{SECRET}@127.0.0.1:8000/v1") == "127.0.0.1:8000"
     assert router_address("http://[::1]:8000/v1") == "[::1]:8000"
+    # what a verl generative-judge function really receives, through the reward manager
+    (tmp_path / "genrm.py").write_text(
+        "def compute_score(data_source, solution_str, ground_truth, extra_info, reward_router_address):\n"
+        "    return {'score': 0.0, 'address': reward_router_address}\n")
+    cfg = make_config(f"custom_reward_function.path={tmp_path / 'genrm.py'}",
+                      f"reward_model.judge.base_url=http://judge:{SECRET}@127.0.0.1:8000/v1")
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        out = manager(RewardBatch(["chat"], ["an answer"], [None]))
+    assert out.extra_info["address"] == ["127.0.0.1:8000"]
 
 
 def test_judge_errors_in_scored_rows_carry_no_credentials(make_config):
