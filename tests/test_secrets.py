@@ -135,6 +135,9 @@ def test_rm_serve_reads_its_token_from_the_environment_and_checks_it_before_the_
         assert status == 401
         status, answer = raw_post(address, {"Content-Length": str(10 << 30), "Authorization": "Bearer env-token"})
         assert status == 413 and b"max-request-mb" in answer
+        # a client that waits for "100 Continue" before sending its body is refused instead
+        status, answer = raw_post(address, {"Content-Length": "100", "Expect": "100-continue", "Authorization": "Bearer wrong"})
+        assert status == 401 and b"100 Continue" not in answer
         # the server still serves
         assert requests.post(url, json={"query": ["y"]}, headers={"Authorization": "Bearer env-token"}, timeout=30).status_code == 200
 

@@ -112,19 +112,29 @@ def make_server(model: LocalRewardModel, host: str, port: int, token: Optional[s
             else:
                 self._send(404, {"error": f"no route {self.path}"})
 
-        def do_POST(self) -> None:
-            # Nothing of the body is read before the token and the size are checked.
+        def _refused(self) -> bool:
+            """Answer 401, 400 or 413 (and close) if the headers alone rule the request out."""
             if token and not hmac.compare_digest(self.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
                 self._send(401, {"error": "missing or wrong bearer token"}, close=True)
-                return
+                return True
             length = self.headers.get("Content-Length") or "0"
             if not length.isdigit():
                 self._send(400, {"error": f"bad Content-Length {length!r}"}, close=True)
-                return
+                return True
             if int(length) > max_bytes:
                 self._send(413, {"error": f"request body of {int(length)} bytes is over the limit of {max_request_mb} MiB "
                                           "(rm serve --max-request-mb); send fewer queries per request"}, close=True)
+                return True
+            return False
+
+        def handle_expect_100(self) -> bool:  # no "100 Continue" (inviting the body) before the checks
+            return not self._refused() and super().handle_expect_100()
+
+        def do_POST(self) -> None:
+            # Nothing of the body is read before the token and the size are checked.
+            if self._refused():
                 return
+            length = self.headers.get("Content-Length") or "0"
             body = self.rfile.read(int(length))
             if self.path.rstrip("/") != "/get_reward":
                 self._send(404, {"error": f"no route {self.path}; POST /get_reward"})
