@@ -114,14 +114,16 @@ def step_dirs(root: Path) -> dict[int, Path]:
     return found
 
 
-def set_aside(root: Path, start_step: int, resumed_from: Optional[Path]) -> tuple[list[int], list[str]]:
+def set_aside(root: Path, start_step: int, resumed_from: Optional[Path],
+              records: Iterable[str] = ()) -> tuple[list[int], list[str]]:
     """Make ``root`` hold only the checkpoints of the run that starts now at ``start_step``.
 
     Checkpoints of other runs (every one newer than ``start_step``; all of them when
     the run did not resume from a checkpoint in ``root``) move, with the marker that
     named them, to ``root/stale_<UTC time>/``: nothing is deleted, and the new run
     neither overwrites nor prunes them. Half-written ``.partial`` directories (a crash
-    during a save) are removed. Returns the steps of the checkpoints left (this run's
+    during a save) are removed. The files named in ``records`` (the metrics log,
+    which the new run rewrites) are copied along. Returns the steps of the checkpoints left (this run's
     earlier ones, which ``max_ckpt_to_keep`` may prune) and what was done, for the console.
     """
     notes = []
@@ -142,6 +144,9 @@ def set_aside(root: Path, start_step: int, resumed_from: Optional[Path]) -> tupl
         os.replace(dirs[step], folder / dirs[step].name)
     if marker_stale:
         os.replace(root / LATEST, folder / LATEST)
+    for name in records:
+        if (root / name).is_file():
+            shutil.copy2(root / name, folder / name)
     why = (f"this run resumed from step {start_step}" if ours else
            f"this run starts at step {start_step} without resuming from them" if resumed_from is None else
            f"this run resumed from {resumed_from}")

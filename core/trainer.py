@@ -36,7 +36,7 @@ from rewardsmith.core.reward_masking import (
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
 from rewardsmith.core.strategy import pick_device
-from rewardsmith.core.tracking import Tracker
+from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.factory import build_reward_manager
@@ -156,7 +156,7 @@ class PPOTrainer:
         resumed = self.maybe_resume()
         if self.is_main and t.save_freq > 0:
             # Only this run's checkpoints stay beside it: pruning, the marker and new saves never touch another run's.
-            self.own_steps, notes = set_aside(self.out_dir, self.global_step, resumed)
+            self.own_steps, notes = set_aside(self.out_dir, self.global_step, resumed, records=[METRICS_FILE])
             for note in notes:
                 self._write(note)
         barrier(self.topology)

@@ -49,6 +49,7 @@ def test_a_fresh_run_sets_aside_an_earlier_runs_checkpoints_and_prunes_only_its_
     assert f"moved global_step_2, global_step_3, {LATEST} of an earlier run to {out / stale}" in said
     assert names(out / stale) == ["global_step_2", "global_step_3"] and (out / stale / LATEST).read_text() == "3"
     assert (out / stale / "global_step_3" / "trainer_state.pt").is_file()  # untouched
+    assert [json.loads(line)["step"] for line in (out / stale / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3]
     assert names(out) == ["global_step_1", "global_step_2"]  # this run's two, kept
     assert (out / LATEST).read_text() == "2"
 
