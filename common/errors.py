@@ -1,8 +1,17 @@
 """The project's error types. Each message names what was wrong (key, row, plugin, data_source)."""
 from __future__ import annotations
 
+from rewardsmith.common.redaction import redact_text
 
-class ConfigError(ValueError):
+
+class _Redacted:
+    """An error whose message may quote a URL or a config value: credentials in it are masked."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact_text(a) if isinstance(a, str) else a for a in args))
+
+
+class ConfigError(_Redacted, ValueError):
     """A config key is unknown or its value is invalid; the message names the key."""
 
 
@@ -25,13 +34,13 @@ class CustomFunctionError(RewardError):
     """A custom compute_score file could not be loaded."""
 
 
-class ScorerInfrastructureError(Exception):
+class ScorerInfrastructureError(_Redacted, Exception):
     """Raised by a scorer that could not judge a sample because something it depends
     on (a sandbox, a model server) is unreachable. Counted as ``unavailable``,
     never as a wrong answer."""
 
 
-class SystematicScorerError(RewardError):
+class SystematicScorerError(_Redacted, RewardError):
     """Every sample of a batch failed with the same exception: a broken scorer, not hard samples.
 
     Stops ``rewardsmith score`` (non-zero exit) and training (before the update),

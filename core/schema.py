@@ -267,7 +267,7 @@ class TrainerConfig:
     save_freq: int = opt(-1, "Checkpoint every N steps and after the last (-1 = never).")
     resume_mode: Literal["auto", "disable", "resume_path"] = opt("auto", "auto: resume from the latest checkpoint in default_local_dir if any; resume_path: from resume_from_path.")
     resume_from_path: Optional[str] = opt(None, "A global_step_N checkpoint directory (with resume_mode=resume_path).")
-    max_ckpt_to_keep: Optional[int] = opt(None, "Keep only the newest N checkpoints; null = all.")
+    max_ckpt_to_keep: Optional[int] = opt(None, "Keep only this run's newest N checkpoints (another run's are set aside in stale_<time>/, never deleted); null or 0 = all.")
     critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")

@@ -11,6 +11,7 @@ from tqdm import tqdm
 
 from rewardsmith.common.errors import ConfigError
 
+METRICS_FILE = "metrics.jsonl"
 # Console lines show these first, then the rest is in metrics.jsonl.
 CONSOLE_KEYS = ("critic/score/mean", "val/reward/mean", "response_length/mean", "actor/pg_loss", "actor/entropy",
                 "actor/ppo_kl", "critic/vf_loss", "perf/tokens_per_s", "timing_s/step")
@@ -29,7 +30,7 @@ class Tracker:
         """``resume_step``: the step a resumed run continues from (0 = a fresh run, which starts a new metrics.jsonl)."""
         self.loggers = set(loggers)
         self.stream = stream or sys.stdout
-        self.path = out_dir / "metrics.jsonl"
+        self.path = out_dir / METRICS_FILE
         self.writer: Optional[Any] = None
         out_dir.mkdir(parents=True, exist_ok=True)
         if "jsonl" in self.loggers:

@@ -19,7 +19,8 @@ import torch
 from tqdm import tqdm
 
 from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
-from rewardsmith.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
+from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, latest_checkpoint, partial_dir, prune, rng_state, set_aside,
+                                         set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
@@ -35,7 +36,7 @@ from rewardsmith.core.reward_masking import (
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
 from rewardsmith.core.strategy import pick_device
-from rewardsmith.core.tracking import Tracker
+from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.factory import build_reward_manager
@@ -62,12 +63,14 @@ def setup_torch(trainer_cfg: Any) -> torch.device:
     return pick_device(trainer_cfg.device)
 
 
-def reward_batch(batch: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None) -> RewardBatch:
-    """What the reward managers see of a batch: its rows' reward fields and prompts, and the decoded responses."""
+def reward_batch(batch: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None,
+                 response_lengths: Optional[list[int]] = None) -> RewardBatch:
+    """What the reward managers see of a batch: its rows' reward fields and prompts, the decoded
+    responses and their lengths in tokens (from ``response_mask``, or given)."""
     m = batch.meta
     return RewardBatch(data_sources=m["data_source"], solutions=texts, ground_truths=m["ground_truth"],
                        extra_infos=m["extra_info"], styles=m["style"], prompts=m["raw_prompt"],
-                       response_mask=response_mask)
+                       response_mask=response_mask, response_lengths=response_lengths)
 
 
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
@@ -128,6 +131,7 @@ class PPOTrainer:
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
+        self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         # Last, so that nothing after it can fail and leave its worker processes behind.
         # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
         self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
@@ -149,7 +153,13 @@ class PPOTrainer:
         """Train to ``total_steps``; returns the metrics of the last step (with its validation)."""
         t = self.config.trainer
         self._write(f"output directory: {self.out_dir.resolve()}")
-        self.maybe_resume()
+        resumed = self.maybe_resume()
+        if self.is_main and t.save_freq > 0:
+            # Only this run's checkpoints stay beside it: pruning, the marker and new saves never touch another run's.
+            self.own_steps, notes = set_aside(self.out_dir, self.global_step, resumed, records=[METRICS_FILE])
+            for note in notes:
+                self._write(note)
+        barrier(self.topology)
         tracker = Tracker(self.out_dir, t.logger if self.is_main else [], resume_step=self.global_step, stream=self.stream)
         last: dict[str, float] = {}
         try:
@@ -303,11 +313,12 @@ class PPOTrainer:
         lengths = batch["response_mask"].sum(-1).tolist()
         return [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(batch["responses"], lengths)]
 
-    def score_texts(self, rows: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None):
+    def score_texts(self, rows: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None,
+                    response_lengths: Optional[list[int]] = None):
         """The reward managers' verdict on ``texts``, the responses to ``rows``; rank 0 scores and shares it."""
         result = None
         if self.reward_manager is not None:
-            result = self.reward_manager(reward_batch(rows, texts, response_mask))
+            result = self.reward_manager(reward_batch(rows, texts, response_mask, response_lengths))
         return broadcast_object(result, self.topology)
 
     def _data_metrics(self, batch: Batch) -> dict[str, float]:
@@ -339,11 +350,13 @@ class PPOTrainer:
             batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
                                            self.val_sampling) for start in range(0, len(self.val_set), size)]
         texts = [text for b in batches for text in self.decode_responses(b)]
-        lengths = [n for b in batches for n in b["response_mask"].sum(-1).tolist()]
+        lengths = [int(n) for b in batches for n in b["response_mask"].sum(-1).tolist()]
         prompts = [row for b in batches for row in b["prompts"]]
         # One reward call for the whole set, so its metrics (counts, means) cover all of it.
         rows = Batch(meta={k: [v for b in batches for v in b.meta[k]] for k in batches[0].meta})
-        out = self.score_texts(rows, texts)
+        # The lengths, not the masks: the batches' widths may differ, and the dapo
+        # manager's overlong penalty needs them in validation as in training.
+        out = self.score_texts(rows, texts, response_lengths=lengths)
         scores, sources = out.scores.tolist(), rows.meta["data_source"]
         for i in range(min(self.config.trainer.log_val_generations, len(texts))):
             prompt = self.tokenizer.decode(prompts[i].tolist(), skip_special_tokens=True)
@@ -359,10 +372,13 @@ class PPOTrainer:
     def save_checkpoint(self) -> Path:
         """Models, optimizers, data position, KL controller and RNG of the current step.
 
-        Every rank saves its workers' shards and its own RNG (``rng_rank<r>.pt``);
-        rank 0 writes the rest, then marks the checkpoint complete.
+        Every rank saves its workers' shards and its own RNG (``rng_rank<r>.pt``) into
+        ``global_step_<N>.partial``; rank 0 writes the rest, renames it to
+        ``global_step_<N>`` and marks it the latest (core/checkpoint.py: a crash at any
+        point leaves the previous checkpoint or this one, whole), then prunes this run's
+        older ones to ``trainer.max_ckpt_to_keep``. Returns the partial path on other ranks.
         """
-        path = step_dir(self.out_dir, self.global_step)
+        path = partial_dir(self.out_dir, self.global_step)
         self.actor.save_checkpoint(path / "actor")
         if self.critic is not None:
             self.critic.save_checkpoint(path / "critic")
@@ -382,8 +398,9 @@ class PPOTrainer:
             "shuffle_generator": self.shuffle_generator.get_state(),
             "rng": rng_state(),
             "world_size": self.world_size,
-        }, path / "trainer_state.pt")
-        mark_latest(self.out_dir, self.global_step, self.config.trainer.max_ckpt_to_keep)
+        }, path / TRAINER_STATE)
+        path = commit(self.out_dir, self.global_step)
+        self.own_steps = prune(self.out_dir, [*self.own_steps, self.global_step], self.config.trainer.max_ckpt_to_keep)
         return path
 
     def maybe_resume(self) -> Optional[Path]:
@@ -394,13 +411,13 @@ class PPOTrainer:
         if t.resume_mode == "resume_path":
             path = Path(t.resume_from_path)
             step_of(path)
-            if not (path / "trainer_state.pt").is_file():
-                raise FileNotFoundError(f"trainer.resume_from_path={path} holds no trainer_state.pt")
+            if not (path / TRAINER_STATE).is_file():
+                raise FileNotFoundError(f"trainer.resume_from_path={path} holds no {TRAINER_STATE}")
         else:
             path = latest_checkpoint(self.out_dir)
             if path is None:
                 return None
-        state = torch.load(path / "trainer_state.pt", weights_only=False)
+        state = torch.load(path / TRAINER_STATE, weights_only=False)
         saved_world = state.get("world_size", 1)
         if saved_world != self.world_size:
             raise ValueError(f"checkpoint {path} was written by {saved_world} ranks; resume it with as many "

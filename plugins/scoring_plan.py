@@ -6,6 +6,7 @@ from typing import Any, Callable, Optional
 from urllib.parse import urlparse
 
 from rewardsmith.common.errors import ConfigError, NotRegistered, RewardError
+from rewardsmith.common.redaction import without_userinfo
 from rewardsmith.plugins.config import ComponentConfig, RewardSettings
 from rewardsmith.plugins.custom import PER_SAMPLE, accepted_kwargs, load_custom_function
 from rewardsmith.plugins.model_scoring.factory import SECTIONS, build_model_scorer, configured_kinds
@@ -40,8 +41,9 @@ class Component:
 
 def router_address(base_url: Optional[str]) -> Optional[str]:
     """``host:port`` of a judge endpoint: verl's generative-judge functions post to
-    ``http://{reward_router_address}/v1/chat/completions``."""
-    return urlparse(base_url).netloc or None if base_url else None
+    ``http://{reward_router_address}/v1/chat/completions``. Without ``user:pass@``:
+    the user's function would otherwise carry the credentials into its own errors and logs."""
+    return without_userinfo(urlparse(base_url).netloc) or None if base_url else None
 
 
 class ScoringPlan:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from rewardsmith.common.network import SANDBOX_TOKEN_ENV
 from rewardsmith.sandbox.server import ServerSettings, serve
 
 _DEFAULTS = ServerSettings()
@@ -18,8 +19,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--port", type=int, default=8080)
     s.add_argument("--workers", type=int, default=_DEFAULTS.workers,
                    help=f"warm worker processes, i.e. concurrent runs (default: {_DEFAULTS.workers})")
-    s.add_argument("--token", default=os.environ.get("REWARDSMITH_SANDBOX_TOKEN"),
-                   help="require this bearer token (default: $REWARDSMITH_SANDBOX_TOKEN, or none)")
+    s.add_argument("--token", default=os.environ.get(SANDBOX_TOKEN_ENV),
+                   help=f"require this bearer token (default: ${SANDBOX_TOKEN_ENV}, or none; a non-loopback --host "
+                        "needs one; prefer the variable: a command line is visible to every user in ps)")
     s.add_argument("--allow-weak-isolation", action="store_true",
                    help="start even if some isolation layer is unavailable (reported in every response)")
     s.add_argument("--python", default=_DEFAULTS.python, help="interpreter that runs Python programs")

@@ -31,6 +31,8 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 import requests
 from requests.adapters import HTTPAdapter
 
+from rewardsmith.common.redaction import redact_text, redact_url
+
 
 class SandboxUnavailable(ConnectionError):
     """The sandbox could not be reached or kept failing after every retry."""
@@ -134,6 +136,7 @@ class SandboxClient:
         connect_timeout_s: float = 5.0,
     ):
         self.base_url, url_token = _split_url(url)
+        self.shown_url = redact_url(self.base_url)  # in messages: no user:pass@
         token = token or url_token
         self.retries = retries
         self.backoff_s = backoff_s
@@ -253,7 +256,7 @@ class SandboxClient:
         log.warning(
             "sandbox at %s has no batch endpoint (%s): a plain SandboxFusion server. Each test case is one "
             "request; at most %d requests in flight, adapting to the latency it sustains (starting at %d). "
-            "See docs/sandbox.md.", self.base_url, why, self.max_concurrency, self.limit.current,
+            "See docs/sandbox.md.", self.shown_url, why, self.max_concurrency, self.limit.current,
         )
 
     def ping(self) -> bool:
@@ -283,7 +286,7 @@ class SandboxClient:
         return self._request("POST", path, body, work_s)
 
     def _request(self, method: str, path: str, body: Optional[dict], work_s: float) -> dict[str, Any]:
-        url = self.base_url + path
+        url, shown = self.base_url + path, self.shown_url + path
         timeout = (self.connect_timeout_s, work_s + self.timeout_margin_s)
         last_problem = ""
         for attempt in range(self.retries + 1):
@@ -294,17 +297,17 @@ class SandboxClient:
                 reply = self._session.request(method, url, json=body, timeout=timeout)
             except requests.RequestException as exc:
                 self.limit.release(overloaded=isinstance(exc, (requests.ConnectionError, requests.Timeout)))
-                last_problem = f"{type(exc).__name__}: {exc}"
+                last_problem = redact_text(f"{type(exc).__name__}: {exc}")
             else:
                 self.limit.release(time.perf_counter() - started, overloaded=reply.status_code in _OVERLOAD_STATUS)
                 if reply.status_code < 400:
                     try:
                         return reply.json()
                     except ValueError as exc:
-                        raise SandboxUnavailable(f"{method} {url} answered {reply.status_code} with a body that "
+                        raise SandboxUnavailable(f"{method} {shown} answered {reply.status_code} with a body that "
                                                  f"is not JSON: {reply.text[:200]!r}") from exc
                 if reply.status_code not in _RETRY_STATUS:
-                    raise SandboxRequestError(f"{method} {url} -> {reply.status_code}: {_detail(reply)}",
+                    raise SandboxRequestError(f"{method} {shown} -> {reply.status_code}: {_detail(reply)}",
                                               reply.status_code)
                 last_problem = f"HTTP {reply.status_code}: {_detail(reply)}"
                 retry_after = reply.headers.get("Retry-After", "")
@@ -312,7 +315,7 @@ class SandboxClient:
                     wait = max(wait, float(retry_after))
             if attempt < self.retries:
                 time.sleep(wait)
-        raise SandboxUnavailable(f"sandbox at {self.base_url} unavailable after {self.retries + 1} attempts: "
+        raise SandboxUnavailable(f"sandbox at {self.shown_url} unavailable after {self.retries + 1} attempts: "
                                  f"{last_problem}")
 
 

@@ -12,6 +12,7 @@ import base64
 import contextlib
 import json
 import os
+import socket
 import sys
 import time
 from collections import Counter
@@ -24,6 +25,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ValidationError
 
+from rewardsmith.common.network import SANDBOX_TOKEN_ENV, check_exposure
 from rewardsmith.sandbox.languages import Language, detect_languages
 from rewardsmith.sandbox import uids
 from rewardsmith.sandbox.pool import LAYERS, Overloaded, SandboxPool, WorkerFailed, default_expose, job_template
@@ -413,19 +415,45 @@ def check_isolation(settings: ServerSettings, base_uid: int) -> dict[str, bool]:
 
 
 def serve(settings: ServerSettings) -> int:
-    """Probe isolation, then serve until interrupted. Returns a process exit code."""
+    """Check the host has a token if it is not loopback, bind the port, probe isolation,
+    then serve until interrupted. Returns a process exit code.
+
+    The port is bound before the banner is printed, so a taken port is an error, not a
+    "serving" line followed by a failure.
+    """
     try:
-        claim = uids.claim(settings.workers, settings.base_uid)  # held until this process exits
-        layers = check_isolation(settings, claim.base)
-    except (WeakIsolation, uids.UidsUnavailable) as exc:
-        print(exc, file=sys.stderr)
+        check_exposure(settings.host, settings.token, SANDBOX_TOKEN_ENV)
+        sock = bind(settings.host, settings.port)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    sandbox = Sandbox(settings, layers, claim.base)
-    config = uvicorn.Config(create_app(sandbox), host=settings.host, port=settings.port,
-                            log_level="warning", access_log=False, backlog=4096)
-    print(f"rewardsmith sandbox: http://{settings.host}:{settings.port} ({settings.workers} workers, "
-          f"uids {claim.base}-{claim.base + settings.workers - 1}, "
-          f"languages {sorted(sandbox.languages)}, missing layers {sandbox.missing or 'none'})",
-          file=sys.stderr, flush=True)
-    uvicorn.Server(config).run()
+    with sock:
+        try:
+            claim = uids.claim(settings.workers, settings.base_uid)  # held until this process exits
+            layers = check_isolation(settings, claim.base)
+        except (WeakIsolation, uids.UidsUnavailable) as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        sandbox = Sandbox(settings, layers, claim.base)
+        config = uvicorn.Config(create_app(sandbox), host=settings.host, port=settings.port,
+                                log_level="warning", access_log=False, backlog=4096)
+        print(f"rewardsmith sandbox: http://{settings.host}:{sock.getsockname()[1]} ({settings.workers} workers, "
+              f"uids {claim.base}-{claim.base + settings.workers - 1}, "
+              f"languages {sorted(sandbox.languages)}, missing layers {sandbox.missing or 'none'})",
+              file=sys.stderr, flush=True)
+        uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``; raises OSError naming the address (e.g. a port already taken)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: restart while old connections linger
+        sock.bind((host, port))
+        sock.listen(4096)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock

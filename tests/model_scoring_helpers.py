@@ -87,10 +87,13 @@ def vllm_server(model: Path, name: str, log: Path, *args: str, startup: float = 
 
 @contextmanager
 def rm_serve(path: Path, token: Optional[str] = None) -> Iterator[str]:
-    """`rewardsmith rm serve PATH` in its own process on a free loopback port; yields its ``host:port``."""
+    """`rewardsmith rm serve PATH` in its own process on a free loopback port; yields its ``host:port``.
+    The token goes in ``$REWARDSMITH_RM_TOKEN``, as docs/reward_models.md advises (not on the command line)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "rewardsmith", "rm", "serve", str(path), "--port", "0",
-                             *(["--token", token] if token else [])],
+    env.pop("REWARDSMITH_RM_TOKEN", None)
+    if token:
+        env["REWARDSMITH_RM_TOKEN"] = token
+    proc = subprocess.Popen([sys.executable, "-m", "rewardsmith", "rm", "serve", str(path), "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline()

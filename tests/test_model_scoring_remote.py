@@ -80,10 +80,14 @@ def test_rm_serve_batches_concurrent_requests(rm_path):
         server.server_close()
 
 
-def test_rm_serve_refuses_a_public_host_without_a_token(rm_path, capsys):
+def test_rm_serve_refuses_a_public_host_without_a_token_before_loading_weights(tmp_path, capsys, monkeypatch):
     from rewardsmith.cli import main
-    assert main(["rm", "serve", str(rm_path), "--host", "0.0.0.0", "--port", "0"]) == 2
-    assert "refusing to serve on non-loopback host '0.0.0.0' without --token" in capsys.readouterr().err
+    monkeypatch.delenv("REWARDSMITH_RM_TOKEN", raising=False)
+    # no model at that path: the refusal must come first, not after loading (or failing to load) the weights
+    assert main(["rm", "serve", str(tmp_path / "not-loaded"), "--host", "0.0.0.0", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to serve on non-loopback host '0.0.0.0' without a token" in err and "$REWARDSMITH_RM_TOKEN" in err
+    assert "not-loaded" not in err
 
 
 def _rewards(body):

@@ -31,7 +31,10 @@ def write_config(tmp_path, paths, **extra):
 def test_train_runs_from_a_yaml_file_with_overrides(tmp_path, capsys):
     paths = write_inputs(tmp_path)
     config = write_config(tmp_path, paths)
-    assert main(["train", str(config), "trainer.logger=[console,jsonl]", "algorithm.adv_estimator=rloo"]) == 0
+    # a sandbox URL with credentials (as docs/sandbox.md suggests for a token): never written down
+    secret_url = "http://alice:pw-SECRET@127.0.0.1:9/run_code?token=tok-SECRET&lang=py"
+    assert main(["train", str(config), "trainer.logger=[console,jsonl]", "algorithm.adv_estimator=rloo",
+                 f"reward_model.sandbox_fusion.url={secret_url}"]) == 0
     out = capsys.readouterr()
     assert f"output directory: {(tmp_path / 'run').resolve()}" in out.out + out.err
     assert "final validation reward:" in out.out
@@ -42,8 +45,11 @@ def test_train_runs_from_a_yaml_file_with_overrides(tmp_path, capsys):
                 "perf/tokens_per_s", "response_length/mean"):
         assert key in records[1], key
     assert any(k.startswith("reward/source/") for k in records[1])
-    saved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    written = (tmp_path / "run" / "config.yaml").read_text()
+    assert "SECRET" not in written
+    saved = yaml.safe_load(written)
     assert saved["algorithm"]["adv_estimator"] == "rloo"
+    assert saved["reward_model"]["sandbox_fusion"]["url"] == "http://***@127.0.0.1:9/run_code?token=***&lang=py"
     assert (tmp_path / "run" / "global_step_2" / "actor" / "config.json").is_file()
 
 

@@ -1,4 +1,7 @@
 """The reward options of seed document 004 inside real (tiny) training steps."""
+import json
+
+import pytest
 import torch
 
 from core_helpers import tiny_config
@@ -111,3 +114,28 @@ def test_unfrozen_critic_learns(tmp_path):
         assert any(not torch.equal(v, before[k]) for k, v in trainer.critic.model.state_dict().items())
     finally:
         trainer.close()
+
+
+def fit_metrics(config) -> dict[int, dict]:
+    """Train to the end; every record of metrics.jsonl by step."""
+    trainer = PPOTrainer(config)
+    try:
+        trainer.fit()
+    finally:
+        trainer.close()
+    return {r["step"]: r for r in map(json.loads, (trainer.out_dir / "metrics.jsonl").read_text().splitlines())}
+
+
+def test_dapo_overlong_penalty_applies_in_validation_as_in_training(tmp_path):
+    """Validation passes response lengths to the reward managers: with the dapo manager it used to
+    stop at the first validation ("train with a response mask")."""
+    common = ("trainer.val_before_train=true", "trainer.test_freq=1", "trainer.total_training_steps=1",
+              "algorithm.adv_estimator=grpo")
+    # buffer as long as max_resp_len: the penalty is exactly -length / 8 (factor 1), so it can be checked from the mean length
+    dapo = fit_metrics(tiny_config(tmp_path / "dapo", *common, "reward_model.reward_manager=dapo",
+                                   "reward_model.overlong_buffer.enable=true", "reward_model.overlong_buffer.len=8"))
+    naive = fit_metrics(tiny_config(tmp_path / "naive", *common))
+    assert sorted(dapo) == [0, 1] and "val/reward/mean" in dapo[0] and "val/reward/mean" in dapo[1]
+    # step 0: the same policy generated the same responses; only the penalty differs
+    assert dapo[0]["val/response_length/mean"] == naive[0]["val/response_length/mean"] > 0
+    assert dapo[0]["val/reward/mean"] == pytest.approx(naive[0]["val/reward/mean"] - dapo[0]["val/response_length/mean"] / 8, abs=1e-6)

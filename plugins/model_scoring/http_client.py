@@ -3,8 +3,9 @@
 Retried: connection errors, timeouts, 5xx and 429. Never retried: other 4xx
 (the request itself is wrong). A request that finally fails raises
 :class:`RequestFailed` with the status the sample gets (timeout, unavailable,
-error); the message never contains request headers, so API keys stay out of
-logs and metrics.
+error); the message never contains request headers, and URLs in it are
+redacted (no ``user:pass@``, no ``?token=``), so credentials stay out of logs,
+scored rows and metrics.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, Optional
 
 import requests
 
+from rewardsmith.common.redaction import redact_text
 from rewardsmith.plugins.scoring import ERROR, INVALID, TIMEOUT, UNAVAILABLE
 
 
@@ -21,7 +23,7 @@ class RequestFailed(Exception):
     """A request failed for good; ``status`` is the sample status it maps to."""
 
     def __init__(self, status: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(redact_text(message))  # it lands in scored rows and logs
         self.status = status
 
 

@@ -10,26 +10,17 @@ batching thread. ``GET /health`` answers ``{"status": "ok"}``.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import queue
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
+from rewardsmith.common.network import RM_TOKEN_ENV, check_exposure
 from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) only accepts connections from this machine."""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        try:
-            return all(ipaddress.ip_address(info[4][0]).is_loopback for info in socket.getaddrinfo(host, None))
-        except OSError:
-            return False
+MAX_REQUEST_MB = 64
 
 
 class _Job:
@@ -87,10 +78,15 @@ class RewardBatcher:
                 j.done.set()
 
 
-def make_server(model: LocalRewardModel, host: str, port: int, token: Optional[str], max_batch: int = 256) -> ThreadingHTTPServer:
-    """The HTTP server (not yet serving); refuses a non-loopback ``host`` without a ``token``."""
-    if not is_loopback(host) and not token:
-        raise ValueError(f"refusing to serve on non-loopback host {host!r} without --token (anyone who can reach it could use the model)")
+def make_server(model: LocalRewardModel, host: str, port: int, token: Optional[str], max_batch: int = 256,
+                max_request_mb: int = MAX_REQUEST_MB) -> ThreadingHTTPServer:
+    """The HTTP server (not yet serving); refuses a non-loopback ``host`` without a ``token``.
+
+    A request's token is checked before its body is read, and a body over
+    ``max_request_mb`` is refused (413) unread.
+    """
+    check_exposure(host, token, RM_TOKEN_ENV)
+    max_bytes = max_request_mb << 20
     batcher = RewardBatcher(model, max_batch)
 
     class Handler(BaseHTTPRequestHandler):
@@ -99,11 +95,14 @@ def make_server(model: LocalRewardModel, host: str, port: int, token: Optional[s
         def log_message(self, format: str, *args: Any) -> None:  # one line per request would flood training logs
             pass
 
-        def _send(self, code: int, body: dict) -> None:
+        def _send(self, code: int, body: dict, close: bool = False) -> None:
             data = json.dumps(body).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            if close:  # the request's body was left unread: the connection cannot carry another request
+                self.send_header("Connection", "close")
+                self.close_connection = True
             self.end_headers()
             self.wfile.write(data)
 
@@ -113,11 +112,30 @@ def make_server(model: LocalRewardModel, host: str, port: int, token: Optional[s
             else:
                 self._send(404, {"error": f"no route {self.path}"})
 
+        def _refused(self) -> bool:
+            """Answer 401, 400 or 413 (and close) if the headers alone rule the request out."""
+            if token and not hmac.compare_digest(self.headers.get("Authorization", "").encode(), f"Bearer {token}".encode()):
+                self._send(401, {"error": "missing or wrong bearer token"}, close=True)
+                return True
+            length = self.headers.get("Content-Length") or "0"
+            if not length.isdigit():
+                self._send(400, {"error": f"bad Content-Length {length!r}"}, close=True)
+                return True
+            if int(length) > max_bytes:
+                self._send(413, {"error": f"request body of {int(length)} bytes is over the limit of {max_request_mb} MiB "
+                                          "(rm serve --max-request-mb); send fewer queries per request"}, close=True)
+                return True
+            return False
+
+        def handle_expect_100(self) -> bool:  # no "100 Continue" (inviting the body) before the checks
+            return not self._refused() and super().handle_expect_100()
+
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if token and not hmac.compare_digest(self.headers.get("Authorization", ""), f"Bearer {token}"):
-                self._send(401, {"error": "missing or wrong bearer token"})
+            # Nothing of the body is read before the token and the size are checked.
+            if self._refused():
                 return
+            length = self.headers.get("Content-Length") or "0"
+            body = self.rfile.read(int(length))
             if self.path.rstrip("/") != "/get_reward":
                 self._send(404, {"error": f"no route {self.path}; POST /get_reward"})
                 return
@@ -143,9 +161,11 @@ def make_server(model: LocalRewardModel, host: str, port: int, token: Optional[s
     return server
 
 
-def serve(cfg: Any, host: str, port: int, token: Optional[str], max_batch: int = 256) -> None:
+def serve(cfg: Any, host: str, port: int, token: Optional[str], max_batch: int = 256,
+          max_request_mb: int = MAX_REQUEST_MB) -> None:
     """Load the reward model of ``cfg`` (a RewardModelPathConfig) and serve it until interrupted."""
-    server = make_server(LocalRewardModel(cfg, "rm serve"), host, port, token, max_batch)
+    check_exposure(host, token, RM_TOKEN_ENV)  # before the slow part: loading the weights
+    server = make_server(LocalRewardModel(cfg, "rm serve"), host, port, token, max_batch, max_request_mb)
     print(f"serving reward model {cfg.path} on http://{host}:{server.server_address[1]}/get_reward", flush=True)
     try:
         server.serve_forever()

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+from rewardsmith.common.network import RM_TOKEN_ENV
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -12,9 +15,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     train.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. save_dir=out/rm")
     serve = sub.add_parser("serve", help="Serve a local reward model with OpenRLHF's /get_reward protocol.")
     serve.add_argument("path", help="a saved sequence classifier with one output")
-    serve.add_argument("--host", default="127.0.0.1", help="bind address (a non-loopback one needs --token)")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (a non-loopback one needs a token)")
     serve.add_argument("--port", type=int, default=5000)
-    serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every request")
+    serve.add_argument("--token", default=os.environ.get(RM_TOKEN_ENV),
+                       help=f"require 'Authorization: Bearer TOKEN' on every request (default: ${RM_TOKEN_ENV}; prefer "
+                            "the variable: a command line is visible to every user in ps)")
+    serve.add_argument("--max-request-mb", type=int, help="largest request body accepted, MiB (413 beyond; default 64)")
     serve.add_argument("--max-length", type=int, default=2048, help="maximum tokens per query; the prompt's start is cut first")
     serve.add_argument("--micro-batch-size", type=int, default=16)
     serve.add_argument("--max-batch", type=int, default=256, help="queries scored together across concurrent requests")
@@ -37,9 +43,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"saved reward model to {config.save_dir} ({held_out})")
         return 0
     from rewardsmith.plugins.config import RewardModelPathConfig
-    from rewardsmith.plugins.model_scoring.rm_server import serve
+    from rewardsmith.plugins.model_scoring.rm_server import MAX_REQUEST_MB, serve
 
     cfg = RewardModelPathConfig(path=args.path, dtype=args.dtype, device=args.device, max_length=args.max_length,
                                 micro_batch_size=args.micro_batch_size)
-    serve(cfg, args.host, args.port, args.token, args.max_batch)
+    serve(cfg, args.host, args.port, args.token, args.max_batch, args.max_request_mb or MAX_REQUEST_MB)
     return 0

@@ -7,6 +7,7 @@ import yaml
 
 from rewardsmith.commands.config_args import add_config_arguments, load_from_args
 from rewardsmith.common.config import to_dict
+from rewardsmith.common.redaction import redact_config
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
     # Under torchrun every rank runs this command; rank 0 speaks for the run.
     if trainer.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "config.yaml").write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+        # Redacted: a sandbox URL's ?token= or a judge URL's user:pass@ must not be written down.
+        (out / "config.yaml").write_text(yaml.safe_dump(redact_config(to_dict(config)), sort_keys=False))
     try:
         last = trainer.fit()
     finally:
