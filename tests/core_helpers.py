@@ -1,6 +1,9 @@
 """Shared set-up for the core/train tests: a tiny model, the arithmetic rows and a custom reward."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from rewardsmith.demo.arith_problems import make_dataset
@@ -67,3 +70,27 @@ def tiny_overrides(tmp_path: Path, paths: dict[str, Path], custom_reward: bool =
 def tiny_config(tmp_path: Path, *extra: str, custom_reward: bool = True) -> Config:
     paths = write_inputs(tmp_path)
     return load_config(Config, None, [*tiny_overrides(tmp_path, paths, custom_reward), *extra])
+
+
+DEMO_SOURCES = ("lighteval/MATH", "math_dapo", "openai/gsm8k")
+
+
+def run_demo_command(out_dir: Path, *overrides: str, timeout: float) -> subprocess.CompletedProcess:
+    """``rewardsmith demo`` exactly as ``make demo`` runs it: the console script in a process of its own.
+
+    In-process (``cli.main`` under pytest) the demo inherited the test session's
+    state: test modules set ``torch.set_num_threads(1)`` at import, so it never ran
+    with torch's default threads as ``make demo`` does. Only the output
+    directory is redirected here (last, so that it wins).
+    """
+    script = Path(sys.executable).with_name("rewardsmith")
+    proc = subprocess.run([str(script), "demo", *overrides, f"trainer.default_local_dir={out_dir}"],
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return proc
+
+
+def demo_validations(out_dir: Path) -> list[dict]:
+    """The demo run's validation records (``val/reward/...``) from its metrics.jsonl, in order."""
+    records = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in records if "val/reward/mean" in r]

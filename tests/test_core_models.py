@@ -1,5 +1,7 @@
 """Tokenizer, models and the Hugging Face rollout, with real (tiny) transformers models."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -156,7 +158,10 @@ def test_shared_prefix_generation_equals_generating_each_copy(tokenizer, model_c
     model = build_causal_lm(model_cfg, tokenizer)
     input_ids, mask = left_padded(tokenizer, ["<|user|>1+1<|end|><|assistant|>", "<|user|>a longer prompt<|end|><|assistant|>"])
     engine = HFRollout(model, tokenizer.pad_token_id, [tokenizer.eos_token_id])
-    shared = engine.generate(Batch({"input_ids": input_ids, "attention_mask": mask}), SamplingParams(n=3, do_sample=False, max_new_tokens=8))
+    with warnings.catch_warnings():
+        # The cache goes under the keyword this transformers takes (no `past_key_values` deprecation warning).
+        warnings.simplefilter("error", FutureWarning)
+        shared = engine.generate(Batch({"input_ids": input_ids, "attention_mask": mask}), SamplingParams(n=3, do_sample=False, max_new_tokens=8))
     copies = Batch({"input_ids": input_ids.repeat_interleave(3, 0), "attention_mask": mask.repeat_interleave(3, 0)})
     each = engine.generate(copies, SamplingParams(n=1, do_sample=False, max_new_tokens=8))
     assert torch.equal(shared["input_ids"], each["input_ids"])

@@ -33,11 +33,9 @@ def test_mixed_rule_and_reward_model_rows_both_rise(tmp_path):
     assert result["rm_accuracy"] >= 0.9
     before, after, counts = result["before"], result["after"], result["counts"]
     rule_sources = [s for s in counts if s != "open/chat"]
-
-    def rule_mean(means):
-        return sum(means[f"val/reward/{s}/mean"] * counts[s] for s in rule_sources) / sum(counts[s] for s in rule_sources)
-
-    assert rule_mean(after) > rule_mean(before), (before, after)
+    assert len(rule_sources) == 3
+    for source in rule_sources:  # each rule source, not only their mean (gsm8k once fell to 0 while the others rose)
+        assert after[f"val/reward/{source}/mean"] > before[f"val/reward/{source}/mean"], (source, before, after)
     assert after["val/reward/open/chat/mean"] > before["val/reward/open/chat/mean"] + 1.0, (before, after)
     # training metrics show each kind separately, and the reward model's rises too
     train = [r for r in result["records"] if "reward/local_rm/mean" in r and r["step"] > 0]

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from core_helpers import tiny_config
+from core_helpers import DEMO_SOURCES, demo_validations, run_demo_command, tiny_config
 
 from rewardsmith.core.trainer import PPOTrainer
 
@@ -33,17 +33,19 @@ def test_reward_rises_on_a_simple_reward(tmp_path, estimator):
     assert late > early + 0.3, (early, late)
 
 
+# A few minutes on 2 idle cores, up to about 10 when other jobs share them.
 @pytest.mark.slow
-def test_demo_raises_held_out_reward_to_the_target(tmp_path, capsys):
-    from rewardsmith.cli import main
-
-    assert main(["demo", f"trainer.default_local_dir={tmp_path / 'demo'}"]) == 0
-    out = capsys.readouterr().out
-    assert "(target 0.8: reached)" in out
-    for source in ("openai/gsm8k", "lighteval/MATH", "math_dapo"):
-        assert source in out
-    records = [json.loads(line) for line in (tmp_path / "demo" / "metrics.jsonl").read_text().splitlines()]
-    vals = [r["val/reward/mean"] for r in records if "val/reward/mean" in r]
-    assert vals[0] < 0.5 and vals[-1] >= 0.8
-    assert (tmp_path / "demo" / "reward_curve.png").stat().st_size > 10_000
-    assert (tmp_path / "demo" / "global_step_80" / "actor" / "model.safetensors").is_file()
+@pytest.mark.timeout(1500)
+def test_demo_raises_held_out_reward_to_the_target(tmp_path):
+    out = tmp_path / "demo"
+    proc = run_demo_command(out, timeout=1400)
+    assert "(target 0.8: reached)" in proc.stdout
+    vals = demo_validations(out)
+    assert vals[0]["val/reward/mean"] < 0.5 and vals[-1]["val/reward/mean"] >= 0.8
+    for source in DEMO_SOURCES:
+        assert source in proc.stdout
+        # every data source learns its own answer format, not only the overall mean
+        assert vals[-1][f"val/reward/{source}/mean"] >= 0.7, (source, vals[-1][f"val/reward/{source}/mean"])
+    assert (out / "reward_curve.png").stat().st_size > 10_000
+    assert (out / f"global_step_{vals[-1]['step']}" / "actor" / "model.safetensors").is_file()
+    assert "past_key_values" not in proc.stderr  # transformers' deprecation warning is gone

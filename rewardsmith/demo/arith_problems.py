@@ -4,7 +4,7 @@ Rows mix three of verl's data sources, each asking for its own answer format,
 so the built-in scorers judge them exactly as in verl:
 
 - ``openai/gsm8k``: the answer after ``####`` (scorer ``gsm8k``)
-- ``lighteval/MATH``: the answer in ``\\boxed{}`` (scorer ``math_reward``)
+- ``lighteval/MATH``: the answer in ``\boxed{}`` (scorer ``math_reward``)
 - ``math_dapo``: a final ``Answer: n`` line (scorer ``math_dapo``, reward +-1)
 
 Problems are additions and subtractions with one-digit operands and answers
@@ -34,11 +34,24 @@ FORMATS = {
 }
 
 
-def make_problem(rng: random.Random, index: int, split: str, any_format: bool = False) -> dict:
+# The training split's shares of data sources. `\boxed{}` is accepted by two of
+# the three scorers (MATH's, and math_dapo's fallback when there is no
+# `Answer:` line, as in verl 0.9), `####` by gsm8k's alone. In equal shares a
+# policy that boxes every answer is paid on two prompts in three, and GRPO
+# drives it there within ten steps; gsm8k's prompts then see only boxed
+# samples, all scored 0, which give no gradient, and gsm8k stays at 0 unless
+# a lucky `####` sample turns up. With half the rows gsm8k's, `####` and
+# `\boxed{}` are paid equally often and the policy learns to read the cue.
+TRAIN_SOURCE_WEIGHTS = {"openai/gsm8k": 2, "lighteval/MATH": 1, "math_dapo": 1}
+
+
+def make_problem(rng: random.Random, index: int, split: str, any_format: bool = False,
+                 source_weights: dict[str, float] | None = None) -> dict:
     """One row: a random problem, its data source, and (in ``response``) a target completion.
 
     With ``any_format`` the completion uses one of the three answer conventions
-    at random, whatever the row's data source asks for.
+    at random, whatever the row's data source asks for. The data source is
+    drawn with ``source_weights`` (default: equal shares).
     """
     # One-digit operands and answers: a + b <= 9, a - b >= 0.
     subtract = rng.random() < 0.5
@@ -51,7 +64,10 @@ def make_problem(rng: random.Random, index: int, split: str, any_format: bool = 
     answer = a - b if subtract else a + b
     expression = f"{a}{'-' if subtract else '+'}{b}"
     story = rng.choice(SUB if subtract else ADD).format(n=rng.choice(NAMES), a=a, b=b, t=rng.choice(THINGS))
-    source = rng.choice(list(FORMATS))
+    if source_weights is None:
+        source = rng.choice(list(FORMATS))
+    else:
+        source = rng.choices(list(source_weights), weights=list(source_weights.values()))[0]
     instruction, response = FORMATS[source]
     if any_format:
         response = FORMATS[rng.choice(list(FORMATS))][1]
@@ -65,13 +81,14 @@ def make_problem(rng: random.Random, index: int, split: str, any_format: bool = 
     }
 
 
-def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset(), any_format: bool = False) -> list[dict]:
+def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset(), any_format: bool = False,
+               source_weights: dict[str, float] | None = None) -> list[dict]:
     """``n`` distinct problems from ``seed`` whose prompt text is not in ``exclude``."""
     rng = random.Random(seed)
     rows: list[dict] = []
     seen = set(exclude)
     while len(rows) < n:
-        row = make_problem(rng, len(rows), split, any_format)
+        row = make_problem(rng, len(rows), split, any_format, source_weights)
         text = row["prompt"][0]["content"]
         if text not in seen:
             seen.add(text)
@@ -79,16 +96,19 @@ def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset(), a
     return rows
 
 
-def make_dataset(n_sft: int = 384, n_train: int = 2048, n_val: int = 128, seed: int = 0) -> dict[str, list[dict]]:
+def make_dataset(n_sft: int = 1536, n_train: int = 2048, n_val: int = 128, seed: int = 0) -> dict[str, list[dict]]:
     """The demo splits ``sft``, ``train`` and ``val``; validation prompts never occur in sft or train.
 
     The SFT responses are correct but written in a random one of the three
     answer conventions, as in a warm-start corpus gathered from mixed sources:
     the warm-started policy can do the arithmetic but ignores the format its
-    data source asks for, and RL with the sources' scorers teaches it.
+    data source asks for, and RL with the sources' scorers teaches it. The
+    SFT split is large (1536 rows, each shown 15 times in the demo) so that the
+    warm start learns to read the operands off new prompts rather than memorise
+    a few hundred; the training split draws sources with :data:`TRAIN_SOURCE_WEIGHTS`.
     """
     sft = make_split(n_sft, seed, "sft", any_format=True)
-    train = make_split(n_train, seed + 1, "train")
+    train = make_split(n_train, seed + 1, "train", source_weights=TRAIN_SOURCE_WEIGHTS)
     used = {r["prompt"][0]["content"] for r in sft + train}
     val = make_split(n_val, seed + 2, "val", exclude=used)
     return {"sft": sft, "train": train, "val": val}
