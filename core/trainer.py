@@ -28,9 +28,11 @@ from rewardsmith.core.models import run_tokenizer
 from rewardsmith.core.reward_masking import (
     apply_reward_mask,
     critic_source_advantage,
+    affected_groups,
     critic_token_level_scores,
     drop_unscored,
     flip_masked_advantages,
+    loss_tokens,
     sample_reward_mask,
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
@@ -198,7 +200,9 @@ class PPOTrainer:
         ``old_log_probs`` (unless the batch makes a single optimizer step, see
         :meth:`single_actor_step`), ``ref_log_prob`` (with a reference), ``values``
         (with a critic), ``token_level_scores``, ``token_level_rewards``,
-        ``advantages``, ``returns`` and ``reward_masked`` (B,) bool.
+        ``advantages``, ``returns``, ``reward_masked`` (B,) bool and
+        ``unscored`` (B,) bool (samples no reward component could score: they
+        leave the group statistics, the advantages and the losses).
         """
         algo = self.config.algorithm
         timing = {} if timing is None else timing
@@ -243,6 +247,11 @@ class PPOTrainer:
             metrics["reward_mask/mask_ratio_actual"] = float(masked.float().mean())
         batch["reward_masked"] = masked
         batch["token_level_rewards"] = rewards
+        unscored = reward.masked if reward.masked is not None else torch.zeros(len(batch), dtype=torch.bool)
+        if algo.reward_source == "critic":
+            unscored = torch.zeros(len(batch), dtype=torch.bool)  # the critic scores every sample
+        batch["unscored"] = unscored
+        metrics["reward/unscored_groups"] = float(affected_groups(batch.meta["uid"], unscored))
 
         with self._timer(timing, "adv"):
             if algo.reward_source == "critic":
@@ -251,11 +260,12 @@ class PPOTrainer:
                 advantages, returns = self.estimator(
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
+                    scored=~unscored,
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)
-                if reward.masked is not None and reward.masked.any():
-                    advantages = drop_unscored(advantages, reward.masked)
+                if unscored.any():
+                    advantages = drop_unscored(advantages, unscored)
         batch["advantages"], batch["returns"] = advantages, returns
         return batch, metrics
 
@@ -281,6 +291,9 @@ class PPOTrainer:
         and the rollout engine's weight sync."""
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
+        if "unscored" in batch and batch["unscored"].any():
+            # Unscored samples leave both losses and their token and sequence counts.
+            batch = Batch({**batch.tensors, "response_mask": loss_tokens(batch["response_mask"], batch["unscored"])}, batch.meta)
         if self.critic is not None:
             if self.config.critic.freeze:
                 metrics["critic/frozen"] = 1.0
