@@ -36,6 +36,7 @@ from rewardsmith.core.reward_masking import (
     sample_reward_mask,
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
+from rewardsmith.core.rollout_dump import dump_rollouts, rollout_records
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import Tracker
 from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
@@ -267,7 +268,19 @@ class PPOTrainer:
                 if unscored.any():
                     advantages = drop_unscored(advantages, unscored)
         batch["advantages"], batch["returns"] = advantages, returns
+        if self.config.trainer.rollout_data_dir and self.is_main:
+            self.dump_rollouts(batch, reward)
         return batch, metrics
+
+    def dump_rollouts(self, batch: Batch, reward: Any) -> Path:
+        """Write this step's rollouts to ``trainer.rollout_data_dir`` (see :mod:`rewardsmith.core.rollout_dump`)."""
+        inputs = [self.tokenizer.decode(row.tolist(), skip_special_tokens=True) for row in batch["prompts"]]
+        records = rollout_records(
+            self.global_step, batch.meta, self.config.data.reward_fn_key, inputs, self.decode_responses(batch),
+            batch["token_level_scores"].sum(-1).tolist(), batch["token_level_rewards"].sum(-1).tolist(),
+            batch["unscored"].tolist(), reward.extra_info,
+        )
+        return dump_rollouts(self.config.trainer.rollout_data_dir, self.global_step, records)
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.
