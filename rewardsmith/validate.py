@@ -29,12 +29,13 @@ import fnmatch
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 from rewardsmith.common.function_refs import FunctionRef
 from rewardsmith.common.hard_timeout_pool import Task, TaskResult, WorkerPool
 
 LONG_FILLER_CHARS = 100_000
+UNRELATED = "The weather was pleasant and nobody mentioned numbers."
 MAX_CASES = 5
 _SCORE_BY_REF = FunctionRef("rewardsmith.plugins.scoring", "score_by_ref")
 
@@ -92,9 +93,10 @@ class Target:
     """A scorer to validate and what validation needs to know about it."""
 
     label: str
-    fn: Callable[..., Any]
+    fn: Any  # a scorer function, or a reward manager's name
     data_sources: tuple[str, ...] = ()
     builtin_name: Optional[str] = None
+    kind: str = "scorer"  # or "manager"
 
 
 def _probes(case: Case) -> list[tuple[str, Any, Any]]:
@@ -103,7 +105,7 @@ def _probes(case: Case) -> list[tuple[str, Any, Any]]:
     return [
         ("gold", gold, truth),
         ("empty", "", truth),
-        ("unrelated", "The weather was pleasant and nobody mentioned numbers.", truth),
+        ("unrelated", UNRELATED, truth),
         ("non-ASCII", f"Réponse — 答案 ✓ 🙂 {gold}", truth),
         ("very long", "lorem ipsum " * (LONG_FILLER_CHARS // 12) + gold, truth),
         ("None response", None, truth),
@@ -232,9 +234,11 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
             continue
         top = score_range[1] if score_range else max(ok_scores)
         bottom = score_range[0] if score_range else min(ok_scores)
-        if gold[1] < top or gold[1] <= empty[1]:
-            extremes.append(f"case {k}: gold {cases[k].response!r} scored {gold[1]:g}, expected the maximum {top:g} "
-                            f"(empty scored {empty[1]:g})")
+        if gold[1] <= empty[1]:
+            extremes.append(f"case {k}: gold {cases[k].response!r} scored {gold[1]:g}, no more than the empty "
+                            f"response ({empty[1]:g}): the scorer does not tell a right answer from none")
+        elif gold[1] < top:
+            extremes.append(f"case {k}: gold {cases[k].response!r} scored {gold[1]:g}, expected the maximum {top:g}")
         if empty[1] > bottom:
             extremes.append(f"case {k}: the empty response scored {empty[1]:g}, expected the minimum {bottom:g}")
     report.checks.append(Check("gold scores max, empty scores min", not extremes, "; ".join(extremes) or
@@ -248,6 +252,80 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
     report.checks.append(Check("deterministic across calls", not same_process, "; ".join(same_process) or "two calls agree"))
     report.checks.append(Check("deterministic across processes", not other_process,
                                "; ".join(other_process) or "a second process agrees"))
+    return report
+
+
+# Data sources the built-in scorers answer for: the rows a reward manager is checked on by default.
+MANAGER_SOURCES = {"gsm8k": "openai/gsm8k", "math_reward": "lighteval/MATH", "math_dapo": "math_dapo"}
+
+
+def manager_cases() -> list[Case]:
+    """A gold case for each of :data:`MANAGER_SOURCES`."""
+    cases = []
+    for scorer, source in MANAGER_SOURCES.items():
+        truth, template, _range = BUILTIN_CASES[scorer]
+        cases.append(Case(source, truth, template.format(truth)))
+    return cases
+
+
+def validate_manager(manager: Union[str, type], *, cases: Optional[Sequence[Case]] = None,
+                     overrides: Sequence[str] = (), label: str = "") -> Report:
+    """Check a reward manager (a registered name, or the class) on a batch of gold, empty and
+    unrelated responses: it builds from the config, scores the batch, returns one finite score
+    per sample, token-level scores on each response's last valid token, per-sample extra info
+    and ``masked``, pays gold above empty, and gives the same scores twice."""
+    import torch
+
+    from rewardsmith.common.config import load_config
+    from rewardsmith.core.schema import Config
+    from rewardsmith.plugins.batch import RewardBatch, token_level_scores
+    from rewardsmith.plugins.factory import build_reward_manager
+
+    by_name = isinstance(manager, str)
+    report = Report(label or (f"reward manager '{manager}'" if by_name else f"reward manager {manager.__name__}"))
+    try:
+        config = load_config(Config, None, [*([f"reward_model.reward_manager={manager}"] if by_name else []), *overrides])
+        built = build_reward_manager(config.reward_settings(), None if by_name else manager)
+    except Exception as exc:  # noqa: BLE001 - the verdict is the report
+        report.checks.append(Check("builds", False, f"{type(exc).__name__}: {exc}"))
+        return report
+    report.checks.append(Check("builds", True, "from the config, through the plugin factory"))
+    cases = list(cases or manager_cases())
+    rows = [(case, text) for case in cases for text in (case.response, "", UNRELATED)]
+    texts = [text for _case, text in rows]
+    lengths = torch.tensor([max(1, len(t.split())) for t in texts])  # whitespace words stand in for tokens
+    mask = (torch.arange(int(lengths.max())).expand(len(texts), -1) < lengths.unsqueeze(-1)).long()
+    batch = RewardBatch([c.data_source for c, _ in rows], texts, [c.ground_truth for c, _ in rows],
+                        [c.extra_info for c, _ in rows], response_mask=mask)
+    try:
+        with built:
+            built.check_data_sources(sorted(set(batch.data_sources)))
+            built.check_rows(batch)
+            first, second = built(batch), built(batch)
+    except Exception as exc:  # noqa: BLE001
+        report.checks.append(Check("scores a batch", False, f"{type(exc).__name__}: {exc}"))
+        return report
+    n = len(batch)
+    shape = []
+    if tuple(first.scores.shape) != (n,) or not torch.isfinite(first.scores.float()).all():
+        shape.append(f"scores must be {n} finite values, got shape {tuple(first.scores.shape)}")
+    if first.token_level_scores is None or not torch.equal(first.token_level_scores.float(),
+                                                           token_level_scores(first.scores, mask)):
+        shape.append("token_level_scores must hold each score on its response's last valid token, zeros elsewhere")
+    short = [k for k, v in first.extra_info.items() if len(v) != n]
+    if short:
+        shape.append(f"extra_info lists must have one entry per sample ({n}): {', '.join(short)}")
+    if first.masked is not None and tuple(first.masked.shape) != (n,):
+        shape.append(f"masked must have shape ({n},)")
+    report.checks.append(Check("scores a batch", not shape, "; ".join(shape) or
+                               f"{n} samples: scores, token-level scores, extra info and masked all line up"))
+    scores = first.scores.tolist()
+    low = [f"case {k} ({cases[k].data_source}): gold {scores[3 * k]:g}, empty {scores[3 * k + 1]:g}"
+           for k in range(len(cases)) if not scores[3 * k] > max(scores[3 * k + 1], scores[3 * k + 2])]
+    report.checks.append(Check("gold scores above empty and unrelated", not low, "; ".join(low) or f"on {len(cases)} case(s)"))
+    same = torch.equal(first.scores, second.scores)
+    report.checks.append(Check("deterministic across calls", same, "two calls agree" if same else
+                               f"{first.scores.tolist()} then {second.scores.tolist()}"))
     return report
 
 
@@ -266,20 +344,25 @@ def resolve_targets(target: Optional[str], plugins_config: Any = None) -> list[T
         fn = load_custom_function(path, name or "compute_score")
         return [Target(target, fn)]
     registry = get_registry(plugins_config)
+    scorers = {n for p in registry.plugins for n in p.scorers}
+    managers = {n for p in registry.plugins for n in p.reward_managers}
     plugins = [p for p in registry.plugins if target in (p.name, p.distribution)] if target else \
         [p for p in registry.plugins if not p.builtin]
     if target and not plugins:
+        if target in managers and target not in scorers:
+            return [Target(f"reward manager '{target}'", target, kind="manager")]
         fn = registry.scorer(target)  # raises, listing the known scorers
         return [Target(target, fn, registry.scorer_data_sources(target), _builtin_name(registry, target))]
     for p in plugins:
         if p.error:
             raise ValueError(f"{p.label} is broken: {p.error}")
-    names = [name for p in plugins for name in p.scorers]
-    if not names:
-        what = f"plugin {target!r} registers no scorer" if target else "no third-party plugin with scorers is installed"
-        raise ValueError(f"{what}; name a scorer, a plugin or a file (file.py[:function])")
-    return [Target(name, registry.scorer(name), registry.scorer_data_sources(name), _builtin_name(registry, name))
-            for name in names]
+    targets = [Target(name, registry.scorer(name), registry.scorer_data_sources(name), _builtin_name(registry, name))
+               for p in plugins for name in p.scorers]
+    targets += [Target(f"reward manager '{name}'", name, kind="manager") for p in plugins for name in p.reward_managers]
+    if not targets:
+        what = f"plugin {target!r} registers no scorer or manager" if target else "no third-party plugin is installed"
+        raise ValueError(f"{what}; name a scorer, a reward manager, a plugin or a file (file.py[:function])")
+    return targets
 
 
 def _builtin_name(registry: Any, name: str) -> Optional[str]:
@@ -304,12 +387,16 @@ def cases_from_rows(rows: Sequence[dict[str, Any]], reward_fn_key: str = "data_s
 
 
 def validate(target: Optional[str] = None, *, rows: Optional[Sequence[dict[str, Any]]] = None,
-             timeout: float = 10.0, plugins_config: Any = None) -> list[Report]:
+             timeout: float = 10.0, plugins_config: Any = None, overrides: Sequence[str] = ()) -> list[Report]:
     """Validate ``target`` (see :func:`resolve_targets`); ``rows`` with correct responses give the cases
-    (those of each scorer's data sources, or all rows when it names none)."""
+    (those of each scorer's data sources, or all rows when it names none); ``overrides`` are the
+    config a reward manager is built with."""
     reports = []
     all_cases = cases_from_rows(rows) if rows else None
     for t in resolve_targets(target, plugins_config):
+        if t.kind == "manager":
+            reports.append(validate_manager(t.fn, cases=all_cases, overrides=overrides, label=t.label))
+            continue
         cases = None
         if all_cases:
             cases = [c for c in all_cases if not t.data_sources or any(fnmatch.fnmatchcase(c.data_source, p) for p in t.data_sources)] \

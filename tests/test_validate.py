@@ -200,3 +200,52 @@ def test_installed_template_plugin_is_found_and_validated_by_name(tmp_path):
     done = subprocess.run([*cli, "validate", "my-reward"], env=env, capture_output=True, text=True, timeout=300,
                           cwd=tmp_path)
     assert done.returncode == 0 and "my_reward: ok" in done.stdout, done.stdout + done.stderr
+
+
+# -- reward managers ---------------------------------------------------------------------
+def test_builtin_manager_passes():
+    from rewardsmith.validate import validate
+
+    (report,) = validate("naive")
+    assert report.ok and report.target == "reward manager 'naive'", report.to_dict()
+    assert {c.name for c in report.checks} == {"builds", "scores a batch", "gold scores above empty and unrelated",
+                                               "deterministic across calls"}
+
+
+def test_broken_managers_fail_their_checks():
+    import random
+
+    import torch
+
+    from rewardsmith import RewardManager
+    from rewardsmith.validate import validate_manager
+
+    class Jittery(RewardManager):
+        name = "jittery"
+
+        def postprocess(self, batch, scores, extra_info):
+            return scores + random.random()
+
+    class Flat(RewardManager):
+        name = "flat"
+
+        def postprocess(self, batch, scores, extra_info):
+            return torch.zeros_like(scores)
+
+    class Strict(RewardManager):
+        name = "strict"
+
+        def __init__(self, plan, settings, required, **options):
+            super().__init__(plan, settings, **options)
+
+    assert failed(validate_manager(Jittery)) == {"deterministic across calls"}
+    assert failed(validate_manager(Flat)) == {"gold scores above empty and unrelated"}
+    assert "required" in validate_manager(Strict).checks[0].detail
+
+
+def test_cli_manager_with_overrides(capsys):
+    assert main(["validate", "batch"]) == 1
+    assert "FAIL  builds" in capsys.readouterr().out
+    batched = Path(__file__).parents[1] / "examples" / "custom_reward" / "batched_rarity.py"
+    assert main(["validate", "batch", f"custom_reward_function.path={batched}"]) == 0
+    assert "reward manager 'batch': ok" in capsys.readouterr().out
