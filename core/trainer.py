@@ -26,9 +26,9 @@ from rewardsmith.core.distributed import barrier, broadcast_object, init_distrib
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
 from rewardsmith.core.reward_masking import (
+    affected_groups,
     apply_reward_mask,
     critic_source_advantage,
-    affected_groups,
     critic_token_level_scores,
     drop_unscored,
     flip_masked_advantages,
@@ -248,9 +248,9 @@ class PPOTrainer:
             metrics["reward_mask/mask_ratio_actual"] = float(masked.float().mean())
         batch["reward_masked"] = masked
         batch["token_level_rewards"] = rewards
-        unscored = reward.masked if reward.masked is not None else torch.zeros(len(batch), dtype=torch.bool)
-        if algo.reward_source == "critic":
-            unscored = torch.zeros(len(batch), dtype=torch.bool)  # the critic scores every sample
+        unscored = torch.zeros(len(batch), dtype=torch.bool)
+        if reward.masked is not None and algo.reward_source != "critic":  # the critic scores every sample
+            unscored = reward.masked
         batch["unscored"] = unscored
         metrics["reward/unscored_groups"] = float(affected_groups(batch.meta["uid"], unscored))
 
