@@ -249,3 +249,8 @@ def test_cli_manager_with_overrides(capsys):
     batched = Path(__file__).parents[1] / "examples" / "custom_reward" / "batched_rarity.py"
     assert main(["validate", "batch", f"custom_reward_function.path={batched}"]) == 0
     assert "reward manager 'batch': ok" in capsys.readouterr().out
+
+
+def test_example_plugin_scorer_passes_with_its_own_examples():
+    (report,) = validate(str(Path(__file__).parents[1] / "examples" / "plugin" / "rewardsmith_example" / "__init__.py"))
+    assert report.ok and all(c.ok for c in report.checks), report.to_dict()
