@@ -122,14 +122,15 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 def test_training_step_leaves_unscored_samples_out(tmp_path):
     reward = tmp_path / "abstaining.py"
     reward.write_text(ABSTAINING_REWARD)
-    trainer = PPOTrainer(tiny_config(tmp_path, f"custom_reward_function.path={reward}", "algorithm.adv_estimator=grpo",
-                                     "data.train_batch_size=8", "actor_rollout_ref.rollout.n=4",
-                                     "actor_rollout_ref.actor.ppo_mini_batch_size=8"))
+    overrides = (f"custom_reward_function.path={reward}", "algorithm.adv_estimator=grpo", "data.train_batch_size=8",
+                 "actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_mini_batch_size=8")
+    trainer = PPOTrainer(tiny_config(tmp_path, *overrides))
     try:
         trainer.global_step = 1
         batch, metrics = trainer.make_experience(next(iter(trainer.loader)))
         unscored, uid = batch["unscored"], batch.meta["uid"]
-        assert unscored.any() and (~unscored).any(), "the seed must give both kinds; change the reward's modulus"
+        mixed = {u for u, bad in zip(uid, unscored.tolist()) if bad} & {u for u, bad in zip(uid, unscored.tolist()) if not bad}
+        assert mixed, "the seed must give a group with scored and unscored samples; change the reward's modulus"
         assert metrics["reward/masked"] == float(unscored.sum())
         assert metrics["reward/unscored_groups"] == float(len({u for u, bad in zip(uid, unscored.tolist()) if bad}))
         assert torch.count_nonzero(batch["advantages"][unscored]) == 0
@@ -137,7 +138,16 @@ def test_training_step_leaves_unscored_samples_out(tmp_path):
         expected, _ = BUILTIN_ESTIMATORS["grpo"](token_level_rewards=batch["token_level_rewards"][keep],
                                                  response_mask=batch["response_mask"][keep], index=[uid[i] for i in keep])
         torch.testing.assert_close(batch["advantages"][keep], expected)
+        # The update on the whole batch equals the update on the scored samples alone:
+        # same loss, same gradient (a twin trainer starts from the same weights).
+        twin = PPOTrainer(tiny_config(tmp_path / "twin", *overrides))
+        try:
+            twin.global_step = 1
+            alone = twin.update(batch.select(keep))
+        finally:
+            twin.close()
         metrics = trainer.update(batch)
-        assert all(torch.isfinite(torch.tensor(v)) for v in metrics.values())
+        for key in ("actor/pg_loss", "actor/entropy", "actor/grad_norm"):
+            assert metrics[key] == pytest.approx(alone[key], rel=1e-4, abs=1e-6), key
     finally:
         trainer.close()
