@@ -97,6 +97,7 @@ class Target:
     data_sources: tuple[str, ...] = ()
     builtin_name: Optional[str] = None
     kind: str = "scorer"  # or "manager"
+    file: Optional[tuple[str, str]] = None  # (path, function name) of a custom file
 
 
 def _probes(case: Case) -> list[tuple[str, Any, Any]]:
@@ -141,8 +142,9 @@ def score_range_of(fn: Callable[..., Any], builtin_name: Optional[str]) -> Optio
     return None
 
 
-def _run(pool: WorkerPool, ref: FunctionRef, calls: list[tuple[str, Any, Any, Optional[dict]]], timeout: float) -> list[TaskResult]:
-    tasks = [Task(_SCORE_BY_REF, (ref, ds, sol, truth, extra, {})) for ds, sol, truth, extra in calls]
+def _run(pool: WorkerPool, ref: FunctionRef, calls: list[tuple[str, Any, Any, Optional[dict]]], kwargs: dict[str, Any],
+         timeout: float) -> list[TaskResult]:
+    tasks = [Task(_SCORE_BY_REF, (ref, ds, sol, truth, extra, kwargs)) for ds, sol, truth, extra in calls]
     return pool.map(tasks, timeout=timeout)
 
 
@@ -156,14 +158,17 @@ def _verdict(result: TaskResult) -> tuple[str, Optional[float], str]:
 
 def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Sequence[str] = (),
                     cases: Optional[Sequence[Case]] = None, score_range: Optional[tuple[float, float]] = None,
-                    timeout: float = 10.0, builtin_name: Optional[str] = None) -> Report:
-    """Run every check on ``fn`` (see the module docstring) and return the report."""
+                    timeout: float = 10.0, builtin_name: Optional[str] = None,
+                    kwargs: Optional[dict[str, Any]] = None) -> Report:
+    """Run every check on ``fn`` (see the module docstring) and return the report; ``kwargs``
+    are the keyword arguments the managers pass it (:func:`scorer_kwargs`)."""
     from rewardsmith.plugins.custom import PER_SAMPLE, CustomFunctionError, check_signature
 
     label = label or getattr(fn, "__name__", repr(fn))
+    kwargs = dict(kwargs or {})
     report = Report(label)
     try:
-        check_signature(fn, PER_SAMPLE, {}, f"scorer '{label}'")
+        check_signature(fn, PER_SAMPLE, kwargs, f"scorer '{label}'")
         report.checks.append(Check("signature", True, "takes (data_source, solution_str, ground_truth, extra_info=None, **kwargs)"))
     except CustomFunctionError as exc:
         report.checks.append(Check("signature", False, str(exc)))
@@ -186,11 +191,11 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
             calls.append((case.data_source, solution, truth, case.extra_info))
             names.append((k, name))
     with WorkerPool(1, preload=[ref.module]) as first, WorkerPool(1, preload=[ref.module]) as second:
-        runs = [_run(first, ref, calls, timeout)]
+        runs = [_run(first, ref, calls, kwargs, timeout)]
         # Probes that hung or crashed are not asked again.
         again = [i for i, r in enumerate(runs[0]) if r.status in ("ok", "error")]
-        repeat = _run(first, ref, [calls[i] for i in again], timeout)
-        other = _run(second, ref, [calls[i] for i in again], timeout)
+        repeat = _run(first, ref, [calls[i] for i in again], kwargs, timeout)
+        other = _run(second, ref, [calls[i] for i in again], kwargs, timeout)
     verdicts = [_verdict(r) for r in runs[0]]
     loaded = not any(r.status == "error" and r.exception is not None and isinstance(r.exception, (ImportError, AttributeError))
                      for r in runs[0])
@@ -342,7 +347,7 @@ def resolve_targets(target: Optional[str], plugins_config: Any = None) -> list[T
         if not Path(path).is_file():
             raise FileNotFoundError(f"validate: no such file {path}")
         fn = load_custom_function(path, name or "compute_score")
-        return [Target(target, fn)]
+        return [Target(target, fn, file=(path, name or "compute_score"))]
     registry = get_registry(plugins_config)
     scorers = {n for p in registry.plugins for n in p.scorers}
     managers = {n for p in registry.plugins for n in p.reward_managers}
@@ -363,6 +368,25 @@ def resolve_targets(target: Optional[str], plugins_config: Any = None) -> list[T
         what = f"plugin {target!r} registers no scorer or manager" if target else "no third-party plugin is installed"
         raise ValueError(f"{what}; name a scorer, a reward manager, a plugin or a file (file.py[:function])")
     return targets
+
+
+def scorer_kwargs(target: Target, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The keyword arguments the reward managers would pass ``target``'s scorer under the config
+    ``overrides``: the service settings it accepts (the sandbox URL, a judge's address) and a
+    custom file's ``reward_kwargs``."""
+    from rewardsmith.common.config import load_config
+    from rewardsmith.core.schema import Config
+    from rewardsmith.plugins.loader import get_registry
+    from rewardsmith.plugins.scoring_plan import ScoringPlan
+
+    pick = [f"custom_reward_function.path={target.file[0]}", f"custom_reward_function.name={target.file[1]}"] \
+        if target.file else [f"reward_model.scorer={target.label}"]
+    settings = load_config(Config, None, [*overrides, *pick]).reward_settings()
+    plan = ScoringPlan(get_registry(settings.plugins), settings)
+    try:
+        return dict(plan.scorers_for("validate")[0].kwargs)
+    finally:
+        plan.close()
 
 
 def _builtin_name(registry: Any, name: str) -> Optional[str]:
@@ -390,7 +414,8 @@ def validate(target: Optional[str] = None, *, rows: Optional[Sequence[dict[str, 
              timeout: float = 10.0, plugins_config: Any = None, overrides: Sequence[str] = ()) -> list[Report]:
     """Validate ``target`` (see :func:`resolve_targets`); ``rows`` with correct responses give the cases
     (those of each scorer's data sources, or all rows when it names none); ``overrides`` are the
-    config a reward manager is built with."""
+    config a reward manager is built with and a scorer called under (its service settings,
+    a custom file's ``reward_kwargs``)."""
     reports = []
     all_cases = cases_from_rows(rows) if rows else None
     for t in resolve_targets(target, plugins_config):
@@ -402,7 +427,7 @@ def validate(target: Optional[str] = None, *, rows: Optional[Sequence[dict[str, 
             cases = [c for c in all_cases if not t.data_sources or any(fnmatch.fnmatchcase(c.data_source, p) for p in t.data_sources)] \
                 or all_cases
         reports.append(validate_scorer(t.fn, label=t.label, data_sources=t.data_sources, cases=cases, timeout=timeout,
-                                       builtin_name=t.builtin_name))
+                                       builtin_name=t.builtin_name, kwargs=scorer_kwargs(t, overrides)))
     return reports
 
 

@@ -59,6 +59,10 @@ def careless(data_source, solution_str, ground_truth, extra_info=None, **kwargs)
 
 def two_args(solution, truth):
     return 1.0
+
+
+def scaled(data_source, solution_str, ground_truth, extra_info=None, scale=None, **kwargs):
+    return scale * _exact(solution_str, ground_truth)
 '''
 
 CASES = [Case("toy", "42", "so the answer is 42"), Case("toy", "Paris", "It is Paris")]
@@ -254,3 +258,14 @@ def test_cli_manager_with_overrides(capsys):
 def test_example_plugin_scorer_passes_with_its_own_examples():
     (report,) = validate(str(Path(__file__).parents[1] / "examples" / "plugin" / "rewardsmith_example" / "__init__.py"))
     assert report.ok and all(c.ok for c in report.checks), report.to_dict()
+
+
+def test_scorer_gets_the_managers_keyword_arguments(tmp_path, capsys):
+    path = tmp_path / "scorers.py"
+    path.write_text(SCORERS)
+    rows = tmp_path / "gold.jsonl"
+    write_rows(rows, [{"data_source": "toy", "prompt": "q", "reward_model": {"ground_truth": "7"}, "response": "it is 7"}])
+    # Without its reward_kwargs the scorer multiplies by None and never scores.
+    assert main(["validate", f"{path}:scaled", "--rows", str(rows)]) == 1
+    assert "TypeError" in capsys.readouterr().out
+    assert main(["validate", f"{path}:scaled", "--rows", str(rows), "custom_reward_function.reward_kwargs.scale=1.0"]) == 0

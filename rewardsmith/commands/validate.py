@@ -13,7 +13,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds each probe may take (default 10)")
     parser.add_argument("--json", action="store_true", help="print the reports as JSON")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="config a reward manager is built with, e.g. custom_reward_function.path=batched.py")
+                        help="config a reward manager is built with (custom_reward_function.path=batched.py) and "
+                             "a scorer is called under (reward_model.sandbox_fusion.url=..., "
+                             "custom_reward_function.reward_kwargs.x=1)")
 
 
 def run(args: argparse.Namespace) -> int:
