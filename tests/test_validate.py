@@ -269,3 +269,16 @@ def test_scorer_gets_the_managers_keyword_arguments(tmp_path, capsys):
     assert main(["validate", f"{path}:scaled", "--rows", str(rows)]) == 1
     assert "TypeError" in capsys.readouterr().out
     assert main(["validate", f"{path}:scaled", "--rows", str(rows), "custom_reward_function.reward_kwargs.scale=1.0"]) == 0
+
+
+def test_sandbox_code_validates_against_a_real_sandbox(tmp_path, capsys):
+    from rewardsmith.sandbox.testing import isolation_unavailable, running_server
+
+    rows = tmp_path / "code_gold.jsonl"
+    write_rows(rows, [{"data_source": "codecontests", "prompt": "Print the sum of two integers.",
+                       "reward_model": {"ground_truth": {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]}},
+                       "response": "```python\na, b = map(int, input().split())\nprint(a + b)\n```"}])
+    weak = ("--allow-weak-isolation",) if isolation_unavailable() else ()
+    with running_server("--workers", "1", *weak) as url:
+        assert main(["validate", "sandbox_code", "--rows", str(rows), f"reward_model.sandbox_fusion.url={url}"]) == 0
+    assert "gold scores max, empty scores min: on 1 case(s)" in capsys.readouterr().out
