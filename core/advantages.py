@@ -14,10 +14,16 @@ Every estimator is a pure function called with keyword arguments only::
 - ``values`` (B, T) or None: the critic's values. An estimator that needs them
   sets the attribute ``requires_values = True`` on the function, and the
   trainer then runs a critic.
+- ``scored`` (B,) bool or None (None: all True): False for samples no reward
+  component could score. Their placeholder reward is not a reward: leave them
+  out of every statistic (group means, standard deviations, baselines,
+  whitening) and return zero advantages and returns for them, so that the
+  other samples get exactly what they would get if it had never been sampled.
 - ``**kwargs``: further options may be passed in later versions; accept and
   ignore what you do not use.
 
-Advantages and returns must be zero outside ``response_mask``. A plugin adds
+Advantages and returns must be zero outside ``response_mask`` and for
+unscored samples. A plugin adds
 an estimator with::
 
     @hookimpl
@@ -39,6 +45,21 @@ from rewardsmith.common.hooks import hookimpl
 AdvantageResult = tuple[torch.Tensor, torch.Tensor]
 
 
+def scored_mask(scored: Optional[torch.Tensor], batch: int) -> torch.Tensor:
+    """(B,) bool: ``scored`` checked against the batch size, or all True when None."""
+    if scored is None:
+        return torch.ones(batch, dtype=torch.bool)
+    if scored.shape != (batch,):
+        raise ValueError(f"`scored` must have shape ({batch},), got {tuple(scored.shape)}")
+    return scored.bool().cpu()
+
+
+def _valid_tokens(response_mask: torch.Tensor, scored: Optional[torch.Tensor]) -> torch.Tensor:
+    """``m_i,t * scored_i``: the tokens that enter batch statistics and carry advantages."""
+    keep = scored_mask(scored, response_mask.shape[0]).to(response_mask.device)
+    return response_mask.float() * keep.float().unsqueeze(-1)
+
+
 def compute_gae_advantage_return(
     *,
     token_level_rewards: torch.Tensor,
@@ -46,6 +67,7 @@ def compute_gae_advantage_return(
     values: Optional[torch.Tensor],
     gamma: float = 1.0,
     lam: float = 1.0,
+    scored: Optional[torch.Tensor] = None,
     **_: Any,
 ) -> AdvantageResult:
     """Generalised advantage estimation over valid tokens.
@@ -53,11 +75,12 @@ def compute_gae_advantage_return(
     ``delta_t = r_t + gamma * V_{t+1} - V_t``, ``A_t = delta_t + gamma * lam * A_{t+1}``
     where ``t+1`` is the next *valid* token (padding is skipped, and past the
     last valid token ``V = 0``, ``A = 0``). ``returns = A + V`` (before
-    whitening); the advantages returned are whitened over the masked tokens.
+    whitening); the advantages returned are whitened over the valid tokens of
+    the scored samples. Unscored samples get ``A = 0`` and ``returns = 0``.
     """
     if values is None:
         raise ValueError("the gae advantage estimator needs critic values (critic.enable must not be false)")
-    mask = response_mask.float()
+    mask = _valid_tokens(response_mask, scored)
     rewards = token_level_rewards.float()
     values = values.float() * mask
     next_values = torch.zeros_like(values[:, 0])
@@ -79,11 +102,19 @@ def compute_gae_advantage_return(
 compute_gae_advantage_return.requires_values = True  # type: ignore[attr-defined]
 
 
-def _group_stats(scores: torch.Tensor, index: Sequence[Hashable]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-sample group mean, unbiased group std (1 for singleton groups) and group size."""
+def _group_stats(
+    scores: torch.Tensor, index: Sequence[Hashable], scored: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-sample group mean, unbiased group std and group size over the group's *scored* members.
+
+    A group with one scored member has mean 0, std 1 and size 1, like a
+    singleton group; unscored samples get mean 0, std 1, size 1 (their
+    advantages are zeroed by the caller).
+    """
     groups: dict[Hashable, list[int]] = defaultdict(list)
     for i, key in enumerate(index):
-        groups[key].append(i)
+        if scored[i]:
+            groups[key].append(i)
     mean = torch.zeros_like(scores)
     std = torch.ones_like(scores)
     size = torch.ones_like(scores)
@@ -109,20 +140,23 @@ def compute_grpo_outcome_advantage(
     index: Sequence[Hashable],
     norm_adv_by_std_in_grpo: bool = True,
     epsilon: float = 1e-6,
+    scored: Optional[torch.Tensor] = None,
     **_: Any,
 ) -> AdvantageResult:
     """GRPO: each sample's outcome ``s_i = sum_t r_{i,t}`` against its group.
 
+    With ``g`` the scored members of ``i``'s group,
     ``A_i = (s_i - mean_g) / (std_g + epsilon)`` (unbiased std), or
-    ``A_i = s_i - mean_g`` when ``norm_adv_by_std_in_grpo`` is false; a
-    singleton group has mean 0 and std 1. ``A_i`` is broadcast over the
-    valid tokens; returns equal advantages.
+    ``A_i = s_i - mean_g`` when ``norm_adv_by_std_in_grpo`` is false; a group
+    of one has mean 0 and std 1. ``A_i`` is broadcast over the valid tokens,
+    0 for unscored samples; returns equal advantages.
     """
     _check_index(index, token_level_rewards.shape[0], "grpo")
+    keep = scored_mask(scored, token_level_rewards.shape[0])
     scores = token_level_rewards.float().sum(-1)
-    mean, std, _size = _group_stats(scores, index)
+    mean, std, _size = _group_stats(scores, index, keep)
     adv = (scores - mean) / (std + epsilon) if norm_adv_by_std_in_grpo else scores - mean
-    advantages = adv.unsqueeze(-1) * response_mask.float()
+    advantages = adv.unsqueeze(-1) * _valid_tokens(response_mask, keep)
     return advantages, advantages
 
 
@@ -131,19 +165,22 @@ def compute_rloo_outcome_advantage(
     token_level_rewards: torch.Tensor,
     response_mask: torch.Tensor,
     index: Sequence[Hashable],
+    scored: Optional[torch.Tensor] = None,
     **_: Any,
 ) -> AdvantageResult:
-    """RLOO: leave-one-out baseline ``A_i = s_i - mean_{j != i} s_j = n/(n-1) * (s_i - mean_g)``.
+    """RLOO: leave-one-out baseline over the ``n`` scored members ``g`` of the group,
+    ``A_i = s_i - mean_{j in g, j != i} s_j = n/(n-1) * (s_i - mean_g)``.
 
-    A singleton group keeps ``A_i = s_i``. Broadcast over valid tokens;
-    returns equal advantages.
+    A group of one keeps ``A_i = s_i``. Broadcast over valid tokens, 0 for
+    unscored samples; returns equal advantages.
     """
     _check_index(index, token_level_rewards.shape[0], "rloo")
+    keep = scored_mask(scored, token_level_rewards.shape[0])
     scores = token_level_rewards.float().sum(-1)
-    mean, _std, size = _group_stats(scores, index)
+    mean, _std, size = _group_stats(scores, index, keep)
     multi = size > 1
     adv = torch.where(multi, (scores - mean) * size / (size - 1).clamp(min=1), scores)
-    advantages = adv.unsqueeze(-1) * response_mask.float()
+    advantages = adv.unsqueeze(-1) * _valid_tokens(response_mask, keep)
     return advantages, advantages
 
 
@@ -152,11 +189,13 @@ def compute_reinforce_plus_plus_outcome_advantage(
     token_level_rewards: torch.Tensor,
     response_mask: torch.Tensor,
     gamma: float = 1.0,
+    scored: Optional[torch.Tensor] = None,
     **_: Any,
 ) -> AdvantageResult:
     """REINFORCE++: discounted return ``G_t = r_t + gamma * G_{t+1}`` (reset past the last valid token),
-    advantages ``A = whiten(G)`` over the masked tokens; returns are ``G``."""
-    mask = response_mask.float()
+    advantages ``A = whiten(G)`` over the valid tokens of the scored samples; returns are ``G``.
+    Unscored samples get ``A = 0`` and ``G = 0``."""
+    mask = _valid_tokens(response_mask, scored)
     rewards = token_level_rewards.float()
     returns = torch.zeros_like(rewards)
     running = torch.zeros_like(rewards[:, 0])
@@ -174,14 +213,17 @@ def compute_reinforce_plus_plus_baseline_outcome_advantage(
     token_level_rewards: torch.Tensor,
     response_mask: torch.Tensor,
     index: Sequence[Hashable],
+    scored: Optional[torch.Tensor] = None,
     **_: Any,
 ) -> AdvantageResult:
-    """REINFORCE++ with a group baseline: ``a_i = s_i - mean_g``, broadcast over valid tokens,
-    then whitened over the whole batch's masked tokens; returns equal advantages."""
+    """REINFORCE++ with a group baseline: ``a_i = s_i - mean_g`` over the scored members ``g``
+    of the group, broadcast over valid tokens, then whitened over the valid tokens of every
+    scored sample in the batch; 0 for unscored samples; returns equal advantages."""
     _check_index(index, token_level_rewards.shape[0], "reinforce_plus_plus_baseline")
-    mask = response_mask.float()
+    keep = scored_mask(scored, token_level_rewards.shape[0])
+    mask = _valid_tokens(response_mask, keep)
     scores = token_level_rewards.float().sum(-1)
-    mean, _std, _size = _group_stats(scores, index)
+    mean, _std, _size = _group_stats(scores, index, keep)
     centred = (scores - mean).unsqueeze(-1) * mask
     advantages = masked_whiten(centred, mask) * mask
     return advantages, advantages

@@ -115,11 +115,15 @@ def mini_batches(batch: Batch, size: int, epochs: int, shuffle: bool, generator:
     """``epochs`` passes over ``batch`` in mini-batches of ``size`` samples (the last may be smaller).
 
     Each pass draws a fresh order from ``generator`` when ``shuffle``, else
-    keeps the batch's order. ``tokens`` counts ``response_mask``.
+    keeps the batch's order. ``tokens`` counts ``response_mask``; ``samples``
+    counts the samples with at least one token in it (a sample whose mask is
+    all zero, such as an unscored one, adds nothing to a loss and is not
+    counted in its mean).
     """
     out = []
     for _epoch in range(epochs):
         order = torch.randperm(len(batch), generator=generator) if shuffle else torch.arange(len(batch))
         for mini in batch.select(order).chunks(size):
-            out.append(MiniBatch(mini, float(mini["response_mask"].sum()), len(mini)))
+            mask = mini["response_mask"]
+            out.append(MiniBatch(mini, float(mask.sum()), int((mask.sum(-1) > 0).sum())))
     return out

@@ -34,7 +34,7 @@ def micro_batch_weight(mask: torch.Tensor, mini_batch_mask_sum: float, mini_batc
     """The share of the mini-batch a micro-batch holds, for :func:`agg_loss`'s ``weight``."""
     if mode == "token-mean":
         return float(mask.sum()) / max(mini_batch_mask_sum, 1.0)
-    return mask.shape[0] / mini_batch_size
+    return mask.shape[0] / max(mini_batch_size, 1)
 
 
 def policy_loss(

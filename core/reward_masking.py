@@ -4,12 +4,18 @@
   with probability ``ratio`` (:func:`sample_reward_mask`, :func:`apply_reward_mask`).
 - ``algorithm.reward_mask_flip_adv_when_masked``: masked trajectories' advantages
   are multiplied by -1 (:func:`flip_masked_advantages`; rule-based rewards only).
+- Unscored trajectories (no reward component could score them) leave the
+  advantage, the loss and its token count (:func:`drop_unscored`,
+  :func:`loss_tokens`, :func:`affected_groups`); the estimators leave them out of
+  their statistics themselves.
 - ``algorithm.reward_source=critic``: a trajectory's reward is the critic's value
   at its last valid token (:func:`critic_token_level_scores`) and its advantage is
   that reward minus ``V(t)``, whitened; returns are the whitened advantages plus
   ``V(t)`` (:func:`critic_source_advantage`).
 """
 from __future__ import annotations
+
+from typing import Hashable, Sequence
 
 import torch
 
@@ -38,8 +44,25 @@ def flip_masked_advantages(advantages: torch.Tensor, masked: torch.Tensor) -> to
 
 def drop_unscored(advantages: torch.Tensor, unscored: torch.Tensor) -> torch.Tensor:
     """``A_i,t <- 0`` for trajectories no reward component could score (every one
-    abstained or failed under ``abstain``): they teach the policy nothing."""
+    abstained or failed under ``abstain``): they teach the policy nothing.
+
+    The built-in estimators already leave them out of their statistics and
+    return 0 for them (their ``scored`` argument); this also holds the rule for
+    a plugin estimator that ignores ``scored``, and after a flip."""
     return advantages * (~unscored).to(advantages.dtype).unsqueeze(-1)
+
+
+def loss_tokens(response_mask: torch.Tensor, unscored: torch.Tensor) -> torch.Tensor:
+    """``m_i,t * (1 - unscored_i)``: the tokens the actor and critic losses sum and count.
+
+    An unscored trajectory adds nothing to a loss and nothing to its token (or
+    sequence) count, so it does not dilute the others' gradient either."""
+    return response_mask * (~unscored).to(response_mask.dtype).unsqueeze(-1)
+
+
+def affected_groups(index: Sequence[Hashable], unscored: torch.Tensor) -> int:
+    """How many groups (distinct ``index`` ids) hold at least one unscored trajectory."""
+    return len({key for key, bad in zip(index, unscored.tolist()) if bad})
 
 
 def last_valid_values(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:

@@ -270,6 +270,7 @@ class TrainerConfig:
     max_ckpt_to_keep: Optional[int] = opt(None, "Keep only this run's newest N checkpoints (another run's are set aside in stale_<time>/, never deleted); null or 0 = all.")
     critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
+    rollout_data_dir: Optional[str] = opt(None, "Write each step's rollouts to <dir>/<step>.jsonl (verl's key): prompt, response, data_source, ground truth, score, reward, per-component scores; readable by `rewardsmith score` and `diff`. null = off.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
     backend: Literal["local", "ray"] = opt("local", "local: this process (or torchrun's ranks) and local reward processes; ray: one controller here, the actor/reference/critic as worker groups of Ray actors (nnodes * n_gpus_per_node ranks each) and reward workers as Ray actors (ray.init joins RAY_ADDRESS, else starts a local cluster on 127.0.0.1).")
     ray: RayConfig = section(RayConfig, "Placement of the worker groups with trainer.backend=ray.")

@@ -27,14 +27,17 @@ from rewardsmith.core.distributed import barrier, broadcast_object, init_distrib
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
 from rewardsmith.core.reward_masking import (
+    affected_groups,
     apply_reward_mask,
     critic_source_advantage,
     critic_token_level_scores,
     drop_unscored,
     flip_masked_advantages,
+    loss_tokens,
     sample_reward_mask,
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
+from rewardsmith.core.rollout_dump import dump_rollouts, rollout_records
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
@@ -208,7 +211,9 @@ class PPOTrainer:
         ``old_log_probs`` (unless the batch makes a single optimizer step, see
         :meth:`single_actor_step`), ``ref_log_prob`` (with a reference), ``values``
         (with a critic), ``token_level_scores``, ``token_level_rewards``,
-        ``advantages``, ``returns`` and ``reward_masked`` (B,) bool.
+        ``advantages``, ``returns``, ``reward_masked`` (B,) bool and
+        ``unscored`` (B,) bool (samples no reward component could score: they
+        leave the group statistics, the advantages and the losses).
         """
         algo = self.config.algorithm
         timing = {} if timing is None else timing
@@ -253,6 +258,11 @@ class PPOTrainer:
             metrics["reward_mask/mask_ratio_actual"] = float(masked.float().mean())
         batch["reward_masked"] = masked
         batch["token_level_rewards"] = rewards
+        unscored = torch.zeros(len(batch), dtype=torch.bool)
+        if reward.masked is not None and algo.reward_source != "critic":  # the critic scores every sample
+            unscored = reward.masked
+        batch["unscored"] = unscored
+        metrics["reward/unscored_groups"] = float(affected_groups(batch.meta["uid"], unscored))
 
         with self._timer(timing, "adv"):
             if algo.reward_source == "critic":
@@ -261,13 +271,26 @@ class PPOTrainer:
                 advantages, returns = self.estimator(
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
+                    scored=~unscored,
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)
-                if reward.masked is not None and reward.masked.any():
-                    advantages = drop_unscored(advantages, reward.masked)
+                if unscored.any():
+                    advantages = drop_unscored(advantages, unscored)
         batch["advantages"], batch["returns"] = advantages, returns
+        if self.config.trainer.rollout_data_dir and self.is_main:
+            self.dump_rollouts(batch, reward)
         return batch, metrics
+
+    def dump_rollouts(self, batch: Batch, reward: Any) -> Path:
+        """Write this step's rollouts to ``trainer.rollout_data_dir`` (see :mod:`rewardsmith.core.rollout_dump`)."""
+        inputs = [self.tokenizer.decode(row.tolist(), skip_special_tokens=True) for row in batch["prompts"]]
+        records = rollout_records(
+            self.global_step, batch.meta, self.config.data.reward_fn_key, inputs, self.decode_responses(batch),
+            batch["token_level_scores"].sum(-1).tolist(), batch["token_level_rewards"].sum(-1).tolist(),
+            batch["unscored"].tolist(), reward.extra_info,
+        )
+        return dump_rollouts(self.config.trainer.rollout_data_dir, self.global_step, records)
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.
@@ -291,6 +314,9 @@ class PPOTrainer:
         and the rollout engine's weight sync."""
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
+        if "unscored" in batch and batch["unscored"].any():
+            # Unscored samples leave both losses and their token and sequence counts.
+            batch = Batch({**batch.tensors, "response_mask": loss_tokens(batch["response_mask"], batch["unscored"])}, batch.meta)
         if self.critic is not None:
             if self.config.critic.freeze:
                 metrics["critic/frozen"] = 1.0

@@ -108,6 +108,11 @@ class Registry:
         """The scorer registered as ``name``."""
         return self._lookup(self._scorers, "scorer", name, "")
 
+    def scorer_data_sources(self, name: str) -> tuple[str, ...]:
+        """The data sources (names and globs) the scorer registered as ``name`` answers for."""
+        self.scorer(name)  # unknown or conflicting names raise, naming them
+        return self._resolve(self._scorers, "scorer", name).data_sources
+
     def route(self, data_source: str) -> tuple[str, Callable[..., Any]]:
         """``(scorer name, fn)`` for ``data_source``: an exact route wins over a glob; the longest glob wins."""
         key = self._match(data_source, self._routes)

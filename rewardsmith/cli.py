@@ -15,6 +15,9 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("rewardsmith.commands.plugins", "List installed plugins and what they registered."),
     "score": ("rewardsmith.commands.score", "Score a jsonl/parquet file of responses offline."),
+    "diff": ("rewardsmith.commands.diff", "Score the same responses two ways (scorers, files, configs) and report what changes."),
+    "validate": ("rewardsmith.commands.validate", "Check a scorer or plugin against the scorer contract."),
+    "new-plugin": ("rewardsmith.commands.new_plugin", "Write a template plugin package that passes validate."),
     "train": ("rewardsmith.commands.train", "Train a policy with PPO/GRPO from a config."),
     "sft": ("rewardsmith.commands.sft", "Supervised warm start of a policy."),
     "demo": ("rewardsmith.commands.demo", "The embedded end-to-end demo: warm start, then RL, then a before/after table."),

@@ -174,7 +174,8 @@ def test_mini_batches_shuffle_from_the_generator_and_count_tokens():
     b = Batch({"i": torch.arange(6), "response_mask": mask})
     plain = mini_batches(b, 4, 2, False, torch.Generator().manual_seed(0))
     assert [m.batch["i"].tolist() for m in plain] == [[0, 1, 2, 3], [4, 5]] * 2
-    assert [(m.tokens, m.samples) for m in plain] == [(5.0, 4), (3.0, 2)] * 2
+    # sample 2 has no valid token (an unscored sample's mask is zeroed): it is in no loss's count
+    assert [(m.tokens, m.samples) for m in plain] == [(5.0, 3), (3.0, 2)] * 2
     shuffled = mini_batches(b, 3, 2, True, torch.Generator().manual_seed(0))
     first, second = torch.cat([m.batch["i"] for m in shuffled[:2]]), torch.cat([m.batch["i"] for m in shuffled[2:]])
     assert sorted(first.tolist()) == sorted(second.tolist()) == list(range(6))

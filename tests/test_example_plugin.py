@@ -55,5 +55,9 @@ def test_pip_installed_example_plugin_is_discovered_and_used(tmp_path):
     assert rows[0]["score"] == [1.5, pytest.approx(1 / 3)]  # short and perfect earns the bonus
     assert rows[1]["score"] == 1.0  # perfect but long: no bonus
 
+    # Its scorer and manager keep the contract (validate exits 1 otherwise).
+    checked = rewardsmith("validate", "rewardsmith-example-plugin")
+    assert "keyword_match: ok" in checked and "reward manager 'brevity_bonus': ok" in checked
+
     subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "rewardsmith-example-plugin"], check=True)
     assert "example" not in [p["name"] for p in json.loads(rewardsmith("plugins", "--json"))]

@@ -17,6 +17,8 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     ``ground_truth`` is a list of keywords (or one comma-separated string).
     Returns a dict: the score plus which keywords were found.
     """
+    if not isinstance(solution_str, str):
+        raise TypeError(f"keyword_match: solution_str must be a string, got {type(solution_str).__name__}")
     keywords = ground_truth.split(",") if isinstance(ground_truth, str) else list(ground_truth)
     keywords = [k.strip().lower() for k in keywords if k.strip()]
     if not keywords:
@@ -24,6 +26,15 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     text = solution_str.lower()
     found = [k for k in keywords if k in text]
     return {"score": len(found) / len(keywords), "found": len(found)}
+
+
+# What `rewardsmith validate` and the `rewardsmith.testing` pytest plugin check the
+# scorer against: correct responses in this data source's format, and the score range.
+compute_score.examples = [
+    {"data_source": "example/keywords", "ground_truth": ["red", "green", "blue"], "response": "Red, green and blue."},
+    {"data_source": "example_colours", "ground_truth": "blue", "response": "The sky is blue."},
+]
+compute_score.score_range = (0.0, 1.0)
 
 
 class BrevityBonusManager(RewardManager):
