@@ -28,6 +28,7 @@ class PluginInfo:
     scorers: list[str] = field(default_factory=list)
     reward_managers: list[str] = field(default_factory=list)
     advantage_estimators: list[str] = field(default_factory=list)
+    attacks: list[str] = field(default_factory=list)
     error: Optional[str] = None
 
     @property
@@ -56,6 +57,7 @@ class Registry:
         self._routes: dict[str, list[Claim]] = {}
         self._managers: dict[str, list[Claim]] = {}
         self._estimators: dict[str, list[Claim]] = {}
+        self._attacks: dict[str, list[Claim]] = {}
 
     # -- registration (called through the hooks' register callbacks) -------
     def add_scorer(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ()) -> None:
@@ -78,6 +80,14 @@ class Registry:
     def add_advantage_estimator(self, plugin: PluginInfo, name: str, fn: Callable[..., Any]) -> None:
         self._claim(self._estimators, "advantage estimator", name, Claim(name, fn, plugin))
         plugin.advantage_estimators.append(name)
+
+    def add_attack(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ("*",)) -> None:
+        if not callable(fn):
+            raise TypeError(f"attack family '{name}' is not callable: {fn!r}")
+        if isinstance(data_sources, str):
+            data_sources = (data_sources,)
+        self._claim(self._attacks, "attack family", name, Claim(name, fn, plugin, tuple(data_sources)))
+        plugin.attacks.append(name)
 
     def _claim(self, table: dict[str, list[Claim]], kind: str, key: str, claim: Claim) -> None:
         claims = table.setdefault(key, [])
@@ -122,6 +132,15 @@ class Registry:
     def known_data_sources(self) -> list[str]:
         """Every exact data_source and glob pattern some scorer answers for."""
         return sorted(self._routes)
+
+    def attacks_for(self, data_source: str) -> list[tuple[str, Callable[..., Any]]]:
+        """``(name, fn)`` of every attack family whose data_sources match ``data_source``."""
+        found = []
+        for name in sorted(self._attacks):
+            claim = self._resolve(self._attacks, "attack family", name)
+            if any(fnmatch.fnmatchcase(data_source, p) for p in claim.data_sources):
+                found.append((name, claim.obj))
+        return found
 
     def reward_manager(self, name: str) -> type:
         """The reward manager class registered as ``name``."""

@@ -15,6 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("rewardsmith.commands.plugins", "List installed plugins and what they registered."),
     "score": ("rewardsmith.commands.score", "Score a jsonl/parquet file of responses offline."),
+    "stress": ("rewardsmith.commands.stress", "Stress-test a scorer: how many reward hacks derived from the rows does it pay?"),
     "train": ("rewardsmith.commands.train", "Train a policy with PPO/GRPO from a config."),
     "sft": ("rewardsmith.commands.sft", "Supervised warm start of a policy."),
     "demo": ("rewardsmith.commands.demo", "The embedded end-to-end demo: warm start, then RL, then a before/after table."),
