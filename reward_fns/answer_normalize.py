@@ -165,8 +165,8 @@ def canonical_answer(text: str) -> str:
     # "60 \text{ minutes} = 1 \text{ hour}" is a restatement), then bare words after a number.
     while "=" not in text:
         match = _TRAILING_TEXT_GROUP.match(text)
-        if match is None:
-            break
+        if match is None or words_to_number(text[text.index("{", len(match.group(1))) + 1 : -1]) is not None:
+            break  # "5\text{ thousand}" is 5000, not 5 of a unit
         text = match.group(1)
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))

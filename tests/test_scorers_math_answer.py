@@ -339,7 +339,7 @@ def test_compute_score_result_and_inputs():
         ("\\boxed{" * 20000, None, None),  # nothing ever closes: no box, and no sentence answer
         (" ".join(f"${i}" for i in range(20000)), "19999", "numeric"),  # thousands of currency signs
         ("\\boxed{1} and " * 20000, "1, 1, 1, 1, 1, 1, 1, 1, 1, 1", None),  # joined boxes are capped
-        ("\\boxed{" + "9" * 5000 + "}", "9" * 5000, "answer too long"),
+        ("\\boxed{" + str(3**9000)[:4290] * 2 + "}", str(3**9000)[:4290] * 2, "answer too long"),
     ],
 )
 def test_adversarial_responses_are_read_in_linear_time(response, pred, method):
