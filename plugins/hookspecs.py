@@ -40,12 +40,7 @@ def register_advantage_estimators(register):
 
 @hookspec
 def register_attacks(register):
-    """Register attack families for ``rewardsmith stress``: ``register(name, fn, data_sources=(...))``.
+    """Register attack families for ``rewardsmith stress``: ``register(name, fn, data_sources=("*",))``.
 
-    ``fn(target)`` takes a :class:`rewardsmith.reward_fns.attacks.Target` (the
-    row's data_source, question, ground truth and gold answer text) and returns
-    :class:`~rewardsmith.reward_fns.attacks.Probe` s: responses a reward hacker
-    would try (``should_pay=False``) and correct ones (``should_pay=True``).
-    ``data_sources`` holds exact names and globs (default ``("*",)``); every
-    family whose pattern matches a row's data_source is applied to it.
+    ``fn(target)`` returns :class:`rewardsmith.reward_fns.attacks.Probe` s for one row (docs/stress.md).
     """

@@ -82,11 +82,8 @@ class Registry:
         plugin.advantage_estimators.append(name)
 
     def add_attack(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ("*",)) -> None:
-        if not callable(fn):
-            raise TypeError(f"attack family '{name}' is not callable: {fn!r}")
-        if isinstance(data_sources, str):
-            data_sources = (data_sources,)
-        self._claim(self._attacks, "attack family", name, Claim(name, fn, plugin, tuple(data_sources)))
+        patterns = (data_sources,) if isinstance(data_sources, str) else tuple(data_sources)
+        self._claim(self._attacks, "attack family", name, Claim(name, fn, plugin, patterns))
         plugin.attacks.append(name)
 
     def _claim(self, table: dict[str, list[Claim]], kind: str, key: str, claim: Claim) -> None:
@@ -135,12 +132,8 @@ class Registry:
 
     def attacks_for(self, data_source: str) -> list[tuple[str, Callable[..., Any]]]:
         """``(name, fn)`` of every attack family whose data_sources match ``data_source``."""
-        found = []
-        for name in sorted(self._attacks):
-            claim = self._resolve(self._attacks, "attack family", name)
-            if any(fnmatch.fnmatchcase(data_source, p) for p in claim.data_sources):
-                found.append((name, claim.obj))
-        return found
+        claims = [self._resolve(self._attacks, "attack family", name) for name in sorted(self._attacks)]
+        return [(c.name, c.obj) for c in claims if any(fnmatch.fnmatchcase(data_source, p) for p in c.data_sources)]
 
     def reward_manager(self, name: str) -> type:
         """The reward manager class registered as ``name``."""
