@@ -42,5 +42,5 @@ def register_advantage_estimators(register):
 def register_attacks(register):
     """Register attack families for ``rewardsmith stress``: ``register(name, fn, data_sources=("*",))``.
 
-    ``fn(target)`` returns :class:`rewardsmith.reward_fns.attacks.Probe` s for one row (docs/stress.md).
+    ``fn(target)`` returns :class:`rewardsmith.reward_fns.attacks.Probe` s for one row (docs/scorers.md).
     """
