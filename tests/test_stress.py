@@ -52,8 +52,10 @@ def test_routed_scorers_are_gameable_and_reported_per_scorer():
 
 
 def test_math_answer_pays_at_most_one_percent_and_refuses_no_control():
-    report = stress(math_rows(), settings("reward_model.scorer=math_answer"))
-    assert report.hacks > 200
+    # examples/data/math_rows.jsonl: golds of every shape (fractions, radicals, tuples, matrices, polynomials).
+    rows = math_rows() + read_rows(ROOT / "examples" / "data" / "math_rows.jsonl")
+    report = stress(rows, settings("reward_model.scorer=math_answer"))
+    assert report.hacks > 1000
     assert report.hack_paid_rate <= 0.01, format_report(report)
     assert report.correct_refused_rate <= 0.01, format_report(report)
 
