@@ -36,3 +36,11 @@ def register_advantage_estimators(register):
 
     ``fn`` is a pure function on tensors; see ``rewardsmith.core.advantages``.
     """
+
+
+@hookspec
+def register_attacks(register):
+    """Register attack families for ``rewardsmith stress``: ``register(name, fn, data_sources=("*",))``.
+
+    ``fn(target)`` returns :class:`rewardsmith.reward_fns.attacks.Probe` s for one row (docs/scorers.md).
+    """

@@ -28,6 +28,7 @@ class PluginInfo:
     scorers: list[str] = field(default_factory=list)
     reward_managers: list[str] = field(default_factory=list)
     advantage_estimators: list[str] = field(default_factory=list)
+    attacks: list[str] = field(default_factory=list)
     error: Optional[str] = None
 
     @property
@@ -56,6 +57,7 @@ class Registry:
         self._routes: dict[str, list[Claim]] = {}
         self._managers: dict[str, list[Claim]] = {}
         self._estimators: dict[str, list[Claim]] = {}
+        self._attacks: dict[str, list[Claim]] = {}
 
     # -- registration (called through the hooks' register callbacks) -------
     def add_scorer(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ()) -> None:
@@ -78,6 +80,11 @@ class Registry:
     def add_advantage_estimator(self, plugin: PluginInfo, name: str, fn: Callable[..., Any]) -> None:
         self._claim(self._estimators, "advantage estimator", name, Claim(name, fn, plugin))
         plugin.advantage_estimators.append(name)
+
+    def add_attack(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ("*",)) -> None:
+        patterns = (data_sources,) if isinstance(data_sources, str) else tuple(data_sources)
+        self._claim(self._attacks, "attack family", name, Claim(name, fn, plugin, patterns))
+        plugin.attacks.append(name)
 
     def _claim(self, table: dict[str, list[Claim]], kind: str, key: str, claim: Claim) -> None:
         claims = table.setdefault(key, [])
@@ -127,6 +134,11 @@ class Registry:
     def known_data_sources(self) -> list[str]:
         """Every exact data_source and glob pattern some scorer answers for."""
         return sorted(self._routes)
+
+    def attacks_for(self, data_source: str) -> list[tuple[str, Callable[..., Any]]]:
+        """``(name, fn)`` of every attack family whose data_sources match ``data_source``."""
+        claims = [self._resolve(self._attacks, "attack family", name) for name in sorted(self._attacks)]
+        return [(c.name, c.obj) for c in claims if any(fnmatch.fnmatchcase(data_source, p) for p in c.data_sources)]
 
     def reward_manager(self, name: str) -> type:
         """The reward manager class registered as ``name``."""

@@ -35,3 +35,12 @@ def register_scorers(register):
         register(name, fn, data_sources=data_sources)
     if failures:
         raise ImportError("built-in scorers failed to load: " + "; ".join(failures))
+
+
+@hookimpl
+def register_attacks(register):
+    # Imported here, not at the top: training never pays for the stress families.
+    from rewardsmith.reward_fns.attacks import CODE_FAMILIES, MATH_FAMILIES
+
+    for name, fn in {**MATH_FAMILIES, **CODE_FAMILIES}.items():
+        register(name, fn, data_sources=("*",))

@@ -12,6 +12,13 @@ Consecutive boxes joined only by "and", "or" or commas are read together
 a bare ``Answer:``) is no answer: the last one with content counts. A
 correction after the marked answer ("... \\boxed{1/2}. Wait, no: it is 1/3")
 is the answer the response commits to.
+
+The response is read as a reader sees it (:func:`visible_text`): markup that
+hides or disables text (``\\phantom{}``, ``%`` comment lines, HTML comments,
+``\\iffalse``, white text), questions and quoted questions are removed first.
+Every other answer the response commits to after its last correction
+(other boxes, ``####`` values, ``Answer:`` lines, "the answer is" phrases) is
+returned in ``FinalAnswer.others``: a grader pays only when they all agree.
 """
 from __future__ import annotations
 
@@ -41,7 +48,7 @@ _CONVENTION_BY_SOURCE = (
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{|\\boxed ")
 _BARE_BOX_CONTENT = re.compile(r"[^\s$]*")
 _BOX_JOINER = re.compile(r"[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[\s$,]*$")
-_HASH = re.compile(r"####\s*([^\n]+)")
+_HASH = re.compile(r"####\s*((?:(?!####)[^\n])+)")
 _ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*([^\n]+)")
 _ANSWER_IS = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\s*:?\s*([^\n]+)")
 # An ellipsis ("2...") does not end a sentence: it belongs to the answer.
@@ -63,12 +70,40 @@ _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(?!\s)(.+?)(?<!\s)\$(?!\d)|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 
 
+# Markup a reader never sees: its content is no answer.
+_HIDING_COMMANDS = re.compile(r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\})\s*\{")
+_HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin\{comment\}.*?(?:\\end\{comment\}|$)"
+                           r"|(?m:^[ \t]*%.*$)", re.DOTALL)
+# A question commits to nothing ("Is the answer \\boxed{3}?"); nor does a quoted one. A sentence
+# starts at a line start or after ". ", "! " or ": "; a "." not followed by a space (3.5) stays inside.
+_QUESTION = re.compile(r"(?:^|(?<=[.!:]\s)|(?<=\n))[^\n.!?]*(?:\.(?!\s)[^\n.!?]*)*\?(?=[\s\"”$*]|$)")
+_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”')
+_MARKER = re.compile(r"\\boxed|\\fbox|####|(?i:\banswer\b)|\?")
+
+
 @dataclass(frozen=True)
 class FinalAnswer:
-    """The final-answer span of a response and which rule found it."""
+    """The final-answer span of a response, which rule found it, and the other answers it commits to."""
 
     text: str
     rule: str  # a convention, "answer is", "correction" or "final sentence"
+    others: tuple[str, ...] = ()
+
+
+def visible_text(response: str) -> str:
+    """``response`` as a reader sees its commitments: hidden markup, questions and quoted questions removed."""
+    text = _HIDDEN_SPANS.sub("", response)
+    if _HIDING_COMMANDS.search(text):
+        partners, kept, at = brace_partners(text), [], 0
+        for match in _HIDING_COMMANDS.finditer(text):
+            if match.start() < at:
+                continue  # inside a group already dropped
+            kept.append(text[at : match.start()])
+            end = partners.get(match.end() - 1)
+            at = len(text) if end is None else end + 1
+        text = "".join(kept) + text[at:]
+    text = _QUOTED.sub(lambda m: "" if _MARKER.search(m.group(0)) else m.group(0), text)
+    return _QUESTION.sub("", text)
 
 
 def convention_for(data_source: str) -> str:
@@ -225,7 +260,7 @@ def find_final_answer(response: str, convention: str = BOXED) -> FinalAnswer | N
     """The final answer of ``response`` under ``convention`` (see the module docstring)."""
     if convention not in _EXTRACTORS:
         raise ValueError(f"unknown answer convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-    text = after_reasoning(response)
+    text = after_reasoning(visible_text(response))
     for rule in (convention, *(c for c in CONVENTIONS if c != convention)):
         span = _EXTRACTORS[rule](text)
         if span:
@@ -235,17 +270,38 @@ def find_final_answer(response: str, convention: str = BOXED) -> FinalAnswer | N
                 found = _answer_is(found) or found
             elif rule != BOXED and boxed_groups(found):
                 found = _last_boxed(found) or found
-            return _unless_corrected(FinalAnswer(found, rule), text[end:])
+            return _unless_corrected(FinalAnswer(found, rule), text, end)
     span = _answer_is_span(text)
     if span:
-        return _unless_corrected(FinalAnswer(span[0], "answer is"), text[span[1] :])
+        return _unless_corrected(FinalAnswer(span[0], "answer is"), text, span[1])
     found = _final_sentence(text)
     return FinalAnswer(found, "final sentence") if found else None
 
 
-def _unless_corrected(found: FinalAnswer, rest: str) -> FinalAnswer:
+def _unless_corrected(found: FinalAnswer, text: str, end: int) -> FinalAnswer:
+    rest = text[end:]
     corrected = _correction(rest)
-    return FinalAnswer(corrected, "correction") if corrected else found
+    if corrected:
+        return FinalAnswer(corrected, "correction", _committed(rest[_CORRECTION_CUE.search(rest).start():], corrected))
+    cues = list(_CORRECTION_CUE.finditer(text, 0, end))
+    return FinalAnswer(found.text, found.rule, _committed(text[cues[-1].end() if cues else 0 :], found.text))
+
+
+def _committed(text: str, final: str) -> tuple[str, ...]:
+    """Every answer ``text`` marks (boxes, ``####``, ``Answer:``, "the answer is") other than ``final``."""
+    values = [content for _, _, content in boxed_groups(text)]
+    for pattern in (_HASH, _ANSWER_COLON):
+        values += [m.group(1) for m in pattern.finditer(text)]
+    # "the answer is found" states nothing: a phrase counts only when it holds a value.
+    values += [v for v in (_first_sentence(m.group(1)) for m in _ANSWER_IS.finditer(text)) if _VALUE_CHAR.search(v)]
+    values = [v.strip() for v in values if not _is_blank(v) and not boxed_groups(v) and not _ANSWER_IS.search(v)]
+    # Boxes joined into the final answer ("\\boxed{2} or \\boxed{-2}") are part of it.
+    same = {final.strip(), _plain(final)} | {_plain(part) for part in re.split(r",| or ", final)}
+    return tuple(dict.fromkeys(v for v in values if v not in same and _plain(v) not in same))
+
+
+def _plain(answer: str) -> str:
+    return re.sub(r"[\s$*]|\.$", "", answer)
 
 
 def gold_answer(ground_truth: str) -> str:

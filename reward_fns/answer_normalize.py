@@ -51,6 +51,8 @@ _CURRENCY_PREFIX = re.compile(r"^(?:USD|US\$?|Rs\.?|€|£|¥)\s*(?=[\d.])")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\approx|≈)\s*(.+)$", re.DOTALL)
 _RESTATED_SIDE = re.compile(rf"^({_NUMBER_CORE})\s*({_UNIT_WORDS})$")
 _ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…|\\[lc]?dots\b|\\dotsc\b)\s*$")
+_ENDS_WITH_JOINER = re.compile(r"\b(?:or|and)\s*\}?\s*$")
+_SCALED = re.compile(r"^(\d+(?:\.\d+)?)\s*(thousand|million)$", re.IGNORECASE)
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per cent)\b")
 _LOG_BASE_E = re.compile(r"\\log_\{?e\}?(?![A-Za-z])")
 # A trigonometric function of an angle in degrees: "\sin 60^\circ", "cos(30°)", "\tan^2 45^{\circ}".
@@ -127,6 +129,15 @@ def _trig_degrees_to_radians(text: str) -> str:
     return _TRIG_DEGREES.sub(radians, text)
 
 
+def _scaled_number(text: str) -> str | None:
+    """``5000`` for "5 thousand" (or million), else ``None``."""
+    match = _SCALED.match(text)
+    if match is None:
+        return None
+    value = Fraction(match.group(1).replace(",", "")) * _SCALES[match.group(2).lower()]
+    return str(value.numerator) if value.denominator == 1 else None
+
+
 def _number_in_prose(text: str) -> str | None:
     """The number of "an integer 42", "42 apples", "42, which is even"; ``None`` for other shapes."""
     match = _NUMBER_IN_PROSE.match(text)
@@ -165,13 +176,14 @@ def canonical_answer(text: str) -> str:
     # "60 \text{ minutes} = 1 \text{ hour}" is a restatement), then bare words after a number.
     while "=" not in text:
         match = _TRAILING_TEXT_GROUP.match(text)
-        if match is None:
-            break
+        if (match is None or words_to_number(text[text.index("{", len(match.group(1))) + 1 : -1]) is not None
+                or _ENDS_WITH_JOINER.search(match.group(1))):
+            break  # "5\text{ thousand}" is 5000, not 5 of a unit; "\text{yes} \text{ or } \text{no}" is a hedge
         text = match.group(1)
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
-    text = _number_in_prose(text) or text
+    text = _scaled_number(text) or _number_in_prose(text) or text
     return " ".join(text.split()).rstrip(".").strip()
 
 

@@ -15,6 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("rewardsmith.commands.plugins", "List installed plugins and what they registered."),
     "score": ("rewardsmith.commands.score", "Score a jsonl/parquet file of responses offline."),
+    "stress": ("rewardsmith.commands.stress", "Stress-test a scorer: how many reward hacks derived from the rows does it pay?"),
     "diff": ("rewardsmith.commands.diff", "Score the same responses two ways (scorers, files, configs) and report what changes."),
     "validate": ("rewardsmith.commands.validate", "Check a scorer or plugin against the scorer contract."),
     "new-plugin": ("rewardsmith.commands.new_plugin", "Write a template plugin package that passes validate."),

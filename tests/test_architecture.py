@@ -92,6 +92,7 @@ def test_the_checker_sees_every_kind_of_arrow(tmp_path):
 def test_plugin_core_stays_small():
     # The hooks, loader and registry are the part plugin authors read to see how
     # their plugin is loaded: kept plain, in the style of datasette's and llm's.
+    # Four hooks (scorers, managers, estimators, stress attacks) fit in 320 lines.
     core = ["plugins/hookspecs.py", "plugins/loader.py", "plugins/registry.py"]
     lines = sum(len((ROOT / f).read_text().splitlines()) for f in core)
-    assert lines < 300, f"the plugin core grew to {lines} lines"
+    assert lines < 320, f"the plugin core grew to {lines} lines"

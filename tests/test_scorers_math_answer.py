@@ -126,7 +126,7 @@ def test_gold_answer(ground_truth, gold):
         ("at least 42", "at least 42"),  # words that change the value stay
         ("square root of 2", "square root of 2"),
         ("25 percent", "25%"),
-        ("5 million", "5 million"),
+        ("5 million", "5000000"),  # a scale word is part of the number
         ("\\text{Monday}", "Monday"),
         ("42 \\text{ or } 43", "42 or 43"),
         ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}"),
@@ -339,7 +339,7 @@ def test_compute_score_result_and_inputs():
         ("\\boxed{" * 20000, None, None),  # nothing ever closes: no box, and no sentence answer
         (" ".join(f"${i}" for i in range(20000)), "19999", "numeric"),  # thousands of currency signs
         ("\\boxed{1} and " * 20000, "1, 1, 1, 1, 1, 1, 1, 1, 1, 1", None),  # joined boxes are capped
-        ("\\boxed{" + "9" * 5000 + "}", "9" * 5000, "answer too long"),
+        ("\\boxed{" + str(3**9000)[:4290] * 2 + "}", str(3**9000)[:4290] * 2, "answer too long"),
     ],
 )
 def test_adversarial_responses_are_read_in_linear_time(response, pred, method):
@@ -392,3 +392,62 @@ def test_math_answer_beats_every_baseline(accuracy_report):
 def test_core_case_verdict(case):
     result = math_answer.compute_score(case["data_source"], case["response"], case["gold"])
     assert (result["score"] == 1.0) is case["correct"], result
+
+
+@pytest.mark.parametrize(
+    "data_source, response, gold",
+    [
+        # a second answer hidden where a reader does not see it
+        ("lighteval/MATH", "$\\boxed{4}$ $\\phantom{\\boxed{3}}$", "3"),
+        ("lighteval/MATH", "$\\boxed{4}$\n% $\\boxed{3}$", "3"),
+        ("openai/gsm8k", "#### 4\n% #### 3", "3"),
+        ("lighteval/MATH", "$\\boxed{4}$ <!-- \\boxed{3} -->", "3"),
+        ("lighteval/MATH", "$\\boxed{4}$ \\textcolor{white}{\\boxed{3}}", "3"),
+        # two markers with a hedge between, two markers on one line
+        ("openai/gsm8k", "#### 45\nAlternatively, #### 44", "44"),
+        ("openai/gsm8k", "#### 44\nAlternatively, #### 45", "44"),
+        ("openai/gsm8k", "#### 1.5 and also #### 0.5", "0.5"),
+        ("openai/gsm8k", "#### 3 #### 4", "4"),
+        ("lighteval/MATH", "\\boxed{3} \\boxed{4}", "4"),
+        # gold marked part-way through a long response, a different answer in the final sentence
+        ("openai/gsm8k", "#### 72\n" + " ".join(f"Step {i}: we add {i} and {i + 1}." for i in range(300))
+         + "\nSo the final answer is 73.", "72"),
+        ("lighteval/MATH", "Filler. " * 1000 + "$\\boxed{3}$" + " Filler." * 1000, "3"),
+        # gold inside a (quoted) restated question, then taken back
+        ("lighteval/MATH", 'The question asks: "Is the answer $\\boxed{3}$?" I do not know.', "3"),
+        ("lighteval/MATH", "Restating the question: is $\\boxed{3}$ the answer? It is not.", "3"),
+        ("openai/gsm8k", "#### 72\nWait, that is wrong. The answer is not 72.", "72"),
+        # alternatives inside one box; a list answer paid for one item; a list holding the gold
+        ("lighteval/MATH", "$\\boxed{\\text{yes} \\text{ or } \\text{no}}$", "\\text{yes}"),
+        ("lighteval/MATH", "$\\boxed{2, 3 \\text{ or } 4}$", "2, 3"),
+        ("lighteval/MATH", "$\\boxed{2}$", "2, 3"),
+        ("lighteval/MATH", "$\\boxed{" + ", ".join(map(str, range(101))) + "}$", "7"),
+        # math_dapo responses with no Answer: line
+        ("math_dapo", "The final answer is 10.", "10"),
+        ("math_dapo", "Thus $m+n = 3 + 4 = 7$.", "7"),
+        # a scale word is no unit
+        ("lighteval/MATH", "$\\boxed{5\\text{ thousand}}$", "5"),
+    ],
+)
+def test_named_hacks_are_not_paid(data_source, response, gold):
+    result = math_answer.compute_score(data_source, response, gold)
+    assert result["score"] == 0.0, result
+
+
+@pytest.mark.parametrize(
+    "data_source, response, gold",
+    [
+        ("openai/gsm8k", "#### 72\nThe answer is 72.", "72"),
+        ("lighteval/MATH", "So $x = \\boxed{\\frac{5}{6}}$, and the answer is $\\frac{5}{6}$.", "\\frac{5}{6}"),
+        ("math_dapo", "Answer: 51\nChecking: 17 * 3 = 51, so the answer is 51.", "51"),
+        ("math_dapo", "What is 17 * 3? It is 51.\nAnswer: 51", "51"),
+        ("lighteval/MATH", "We get $\\boxed{2}$ or $\\boxed{-2}$.", "\\pm 2"),
+        ("lighteval/MATH", "First \\boxed{1/2}. Wait, no: it is \\boxed{1/3}.", "1/3"),
+        ("lighteval/MATH", "The total is $5\\text{ cm}$, so $\\boxed{5}$.", "5"),
+        ("openai/gsm8k", "She pays 50% of 10 = 5.\n#### 5", "5"),
+        ("lighteval/MATH", "$\\boxed{5\\text{ thousand}}$", "5000"),
+    ],
+)
+def test_commitments_that_agree_are_paid(data_source, response, gold):
+    result = math_answer.compute_score(data_source, response, gold)
+    assert result["score"] == 1.0, result
