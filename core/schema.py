@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
 from rewardsmith.common.config import InvalidValue, opt, require_positive, section
+from rewardsmith.core.tracking_sinks import check_packages
 from rewardsmith.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
 from rewardsmith.plugins.verl_layout import map_reward_layout
 
@@ -260,7 +261,7 @@ class TrainerConfig:
     default_local_dir: Optional[str] = opt(None, "Output directory for checkpoints, metrics.jsonl and plots; null = outputs/<project_name>/<experiment_name>.")
     total_epochs: int = opt(1, "Passes over the training data.")
     total_training_steps: Optional[int] = opt(None, "Stop after this many steps; null = total_epochs passes.")
-    logger: list[Literal["console", "jsonl", "tensorboard"]] = opt(["console", "jsonl"], "Metric sinks (tensorboard needs the tensorboard package).")
+    logger: list[Literal["console", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab"]] = opt(["console", "jsonl"], "Metric sinks; tensorboard, wandb, mlflow and swanlab need their package (pip install 'rewardsmith[wandb]', ...) and write as docs/training.md says.")
     progress_bar: bool = opt(True, "Show a progress bar over steps.")
     val_before_train: bool = opt(True, "Validate before the first step (logged as step 0).")
     test_freq: int = opt(-1, "Validate every N steps and after the last (-1 = only at the end).")
@@ -286,6 +287,7 @@ class TrainerConfig:
         require_positive("n_gpus_per_node", self.n_gpus_per_node, allow_none=False)
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
+        check_packages(self.logger)
 
 
 @dataclass

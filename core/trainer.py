@@ -18,6 +18,7 @@ from typing import Any, Iterator, Optional
 import torch
 from tqdm import tqdm
 
+from rewardsmith.common.config import to_dict
 from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
 from rewardsmith.core.checkpoint import latest_checkpoint, mark_latest, rng_state, set_rng_state, step_dir, step_of
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
@@ -150,7 +151,8 @@ class PPOTrainer:
         t = self.config.trainer
         self._write(f"output directory: {self.out_dir.resolve()}")
         self.maybe_resume()
-        tracker = Tracker(self.out_dir, t.logger if self.is_main else [], resume_step=self.global_step, stream=self.stream)
+        tracker = Tracker(self.out_dir, t.logger if self.is_main else [], resume_step=self.global_step, stream=self.stream,
+                          project=t.project_name, experiment=t.experiment_name, config=to_dict(self.config))
         last: dict[str, float] = {}
         try:
             if t.val_before_train and self.global_step == 0 and self.val_set is not None:
