@@ -34,8 +34,10 @@ class DataConfig:
     val_batch_size: Optional[int] = opt(None, "Prompts per validation generate call; null = the whole validation set at once.")
     shuffle: bool = opt(True, "Shuffle training rows each epoch (seeded by data.seed and the epoch).")
     seed: int = opt(1, "Seed of the training data order.")
+    gen_batch_size: Optional[int] = opt(None, "Prompts per generation batch (verl's DAPO): the data loader's batch; with algorithm.filter_groups.enable a step generates such batches until train_batch_size varied groups are kept, without it a step trains on one. null = train_batch_size.")
 
     def __post_init__(self) -> None:
+        require_positive("gen_batch_size", self.gen_batch_size)
         require_positive("max_response_length", self.max_response_length, allow_none=False)
         require_positive("max_prompt_length", self.max_prompt_length, allow_none=False)
         require_positive("train_batch_size", self.train_batch_size, allow_none=False)
@@ -227,6 +229,19 @@ class KLCtrlConfig:
 
 
 @dataclass
+class FilterGroupsConfig:
+    enable: bool = opt(False, "DAPO dynamic sampling: keep only groups whose metric varies, generating batches of data.gen_batch_size prompts until data.train_batch_size groups are kept (docs/training.md).")
+    metric: Optional[str] = opt(None, "Per-sample value whose variation keeps a group: seq_reward, seq_final_reward (the reward), score, or a key of the reward's extra info (acc, ...).")
+    max_num_gen_batches: int = opt(0, "Stop with an error after this many generation batches in one step without enough groups; 0 = no limit.")
+
+    def __post_init__(self) -> None:
+        if self.enable and not self.metric:
+            raise InvalidValue("metric", "must be set when algorithm.filter_groups.enable is true (e.g. acc, score, seq_reward)")
+        if self.max_num_gen_batches < 0:
+            raise InvalidValue("max_num_gen_batches", f"must be >= 0, got {self.max_num_gen_batches}")
+
+
+@dataclass
 class AlgorithmConfig:
     adv_estimator: str = opt("gae", "Advantage estimator: gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, or one a plugin registers.")
     gamma: float = opt(1.0, "Discount factor.")
@@ -238,6 +253,7 @@ class AlgorithmConfig:
     reward_source: Literal["rule_based", "critic"] = opt("rule_based", "Where trajectory rewards come from: the reward managers, or the critic's value at the last valid token (advantage V(last) - V(t), whitened).")
     reward_mask_ratio: float = opt(0.0, "Probability that a trajectory's whole reward row is zeroed before advantages.")
     reward_mask_flip_adv_when_masked: bool = opt(True, "Multiply masked trajectories' advantages by -1 (rule_based rewards only).")
+    filter_groups: FilterGroupsConfig = section(FilterGroupsConfig, "DAPO dynamic sampling (verl's algorithm.filter_groups).")
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.reward_mask_ratio <= 1.0:
