@@ -35,7 +35,9 @@ class GenerationBudgetExhausted(ValueError):
 def metric_values(metric: str, reward: RewardOutput) -> list[Any]:
     """Each sample's value of ``metric`` (see the module docstring); raises naming what exists."""
     if metric in SEQ_METRICS:
-        return reward.scores.tolist()
+        # The sum of the sample's token-level scores, as verl computes it.
+        seq = reward.scores if reward.token_level_scores is None else reward.token_level_scores.sum(-1)
+        return seq.tolist()
     if metric in reward.extra_info:
         return list(reward.extra_info[metric])
     raise KeyError(f"algorithm.filter_groups.metric={metric!r} is neither seq_reward, seq_final_reward nor a key of "
