@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
 from rewardsmith.common.config import InvalidValue, opt, require_positive, section
+from rewardsmith.core.tracking_sinks import check_packages
 from rewardsmith.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
 from rewardsmith.plugins.verl_layout import map_reward_layout
 
@@ -33,8 +34,10 @@ class DataConfig:
     val_batch_size: Optional[int] = opt(None, "Prompts per validation generate call; null = the whole validation set at once.")
     shuffle: bool = opt(True, "Shuffle training rows each epoch (seeded by data.seed and the epoch).")
     seed: int = opt(1, "Seed of the training data order.")
+    gen_batch_size: Optional[int] = opt(None, "Prompts per generation batch (verl's DAPO): the data loader's batch; with algorithm.filter_groups.enable a step generates such batches until train_batch_size varied groups are kept, without it a step trains on one. null = train_batch_size.")
 
     def __post_init__(self) -> None:
+        require_positive("gen_batch_size", self.gen_batch_size)
         require_positive("max_response_length", self.max_response_length, allow_none=False)
         require_positive("max_prompt_length", self.max_prompt_length, allow_none=False)
         require_positive("train_batch_size", self.train_batch_size, allow_none=False)
@@ -226,6 +229,19 @@ class KLCtrlConfig:
 
 
 @dataclass
+class FilterGroupsConfig:
+    enable: bool = opt(False, "DAPO dynamic sampling: keep only groups whose metric varies, generating batches of data.gen_batch_size prompts until data.train_batch_size groups are kept (docs/training.md).")
+    metric: Optional[str] = opt(None, "Per-sample value whose variation keeps a group: seq_reward, seq_final_reward (the reward), score, or a key of the reward's extra info (acc, ...).")
+    max_num_gen_batches: int = opt(0, "Stop with an error after this many generation batches in one step without enough groups; 0 = no limit.")
+
+    def __post_init__(self) -> None:
+        if self.enable and not self.metric:
+            raise InvalidValue("metric", "must be set when algorithm.filter_groups.enable is true (e.g. acc, score, seq_reward)")
+        if self.max_num_gen_batches < 0:
+            raise InvalidValue("max_num_gen_batches", f"must be >= 0, got {self.max_num_gen_batches}")
+
+
+@dataclass
 class AlgorithmConfig:
     adv_estimator: str = opt("gae", "Advantage estimator: gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, or one a plugin registers.")
     gamma: float = opt(1.0, "Discount factor.")
@@ -237,6 +253,7 @@ class AlgorithmConfig:
     reward_source: Literal["rule_based", "critic"] = opt("rule_based", "Where trajectory rewards come from: the reward managers, or the critic's value at the last valid token (advantage V(last) - V(t), whitened).")
     reward_mask_ratio: float = opt(0.0, "Probability that a trajectory's whole reward row is zeroed before advantages.")
     reward_mask_flip_adv_when_masked: bool = opt(True, "Multiply masked trajectories' advantages by -1 (rule_based rewards only).")
+    filter_groups: FilterGroupsConfig = section(FilterGroupsConfig, "DAPO dynamic sampling (verl's algorithm.filter_groups).")
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.reward_mask_ratio <= 1.0:
@@ -260,7 +277,7 @@ class TrainerConfig:
     default_local_dir: Optional[str] = opt(None, "Output directory for checkpoints, metrics.jsonl and plots; null = outputs/<project_name>/<experiment_name>.")
     total_epochs: int = opt(1, "Passes over the training data.")
     total_training_steps: Optional[int] = opt(None, "Stop after this many steps; null = total_epochs passes.")
-    logger: list[Literal["console", "jsonl", "tensorboard"]] = opt(["console", "jsonl"], "Metric sinks (tensorboard needs the tensorboard package).")
+    logger: list[Literal["console", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab"]] = opt(["console", "jsonl"], "Metric sinks; tensorboard, wandb, mlflow and swanlab need their package (pip install 'rewardsmith[wandb]', ...) and write as docs/training.md says.")
     progress_bar: bool = opt(True, "Show a progress bar over steps.")
     val_before_train: bool = opt(True, "Validate before the first step (logged as step 0).")
     test_freq: int = opt(-1, "Validate every N steps and after the last (-1 = only at the end).")
@@ -287,6 +304,7 @@ class TrainerConfig:
         require_positive("n_gpus_per_node", self.n_gpus_per_node, allow_none=False)
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
+        check_packages(self.logger)
 
 
 @dataclass

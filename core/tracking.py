@@ -1,4 +1,4 @@
-"""Metric sinks: console, metrics.jsonl and TensorBoard."""
+"""Metric sinks: console, metrics.jsonl, and the trackers of :mod:`tracking_sinks` (TensorBoard, W&B, MLflow, SwanLab)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 
 from tqdm import tqdm
 
-from rewardsmith.common.errors import ConfigError
+from rewardsmith.core.tracking_sinks import open_sinks
 
 METRICS_FILE = "metrics.jsonl"
 # Console lines show these first, then the rest is in metrics.jsonl.
@@ -26,23 +26,17 @@ def _clean(value: Any) -> Any:
 class Tracker:
     """Writes one record per step to every configured sink."""
 
-    def __init__(self, out_dir: Path, loggers: Sequence[str], resume_step: int = 0, stream=None) -> None:
-        """``resume_step``: the step a resumed run continues from (0 = a fresh run, which starts a new metrics.jsonl)."""
+    def __init__(self, out_dir: Path, loggers: Sequence[str], resume_step: int = 0, stream=None,
+                 project: str = "rewardsmith", experiment: str = "default", config: Optional[dict[str, Any]] = None) -> None:
+        """``resume_step``: the step a resumed run continues from (0 = a fresh run, which starts a new metrics.jsonl).
+        ``project``, ``experiment`` and ``config`` name the run in the trackers (wandb, mlflow, swanlab)."""
         self.loggers = set(loggers)
         self.stream = stream or sys.stdout
         self.path = out_dir / METRICS_FILE
-        self.writer: Optional[Any] = None
         out_dir.mkdir(parents=True, exist_ok=True)
         if "jsonl" in self.loggers:
             self._truncate_after(resume_step)
-        if "tensorboard" in self.loggers:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError as exc:
-                raise ConfigError(
-                    "trainer.logger includes tensorboard but it is not installed: pip install 'rewardsmith[tensorboard]'"
-                ) from exc
-            self.writer = SummaryWriter(str(out_dir / "tensorboard"))
+        self.sinks = open_sinks(list(loggers), out_dir, project, experiment, config)
 
     def _truncate_after(self, step: int) -> None:
         """A resumed run rewrites the steps after its checkpoint, so drop their old lines."""
@@ -62,11 +56,9 @@ class Tracker:
         if "console" in self.loggers:
             shown = [f"{k}={metrics[k]:.4g}" for k in CONSOLE_KEYS if k in metrics]
             tqdm.write(f"step {step}: " + "  ".join(shown), file=self.stream)
-        if self.writer is not None:
-            for key, value in metrics.items():
-                self.writer.add_scalar(key, value, step)
-            self.writer.flush()
+        for sink in self.sinks:
+            sink.log(step, metrics)
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+        for sink in self.sinks:
+            sink.close()

@@ -18,12 +18,14 @@ from typing import Any, Iterator, Optional
 import torch
 from tqdm import tqdm
 
+from rewardsmith.common.config import to_dict
 from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
 from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, latest_checkpoint, partial_dir, prune, rng_state, set_aside,
                                          set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
+from rewardsmith.core.dynamic_sampling import GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards, first_groups, keep_varied
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
 from rewardsmith.core.reward_masking import (
@@ -97,7 +99,9 @@ class PPOTrainer:
         self.tokenizer = run_tokenizer(c)
         self.train_set = PromptDataset(read_files(c.data.train_files, "data.train_files"), self.tokenizer, c.data)
         self.val_set = PromptDataset(read_files(c.data.val_files, "data.val_files"), self.tokenizer, c.data) if c.data.val_files else None
-        self.loader = PromptLoader(self.train_set, c.data.train_batch_size, c.data.shuffle, c.data.seed)
+        # verl's loader batch is data.gen_batch_size when set (DAPO's generation batch).
+        self.loader = PromptLoader(self.train_set, c.data.gen_batch_size or c.data.train_batch_size, c.data.shuffle, c.data.seed)
+        self.prompt_batches: Iterator[Batch] = iter(self.loader)  # lazy: reads the loader's position at each batch
         self.total_steps = t.total_training_steps or self.loader.batches_per_epoch * t.total_epochs
 
         algo = c.algorithm
@@ -107,6 +111,10 @@ class PPOTrainer:
         if needs_values and not self.use_critic:
             raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} needs a critic, but critic.enable is false")
         self.use_ref = algo.use_kl_in_reward or c.actor_rollout_ref.actor.use_kl_loss
+        if algo.filter_groups.enable and (algo.use_kl_in_reward or algo.reward_source == "critic"):
+            # verl's DAPO trainer filters before log-probs exist, so it cannot apply the in-reward KL either.
+            raise ValueError("algorithm.filter_groups.enable filters groups on the reward before log-probs and values are "
+                             "computed: it cannot be combined with algorithm.use_kl_in_reward or reward_source=critic")
 
         actor_cfg, rollout_cfg = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
         self.n = rollout_cfg.n
@@ -163,18 +171,19 @@ class PPOTrainer:
             for note in notes:
                 self._write(note)
         barrier(self.topology)
-        tracker = Tracker(self.out_dir, t.logger if self.is_main else [], resume_step=self.global_step, stream=self.stream)
+        tracker = Tracker(self.out_dir, t.logger if self.is_main else [], resume_step=self.global_step, stream=self.stream,
+                          project=t.project_name, experiment=t.experiment_name, config=to_dict(self.config))
         last: dict[str, float] = {}
         try:
             if t.val_before_train and self.global_step == 0 and self.val_set is not None:
                 last = self.validate()
                 tracker.log(0, last)
-            batches = iter(self.loader)
+            self.prompt_batches = iter(self.loader)
             with tqdm(total=self.total_steps, initial=self.global_step, desc="training", disable=not (t.progress_bar and self.is_main),
                       file=self.stream, dynamic_ncols=True) as bar:
                 while self.global_step < self.total_steps:
                     self.global_step += 1
-                    last = self.train_step(next(batches))
+                    last = self.train_step(next(self.prompt_batches))
                     done = self.global_step == self.total_steps
                     if self.val_set is not None and (done or (t.test_freq > 0 and self.global_step % t.test_freq == 0)):
                         last.update(self.validate())
@@ -218,8 +227,13 @@ class PPOTrainer:
         algo = self.config.algorithm
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
-        with self._timer(timing, "gen"), self._rollout_phase():
-            batch = self.actor.generate(prompts, self.sampling)
+        reward = None
+        if algo.filter_groups.enable:
+            batch, reward, filter_metrics = self.sample_varied_groups(prompts, timing)
+            metrics.update(filter_metrics)
+        else:
+            with self._timer(timing, "gen"), self._rollout_phase():
+                batch = self.actor.generate(prompts, self.sampling)
         mask = batch["response_mask"].float()
         if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
@@ -234,8 +248,9 @@ class PPOTrainer:
             with self._timer(timing, "values"):
                 values = batch["values"] = self.critic.compute_values(batch)
 
-        with self._timer(timing, "reward"):
-            reward = self.score(batch)
+        if reward is None:
+            with self._timer(timing, "reward"):
+                reward = self.score(batch)
         metrics.update(reward.metrics)
         if algo.reward_source == "critic":
             scores = critic_token_level_scores(values, batch["response_mask"])
@@ -291,6 +306,35 @@ class PPOTrainer:
             batch["unscored"].tolist(), reward.extra_info,
         )
         return dump_rollouts(self.config.trainer.rollout_data_dir, self.global_step, records)
+
+    def sample_varied_groups(self, prompts: Batch, timing: dict[str, float]) -> tuple[Batch, Any, dict[str, float]]:
+        """DAPO dynamic sampling (:mod:`rewardsmith.core.dynamic_sampling`): generate and score
+        batches of prompts until ``data.train_batch_size`` groups whose metric varies are kept."""
+        fg, wanted = self.config.algorithm.filter_groups, self.config.data.train_batch_size
+        batches, rewards, kept, generated = [], [], 0, 0
+        timing["gen"] = timing["reward"] = 0.0
+        while True:
+            generated += 1
+            start = time.perf_counter()
+            with self._rollout_phase():
+                batch = self.actor.generate(prompts, self.sampling)
+            scored = time.perf_counter()
+            reward = self.score(batch)
+            timing["gen"] += scored - start
+            timing["reward"] += time.perf_counter() - scored
+            batch, reward, groups = keep_varied(batch, reward, fg.metric)
+            batches.append(batch)
+            rewards.append(reward)
+            kept += groups
+            if kept >= wanted:
+                break
+            if 0 < fg.max_num_gen_batches <= generated:
+                raise GenerationBudgetExhausted(budget_message(generated, fg.max_num_gen_batches, kept, wanted, fg.metric))
+            prompts = next(self.prompt_batches)
+        batch, reward = first_groups(concat_generated(batches, self.tokenizer.pad_token_id), concat_rewards(rewards), wanted)
+        metrics = {"train/num_gen_batches": float(generated), "train/num_kept_groups": float(kept),
+                   "train/kept_group_ratio": kept / (generated * self.loader.batch_size)}
+        return batch, reward, metrics
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.

@@ -13,6 +13,11 @@ from rewardsmith.plugins.model_scoring.factory import SECTIONS, build_model_scor
 from rewardsmith.plugins.registry import Registry
 
 
+# The config key behind each service keyword a scorer may require (see ScoringPlan._check_services).
+SERVICE_KEYS = {"sandbox_fusion_url": "reward_model.sandbox_fusion.url",
+                "reward_router_address": "reward_model.judge.base_url"}
+
+
 @dataclass(frozen=True)
 class WeightedScorer:
     """A scorer, its weight in the sample's reward, and the keyword arguments it gets."""
@@ -225,6 +230,18 @@ class ScoringPlan:
                 continue
             seen.add((source, style))
             try:
-                self.components_for(source, style)
+                components = self.components_for(source, style)
             except RewardError as exc:
                 raise type(exc)(f"dataset row {i}: {exc}") from None
+            self._check_services(i, source, components)
+
+    def _check_services(self, row: int, data_source: str, components: list[Component]) -> None:
+        # A scorer lists the service settings it cannot score without in ``requires``
+        # (the code scorer: the sandbox URL); a row that needs an unset one fails at
+        # start-up, not as one unavailable sample after another.
+        for comp in components:
+            for setting in getattr(comp.scorer.fn, "requires", ()) if comp.scorer else ():
+                if not self._service_kwargs.get(setting):
+                    key = SERVICE_KEYS.get(setting, setting)
+                    raise ConfigError(f"dataset row {row}: data_source '{data_source}' is scored by '{comp.scorer.name}', "
+                                      f"which needs {key}: set {key}=<url> (e.g. start `rewardsmith sandbox serve`)")

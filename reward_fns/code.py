@@ -119,6 +119,10 @@ def compute_score(
     return _summary(verdicts, continuous)
 
 
+# The scoring plan refuses, at start-up, to route a row here without a sandbox URL.
+compute_score.requires = ("sandbox_fusion_url",)
+
+
 def _summary(verdicts: list[str], continuous: bool) -> dict[str, Any]:
     passed = sum(v == "passed" for v in verdicts)
     total = len(verdicts)

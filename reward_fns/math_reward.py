@@ -77,7 +77,12 @@ def _fix_sqrt(string: str) -> str:
     return out
 
 
-def strip_string(string: str) -> str:
+# The percent markers strip_string removes: verl's math_reward and prime_math
+# drop ``\\%`` and ``\%``; mathruler's copy (geo3k) drops ``\%`` and ``%``.
+VERL_PERCENT = ("\\\\%", "\\%")
+
+
+def strip_string(string: str, percent: tuple[str, str] = VERL_PERCENT) -> str:
     """Hendrycks MATH answer normalisation (see the module docstring)."""
     string = string.replace("\n", "").replace("\\!", "").replace("\\\\", "\\")
     string = string.replace("tfrac", "frac").replace("dfrac", "frac")
@@ -85,7 +90,7 @@ def strip_string(string: str) -> str:
     string = string.replace("^{\\circ}", "").replace("^\\circ", "")
     string = string.replace("\\$", "")
     string = _remove_right_units(string)
-    string = string.replace("\\\\%", "").replace("\\%", "")
+    string = string.replace(percent[0], "").replace(percent[1], "")
     string = string.replace(" .", " 0.").replace("{.", "{0.")
     if not string:
         return string

@@ -221,3 +221,18 @@ def test_routing_by_data_source_as_in_verl(data_source, response, gold, expected
     from rewardsmith import compute_score
 
     assert compute_score(data_source, response, gold) == expected
+
+
+def test_prime_math_never_runs_answer_text_as_python(tmp_path):
+    # verl's prime_math evaluates \pi answers and list answers with eval(); the port
+    # evaluates only numbers and arithmetic, so an answer that is code scores 0 and runs nothing.
+    from rewardsmith.reward_fns import prime_math
+
+    marker = tmp_path / "ran"
+    code = f"[__import__('pathlib').Path({str(marker)!r}).touch()]"
+    assert prime_math.compute_score("numina_olympiads", f"\\boxed{{{code}}}", "\\begin{pmatrix} 1 \\end{pmatrix}") == 0.0
+    assert prime_math.compute_score("numina_olympiads", f"Answer: {code} \\pi", "3.14") == 0.0
+    assert not marker.exists()
+    assert prime_math.safe_eval("[2*3, 1/2, -(4)]") == [6, 0.5, -4]
+    with pytest.raises(ValueError):
+        prime_math.safe_eval("9**9**9")

@@ -7,6 +7,7 @@ from rewardsmith.plugins.managers.batch import BatchRewardManager
 from rewardsmith.plugins.managers.dapo import DapoRewardManager
 from rewardsmith.plugins.managers.naive import NaiveRewardManager
 from rewardsmith.plugins.managers.parallel import ParallelRewardManager
+from rewardsmith.plugins.managers.prime import PrimeRewardManager
 
 __all__ = ["RewardManager"]
 
@@ -17,6 +18,7 @@ def register_reward_managers(register):
     register("parallel", ParallelRewardManager)
     register("dapo", DapoRewardManager)
     register("batch", BatchRewardManager)
+    register("prime", PrimeRewardManager)
     from rewardsmith.plugins.managers.sandbox import SandboxRewardManager
 
     register("sandbox", SandboxRewardManager)

@@ -2,20 +2,26 @@
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from rewardsmith.plugins.config import RewardSettings
 from rewardsmith.plugins.executors import Executor, ProcessExecutor
 from rewardsmith.plugins.managers.base import RewardManager
 
 
-def pool_executor(settings: RewardSettings, workers: int) -> Executor:
+_FROM_SETTINGS = object()
+
+
+def pool_executor(settings: RewardSettings, workers: int, timeout: Optional[float] = _FROM_SETTINGS) -> Executor:  # type: ignore[assignment]
     """``workers`` hard-timeout workers: local processes, or Ray actors across the cluster
-    when the run's backend is ``ray``."""
+    when the run's backend is ``ray``. ``timeout`` (per sample) defaults to ``reward_model.timeout``."""
+    if timeout is _FROM_SETTINGS:
+        timeout = settings.reward_model.timeout
     if settings.backend == "ray":
         from rewardsmith.plugins.ray_executor import RayExecutor
 
-        return RayExecutor(workers, settings.reward_model.timeout)
-    return ProcessExecutor(workers, settings.reward_model.timeout)
+        return RayExecutor(workers, timeout)
+    return ProcessExecutor(workers, timeout)
 
 
 class ParallelRewardManager(RewardManager):
