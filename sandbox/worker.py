@@ -179,18 +179,22 @@ class Worker:
         if self.cgroup is not None:
             self.cgroup.set_limit(job["cgroup_memory_mb"])
         try:
-            pid = self.template.spawn([spec_fd, stdin_fd, out_w, err_w])
+            try:
+                pid = self.template.spawn([spec_fd, stdin_fd, out_w, err_w])
+            finally:
+                for fd in (stdin_fd, out_w, err_w):
+                    os.close(fd)
+            started = time.monotonic()
+            watch = None if self.cgroup is None else cgroups.ThrashWatch(self.cgroup, job["cgroup_memory_mb"])
+            try:
+                captured = self._supervise(job, pid, started, out_r, err_r, watch)
+            finally:
+                os.close(out_r)
+                os.close(err_r)
+            _, status, usage = os.wait4(pid, 0)
+            status, under_init = template.program_status(spec_fd, status)
         finally:
-            for fd in (spec_fd, stdin_fd, out_w, err_w):
-                os.close(fd)
-        started = time.monotonic()
-        watch = None if self.cgroup is None else cgroups.ThrashWatch(self.cgroup, job["cgroup_memory_mb"])
-        try:
-            captured = self._supervise(job, pid, started, out_r, err_r, watch)
-        finally:
-            os.close(out_r)
-            os.close(err_r)
-        _, status, usage = os.wait4(pid, 0)
+            os.close(spec_fd)
         cpu_time = usage.ru_utime + usage.ru_stime
         oom_killed = self.cgroup is not None and self.cgroup.oom_killed_since_last_call()
         files, over_budget = _fetch_files(work, job["fetch"], job["max_file_bytes"], job["max_fetch_bytes"])
@@ -201,23 +205,24 @@ class Worker:
             "max_rss_kb": usage.ru_maxrss,
             "oom_killed": oom_killed,
             "cpu_limit_exceeded": self._cpu_limit_killed(status, cpu_time, cpu_seconds, captured["timed_out"],
-                                                         oom_killed or captured["thrashed"]),
+                                                         oom_killed or captured["thrashed"], under_init),
             "files": files,
             "fetch_over_budget": over_budget,
             "layers": self.layers,
         }
 
     def _cpu_limit_killed(self, status: int, cpu_time: float, limit_s: int, timed_out: bool,
-                          memory_killed: bool) -> bool:
+                          memory_killed: bool, under_init: bool) -> bool:
         """Whether RLIMIT_CPU ended the program.
 
-        PID 1 of a namespace ignores SIGXCPU (a signal it has no handler for),
-        so the hard limit's SIGKILL is what ends it. Inside its PID namespace
-        nothing but the kernel can SIGKILL PID 1, and the kernel's reasons are
-        the CPU limit and the OOM killer (counted by the cgroup); the worker's
-        own kills are for the wall-clock timeout and for thrashing. Without a
-        PID namespace the program could SIGKILL itself, so the CPU time must
-        show the limit.
+        PID 1 of a namespace (a warm Python run) ignores SIGXCPU (a signal it
+        has no handler for), so the hard limit's SIGKILL is what ends it.
+        Inside its PID namespace nothing but the kernel can SIGKILL PID 1, and
+        the kernel's reasons are the CPU limit and the OOM killer (counted by
+        the cgroup); the worker's own kills are for the wall-clock timeout and
+        for thrashing. An exec'd program (PID 2, under an init) or one without
+        a PID namespace could SIGKILL itself, so the CPU time must show the
+        limit.
         """
         if not os.WIFSIGNALED(status):
             return False
@@ -226,7 +231,7 @@ class Worker:
             return True
         if signum != signal.SIGKILL or timed_out or memory_killed:
             return False
-        return self.layers["pid_namespace"] or cpu_time >= limit_s
+        return (self.layers["pid_namespace"] and not under_init) or cpu_time >= limit_s
 
     # -- the worker side: output, deadline ------------------------------------------
 

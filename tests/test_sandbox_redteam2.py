@@ -1,0 +1,141 @@
+"""Issue 19's red-team findings, each as a hostile program (or request) through the real server.
+
+Every test here failed on the code before the fix (commit 83d06cd) and
+names its finding. Expected exit statuses come from running the same file
+with the server's own interpreter, outside the sandbox: the warm path must
+end a program exactly as ``python solution.py`` would. Traffic goes only to
+127.0.0.1; the servers run programs as uids 62400 and up.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+import requests
+
+from rewardsmith.sandbox.server import base_interpreter
+from rewardsmith.sandbox.testing import isolation_unavailable, running_server
+
+NO_ISOLATION = isolation_unavailable()
+pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
+
+BASE_UID = 62400
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running_server("--workers", "1", "--base-uid", str(BASE_UID)) as base:
+        yield base
+
+
+def post(url, path="/run_code", **body):
+    return requests.post(url + path, json=body, timeout=120)
+
+
+def run(url, code, **fields):
+    reply = post(url, code=code, **fields)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def cpython_status(tmp_path, code: str) -> int:
+    """The exit status of ``python solution.py`` for ``code`` (stdout a pipe, as in the sandbox)."""
+    path = tmp_path / "solution.py"
+    path.write_text(code)
+    env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8"}
+    return subprocess.run([base_interpreter(), str(path)], capture_output=True, env=env, timeout=60).returncode
+
+
+# -- findings 9-11: the warm path ends a program exactly as CPython does -------------------------------
+
+SPOOFS = {
+    "os._exit replaced": "import os\n_real = os._exit\nos._exit = lambda code: _real(0)\nraise ValueError('fails')\n",
+    "atexit._run_exitfuncs replaced": (
+        "import atexit, os\natexit._run_exitfuncs = lambda: os._exit(0)\nraise SystemExit(3)\n"),
+    "int subclass with its own __and__": (
+        "class Code(int):\n    def __and__(self, other):\n        return 0\n"
+        "import sys\nsys.exit(Code(4))\n"),
+    "the sandbox's own helpers replaced": (
+        "import sys\nfor name in ('template', 'worker'):\n    m = sys.modules.get(name)\n"
+        "    for attr in dir(m or object()):\n        if 'exit' in attr or 'status' in attr or 'flush' in attr:\n"
+        "            try: setattr(m, attr, lambda *a, **k: 0)\n            except Exception: pass\n"
+        "raise SystemExit(5)\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPOOFS))
+def test_finding_9_a_failing_program_cannot_spoof_its_exit_status(url, tmp_path, name):
+    code = SPOOFS[name]
+    expected = cpython_status(tmp_path, code)
+    assert expected != 0
+    result = run(url, code)
+    assert result["status"] == "Failed", (name, result)
+    assert result["run_result"]["return_code"] == expected, (name, result["run_result"])
+
+
+EXIT_SEMANTICS = {
+    "sys.exit(2**64)": "import sys\nsys.exit(2**64)\n",
+    "sys.exit(-2**63)": "import sys\nsys.exit(-2**63)\n",
+    "sys.exit(2**31 + 5)": "import sys\nsys.exit(2**31 + 5)\n",
+    "sys.exit(259)": "import sys\nsys.exit(259)\n",
+    "sys.exit('message')": "import sys\nsys.exit('bye')\n",
+    "sys.exit(True)": "import sys\nsys.exit(True)\n",
+    "final stdout flush fails": "import os\nprint('buffered')\nos.close(1)\n",
+    "final flush fails after sys.exit(3)": "import os, sys\nprint('buffered')\nos.close(1)\nsys.exit(3)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXIT_SEMANTICS))
+def test_finding_10_exit_statuses_follow_cpython(url, tmp_path, name):
+    code = EXIT_SEMANTICS[name]
+    result = run(url, code)["run_result"]
+    assert result["return_code"] == cpython_status(tmp_path, code), (name, result)
+
+
+def test_finding_10_flush_failure_is_reported_like_cpython(url):
+    result = run(url, "import os\nprint('buffered')\nos.close(1)\n")["run_result"]
+    assert result["return_code"] == 120 and result["verdict"] == "RuntimeError", result
+    assert "Exception ignored in" in result["stderr"] and "Bad file descriptor" in result["stderr"], result
+
+
+def test_finding_11_builtins_is_the_builtins_module(url):
+    code = ("import builtins\n__builtins__.print('via module')\n"
+            "print(__builtins__ is builtins, type(__builtins__).__name__)\n")
+    result = run(url, code)["run_result"]
+    assert result["verdict"] == "OK", result
+    assert result["stdout"] == "via module\nTrue module\n"
+
+
+# -- finding 13: signal dispositions are the default ones in what a run executes ----------------------
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_finding_13_a_pipeline_writer_dies_by_sigpipe(url):
+    code = "yes | head -n 2 > /dev/null\necho \"${PIPESTATUS[0]}\"\ntrap -p\n"
+    result = run(url, code, language="bash")["run_result"]
+    assert result["stdout"].split()[0] == "141", result  # 128 + SIGPIPE, as on any host shell
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_finding_13_no_signal_is_ignored_after_exec(url):
+    code = "grep -E '^Sig(Ign|Blk):' /proc/self/status\n"
+    result = run(url, code, language="bash")["run_result"]
+    ignored = dict(line.split(":\t") for line in result["stdout"].splitlines())
+    assert int(ignored["SigIgn"], 16) == 0 and int(ignored["SigBlk"], 16) == 0, result
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_finding_13_a_c_writer_to_a_closed_pipe_dies_by_signal(url):
+    code = textwrap.dedent("""
+        #include <unistd.h>
+        int main(void) {
+            int fds[2];
+            if (pipe(fds)) return 2;
+            close(fds[0]);
+            for (;;) write(fds[1], "x", 1);  /* errors ignored: only SIGPIPE ends this */
+        }
+    """)
+    result = run(url, code, language="c", run_timeout=3)["run_result"]
+    assert result["verdict"] == "RuntimeError" and result["return_code"] == -13, result
