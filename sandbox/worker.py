@@ -71,6 +71,8 @@ PROGRAM_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": "/tmp", "LANG":
 # fewer than it would take to tie up the host's kernel memory.
 TMP_INODES = 16384
 _READ_CHUNK = 65536
+# Bytes at the end of stderr kept apart from the capped output (verdicts.py reads them).
+STDERR_TAIL = 4096
 _KILL_GRACE_S = 5.0
 _DRAIN_GRACE_S = 0.5
 # The spec the program's child reads: what it needs of the job, and nothing else.
@@ -245,6 +247,9 @@ class Worker:
         """
         cap = job["max_output"]
         streams = {out_r: bytearray(), err_r: bytearray()}
+        # The end of the whole stderr, kept whatever the cap drops: the
+        # memory verdict reads it (a MemoryError traceback comes last).
+        err_tail = b""
         truncated = {out_r: False, err_r: False}
         exited = os.pidfd_open(pid)
         poller = select.poll()
@@ -284,6 +289,8 @@ class Worker:
                         poller.unregister(fd)
                         open_fds.discard(fd)
                         continue
+                    if fd == err_r:
+                        err_tail = (err_tail + chunk)[-STDERR_TAIL:]
                     room = cap - len(streams[fd])
                     if room > 0:
                         streams[fd] += chunk[:room]
@@ -297,6 +304,7 @@ class Worker:
             "wall_time": (ended or time.monotonic()) - started,
             "stdout": bytes(streams[out_r]),
             "stderr": bytes(streams[err_r]),
+            "stderr_tail": err_tail,
             "stdout_truncated": truncated[out_r],
             "stderr_truncated": truncated[err_r],
         }

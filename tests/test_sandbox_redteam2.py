@@ -139,3 +139,14 @@ def test_finding_13_a_c_writer_to_a_closed_pipe_dies_by_signal(url):
     """)
     result = run(url, code, language="c", run_timeout=3)["run_result"]
     assert result["verdict"] == "RuntimeError" and result["return_code"] == -13, result
+
+
+# -- finding 12: truncation never changes the verdict -------------------------------------------------
+
+def test_finding_12_memory_error_after_megabytes_of_stderr_is_still_a_memory_verdict(url):
+    code = ("import sys\nfor _ in range(3 * 1024):\n    sys.stderr.write('x' * 1023 + '\\n')\n"
+            "blocks = []\nwhile True:\n    blocks.append(bytearray(64 << 20))\n")
+    result = run(url, code, memory_limit_MB=256)["run_result"]
+    assert result["stderr_truncated"], result["stderr"][-200:]
+    assert "MemoryError" not in result["stderr"]  # the marker is beyond what the response keeps
+    assert result["verdict"] == "MemoryLimitExceeded", (result["verdict"], result["return_code"])
