@@ -116,15 +116,20 @@ class Sandbox:
                                 "max_file_bytes": s.max_file_mb << 20, "max_fetch_bytes": s.max_fetch_mb << 20,
                                 **fields})
 
-    @staticmethod
-    def _files(req, lang: Language) -> dict[str, bytes]:
+    def _files(self, req, lang: Language) -> dict[str, bytes]:
         """The request's files plus the program's source, refused (422) if they cannot all be written."""
-        files = req.decoded_files()
+        files = {**req.decoded_files(), lang.source: req.code.encode()}
         try:
-            check_file_tree([*files, lang.source])
+            check_file_tree(files)
         except ValueError as exc:
             raise HTTPException(422, f"files: {exc}") from None
-        return {**files, lang.source: req.code.encode()}
+        # Half the run's /tmp at most: the rest is the program's (and the compiler's) room.
+        limit = (self.settings.tmpfs_mb << 20) // 2
+        total = sum(len(data) for data in files.values())
+        if total > limit:
+            raise HTTPException(422, f"files: {total} bytes in all (code included) exceed this server's limit of "
+                                     f"{limit >> 20} MiB, half the run's /tmp")
+        return files
 
     def _message(self, *notes: str) -> str:
         parts = [n for n in notes if n]

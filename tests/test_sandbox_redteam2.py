@@ -150,3 +150,47 @@ def test_finding_12_memory_error_after_megabytes_of_stderr_is_still_a_memory_ver
     assert result["stderr_truncated"], result["stderr"][-200:]
     assert "MemoryError" not in result["stderr"]  # the marker is beyond what the response keeps
     assert result["verdict"] == "MemoryLimitExceeded", (result["verdict"], result["return_code"])
+
+
+# -- finding 14: file trees a run could not hold are refused up front, naming the limit ---------------
+
+UNWRITABLE_TREES = {
+    "a 300-byte file name": ({"n" * 300: ""}, "longer than the limit of 255 bytes"),
+    "a 2,100-deep path": ({"/".join(["d"] * 2100) + "/f": ""}, "is longer than the limit of 1024 bytes"),
+    "a 40-deep path": ({"/".join(["d"] * 40) + "/f": ""}, "41 levels deep; the limit is 32"),
+    "17,000 files": ({f"f{i}": "" for i in range(17000)}, "exceed the limit of 4096 files and directories"),
+    "3,000 files in 3,000 directories": ({f"d{i}/f": "" for i in range(3000)},
+                                         "3000 files in 3000 directories exceed the limit of 4096"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNWRITABLE_TREES))
+def test_finding_14_unwritable_file_trees_are_a_4xx_naming_the_limit(url, name):
+    files, limit = UNWRITABLE_TREES[name]
+    reply = post(url, code="print(1)", files=files)
+    assert reply.status_code == 422, (name, reply.status_code, reply.text[:300])
+    assert limit in reply.json()["detail"], (name, reply.json()["detail"][:300])
+
+
+def test_finding_14_a_tree_at_the_limits_is_written_and_runs(url):
+    deep = "/".join(["d"] * 31)
+    files = {"n" * 255: "MQ==", deep: "Mg==", **{f"many/f{i}": "" for i in range(4000)}}
+    code = "import os\nprint(open('n' * 255).read(), open('/'.join(['d'] * 31)).read(), len(os.listdir('many')))\n"
+    result = run(url, code, files=files)
+    assert result["run_result"]["stdout"] == "1 2 4000\n", result
+
+
+def test_finding_14_total_size_is_bounded_by_the_runs_tmp():
+    from fastapi import HTTPException
+
+    from rewardsmith.sandbox.schema import RunCodeRequest
+    from rewardsmith.sandbox.server import Sandbox, ServerSettings
+
+    sandbox = Sandbox(ServerSettings(tmpfs_mb=2, workers=1), {}, BASE_UID)
+    lang = sandbox.languages["python"]
+    fits = RunCodeRequest(code="", files={"a": "A" * (4 << 18)})  # 768 KiB decoded
+    assert set(sandbox._files(fits, lang)) == {"a", "solution.py"}
+    too_big = RunCodeRequest(code="", files={"a": "A" * (4 << 18), "b": "A" * (4 << 18)})
+    with pytest.raises(HTTPException) as refused:
+        sandbox._files(too_big, lang)
+    assert refused.value.status_code == 422 and "exceed this server's limit of 1 MiB" in refused.value.detail
