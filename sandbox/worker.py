@@ -171,9 +171,20 @@ class Worker:
     def _run_in(self, job: dict, work: str) -> dict:
         spec = {key: job[key] for key in _SPEC_KEYS}
         spec["work"] = work
-        spec["cpu_seconds"] = cpu_seconds = int(job["timeout"]) + 1
+        spec["cpu_seconds"] = int(job["timeout"]) + 1
         if job["mode"] == "inline-python":
             spec["source"] = job["files"][job["main"]]
+        # The work dir as the server made it, held before the program can
+        # rename it or plant a symlink in its place: results are read below it.
+        work_fd = os.open(work, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC) if job["fetch"] else None
+        try:
+            return self._run_with(job, spec, work_fd)
+        finally:
+            if work_fd is not None:
+                os.close(work_fd)
+
+    def _run_with(self, job: dict, spec: dict, work_fd: int | None) -> dict:
+        cpu_seconds = spec["cpu_seconds"]
         spec_fd = _memfd("spec", pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
         stdin_fd = _memfd("stdin", job["stdin"])
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -199,7 +210,7 @@ class Worker:
             os.close(spec_fd)
         cpu_time = usage.ru_utime + usage.ru_stime
         oom_killed = self.cgroup is not None and self.cgroup.oom_killed_since_last_call()
-        files, over_budget = _fetch_files(work, job["fetch"], job["max_file_bytes"], job["max_fetch_bytes"])
+        files, over_budget = ({}, []) if work_fd is None else self._fetch(job, work_fd)
         return {
             **captured,
             "wait_status": status,
@@ -212,6 +223,19 @@ class Worker:
             "fetch_over_budget": over_budget,
             "layers": self.layers,
         }
+
+    def _fetch(self, job: dict, work_fd: int) -> tuple[dict, list]:
+        """``job``'s fetch_files, read below ``work_fd`` with the run's uid as the effective one (never root's
+        rights: a file the program could not read, it cannot have returned)."""
+        if not self.is_root:
+            return _fetch_files(work_fd, job["fetch"], job["max_file_bytes"], job["max_fetch_bytes"])
+        os.setegid(self.uid)
+        os.seteuid(self.uid)
+        try:
+            return _fetch_files(work_fd, job["fetch"], job["max_file_bytes"], job["max_fetch_bytes"])
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
 
     def _cpu_limit_killed(self, status: int, cpu_time: float, limit_s: int, timed_out: bool,
                           memory_killed: bool, under_init: bool) -> bool:
@@ -363,10 +387,10 @@ def _dirs_between(work: str, directory: str) -> list[str]:
     return found
 
 
-def _open_beneath(work: str, rel: str) -> int:
-    """Open ``work/rel`` read-only without following any symlink the program planted."""
+def _open_beneath(work_fd: int, rel: str) -> int:
+    """Open ``rel`` below the directory ``work_fd`` read-only without following any symlink the program planted."""
     parts = rel.split("/")
-    dir_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    dir_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=work_fd)
     try:
         for part in parts[:-1]:
             next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
@@ -381,7 +405,7 @@ def _open_beneath(work: str, rel: str) -> int:
     return fd
 
 
-def _fetch_files(work: str, names, max_file_bytes: int, budget: int) -> tuple[dict, list]:
+def _fetch_files(work_fd: int, names, max_file_bytes: int, budget: int) -> tuple[dict, list]:
     """The requested files (at most ``max_file_bytes`` each, ``budget`` in all), and the names left out for the budget.
 
     The budget bounds the reply whatever the files are: a sparse file costs
@@ -390,8 +414,8 @@ def _fetch_files(work: str, names, max_file_bytes: int, budget: int) -> tuple[di
     files, over_budget = {}, []
     for rel in names:
         try:
-            _safe_join(work, rel)
-            with os.fdopen(_open_beneath(work, rel), "rb") as fh:
+            _safe_join(WORK_DIR, rel)
+            with os.fdopen(_open_beneath(work_fd, rel), "rb") as fh:
                 if os.fstat(fh.fileno()).st_size > budget:
                     over_budget.append(rel)
                     continue

@@ -194,3 +194,32 @@ def test_finding_14_total_size_is_bounded_by_the_runs_tmp():
     with pytest.raises(HTTPException) as refused:
         sandbox._files(too_big, lang)
     assert refused.value.status_code == 422 and "exceed this server's limit of 1 MiB" in refused.value.detail
+
+
+# -- finding 1: results are read below the work dir the server made, with the run's rights -------------
+
+WORK_DIR_SWAP = textwrap.dedent("""
+    import os
+    os.chdir("/")
+    os.rename("/tmp/work", "/tmp/moved")
+    os.symlink({target!r}, "/tmp/work")
+    os.symlink({target!r} + "/" + {name!r}, "/tmp/moved/link")
+    print("swapped")
+""")
+
+
+@pytest.mark.skipif(not os.path.exists("/etc/shadow"), reason="needs a root-only host file (/etc/shadow)")
+def test_finding_1_a_swapped_work_dir_does_not_return_host_files(url):
+    code = WORK_DIR_SWAP.format(target="/etc", name="shadow")
+    result = run(url, code, fetch_files=["shadow", "link", "passwd"])
+    assert result["run_result"]["stdout"] == "swapped\n", result
+    assert result["files"] == {}, sorted(result["files"])
+    assert "not found" in result["message"]
+
+
+def test_finding_1_fetch_reads_with_the_runs_uid(url):
+    # A file the program itself made unreadable to its own uid is not returned.
+    code = "open('kept.txt', 'w').write('kept')\nopen('locked.txt', 'w').write('secret')\n" \
+           "import os\nos.chmod('locked.txt', 0)\n"
+    result = run(url, code, fetch_files=["kept.txt", "locked.txt"])
+    assert result["files"] == {"kept.txt": "a2VwdA=="}, result
