@@ -57,9 +57,10 @@ def parent_dir() -> tuple[str, str] | None:
 class RunCgroup:
     """The worker's memory cgroup: programs join it, the worker sets its limit and reads its OOM kills.
 
-    Every file is opened once, here, before the worker hides ``/sys``; the
-    template joins with one ``write`` to an inherited descriptor and closes
-    it, so every program it forks is born in the cgroup.
+    Every file is opened once, here, before the worker hides ``/sys``; each
+    program's process joins with one ``write`` to an inherited descriptor
+    as its first step, before it touches any memory of its own; the template
+    that forks them stays outside.
     """
 
     def __init__(self, uid: int):
@@ -79,7 +80,7 @@ class RunCgroup:
         self._events_fd = os.open(os.path.join(path, events), os.O_RDONLY | os.O_CLOEXEC)
         self._usage_fd = os.open(os.path.join(path, usage), os.O_RDONLY | os.O_CLOEXEC)
         self._stat_fd = os.open(os.path.join(path, "memory.stat"), os.O_RDONLY | os.O_CLOEXEC)
-        # Inherited by the template (not CLOEXEC), which joins through it and closes it.
+        # Inherited by the template (not CLOEXEC), whose program children join through it.
         self.procs_fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
         self._unlimit()
         self._limit_mb = None

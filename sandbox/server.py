@@ -39,6 +39,11 @@ from rewardsmith.sandbox.schema import (
 from rewardsmith.sandbox.verdicts import command_result
 
 
+# The smallest memory_limit_MB accepted: below it runtimes fail to load
+# (bash and C programs could not map libc at 2 MiB) rather than being judged.
+MIN_MEMORY_MB = 16
+
+
 def base_interpreter() -> str:
     """The real interpreter behind this (possibly virtual-env) Python."""
     return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
@@ -104,6 +109,9 @@ class Sandbox:
                 raise HTTPException(400, f"{name}: {getattr(req, name)} s exceeds this server's limit of "
                                          f"{self.settings.max_timeout} s")
         memory = self.settings.default_memory_mb if req.memory_limit_MB == -1 else req.memory_limit_MB
+        if memory < MIN_MEMORY_MB:
+            raise HTTPException(400, f"memory_limit_MB: {memory} is below this server's floor of {MIN_MEMORY_MB} "
+                                     "(the smallest limit under which every language's runtime starts)")
         if memory > self.settings.max_memory_mb:
             raise HTTPException(400, f"memory_limit_MB: {memory} exceeds this server's limit of "
                                      f"{self.settings.max_memory_mb}")

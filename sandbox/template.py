@@ -65,8 +65,11 @@ class Template:
 
     def spawn(self, fds: list[int]) -> int:
         """Fork a program's child with ``fds`` (spec, stdin, stdout, stderr); return its pid."""
-        self._channel.sendmsg([b"r"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
-        answer = self._channel.recv(_PID.size)
+        try:
+            self._channel.sendmsg([b"r"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
+            answer = self._channel.recv(_PID.size)
+        except OSError as exc:  # BrokenPipeError, ECONNRESET: the template died between runs
+            raise TemplateFailed(f"the sandbox template (pid {self.pid}) is gone: {exc}") from exc
         if len(answer) != _PID.size:
             raise TemplateFailed(f"the sandbox template (pid {self.pid}) is gone")
         (pid,) = _PID.unpack(answer)
@@ -78,11 +81,6 @@ class Template:
 def _serve(channel: _socket.socket, setup) -> None:
     """The template's loop: one clone per request byte, until the worker goes away."""
     jail.die_with_parent()
-    if setup.cgroup is not None:
-        # The template lives in the run cgroup, so each program is born in it:
-        # moving every child in (a cgroup attach, ~0.2 ms) would cost each run.
-        os.write(setup.cgroup.procs_fd, b"0")
-        os.close(setup.cgroup.procs_fd)
     space = _socket.CMSG_SPACE(_FDS_PER_RUN * 4)
     flags = setup.clone_flags | jail.CLONE_PARENT
     while True:
@@ -110,13 +108,13 @@ def _serve(channel: _socket.socket, setup) -> None:
         channel.send(_PID.pack(pid))
 
 
-def _become_oom_victim() -> None:
-    """Make this process the one the OOM killer picks first (``oom_score_adj`` 1000)."""
+def _set_oom_score_adj(value: bytes) -> None:
+    """Set this process's ``oom_score_adj`` (1000: the OOM killer's first choice; -1000: never chosen)."""
     # os.open/os.write, not open(): a text file object cost the child ~60 us of
     # allocations and copy-on-write faults for a one-line write.
     fd = os.open(b"/proc/self/oom_score_adj", os.O_WRONLY)
     try:
-        os.write(fd, b"1000")
+        os.write(fd, value)
     finally:
         os.close(fd)
 
@@ -138,9 +136,13 @@ def _become_program(setup, fds: list[int]) -> None:
     code = 127
     try:
         if setup.cgroup is not None:
-            # First: the OOM killer ends the program, never the template beside it in
-            # the cgroup (memfd or tmpfs pages are nobody's RSS, so badness alone could pick it).
-            _become_oom_victim()
+            # First: into the run's memory cgroup. The template stays outside it
+            # (in the worker's), so no program's memory, nor anything a run
+            # leaves charged, can make the OOM killer pick the template
+            # (oom_score_adj -1000 would need CAP_SYS_RESOURCE, which hosts may
+            # not grant). Within the cgroup the program is the first choice.
+            os.write(setup.cgroup.procs_fd, b"0")
+            _set_oom_score_adj(b"1000")
         spec_fd, stdin_fd, out_w, err_w = fds
         spec = _read_spec(spec_fd)
         if setup.layers["mount_namespace"] and setup.layers["readonly_root"]:

@@ -223,3 +223,27 @@ def test_finding_1_fetch_reads_with_the_runs_uid(url):
            "import os\nos.chmod('locked.txt', 0)\n"
     result = run(url, code, fetch_files=["kept.txt", "locked.txt"])
     assert result["files"] == {"kept.txt": "a2VwdA=="}, result
+
+
+# -- findings 7 and 8: the template is out of the OOM killer's reach; tiny limits are refused ---------
+
+def test_finding_8_a_limit_below_the_floor_is_a_4xx_and_disables_nothing(url):
+    for _ in range(4):  # as many as the red team needed to disable every worker of a 4-worker server
+        reply = post(url, code="print(1)", memory_limit_MB=1)
+        assert reply.status_code == 400, reply.text
+        assert "memory_limit_MB: 1 is below this server's floor of 16" in reply.json()["detail"]
+    assert run(url, "print(1)")["run_result"]["stdout"] == "1\n"
+
+
+def test_finding_7_the_template_is_outside_the_run_cgroup_and_survives_its_oom(url):
+    before = requests.get(url + "/v1/status", timeout=10).json()
+    (template_pid,) = before["template_pids"]
+    with open(f"/proc/{template_pid}/cgroup") as fh:
+        assert "rewardsmith-sandbox-uid" not in fh.read()
+    hog = "import os\nblocks = []\nwhile True:\n    blocks.append(os.urandom(1 << 20))\n"
+    for language, code in (("python", hog), ("python", "x = bytearray(15 << 20)\nprint(len(x))\n")):
+        result = run(url, code, language=language, memory_limit_MB=16)["run_result"]
+        assert result["verdict"] == "MemoryLimitExceeded", result
+    after = requests.get(url + "/v1/status", timeout=10).json()
+    assert after["template_pids"] == [template_pid] and after["worker_restarts"] == before["worker_restarts"]
+    assert run(url, "print(2)", memory_limit_MB=16)["run_result"]["stdout"] == "2\n"
