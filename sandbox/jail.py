@@ -394,6 +394,11 @@ def apply_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int,
         resource.RLIMIT_NOFILE: nofile,
         resource.RLIMIT_STACK: 8 * mib,
         resource.RLIMIT_CORE: 0,
+        # POSIX message queues are charged to the uid, not to the run, and
+        # released only when the kernel frees the run's IPC namespace, after
+        # the run: a quota left held would change the next run's outcome, so
+        # programs get none (mq_open(O_CREAT) always fails with EMFILE).
+        resource.RLIMIT_MSGQUEUE: 0,
     }
     for which, value in limits.items():
         hard = value + 1 if which == resource.RLIMIT_CPU else value

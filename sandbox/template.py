@@ -29,7 +29,7 @@ import types
 import jail
 
 _PID = struct.Struct("q")
-_FDS_PER_RUN = 4  # spec, stdin, stdout, stderr
+_FDS_PER_RUN = 5  # spec, stdin, stdout, stderr and, with a memory cgroup, the run cgroup's cgroup.procs
 # An exec'd program's init writes its wait status over the start of the spec
 # file, behind a magic no pickle starts with.
 _STATUS = struct.Struct("8si")
@@ -135,15 +135,15 @@ def _become_program(setup, fds: list[int]) -> None:
     """In the fresh child, PID 1 of the run's namespaces: set up the jail, become the program, never return."""
     code = 127
     try:
-        if setup.cgroup is not None:
-            # First: into the run's memory cgroup. The template stays outside it
-            # (in the worker's), so no program's memory, nor anything a run
-            # leaves charged, can make the OOM killer pick the template
+        spec_fd, stdin_fd, out_w, err_w, *cgroup_procs = fds
+        if cgroup_procs:
+            # First: into the run's own memory cgroup. The template stays
+            # outside it (in the worker's), so no program's memory, nor anything
+            # a run leaves charged, can make the OOM killer pick the template
             # (oom_score_adj -1000 would need CAP_SYS_RESOURCE, which hosts may
             # not grant). Within the cgroup the program is the first choice.
-            os.write(setup.cgroup.procs_fd, b"0")
+            os.write(cgroup_procs[0], b"0")
             _set_oom_score_adj(b"1000")
-        spec_fd, stdin_fd, out_w, err_w = fds
         spec = _read_spec(spec_fd)
         if setup.layers["mount_namespace"] and setup.layers["readonly_root"]:
             jail.mount_tmpfs("/dev/shm", 64, inodes=1024, noexec=True)

@@ -92,7 +92,7 @@ class Worker:
         self.layers = jail.available_namespaces()
         # Opened while /sys is still visible: the read-only view hides it.
         try:
-            self.cgroup = cgroups.RunCgroup(uid)
+            self.cgroup = cgroups.WorkerCgroups(uid)
         except OSError:
             self.cgroup = None
         self.layers["memory_cgroup"] = self.cgroup is not None
@@ -184,21 +184,29 @@ class Worker:
                 os.close(work_fd)
 
     def _run_with(self, job: dict, spec: dict, work_fd: int | None) -> dict:
+        run_cgroup = None if self.cgroup is None else self.cgroup.start_run(job["cgroup_memory_mb"])
+        try:
+            return self._run_in_cgroup(job, spec, work_fd, run_cgroup)
+        finally:
+            if run_cgroup is not None:
+                run_cgroup.close()
+
+    def _run_in_cgroup(self, job: dict, spec: dict, work_fd: int | None,
+                       run_cgroup: cgroups.RunCgroup | None) -> dict:
         cpu_seconds = spec["cpu_seconds"]
         spec_fd = _memfd("spec", pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
         stdin_fd = _memfd("stdin", job["stdin"])
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        if self.cgroup is not None:
-            self.cgroup.set_limit(job["cgroup_memory_mb"])
         try:
             try:
-                pid = self.template.spawn([spec_fd, stdin_fd, out_w, err_w])
+                fds = [spec_fd, stdin_fd, out_w, err_w] + ([] if run_cgroup is None else [run_cgroup.procs_fd])
+                pid = self.template.spawn(fds)
             finally:
                 for fd in (stdin_fd, out_w, err_w):
                     os.close(fd)
             started = time.monotonic()
-            watch = None if self.cgroup is None else cgroups.ThrashWatch(self.cgroup, job["cgroup_memory_mb"])
+            watch = None if run_cgroup is None else cgroups.ThrashWatch(run_cgroup)
             try:
                 captured = self._supervise(job, pid, started, out_r, err_r, watch)
             finally:
@@ -209,7 +217,7 @@ class Worker:
         finally:
             os.close(spec_fd)
         cpu_time = usage.ru_utime + usage.ru_stime
-        oom_killed = self.cgroup is not None and self.cgroup.oom_killed_since_last_call()
+        oom_killed = run_cgroup is not None and run_cgroup.oom_kills() > 0
         files, over_budget = ({}, []) if work_fd is None else self._fetch(job, work_fd)
         return {
             **captured,

@@ -247,3 +247,50 @@ def test_finding_7_the_template_is_outside_the_run_cgroup_and_survives_its_oom(u
     after = requests.get(url + "/v1/status", timeout=10).json()
     assert after["template_pids"] == [template_pid] and after["worker_restarts"] == before["worker_restarts"]
     assert run(url, "print(2)", memory_limit_MB=16)["run_result"]["stdout"] == "2\n"
+
+
+# -- finding 6: nothing a run leaves behind reaches the next run ---------------------------------------
+
+SHM_LEFTOVER = textwrap.dedent("""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    size = 96 << 20
+    shm = libc.shmget(0, ctypes.c_size_t(size), 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600, never removed
+    addr = libc.shmat(shm, None, 0)
+    ctypes.memset(addr, 1, size)
+    print("left", shm >= 0)
+""")
+
+
+def test_finding_6_memory_a_run_leaves_is_not_charged_to_the_next(url):
+    verdicts = []
+    for _ in range(6):
+        left = run(url, SHM_LEFTOVER, memory_limit_MB=128)["run_result"]
+        assert left["stdout"] == "left True\n", left
+        after = run(url, "x = bytearray(80 << 20)\nprint('ok')\n", memory_limit_MB=128)["run_result"]
+        verdicts.append(after["verdict"])
+    assert verdicts == ["OK"] * 6, verdicts
+
+
+MQUEUE_PROBE = textwrap.dedent("""
+    import ctypes, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    made = 0
+    for i in range(64):
+        if libc.mq_open(f"/q{i}".encode(), os.O_CREAT | os.O_RDWR, 0o600, None) < 0:
+            break
+        made += 1
+    print(made, ctypes.get_errno())
+""")
+
+
+def test_finding_6_posix_message_queue_quota_is_the_same_for_every_run(url):
+    outcomes = {run(url, MQUEUE_PROBE)["run_result"]["stdout"] for _ in range(8)}
+    assert len(outcomes) == 1, outcomes
+
+
+def test_finding_6_each_run_has_a_memory_cgroup_of_its_own(url):
+    code = "print(open('/proc/self/cgroup').read())"
+    seen = [line for _ in range(3) for line in run(url, code)["run_result"]["stdout"].splitlines() if "memory" in line]
+    assert len(seen) == 3 and len(set(seen)) == 3 and all("rewardsmith-sandbox-uid" in line for line in seen), seen
