@@ -85,41 +85,33 @@ class RunCgroup:
     def __init__(self, dir_fd: int, name: str, hierarchy: str, megabytes: int):
         self._dir_fd, self.name, self.hierarchy = dir_fd, name, hierarchy
         os.mkdir(name, 0o755, dir_fd=dir_fd)
-        limit, memsw, events, usage = _FILES[hierarchy]
-        opened = []
-
-        def open_file(file: str, flags: int) -> int | None:
-            try:
-                fd = os.open(f"{name}/{file}", flags | os.O_CLOEXEC, dir_fd=dir_fd)
-            except FileNotFoundError:
-                return None  # no swap accounting (or no swap): no memory+swap limit to set
-            opened.append(fd)
-            return fd
-
+        self._fds = {}
+        self.limit_mb = megabytes
+        limit, memsw, _, _ = _FILES[hierarchy]
         try:
-            self._events_fd = open_file(events, os.O_RDONLY)
-            self._usage_fd = open_file(usage, os.O_RDONLY)
-            self._stat_fd = open_file("memory.stat", os.O_RDONLY)
             # Sent to the template with the run's other descriptors; the program's process joins through it.
-            self.procs_fd = open_file("cgroup.procs", os.O_WRONLY)
+            self.procs_fd = self._open("cgroup.procs", os.O_WRONLY)
             value = str(megabytes << 20).encode()
             # A fresh cgroup is unlimited; v1 keeps memory <= memory+swap, so the inner limit goes first.
-            for file in (limit, memsw):
-                fd = open_file(file, os.O_WRONLY)
-                if fd is not None:
-                    os.write(fd, b"0" if self.hierarchy == "v2" and file == memsw else value)
+            os.write(self._open(limit, os.O_WRONLY), value)
+            try:
+                os.write(self._open(memsw, os.O_WRONLY), b"0" if hierarchy == "v2" else value)
+            except FileNotFoundError:
+                pass  # no swap accounting (or no swap): no memory+swap limit to keep in step
         except BaseException:
-            for fd in opened:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                os.rmdir(name, dir_fd=dir_fd)
+            self.close()
             raise
-        self._fds = opened
-        self.limit_mb = megabytes
+
+    def _open(self, file: str, flags: int = os.O_RDONLY) -> int:
+        """This cgroup's ``file``, opened once (the files a short run never reads are never opened)."""
+        fd = self._fds.get(file)
+        if fd is None:
+            fd = self._fds[file] = os.open(f"{self.name}/{file}", flags | os.O_CLOEXEC, dir_fd=self._dir_fd)
+        return fd
 
     def oom_kills(self) -> int:
         """How many processes the kernel has OOM-killed in this cgroup."""
-        for line in os.pread(self._events_fd, 4096, 0).decode().splitlines():
+        for line in os.pread(self._open(_FILES[self.hierarchy][2]), 4096, 0).decode().splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
                 return int(value)
@@ -133,7 +125,7 @@ class RunCgroup:
         ``total_`` lines repeat them for the (empty) subtree.
         """
         total = 0
-        for line in os.pread(self._stat_fd, 1 << 16, 0).splitlines():
+        for line in os.pread(self._open("memory.stat"), 1 << 16, 0).splitlines():
             key, _, value = line.partition(b" ")
             if key.startswith(b"workingset_refault"):
                 total += int(value)
@@ -141,14 +133,14 @@ class RunCgroup:
 
     def at_limit(self) -> bool:
         """Whether usage is within 1/16 of the limit, where the kernel reclaims the cgroup's own pages."""
-        usage = int(os.pread(self._usage_fd, 64, 0))
+        usage = int(os.pread(self._open(_FILES[self.hierarchy][3]), 64, 0))
         return usage >= (self.limit_mb << 20) * 15 // 16
 
     def close(self) -> None:
         """Close the files and remove the cgroup (its processes are gone; leftover charges go with it)."""
-        for fd in self._fds:
+        for fd in self._fds.values():
             os.close(fd)
-        self._fds = []
+        self._fds = {}
         # EBUSY: without a PID namespace an escaped daemon may still be in it; the next worker removes it.
         with contextlib.suppress(OSError):
             os.rmdir(self.name, dir_fd=self._dir_fd)

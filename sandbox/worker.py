@@ -217,7 +217,8 @@ class Worker:
         finally:
             os.close(spec_fd)
         cpu_time = usage.ru_utime + usage.ru_stime
-        oom_killed = run_cgroup is not None and run_cgroup.oom_kills() > 0
+        # Read only for a failed run: a clean exit is OK whatever was OOM-killed beside it.
+        oom_killed = run_cgroup is not None and status != 0 and run_cgroup.oom_kills() > 0
         files, over_budget = ({}, []) if work_fd is None else self._fetch(job, work_fd)
         return {
             **captured,
