@@ -103,7 +103,7 @@ class Worker:
         if self.layers["network_namespace"] and netns_per_worker:
             jail.unshare(jail.CLONE_NEWNET)
         try:
-            jail.enter_readonly_view(expose)
+            jail.enter_minimal_root(expose, uid)
             self.layers["readonly_root"] = True
         except OSError:
             self.layers["readonly_root"] = False

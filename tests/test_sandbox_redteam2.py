@@ -294,3 +294,82 @@ def test_finding_6_each_run_has_a_memory_cgroup_of_its_own(url):
     code = "print(open('/proc/self/cgroup').read())"
     seen = [line for _ in range(3) for line in run(url, code)["run_result"]["stdout"].splitlines() if "memory" in line]
     assert len(seen) == 3 and len(set(seen)) == 3 and all("rewardsmith-sandbox-uid" in line for line in seen), seen
+
+
+# -- findings 2-5: a run sees a minimal world of its own -----------------------------------------------
+
+@pytest.fixture()
+def host_bait():
+    """A world-readable file, a mode-666 FIFO and a world-readable directory in places of the host a run
+    must not see (a data directory, /var/tmp, /srv, /opt, /home)."""
+    made = []
+    for top in ("/var/tmp", "/srv", "/opt", "/home"):
+        if not os.path.isdir(top):
+            continue
+        directory = os.path.join(top, f"rewardsmith-bait-{os.getpid()}")
+        os.makedirs(directory, exist_ok=True)
+        os.chmod(directory, 0o755)
+        with open(os.path.join(directory, "answers.txt"), "w") as fh:
+            fh.write("the test cases' answers\n")
+        os.chmod(os.path.join(directory, "answers.txt"), 0o644)
+        os.mkfifo(os.path.join(directory, "pipe"), 0o666)
+        os.chmod(os.path.join(directory, "pipe"), 0o666)
+        made.append(directory)
+    yield made
+    for directory in made:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_finding_5_and_2_host_files_and_fifos_outside_the_runtimes_are_invisible(url, host_bait):
+    code = textwrap.dedent(f"""
+        import os
+        for directory in {host_bait!r} + [{os.getcwd()!r}, "/root", "/var", "/srv", "/mnt", "/opt", "/home"]:
+            print(directory, os.path.exists(directory))
+        print("top", sorted(os.listdir("/")))
+        print("etc", sorted(os.listdir("/etc")))
+        print("usr", os.path.exists("/usr/bin/env"))
+        print("root", sorted(os.listdir("/root")) if os.path.exists("/root") else None)
+    """)
+    lines = run(url, code)["run_result"]["stdout"].splitlines()
+    seen = dict(line.split(" ", 1) for line in lines)
+    assert host_bait and all(seen[directory] == "False" for directory in host_bait), lines
+    assert all(seen[path] == "False" for path in ("/var", "/srv", "/mnt", "/opt", "/home")), lines
+    # /root only as the way to an interpreter installed under it (pyenv), and nothing beside it.
+    prefix = os.path.dirname(os.path.dirname(base_interpreter()))
+    on_the_way = [prefix.split("/")[2]] if prefix.startswith("/root/") else None
+    assert eval(seen["root"]) == on_the_way, seen["root"]
+    assert seen[os.getcwd()] == "False", lines  # the project checkout
+    assert set(eval(seen["top"])) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys",
+                                      "tmp", "usr", *(on_the_way and ["root"] or [])}, seen["top"]
+    assert "shadow" not in seen["etc"] and "passwd" in seen["etc"], seen["etc"]
+    assert seen["usr"] == "True"
+
+
+def test_finding_3_dev_is_private_with_its_own_ptys(url):
+    code = textwrap.dedent("""
+        import os, pty
+        print(sorted(os.listdir("/dev")))
+        master, slave = os.openpty()
+        print(os.ttyname(slave), sorted(os.listdir("/dev/pts")))
+        with open("/dev/urandom", "rb") as fh:
+            print(len(fh.read(8)))
+    """)
+    result = run(url, code)["run_result"]
+    devices, ptys, random_bytes = result["stdout"].splitlines()
+    assert eval(devices) == ["fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
+                             "tty", "urandom", "zero"], devices
+    assert ptys == "/dev/pts/0 ['0', 'ptmx']", ptys  # a devpts instance of its own: numbering starts afresh
+    assert random_bytes == "8"
+    assert not os.path.exists("/dev/pts/0") or os.stat("/dev/pts/0").st_uid != BASE_UID
+
+
+def test_finding_4_file_system_watches_are_refused(url):
+    code = textwrap.dedent("""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        for name, call in (("inotify_init1", lambda: libc.inotify_init1(0)),
+                           ("fanotify_init", lambda: libc.fanotify_init(0, 0))):
+            print(name, call(), ctypes.get_errno())
+    """)
+    lines = run(url, code)["run_result"]["stdout"].splitlines()
+    assert lines == ["inotify_init1 -1 1", "fanotify_init -1 1"], lines
