@@ -7,7 +7,8 @@ ever held: earlier requests' stdin, code and replies in freed heap and in
 its frames, readable through ``/proc/self/mem`` or ``sys._getframe()``. So
 the worker forks this template once, at start, before it reads any request,
 and the template forks every program. Per run it receives exactly one byte
-and four descriptors (the run's spec, stdin, stdout and stderr) and answers
+and five descriptors (the run's spec, stdin, stdout, stderr and memory
+cgroup) and answers
 the child's pid; it never reads what the descriptors hold. The child, whose
 only parent is the worker (``CLONE_PARENT``: the worker reaps it, times it
 and kills it), reads its own spec and becomes the program.

@@ -4,9 +4,10 @@ Started by the server as ``python -I -S worker.py --uid N [--expose PATH ...]``
 on the sandbox interpreter, with a minimal environment (``-S``: no ``site``
 start-up, whose ``.pth`` hooks may import megabytes of modules that every
 run would then copy; the worker adds site's paths and builtins itself). It
-enters a private read-only mount namespace once (and, with ``--netns
-per-worker``, one empty network namespace for all its runs), opens its
-memory cgroup, pre-imports common modules and forks its pristine
+builds a minimal read-only root in a private mount namespace once
+(``jail.enter_minimal_root``; and, with ``--netns per-worker``, one empty
+network namespace for all its runs), opens its directory of memory cgroups,
+pre-imports common modules and forks its pristine
 **template** (``template.py``) before it reads any request: every program is
 forked from the template, never from this process, whose memory holds
 earlier requests. Then it serves jobs read from stdin as length-prefixed
@@ -16,10 +17,11 @@ For every job it:
 1. mounts a fresh size- and inode-capped tmpfs on /tmp (in its own mount
    namespace, which the template shares) and writes the job's files to
    /tmp/work;
-2. sets the run's memory limit on its cgroup and has the template fork the
+2. makes the run's own memory cgroup and has the template fork the
    program's process straight into new network, mount, PID, IPC and UTS
    namespaces (one ``clone``), as this process's child: PID 1 of its
-   namespace, in the memory cgroup, with its own /proc and /dev/shm,
+   namespace (an exec'd program runs as PID 2 under an init that reports
+   its wait status), in the run's cgroup, with its own /proc and /dev/shm,
    resource limits and an unprivileged uid (and the seccomp filter,
    inherited), it runs the program — Python source executed in-process
    (the warm path), or ``execve`` of an argv (bash, C++, the spawn path);
@@ -28,9 +30,10 @@ For every job it:
    everything else in the namespace (daemons included), whether or not
    the program closed its pipes; a run that thrashes at its memory limit
    (``cgroups.ThrashWatch``) is killed the same way, at once;
-4. reaps it (status, CPU time, OOM kills), reads the requested files
-   without following symlinks, up to the job's byte budget, and unmounts
-   the run's tmpfs.
+4. reaps it (status, CPU time, OOM kills), reads the requested files below
+   the work dir's descriptor opened before the run, without following
+   symlinks and with the run's uid, up to the job's byte budget, removes the
+   run's cgroup and unmounts the run's tmpfs.
 """
 from __future__ import annotations
 
