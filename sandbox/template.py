@@ -157,8 +157,10 @@ def _become_program(setup, fds: list[int]) -> None:
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
         under_init = spec["mode"] != "inline-python" and setup.layers["pid_namespace"]
-        if under_init:
+        if under_init and spec_fd != _STATUS_FD:
             os.dup2(spec_fd, _STATUS_FD, inheritable=False)  # where init hands the program's status back
+        elif under_init:
+            os.set_inheritable(_STATUS_FD, False)
         os.closerange(_STATUS_FD + 1 if under_init else 3, 65536)  # the template's channel, the cgroup's file
         if under_init:
             program = jail.fork_into(0)
