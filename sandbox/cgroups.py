@@ -9,7 +9,7 @@ cgroup v1 the kernel charges them to ``memory.usage_in_bytes`` as well), so
 a run's cgroup limit is the run's ``memory_limit_MB``, whatever the memory
 is made of, and the cgroup's own OOM killer ends a run that goes past it.
 
-Each run gets a cgroup of its own (``run-N``, made before the run and
+Each run gets a cgroup of its own (``run-PID-N``, made before the run and
 removed after it: ~50 us): what a run leaves charged when it is gone (socket
 buffers of a network namespace the kernel tears down later, page cache of
 the files it read) stays with that run's removed cgroup and is never counted
@@ -76,7 +76,8 @@ class WorkerCgroups:
     def start_run(self, megabytes: int) -> "RunCgroup":
         """A fresh cgroup limited to ``megabytes`` (memory and memory + swap) for one run."""
         self._runs += 1
-        return RunCgroup(self._dir_fd, f"run-{self._runs}", self.hierarchy, megabytes)
+        # The pid too: a replaced worker never meets a run cgroup its predecessor could not remove.
+        return RunCgroup(self._dir_fd, f"run-{os.getpid()}-{self._runs}", self.hierarchy, megabytes)
 
 
 class RunCgroup:
