@@ -32,6 +32,7 @@ import http.client
 import json
 import os
 import statistics
+import subprocess
 import threading
 import time
 from urllib.parse import urlparse
@@ -190,10 +191,20 @@ def manager_rate(url: str, samples: int, max_concurrent: int) -> tuple[float, fl
     return samples / wall, 1000 * cpu / samples
 
 
+def baseline_module(python: str) -> str:
+    """The package name the baseline checkout's code has: ``rewardsmith``, or ``rewardkit`` before the rename."""
+    for module in ("rewardsmith", "rewardkit"):
+        if subprocess.run([python, "-c", f"import {module}.sandbox.server"], capture_output=True).returncode == 0:
+            return module
+    raise RuntimeError(f"{python} imports neither rewardsmith.sandbox nor rewardkit.sandbox")
+
+
 def compare(baseline_python: str, extra: list[str], concurrency: int, total: int, rounds: int) -> None:
     """Alternate warm rounds between this checkout's server and ``baseline_python``'s; print both."""
     # The baseline gets uids of its own: older servers do not claim theirs, so ours could be shared.
-    with running_server(*extra) as new, running_server(*extra, "--base-uid", "64000", python=baseline_python) as old:
+    module = baseline_module(baseline_python)
+    with running_server(*extra) as new, \
+            running_server(*extra, "--base-uid", "64000", python=baseline_python, module=module) as old:
         servers = {"this checkout": new, "baseline": old}
         for url in servers.values():
             drive(url, 4, 40)  # warm-up: connections, page cache

@@ -1,4 +1,4 @@
-"""One memory cgroup per worker, limited per run: every byte a program makes the kernel hold counts.
+"""A fresh memory cgroup per run, under one directory per worker: every byte a program makes the kernel hold counts.
 
 Standard library only (the worker loads it by path on the bare interpreter).
 
@@ -9,15 +9,17 @@ cgroup v1 the kernel charges them to ``memory.usage_in_bytes`` as well), so
 a run's cgroup limit is the run's ``memory_limit_MB``, whatever the memory
 is made of, and the cgroup's own OOM killer ends a run that goes past it.
 
-A worker's runs never overlap (the next starts after the previous run's PID
-namespace is empty), so one cgroup per worker, its limit set before each
-run, is a cgroup per run without a ``mkdir``/``rmdir`` per run. What the
-previous run leaves charged is page cache of host files, which the kernel
-reclaims before it would OOM-kill anyone.
+Each run gets a cgroup of its own (``run-PID-N``, made before the run and
+removed after it: ~50 us): what a run leaves charged when it is gone (socket
+buffers of a network namespace the kernel tears down later, page cache of
+the files it read) stays with that run's removed cgroup and is never counted
+against the next run's limit, and the OOM counter read after a run is that
+run's alone. Programs join their run's cgroup as their first step; the
+template that forks them never does.
 
-The cgroup sits under the server's own memory cgroup (so the server's limit,
-if any, still bounds the sum) and is named for the worker's uid, which no
-other server on the host may use (``uids.claim``).
+The worker's directory sits under the server's own memory cgroup (so the
+server's limit, if any, still bounds the sum) and is named for the worker's
+uid, which no other server on the host may use (``uids.claim``).
 """
 from __future__ import annotations
 
@@ -54,13 +56,8 @@ def parent_dir() -> tuple[str, str] | None:
     return None
 
 
-class RunCgroup:
-    """The worker's memory cgroup: programs join it, the worker sets its limit and reads its OOM kills.
-
-    Every file is opened once, here, before the worker hides ``/sys``; the
-    template joins with one ``write`` to an inherited descriptor and closes
-    it, so every program it forks is born in the cgroup.
-    """
+class WorkerCgroups:
+    """The worker's directory of run cgroups, held by a descriptor opened before the worker hides ``/sys``."""
 
     def __init__(self, uid: int):
         found = parent_dir()
@@ -71,57 +68,55 @@ class RunCgroup:
         os.makedirs(path, exist_ok=True)
         if self.hierarchy == "v2":
             _enable_memory_controller(parent, path)
-        limit, memsw, events, usage = _FILES[self.hierarchy]
-        self._limit_fd = os.open(os.path.join(path, limit), os.O_WRONLY | os.O_CLOEXEC)
-        memsw_path = os.path.join(path, memsw)
-        # Without swap accounting (or without swap) there is no memory+swap limit to keep in step.
-        self._memsw_fd = os.open(memsw_path, os.O_WRONLY | os.O_CLOEXEC) if os.path.exists(memsw_path) else None
-        self._events_fd = os.open(os.path.join(path, events), os.O_RDONLY | os.O_CLOEXEC)
-        self._usage_fd = os.open(os.path.join(path, usage), os.O_RDONLY | os.O_CLOEXEC)
-        self._stat_fd = os.open(os.path.join(path, "memory.stat"), os.O_RDONLY | os.O_CLOEXEC)
-        # Inherited by the template (not CLOEXEC), which joins through it and closes it.
-        self.procs_fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
-        self._unlimit()
-        self._limit_mb = None
-        self._oom_kills = self.oom_kills()
+            _enable_memory_controller(path, None)
+        self._dir_fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        _remove_runs(path)  # what a previous worker with this uid left
+        self._runs = 0
 
-    def set_limit(self, megabytes: int) -> None:
-        """Limit memory (and memory + swap, so nothing escapes to swap) to ``megabytes`` for the next run."""
-        if megabytes == self._limit_mb:
-            return
-        value = str(megabytes << 20).encode()
-        if self.hierarchy == "v2" or self._memsw_fd is None:
-            os.write(self._limit_fd, value)
-        else:
-            # v1 keeps memory <= memory+swap at every step: raise the outer limit first, lower it last.
-            raising = self._limit_mb is not None and megabytes > self._limit_mb  # None: unlimited
-            for fd in (self._memsw_fd, self._limit_fd) if raising else (self._limit_fd, self._memsw_fd):
-                os.write(fd, value)
-        self._limit_mb = megabytes
+    def start_run(self, megabytes: int) -> "RunCgroup":
+        """A fresh cgroup limited to ``megabytes`` (memory and memory + swap) for one run."""
+        self._runs += 1
+        # The pid too: a replaced worker never meets a run cgroup its predecessor could not remove.
+        return RunCgroup(self._dir_fd, f"run-{os.getpid()}-{self._runs}", self.hierarchy, megabytes)
 
-    def _unlimit(self) -> None:
-        """Start from no limit whatever a previous worker with this uid left (v1: outer limit first)."""
-        if self.hierarchy == "v2":
-            os.write(self._limit_fd, b"max")
-            if self._memsw_fd is not None:
-                os.write(self._memsw_fd, b"0")  # swap is counted apart in v2: allow none
-        else:
-            for fd in (self._memsw_fd, self._limit_fd):
-                if fd is not None:
-                    os.write(fd, b"-1")
+
+class RunCgroup:
+    """One run's memory cgroup: the program joins through ``procs_fd``; ``close()`` removes it after the run."""
+
+    def __init__(self, dir_fd: int, name: str, hierarchy: str, megabytes: int):
+        self._dir_fd, self.name, self.hierarchy = dir_fd, name, hierarchy
+        os.mkdir(name, 0o755, dir_fd=dir_fd)
+        self._fds = {}
+        self.limit_mb = megabytes
+        limit, memsw, _, _ = _FILES[hierarchy]
+        try:
+            # Sent to the template with the run's other descriptors; the program's process joins through it.
+            self.procs_fd = self._open("cgroup.procs", os.O_WRONLY)
+            value = str(megabytes << 20).encode()
+            # A fresh cgroup is unlimited; v1 keeps memory <= memory+swap, so the inner limit goes first.
+            os.write(self._open(limit, os.O_WRONLY), value)
+            try:
+                os.write(self._open(memsw, os.O_WRONLY), b"0" if hierarchy == "v2" else value)
+            except FileNotFoundError:
+                pass  # no swap accounting (or no swap): no memory+swap limit to keep in step
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, file: str, flags: int = os.O_RDONLY) -> int:
+        """This cgroup's ``file``, opened once (the files a short run never reads are never opened)."""
+        fd = self._fds.get(file)
+        if fd is None:
+            fd = self._fds[file] = os.open(f"{self.name}/{file}", flags | os.O_CLOEXEC, dir_fd=self._dir_fd)
+        return fd
 
     def oom_kills(self) -> int:
-        """How many processes the kernel has OOM-killed in this cgroup so far."""
-        for line in os.pread(self._events_fd, 4096, 0).decode().splitlines():
+        """How many processes the kernel has OOM-killed in this cgroup."""
+        for line in os.pread(self._open(_FILES[self.hierarchy][2]), 4096, 0).decode().splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
                 return int(value)
         return 0
-
-    def oom_killed_since_last_call(self) -> bool:
-        """Whether the OOM killer struck in this cgroup since the previous call (or since it was set up)."""
-        before, self._oom_kills = self._oom_kills, self.oom_kills()
-        return self._oom_kills > before
 
     def refaults(self) -> int:
         """Pages read back in soon after this cgroup's reclaim evicted them (the kernel's workingset refaults).
@@ -131,7 +126,7 @@ class RunCgroup:
         ``total_`` lines repeat them for the (empty) subtree.
         """
         total = 0
-        for line in os.pread(self._stat_fd, 1 << 16, 0).splitlines():
+        for line in os.pread(self._open("memory.stat"), 1 << 16, 0).splitlines():
             key, _, value = line.partition(b" ")
             if key.startswith(b"workingset_refault"):
                 total += int(value)
@@ -139,8 +134,17 @@ class RunCgroup:
 
     def at_limit(self) -> bool:
         """Whether usage is within 1/16 of the limit, where the kernel reclaims the cgroup's own pages."""
-        usage = int(os.pread(self._usage_fd, 64, 0))
-        return self._limit_mb is not None and usage >= (self._limit_mb << 20) * 15 // 16
+        usage = int(os.pread(self._open(_FILES[self.hierarchy][3]), 64, 0))
+        return usage >= (self.limit_mb << 20) * 15 // 16
+
+    def close(self) -> None:
+        """Close the files and remove the cgroup (its processes are gone; leftover charges go with it)."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds = {}
+        # EBUSY: without a PID namespace an escaped daemon may still be in it; the next worker removes it.
+        with contextlib.suppress(OSError):
+            os.rmdir(self.name, dir_fd=self._dir_fd)
 
 
 class ThrashWatch:
@@ -162,9 +166,9 @@ class ThrashWatch:
     FIRST_CHECK_S = 0.5
     CHECK_EVERY_S = 0.25
 
-    def __init__(self, cgroup: RunCgroup, limit_mb: int):
+    def __init__(self, cgroup: RunCgroup):
         self._cgroup = cgroup
-        self._limit_pages = (limit_mb << 20) // _PAGE_SIZE
+        self._limit_pages = (cgroup.limit_mb << 20) // _PAGE_SIZE
         self._baseline = None
 
     def thrashing(self) -> bool:
@@ -176,21 +180,32 @@ class ThrashWatch:
         return refaults - self._baseline >= self._limit_pages and self._cgroup.at_limit()
 
 
-def _enable_memory_controller(parent: str, path: str) -> None:
-    with open(os.path.join(path, "cgroup.controllers")) as fh:
-        if "memory" in fh.read().split():
-            return
+def _enable_memory_controller(parent: str, path: str | None) -> None:
+    """Enable the memory controller for ``parent``'s children (``path`` being one, if it already has it: done)."""
+    if path is not None:
+        with open(os.path.join(path, "cgroup.controllers")) as fh:
+            if "memory" in fh.read().split():
+                return
     # Fails (EBUSY) when the server's own cgroup holds processes and is not the
     # root: cgroup v2 then needs a delegated subtree (systemd's Delegate=yes).
     with open(os.path.join(parent, "cgroup.subtree_control"), "w") as fh:
         fh.write("+memory")
 
 
+def _remove_runs(path: str) -> None:
+    for entry in os.listdir(path):
+        if entry.startswith("run-"):
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(path, entry))
+
+
 def remove(uid: int) -> None:
-    """Remove the cgroup of the worker that ran programs as ``uid`` (once its programs are gone)."""
+    """Remove the cgroups of the worker that ran programs as ``uid`` (once its programs are gone)."""
     found = parent_dir()
     if found is None:
         return
+    path = os.path.join(found[1], cgroup_name(uid))
     # Absent, or a dying program still in it: the next worker with this uid reuses it.
     with contextlib.suppress(OSError):
-        os.rmdir(os.path.join(found[1], cgroup_name(uid)))
+        _remove_runs(path)
+        os.rmdir(path)

@@ -30,7 +30,6 @@ MS_NODEV = 4
 MS_NOEXEC = 8
 MS_REMOUNT = 32
 MS_BIND = 4096
-MS_MOVE = 8192
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 
@@ -58,17 +57,12 @@ _libc.unshare.argtypes = [ctypes.c_int]
 _libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libc.syscall.restype = ctypes.c_long
 # PyDLL keeps the GIL across the call, exactly as os.fork() does around fork().
 _clone = ctypes.PyDLL(None, use_errno=True).syscall
 _clone.restype = ctypes.c_long
 _clone.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 
-# The worker's own small tmpfs mounts (made read-only once set up): a few inodes suffice.
-_SCAFFOLD_TMPFS = "size=1m,nr_inodes=64,mode=755"
-
-# Mount points the worker never remounts: every run mounts a fresh procfs
-# of its own PID namespace over /proc.
-_SKIP_READONLY = ("/proc",)
 
 
 def _check(ret: int, what: str) -> None:
@@ -190,6 +184,9 @@ _CLONE_NEWUSER = 0x10000000
 _DENIED_X86_64 = {
     "ptrace": 101, "add_key": 248, "request_key": 249, "keyctl": 250, "perf_event_open": 298, "bpf": 321,
     "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    # File-system watches: the runtimes' files are the host's inodes, shared by
+    # every run, so a watch would show a program what concurrent runs open.
+    "inotify_init": 253, "inotify_init1": 294, "fanotify_init": 300,
 }
 _NR_CLONE, _NR_UNSHARE, _NR_CLONE3 = 56, 272, 435
 _NR_SOCKET, _NR_SOCKETPAIR = 41, 53
@@ -222,7 +219,8 @@ def seccomp_available() -> bool:
 
 
 def install_seccomp_filter() -> None:
-    """Deny user namespaces, io_uring, bpf, ptrace, perf events, userfaultfd and keyrings (EPERM), and sockets
+    """Deny user namespaces, io_uring, bpf, ptrace, perf events, userfaultfd, keyrings and inotify/fanotify
+    (EPERM), and sockets
     outside ``_SOCKET_FAMILIES`` (EAFNOSUPPORT).
 
     ``clone``/``unshare`` are refused only with CLONE_NEWUSER (the one
@@ -303,46 +301,110 @@ def first_closed_ancestor(path: str) -> str | None:
     return None
 
 
-def expose(path: str, staging: str) -> None:
-    """Make ``path`` reachable for unprivileged users without opening its parents.
+# The host directories a run sees, read-only, where they exist (the language
+# runtimes and their libraries); merged-/usr symlinks (/bin -> usr/bin) are
+# recreated as symlinks.
+ROOT_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# The files of the host's /etc the runtimes read (dynamic linker, compiler
+# alternatives, perl's configuration, time zone), read-only.
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "perl", "localtime")
+# /dev: these device nodes of the host, and a devpts instance of the worker's own.
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+_NEW_ROOT = "/tmp"  # where the root is built (a directory every host has), before pivot_root
 
-    A closed ancestor (e.g. ``/root`` with mode 700) is covered by an empty
-    tmpfs, and ``path`` alone is bind-mounted back at its original location,
-    so an interpreter under ``/root/.pyenv`` keeps working while the rest of
-    ``/root`` disappears from view.
+
+def enter_minimal_root(expose_paths: list[str], uid: int) -> None:
+    """Give the calling process a private mount namespace whose root holds only what programs need, read-only.
+
+    Built once per worker: a small tmpfs with ``ROOT_DIRS``, ``ETC_FILES``
+    and ``expose_paths`` (the interpreter's prefix) bound from the host, an
+    ``/etc`` of its own (``passwd``, ``group``, ``hosts``, ``nsswitch.conf``
+    naming only root and the run's uid), a ``/dev`` with ``DEVICES`` and a
+    private devpts instance (``/dev/ptmx``), an empty ``/tmp`` (each run
+    mounts its own there), ``/sys`` (empty unless a run's network namespace
+    mounts its sysfs) and ``/proc`` (each run mounts its PID namespace's).
+    Then ``pivot_root`` into it, the host's root detached, and every mount
+    read-only and ``nosuid`` (``nodev`` outside ``/dev``). Nothing else of
+    the host — home directories, /root, /tmp, /var, /srv, /mnt, /opt, data
+    and project trees, sockets, FIFOs, other device nodes — is reachable.
     """
-    closed = first_closed_ancestor(path)
-    if closed is None:
-        return
-    os.makedirs(staging, exist_ok=True)
-    mount(path, staging, None, MS_BIND | MS_REC)
-    mount("tmpfs", closed, "tmpfs", MS_NOSUID | MS_NODEV, _SCAFFOLD_TMPFS)
-    os.makedirs(path, mode=0o755, exist_ok=True)
-    mount(staging, path, None, MS_MOVE)
-
-
-def enter_readonly_view(expose_paths: list[str]) -> None:
-    """Give the calling process a private mount namespace whose every mount is read-only.
-
-    Bind remounts change per-mount flags only, never the host's file systems.
-    ``nosuid`` everywhere closes setuid binaries; ``nodev`` everywhere but
-    ``/dev`` keeps device nodes from being smuggled in.
-    """
+    if _SYS_PIVOT_ROOT is None:
+        raise OSError(errno.ENOSYS, f"pivot_root is not wired for {platform.machine()}")
     unshare(CLONE_NEWNS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    # The host's sysfs (and the cgroup trees under it) goes: runs mount one of
-    # their own network namespace, and every mount left here is copied into
-    # (and torn down with) every run's mount namespace.
-    try:
-        umount("/sys")
-    except OSError as exc:
-        if exc.errno != errno.EINVAL:  # EINVAL: /sys is no mount point here
-            raise
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, _SCAFFOLD_TMPFS)
-    for index, path in enumerate(expose_paths):
-        expose(path, f"/tmp/stage{index}")
+    root = _NEW_ROOT
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,nr_inodes=4096,mode=755")
+    for path in ROOT_DIRS:
+        _bind_into(root, path)
+    os.mkdir(root + "/etc", 0o755)
+    for name, text in _etc_files(uid).items():
+        with open(f"{root}/etc/{name}", "w") as fh:
+            fh.write(text)
+    for name in ETC_FILES:
+        _bind_into(root, "/etc/" + name)
+    for path in expose_paths:
+        if not any(_under(path, top) for top in ROOT_DIRS):
+            _bind_into(root, path)
+    _make_dev(root + "/dev")
+    for directory in ("proc", "sys", "tmp"):
+        os.mkdir(f"{root}/{directory}", 0o755)
+    # The worker's own /proc (the host's PID namespace) until a run mounts its own over it.
+    mount_fresh_proc(root + "/proc")
+    os.mkdir(root + "/.old", 0o700)
+    _check(_libc.syscall(_SYS_PIVOT_ROOT, root.encode(), (root + "/.old").encode()), "pivot_root")
+    os.chdir("/")
+    umount("/.old")
+    os.rmdir("/.old")
+    _make_mounts_readonly()
+
+
+def _etc_files(uid: int) -> dict[str, str]:
+    return {
+        "passwd": f"root:x:0:0:root:/root:/bin/sh\nsandbox:x:{uid}:{uid}:sandbox:/tmp/work:/bin/sh\n",
+        "group": f"root:x:0:\nsandbox:x:{uid}:\n",
+        "hosts": "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost\n",
+        "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+        "hostname": "sandbox\n",
+    }
+
+
+def _bind_into(root: str, path: str) -> None:
+    """Recreate host ``path`` under ``root``: a symlink as a symlink, a directory or file as a recursive bind."""
+    if not os.path.lexists(path):
+        return
+    target = root + path
+    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+    if os.path.islink(path):
+        os.symlink(os.readlink(path), target)
+        return
+    if os.path.isdir(path):
+        os.makedirs(target, mode=0o755, exist_ok=True)
+    else:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
+    mount(path, target, None, MS_BIND | MS_REC)
+
+
+def _make_dev(dev: str) -> None:
+    os.mkdir(dev, 0o755)
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,nr_inodes=64,mode=755")
+    for name in DEVICES:
+        os.close(os.open(f"{dev}/{name}", os.O_WRONLY | os.O_CREAT, 0o666))
+        mount("/dev/" + name, f"{dev}/{name}", None, MS_BIND)
+    os.mkdir(dev + "/pts", 0o755)
+    os.mkdir(dev + "/shm", 0o1777)
+    # A devpts instance of this worker's: its runs' ptys are not the host's, nor another worker's.
+    mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0600")
+    os.symlink("pts/ptmx", dev + "/ptmx")
+    os.symlink("/proc/self/fd", dev + "/fd")
+    for number, name in enumerate(("stdin", "stdout", "stderr")):
+        os.symlink(f"/proc/self/fd/{number}", f"{dev}/{name}")
+
+
+def _make_mounts_readonly() -> None:
+    """Remount every mount read-only and nosuid (nodev outside /dev); /proc and /dev/pts stay as they are."""
     for point, options in _mountinfo():
-        if any(_under(point, skip) for skip in _SKIP_READONLY):
+        if _under(point, "/proc") or _under(point, "/dev/pts"):
             continue
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID
         if not _under(point, "/dev"):
@@ -352,8 +414,7 @@ def enter_readonly_view(expose_paths: list[str]) -> None:
         try:
             mount(None, point, None, flags)
         except OSError as exc:
-            # A mount hidden under another one (e.g. a second /dev/pts) is
-            # unreachable by path; nothing can reach it, so nothing to protect.
+            # A mount hidden under another one is unreachable by path; nothing can reach it, so nothing to protect.
             if exc.errno not in (errno.EINVAL, errno.ENOENT):
                 raise
 
@@ -373,9 +434,9 @@ def mount_fresh_sysfs() -> None:
     mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
-def mount_fresh_proc() -> None:
+def mount_fresh_proc(target: str = "/proc") -> None:
     """procfs for the current PID namespace: other runs' processes are invisible."""
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 def apply_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int, nofile: int) -> None:
@@ -394,6 +455,11 @@ def apply_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int,
         resource.RLIMIT_NOFILE: nofile,
         resource.RLIMIT_STACK: 8 * mib,
         resource.RLIMIT_CORE: 0,
+        # POSIX message queues are charged to the uid, not to the run, and
+        # released only when the kernel frees the run's IPC namespace, after
+        # the run: a quota left held would change the next run's outcome, so
+        # programs get none (mq_open(O_CREAT) always fails with EMFILE).
+        resource.RLIMIT_MSGQUEUE: 0,
     }
     for which, value in limits.items():
         hard = value + 1 if which == resource.RLIMIT_CPU else value

@@ -22,13 +22,15 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 # required unless the server was started with --allow-weak-isolation.
 LAYERS = {
     "mount_namespace": "private mount namespace per run",
-    "readonly_root": "read-only view of the host file system",
+    "readonly_root": "minimal read-only root: the host's runtimes (/usr, /lib*, /bin), a few /etc files, "
+                     "a private /dev and devpts; nothing else of the host",
     "private_tmp": "fresh size-capped tmpfs for /tmp and the work dir",
     "network_namespace": "no network: only a downed loopback (a fresh namespace per run, or per worker if asked)",
     "pid_namespace": "PID namespace: a timeout kills the whole process tree",
     "ipc_namespace": "private IPC and hostname",
     "unprivileged_uid": "programs run as an unprivileged uid",
-    "seccomp": "system-call filter: no user namespaces, io_uring, bpf, ptrace, perf events or keyrings; "
+    "seccomp": "system-call filter: no user namespaces, io_uring, bpf, ptrace, perf events, keyrings or "
+               "file-system watches; "
                "sockets only of the IPv4, IPv6 and connected-pair unix families",
     "memory_cgroup": "memory cgroup per run: memory_limit_MB bounds all the memory a run makes the kernel hold",
 }

@@ -19,15 +19,37 @@ ApiStatus = Literal["Success", "Failed", "SandboxError"]
 Verdict = Literal["OK", "RuntimeError", "TimeLimitExceeded", "MemoryLimitExceeded", "CompileError", "SandboxError"]
 
 
+# What a request's file tree may hold: every tree within these can be written
+# to a run's /tmp (16384 inodes; names and paths within the kernel's
+# NAME_MAX and PATH_MAX below /tmp/work), so a tree is refused up front
+# (422 naming the limit) rather than failing in the worker.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 1024
+MAX_PATH_DEPTH = 32
+MAX_TREE_ENTRIES = 4096  # files and the directories they need, together
+
+
+def _short(path: str) -> str:
+    return repr(path) if len(path) <= 80 else repr(path[:60] + "...") + f" ({len(path)} characters)"
+
+
 def check_relative_path(path: str) -> str:
-    """Return ``path`` if it stays inside the work dir; raise ``ValueError`` otherwise."""
+    """Return ``path`` normalized if it stays inside the work dir and within the limits; raise ``ValueError`` otherwise."""
     if not path or "\x00" in path:
-        raise ValueError(f"file path {path!r} is empty or contains NUL")
+        raise ValueError(f"file path {_short(path)} is empty or contains NUL")
     if path.startswith("/") or path.startswith("\\"):
-        raise ValueError(f"file path {path!r} is absolute; only paths relative to the work dir are allowed")
+        raise ValueError(f"file path {_short(path)} is absolute; only paths relative to the work dir are allowed")
     normal = posixpath.normpath(path)
     if normal == ".." or normal.startswith("../") or normal == ".":
-        raise ValueError(f"file path {path!r} escapes the work dir")
+        raise ValueError(f"file path {_short(path)} escapes the work dir")
+    if len(normal.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise ValueError(f"file path {_short(path)} is longer than the limit of {MAX_PATH_BYTES} bytes")
+    parts = normal.split("/")
+    if len(parts) > MAX_PATH_DEPTH:
+        raise ValueError(f"file path {_short(path)} is {len(parts)} levels deep; the limit is {MAX_PATH_DEPTH}")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise ValueError(f"file path {_short(path)} has a name longer than the limit of {MAX_NAME_BYTES} bytes")
     return normal
 
 
@@ -41,8 +63,16 @@ def check_file_tree(paths) -> None:
     for path in paths:
         normal = check_relative_path(path)
         if normal in files:
-            raise ValueError(f"file path {path!r} names a file given twice")
+            raise ValueError(f"file path {_short(path)} names a file given twice")
         files.add(normal)
+    directories = {posixpath.dirname(normal) for normal in files} - {""}
+    for directory in list(directories):
+        while directory:
+            directories.add(directory)
+            directory = posixpath.dirname(directory)
+    if len(files) + len(directories) > MAX_TREE_ENTRIES:
+        raise ValueError(f"{len(files)} files in {len(directories)} directories exceed the limit of "
+                         f"{MAX_TREE_ENTRIES} files and directories together")
     for normal in files:
         parent = posixpath.dirname(normal)
         while parent:

@@ -41,6 +41,11 @@ from rewardsmith.sandbox.schema import (
 from rewardsmith.sandbox.verdicts import command_result
 
 
+# The smallest memory_limit_MB accepted: below it runtimes fail to load
+# (bash and C programs could not map libc at 2 MiB) rather than being judged.
+MIN_MEMORY_MB = 16
+
+
 def base_interpreter() -> str:
     """The real interpreter behind this (possibly virtual-env) Python."""
     return os.path.realpath(getattr(sys, "_base_executable", sys.executable))
@@ -106,6 +111,9 @@ class Sandbox:
                 raise HTTPException(400, f"{name}: {getattr(req, name)} s exceeds this server's limit of "
                                          f"{self.settings.max_timeout} s")
         memory = self.settings.default_memory_mb if req.memory_limit_MB == -1 else req.memory_limit_MB
+        if memory < MIN_MEMORY_MB:
+            raise HTTPException(400, f"memory_limit_MB: {memory} is below this server's floor of {MIN_MEMORY_MB} "
+                                     "(the smallest limit under which every language's runtime starts)")
         if memory > self.settings.max_memory_mb:
             raise HTTPException(400, f"memory_limit_MB: {memory} exceeds this server's limit of "
                                      f"{self.settings.max_memory_mb}")
@@ -118,15 +126,20 @@ class Sandbox:
                                 "max_file_bytes": s.max_file_mb << 20, "max_fetch_bytes": s.max_fetch_mb << 20,
                                 **fields})
 
-    @staticmethod
-    def _files(req, lang: Language) -> dict[str, bytes]:
+    def _files(self, req, lang: Language) -> dict[str, bytes]:
         """The request's files plus the program's source, refused (422) if they cannot all be written."""
-        files = req.decoded_files()
+        files = {**req.decoded_files(), lang.source: req.code.encode()}
         try:
-            check_file_tree([*files, lang.source])
+            check_file_tree(files)
         except ValueError as exc:
             raise HTTPException(422, f"files: {exc}") from None
-        return {**files, lang.source: req.code.encode()}
+        # Half the run's /tmp at most: the rest is the program's (and the compiler's) room.
+        limit = (self.settings.tmpfs_mb << 20) // 2
+        total = sum(len(data) for data in files.values())
+        if total > limit:
+            raise HTTPException(422, f"files: {total} bytes in all (code included) exceed this server's limit of "
+                                     f"{limit >> 20} MiB, half the run's /tmp")
+        return files
 
     def _message(self, *notes: str) -> str:
         parts = [n for n in notes if n]

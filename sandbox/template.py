@@ -7,7 +7,8 @@ ever held: earlier requests' stdin, code and replies in freed heap and in
 its frames, readable through ``/proc/self/mem`` or ``sys._getframe()``. So
 the worker forks this template once, at start, before it reads any request,
 and the template forks every program. Per run it receives exactly one byte
-and four descriptors (the run's spec, stdin, stdout and stderr) and answers
+and five descriptors (the run's spec, stdin, stdout, stderr and memory
+cgroup) and answers
 the child's pid; it never reads what the descriptors hold. The child, whose
 only parent is the worker (``CLONE_PARENT``: the worker reaps it, times it
 and kills it), reads its own spec and becomes the program.
@@ -17,9 +18,11 @@ from __future__ import annotations
 import _socket
 import array
 import atexit
+import builtins
 import os
 import pickle
 import random
+import signal
 import struct
 import sys
 import types
@@ -27,7 +30,12 @@ import types
 import jail
 
 _PID = struct.Struct("q")
-_FDS_PER_RUN = 4  # spec, stdin, stdout, stderr
+_FDS_PER_RUN = 5  # spec, stdin, stdout, stderr and, with a memory cgroup, the run cgroup's cgroup.procs
+# An exec'd program's init writes its wait status over the start of the spec
+# file, behind a magic no pickle starts with.
+_STATUS = struct.Struct("8si")
+_STATUS_MAGIC = b"\xffstatus\xff"
+_STATUS_FD = 3
 
 
 class TemplateFailed(OSError):
@@ -58,8 +66,11 @@ class Template:
 
     def spawn(self, fds: list[int]) -> int:
         """Fork a program's child with ``fds`` (spec, stdin, stdout, stderr); return its pid."""
-        self._channel.sendmsg([b"r"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
-        answer = self._channel.recv(_PID.size)
+        try:
+            self._channel.sendmsg([b"r"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
+            answer = self._channel.recv(_PID.size)
+        except OSError as exc:  # BrokenPipeError, ECONNRESET: the template died between runs
+            raise TemplateFailed(f"the sandbox template (pid {self.pid}) is gone: {exc}") from exc
         if len(answer) != _PID.size:
             raise TemplateFailed(f"the sandbox template (pid {self.pid}) is gone")
         (pid,) = _PID.unpack(answer)
@@ -71,11 +82,6 @@ class Template:
 def _serve(channel: _socket.socket, setup) -> None:
     """The template's loop: one clone per request byte, until the worker goes away."""
     jail.die_with_parent()
-    if setup.cgroup is not None:
-        # The template lives in the run cgroup, so each program is born in it:
-        # moving every child in (a cgroup attach, ~0.2 ms) would cost each run.
-        os.write(setup.cgroup.procs_fd, b"0")
-        os.close(setup.cgroup.procs_fd)
     space = _socket.CMSG_SPACE(_FDS_PER_RUN * 4)
     flags = setup.clone_flags | jail.CLONE_PARENT
     while True:
@@ -103,13 +109,13 @@ def _serve(channel: _socket.socket, setup) -> None:
         channel.send(_PID.pack(pid))
 
 
-def _become_oom_victim() -> None:
-    """Make this process the one the OOM killer picks first (``oom_score_adj`` 1000)."""
+def _set_oom_score_adj(value: bytes) -> None:
+    """Set this process's ``oom_score_adj`` (1000: the OOM killer's first choice; -1000: never chosen)."""
     # os.open/os.write, not open(): a text file object cost the child ~60 us of
     # allocations and copy-on-write faults for a one-line write.
     fd = os.open(b"/proc/self/oom_score_adj", os.O_WRONLY)
     try:
-        os.write(fd, b"1000")
+        os.write(fd, value)
     finally:
         os.close(fd)
 
@@ -130,11 +136,15 @@ def _become_program(setup, fds: list[int]) -> None:
     """In the fresh child, PID 1 of the run's namespaces: set up the jail, become the program, never return."""
     code = 127
     try:
-        if setup.cgroup is not None:
-            # First: the OOM killer ends the program, never the template beside it in
-            # the cgroup (memfd or tmpfs pages are nobody's RSS, so badness alone could pick it).
-            _become_oom_victim()
-        spec_fd, stdin_fd, out_w, err_w = fds
+        spec_fd, stdin_fd, out_w, err_w, *cgroup_procs = fds
+        if cgroup_procs:
+            # First: into the run's own memory cgroup. The template stays
+            # outside it (in the worker's), so no program's memory, nor anything
+            # a run leaves charged, can make the OOM killer pick the template
+            # (oom_score_adj -1000 would need CAP_SYS_RESOURCE, which hosts may
+            # not grant). Within the cgroup the program is the first choice.
+            os.write(cgroup_procs[0], b"0")
+            _set_oom_score_adj(b"1000")
         spec = _read_spec(spec_fd)
         if setup.layers["mount_namespace"] and setup.layers["readonly_root"]:
             jail.mount_tmpfs("/dev/shm", 64, inodes=1024, noexec=True)
@@ -146,7 +156,16 @@ def _become_program(setup, fds: list[int]) -> None:
         os.dup2(stdin_fd, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-        os.closerange(3, 65536)  # the spec, the template's channel, the cgroup's file
+        under_init = spec["mode"] != "inline-python" and setup.layers["pid_namespace"]
+        if under_init and spec_fd != _STATUS_FD:
+            os.dup2(spec_fd, _STATUS_FD, inheritable=False)  # where init hands the program's status back
+        elif under_init:
+            os.set_inheritable(_STATUS_FD, False)
+        os.closerange(_STATUS_FD + 1 if under_init else 3, 65536)  # the template's channel, the cgroup's file
+        if under_init:
+            program = jail.fork_into(0)
+            if program != 0:
+                _reap_as_init(program)
         jail.apply_limits(
             memory_mb=spec["memory_mb"],
             cpu_seconds=spec["cpu_seconds"],
@@ -163,8 +182,13 @@ def _become_program(setup, fds: list[int]) -> None:
         if os.environ.get("HOME") != work:
             os.environ["HOME"] = work
         if spec["mode"] == "inline-python":
-            code = _run_python_inline(os.path.join(work, spec["main"]), spec["source"])
+            _run_python_inline(os.path.join(work, spec["main"]), spec["source"])
         else:
+            # CPython ignores SIGPIPE and SIGXFSZ; an ignored signal stays
+            # ignored across exec, so a C program or a shell pipeline would
+            # not die writing to a closed pipe or past the file size limit.
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
             os.execve(spec["argv"][0], spec["argv"], os.environ)
     except BaseException as exc:  # noqa: BLE001 - must never return into the template's loop
         try:
@@ -172,6 +196,40 @@ def _become_program(setup, fds: list[int]) -> None:
         except OSError:
             pass
     os._exit(code)
+
+
+def _reap_as_init(program: int) -> None:
+    """PID 1 of an exec'd program's namespace: reap until the program is gone, hand its wait status to the worker.
+
+    The program is PID 2. As PID 1 it would ignore every signal whose default
+    action kills (the kernel protects a namespace's init): a C program writing
+    to a closed pipe would spin instead of dying by SIGPIPE, and ``abort()``
+    would not end in SIGABRT. This process stays root and runs nothing of the
+    program's, so the program can neither signal nor inspect it: the status
+    it writes (into the run's spec file, which the worker still holds) comes
+    from ``waitpid``. Its exit then ends the namespace, daemons included.
+    """
+    for fd in (0, 1, 2):
+        os.close(fd)  # the program's pipes: the worker sees their end when the program's side closes
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(127)
+        if pid == program:
+            break
+    os.pwrite(_STATUS_FD, _STATUS.pack(_STATUS_MAGIC, status), 0)
+    os._exit(0)
+
+
+def program_status(spec_fd: int, wait_status: int) -> tuple[int, bool]:
+    """The run's wait status, and whether an init reported it: the program's, read from the spec file where
+    the run's init wrote it, else (warm runs, or an init killed by the worker) ``wait_status``, the clone's own."""
+    if os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0:
+        magic, status = _STATUS.unpack(os.pread(spec_fd, _STATUS.size, 0).ljust(_STATUS.size, b"\0"))
+        if magic == _STATUS_MAGIC:
+            return status, True
+    return wait_status, False
 
 
 def install_program_stdio() -> None:
@@ -190,49 +248,108 @@ def install_program_stdio() -> None:
                                        closefd=False)
 
 
-def _run_python_inline(path: str, source: bytes) -> int:
-    """Execute ``source``, the Python file at ``path``, in this (freshly forked) interpreter like ``python path``.
+def _run_python_inline(path: str, source: bytes) -> None:
+    """Execute ``source``, the Python file at ``path``, in this (freshly forked) interpreter like ``python path``,
+    and end the process with the status CPython would have: never returns.
 
     The source comes from the spec, not from reading the file back (which
     cost ~0.08 ms per run); compiled from bytes, it is decoded as the
     interpreter decodes a file (UTF-8 or its PEP 263 coding line).
 
-    Returns the exit status the interpreter would have had: 0, the
-    ``SystemExit`` code, or 1 after printing the traceback.
+    What runs after the program is CPython's exit path, rebuilt from
+    references bound to this frame's locals before the program starts: the
+    program may replace any module attribute (``os._exit``,
+    ``atexit._run_exitfuncs``, ``builtins.int``, this module's functions) and
+    CPython's own exit path, written in C, reads none of them. It honours
+    what CPython honours: ``sys.excepthook``, ``sys.stdout``/``sys.stderr``,
+    ``threading._shutdown``. ``__main__``'s ``__builtins__`` is the
+    ``builtins`` module, as in CPython.
     """
-    sys.argv = [path]
-    sys.path[0] = os.path.dirname(path)
+    exit_now, run_exitfuncs, system, get_attr, type_of = os._exit, atexit._run_exitfuncs, sys, getattr, type
+    base_exception, system_exit, exit_status, flush_std_files = BaseException, SystemExit, _exit_status, _flush_std_files
+    system.argv = [path]
+    system.path[0] = os.path.dirname(path)
     module = types.ModuleType("__main__")
     module.__file__ = path
-    module.__builtins__ = __builtins__
-    sys.modules["__main__"] = module
+    module.__builtins__ = builtins
+    system.modules["__main__"] = module
     status = 0
     try:
         exec(compile(source, path, "exec"), module.__dict__)
-    except SystemExit as exc:
-        status = _exit_status(exc.code)
-    except BaseException as exc:  # noqa: BLE001 - reported exactly like the interpreter does
+    except system_exit as exc:
+        status = exit_status(exc, system)
+    except base_exception as exc:  # noqa: BLE001 - reported exactly like the interpreter does
         # Drop this function's frame so the traceback starts in the program.
         tb = exc.__traceback__.tb_next if exc.__traceback__ else None
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        hook = get_attr(system, "excepthook", None)
+        try:
+            hook(type_of(exc), base_exception.with_traceback(exc, tb), tb)
+        except base_exception:  # noqa: BLE001 - CPython falls back to its own printer
+            system.__excepthook__(type_of(exc), exc, tb)
         status = 1
+    # As Py_FinalizeEx: wait for the program's non-daemon threads, run atexit
+    # callbacks (the C function, whatever the module attribute now is), flush.
     try:
-        # As CPython finalizes: wait for the program's non-daemon threads, then atexit.
-        threading = sys.modules.get("threading")
+        threading = system.modules.get("threading")
         if threading is not None:
             threading._shutdown()
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:  # noqa: BLE001 - a broken pipe at exit is not the program's verdict
+    except base_exception:  # noqa: BLE001 - CPython reports and goes on
         pass
-    return status
+    run_exitfuncs()
+    if flush_std_files(system) < 0:
+        status = 120  # Py_RunMain: a failed final flush overrides the status
+    exit_now(status)
 
 
-def _exit_status(code) -> int:
+# The helpers below run after the program: whatever they use is bound as a
+# default argument when this module loads, out of reach of module attributes.
+def _exit_status(exc, system, get_attr=getattr, int_value=int.__int__, type_error=TypeError,
+                 base_exception=BaseException, text=str) -> int:
+    """The status of an uncaught ``SystemExit``, as CPython's ``_Py_HandleSystemExit`` computes it.
+
+    An int (any subclass: its value, not its methods) is cut to a C long
+    (overflow: -1) and then to the 8 bits the kernel keeps; None is 0;
+    anything else is printed to stderr and gives 1.
+    """
+    code = get_attr(exc, "code", exc)
     if code is None:
         return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
+    try:
+        value = int_value(code)  # int's own conversion: PyLong_Check, whatever the subclass overrides
+    except type_error:
+        try:  # CPython writes str(code) to sys.stderr; a failure to print is ignored
+            stream = get_attr(system, "stderr", None)
+            if stream is not None:
+                stream.write(text(code))
+                stream.write("\n")
+        except base_exception:  # noqa: BLE001
+            pass
+        return 1
+    if not -(1 << 63) <= value < (1 << 63):
+        return 255
+    return value & 0xFF
+
+
+def _flush_std_files(system, get_attr=getattr, base_exception=BaseException, write=os.write, type_of=type,
+                     text=repr) -> int:
+    """CPython's ``flush_std_files``: flush ``sys.stdout`` then ``sys.stderr``; -1 if either fails."""
+    status = 0
+    for name in ("stdout", "stderr"):
+        stream = get_attr(system, name, None)
+        if stream is None:
+            continue
+        try:
+            if get_attr(stream, "closed", False):
+                continue
+        except base_exception:  # noqa: BLE001 - CPython treats an unreadable 'closed' as open
+            pass
+        try:
+            stream.flush()
+        except base_exception as exc:  # noqa: BLE001 - reported like PyErr_WriteUnraisable
+            status = -1
+            if name == "stdout":
+                try:
+                    write(2, f"Exception ignored in: {text(stream)}\n{type_of(exc).__name__}: {exc}\n".encode())
+                except OSError:
+                    pass
+    return status

@@ -55,16 +55,18 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_server(*args: str, start_timeout_s: float = 60.0, prefix: tuple[str, ...] = (),
-                   env: dict[str, str] | None = None, python: str = sys.executable) -> Iterator[str]:
+                   env: dict[str, str] | None = None, python: str = sys.executable,
+                   module: str = "rewardsmith") -> Iterator[str]:
     """Yield the base URL of ``rewardsmith sandbox serve <args>`` (the real CLI) bound to 127.0.0.1.
 
     ``prefix`` wraps the command (e.g. ``setpriv ...`` to drop privileges);
     ``env`` adds to the server's environment; ``python`` runs the server
-    (another checkout's virtual environment, to compare versions). The server
+    (another checkout's virtual environment, to compare versions) as
+    ``python -m <module>`` (``rewardkit`` for checkouts before the rename). The server
     is stopped (SIGTERM, then SIGKILL) on exit.
     """
     port = free_port()
-    cmd = [*prefix, python, "-m", "rewardsmith", "sandbox", "serve", "--host", "127.0.0.1",
+    cmd = [*prefix, python, "-m", module, "sandbox", "serve", "--host", "127.0.0.1",
            "--port", str(port), *args]
     # A file, not a pipe: nobody drains a pipe while tests run, and a full one would stall the server.
     log = tempfile.TemporaryFile(mode="w+")

@@ -12,7 +12,10 @@ Verdicts, in order of precedence:
 * ``RuntimeError``: any other non-zero exit or death by signal;
 * ``OK``: exit status 0.
 
-Output beyond the cap is dropped and flagged; it never changes the verdict.
+Output beyond the cap is dropped and flagged; it never changes the verdict:
+the allocation-failure markers are looked for in the last 4 KiB of the whole
+stderr, which the worker keeps apart from the capped text
+(``stderr_tail``).
 """
 from __future__ import annotations
 
@@ -21,7 +24,6 @@ import os
 from rewardsmith.sandbox.schema import CommandResult
 
 _OOM_MARKERS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory")
-_STDERR_TAIL = 4096
 
 
 def command_result(report: dict) -> CommandResult:
@@ -42,7 +44,7 @@ def command_result(report: dict) -> CommandResult:
     if exit_code == 0:
         verdict = "OK"
     elif (report["oom_killed"] or report["thrashed"]
-          or any(marker in report["stderr"][-_STDERR_TAIL:] for marker in _OOM_MARKERS)):
+          or any(marker in report["stderr_tail"] for marker in _OOM_MARKERS)):
         verdict = "MemoryLimitExceeded"
     else:
         verdict = "RuntimeError"

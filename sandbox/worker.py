@@ -4,9 +4,10 @@ Started by the server as ``python -I -S worker.py --uid N [--expose PATH ...]``
 on the sandbox interpreter, with a minimal environment (``-S``: no ``site``
 start-up, whose ``.pth`` hooks may import megabytes of modules that every
 run would then copy; the worker adds site's paths and builtins itself). It
-enters a private read-only mount namespace once (and, with ``--netns
-per-worker``, one empty network namespace for all its runs), opens its
-memory cgroup, pre-imports common modules and forks its pristine
+builds a minimal read-only root in a private mount namespace once
+(``jail.enter_minimal_root``; and, with ``--netns per-worker``, one empty
+network namespace for all its runs), opens its directory of memory cgroups,
+pre-imports common modules and forks its pristine
 **template** (``template.py``) before it reads any request: every program is
 forked from the template, never from this process, whose memory holds
 earlier requests. Then it serves jobs read from stdin as length-prefixed
@@ -16,10 +17,11 @@ For every job it:
 1. mounts a fresh size- and inode-capped tmpfs on /tmp (in its own mount
    namespace, which the template shares) and writes the job's files to
    /tmp/work;
-2. sets the run's memory limit on its cgroup and has the template fork the
+2. makes the run's own memory cgroup and has the template fork the
    program's process straight into new network, mount, PID, IPC and UTS
    namespaces (one ``clone``), as this process's child: PID 1 of its
-   namespace, in the memory cgroup, with its own /proc and /dev/shm,
+   namespace (an exec'd program runs as PID 2 under an init that reports
+   its wait status), in the run's cgroup, with its own /proc and /dev/shm,
    resource limits and an unprivileged uid (and the seccomp filter,
    inherited), it runs the program — Python source executed in-process
    (the warm path), or ``execve`` of an argv (bash, C++, the spawn path);
@@ -28,9 +30,10 @@ For every job it:
    everything else in the namespace (daemons included), whether or not
    the program closed its pipes; a run that thrashes at its memory limit
    (``cgroups.ThrashWatch``) is killed the same way, at once;
-4. reaps it (status, CPU time, OOM kills), reads the requested files
-   without following symlinks, up to the job's byte budget, and unmounts
-   the run's tmpfs.
+4. reaps it (status, CPU time, OOM kills), reads the requested files below
+   the work dir's descriptor opened before the run, without following
+   symlinks and with the run's uid, up to the job's byte budget, removes the
+   run's cgroup and unmounts the run's tmpfs.
 """
 from __future__ import annotations
 
@@ -71,6 +74,8 @@ PROGRAM_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": "/tmp", "LANG":
 # fewer than it would take to tie up the host's kernel memory.
 TMP_INODES = 16384
 _READ_CHUNK = 65536
+# Bytes at the end of stderr kept apart from the capped output (verdicts.py reads them).
+STDERR_TAIL = 4096
 _KILL_GRACE_S = 5.0
 _DRAIN_GRACE_S = 0.5
 # The spec the program's child reads: what it needs of the job, and nothing else.
@@ -90,7 +95,7 @@ class Worker:
         self.layers = jail.available_namespaces()
         # Opened while /sys is still visible: the read-only view hides it.
         try:
-            self.cgroup = cgroups.RunCgroup(uid)
+            self.cgroup = cgroups.WorkerCgroups(uid)
         except OSError:
             self.cgroup = None
         self.layers["memory_cgroup"] = self.cgroup is not None
@@ -101,7 +106,7 @@ class Worker:
         if self.layers["network_namespace"] and netns_per_worker:
             jail.unshare(jail.CLONE_NEWNET)
         try:
-            jail.enter_readonly_view(expose)
+            jail.enter_minimal_root(expose, uid)
             self.layers["readonly_root"] = True
         except OSError:
             self.layers["readonly_root"] = False
@@ -169,31 +174,55 @@ class Worker:
     def _run_in(self, job: dict, work: str) -> dict:
         spec = {key: job[key] for key in _SPEC_KEYS}
         spec["work"] = work
-        spec["cpu_seconds"] = cpu_seconds = int(job["timeout"]) + 1
+        spec["cpu_seconds"] = int(job["timeout"]) + 1
         if job["mode"] == "inline-python":
             spec["source"] = job["files"][job["main"]]
+        # The work dir as the server made it, held before the program can
+        # rename it or plant a symlink in its place: results are read below it.
+        work_fd = os.open(work, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC) if job["fetch"] else None
+        try:
+            return self._run_with(job, spec, work_fd)
+        finally:
+            if work_fd is not None:
+                os.close(work_fd)
+
+    def _run_with(self, job: dict, spec: dict, work_fd: int | None) -> dict:
+        run_cgroup = None if self.cgroup is None else self.cgroup.start_run(job["cgroup_memory_mb"])
+        try:
+            return self._run_in_cgroup(job, spec, work_fd, run_cgroup)
+        finally:
+            if run_cgroup is not None:
+                run_cgroup.close()
+
+    def _run_in_cgroup(self, job: dict, spec: dict, work_fd: int | None,
+                       run_cgroup: cgroups.RunCgroup | None) -> dict:
+        cpu_seconds = spec["cpu_seconds"]
         spec_fd = _memfd("spec", pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
         stdin_fd = _memfd("stdin", job["stdin"])
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        if self.cgroup is not None:
-            self.cgroup.set_limit(job["cgroup_memory_mb"])
         try:
-            pid = self.template.spawn([spec_fd, stdin_fd, out_w, err_w])
+            try:
+                fds = [spec_fd, stdin_fd, out_w, err_w] + ([] if run_cgroup is None else [run_cgroup.procs_fd])
+                pid = self.template.spawn(fds)
+            finally:
+                for fd in (stdin_fd, out_w, err_w):
+                    os.close(fd)
+            started = time.monotonic()
+            watch = None if run_cgroup is None else cgroups.ThrashWatch(run_cgroup)
+            try:
+                captured = self._supervise(job, pid, started, out_r, err_r, watch)
+            finally:
+                os.close(out_r)
+                os.close(err_r)
+            _, status, usage = os.wait4(pid, 0)
+            status, under_init = template.program_status(spec_fd, status)
         finally:
-            for fd in (spec_fd, stdin_fd, out_w, err_w):
-                os.close(fd)
-        started = time.monotonic()
-        watch = None if self.cgroup is None else cgroups.ThrashWatch(self.cgroup, job["cgroup_memory_mb"])
-        try:
-            captured = self._supervise(job, pid, started, out_r, err_r, watch)
-        finally:
-            os.close(out_r)
-            os.close(err_r)
-        _, status, usage = os.wait4(pid, 0)
+            os.close(spec_fd)
         cpu_time = usage.ru_utime + usage.ru_stime
-        oom_killed = self.cgroup is not None and self.cgroup.oom_killed_since_last_call()
-        files, over_budget = _fetch_files(work, job["fetch"], job["max_file_bytes"], job["max_fetch_bytes"])
+        # Read only for a failed run: a clean exit is OK whatever was OOM-killed beside it.
+        oom_killed = run_cgroup is not None and status != 0 and run_cgroup.oom_kills() > 0
+        files, over_budget = ({}, []) if work_fd is None else self._fetch(job, work_fd)
         return {
             **captured,
             "wait_status": status,
@@ -201,23 +230,37 @@ class Worker:
             "max_rss_kb": usage.ru_maxrss,
             "oom_killed": oom_killed,
             "cpu_limit_exceeded": self._cpu_limit_killed(status, cpu_time, cpu_seconds, captured["timed_out"],
-                                                         oom_killed or captured["thrashed"]),
+                                                         oom_killed or captured["thrashed"], under_init),
             "files": files,
             "fetch_over_budget": over_budget,
             "layers": self.layers,
         }
 
+    def _fetch(self, job: dict, work_fd: int) -> tuple[dict, list]:
+        """``job``'s fetch_files, read below ``work_fd`` with the run's uid as the effective one (never root's
+        rights: a file the program could not read, it cannot have returned)."""
+        if not self.is_root:
+            return _fetch_files(work_fd, job["fetch"], job["max_file_bytes"], job["max_fetch_bytes"])
+        os.setegid(self.uid)
+        os.seteuid(self.uid)
+        try:
+            return _fetch_files(work_fd, job["fetch"], job["max_file_bytes"], job["max_fetch_bytes"])
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+
     def _cpu_limit_killed(self, status: int, cpu_time: float, limit_s: int, timed_out: bool,
-                          memory_killed: bool) -> bool:
+                          memory_killed: bool, under_init: bool) -> bool:
         """Whether RLIMIT_CPU ended the program.
 
-        PID 1 of a namespace ignores SIGXCPU (a signal it has no handler for),
-        so the hard limit's SIGKILL is what ends it. Inside its PID namespace
-        nothing but the kernel can SIGKILL PID 1, and the kernel's reasons are
-        the CPU limit and the OOM killer (counted by the cgroup); the worker's
-        own kills are for the wall-clock timeout and for thrashing. Without a
-        PID namespace the program could SIGKILL itself, so the CPU time must
-        show the limit.
+        PID 1 of a namespace (a warm Python run) ignores SIGXCPU (a signal it
+        has no handler for), so the hard limit's SIGKILL is what ends it.
+        Inside its PID namespace nothing but the kernel can SIGKILL PID 1, and
+        the kernel's reasons are the CPU limit and the OOM killer (counted by
+        the cgroup); the worker's own kills are for the wall-clock timeout and
+        for thrashing. An exec'd program (PID 2, under an init) or one without
+        a PID namespace could SIGKILL itself, so the CPU time must show the
+        limit.
         """
         if not os.WIFSIGNALED(status):
             return False
@@ -226,7 +269,7 @@ class Worker:
             return True
         if signum != signal.SIGKILL or timed_out or memory_killed:
             return False
-        return self.layers["pid_namespace"] or cpu_time >= limit_s
+        return (self.layers["pid_namespace"] and not under_init) or cpu_time >= limit_s
 
     # -- the worker side: output, deadline ------------------------------------------
 
@@ -240,6 +283,9 @@ class Worker:
         """
         cap = job["max_output"]
         streams = {out_r: bytearray(), err_r: bytearray()}
+        # The end of the whole stderr, kept whatever the cap drops: the
+        # memory verdict reads it (a MemoryError traceback comes last).
+        err_tail = b""
         truncated = {out_r: False, err_r: False}
         exited = os.pidfd_open(pid)
         poller = select.poll()
@@ -279,6 +325,8 @@ class Worker:
                         poller.unregister(fd)
                         open_fds.discard(fd)
                         continue
+                    if fd == err_r:
+                        err_tail = (err_tail + chunk)[-STDERR_TAIL:]
                     room = cap - len(streams[fd])
                     if room > 0:
                         streams[fd] += chunk[:room]
@@ -292,6 +340,7 @@ class Worker:
             "wall_time": (ended or time.monotonic()) - started,
             "stdout": bytes(streams[out_r]),
             "stderr": bytes(streams[err_r]),
+            "stderr_tail": err_tail,
             "stdout_truncated": truncated[out_r],
             "stderr_truncated": truncated[err_r],
         }
@@ -350,10 +399,10 @@ def _dirs_between(work: str, directory: str) -> list[str]:
     return found
 
 
-def _open_beneath(work: str, rel: str) -> int:
-    """Open ``work/rel`` read-only without following any symlink the program planted."""
+def _open_beneath(work_fd: int, rel: str) -> int:
+    """Open ``rel`` below the directory ``work_fd`` read-only without following any symlink the program planted."""
     parts = rel.split("/")
-    dir_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    dir_fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=work_fd)
     try:
         for part in parts[:-1]:
             next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
@@ -368,7 +417,7 @@ def _open_beneath(work: str, rel: str) -> int:
     return fd
 
 
-def _fetch_files(work: str, names, max_file_bytes: int, budget: int) -> tuple[dict, list]:
+def _fetch_files(work_fd: int, names, max_file_bytes: int, budget: int) -> tuple[dict, list]:
     """The requested files (at most ``max_file_bytes`` each, ``budget`` in all), and the names left out for the budget.
 
     The budget bounds the reply whatever the files are: a sparse file costs
@@ -377,8 +426,8 @@ def _fetch_files(work: str, names, max_file_bytes: int, budget: int) -> tuple[di
     files, over_budget = {}, []
     for rel in names:
         try:
-            _safe_join(work, rel)
-            with os.fdopen(_open_beneath(work, rel), "rb") as fh:
+            _safe_join(WORK_DIR, rel)
+            with os.fdopen(_open_beneath(work_fd, rel), "rb") as fh:
                 if os.fstat(fh.fileno()).st_size > budget:
                     over_budget.append(rel)
                     continue

@@ -40,7 +40,9 @@ def url():
 
 @pytest.fixture(scope="module")
 def big_file():
-    path = f"/var/tmp/rewardsmith-thrash-{uuid.uuid4().hex[:12]}.bin"
+    # Under /usr: runs see only the host's runtime directories (docs/sandbox.md, "What a run sees").
+    os.makedirs("/usr/local/share", exist_ok=True)
+    path = f"/usr/local/share/rewardsmith-thrash-{uuid.uuid4().hex[:12]}.bin"
     with open(path, "wb") as fh:
         fh.write(os.urandom(FILE_MB << 20))
         os.fchmod(fh.fileno(), 0o644)
