@@ -29,10 +29,11 @@ demo: $(STAMP)
 	$(BIN)/rewardsmith demo
 
 # verl (its files only, --no-deps) for the compatibility tests: our ports of
-# its scorers and its sandbox client are checked against verl's own code.
+# its scorers and its sandbox client are checked against verl's own code;
+# mathruler is what verl's geo3k scorer imports.
 $(TEST_STAMP): $(STAMP)
-	@echo "==> installing verl 0.9.1 (its files only) for the compatibility tests"
-	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1"
+	@echo "==> installing verl 0.9.1 (its files only) and mathruler for the compatibility tests"
+	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1" "mathruler==0.1.0"
 	touch $(TEST_STAMP)
 
 # vLLM for CPU, so the vLLM rollout runs (and is tested) without a GPU.
