@@ -151,6 +151,48 @@ def die_with_parent() -> None:
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
 
 
+_SYS_RT_SIGACTION = {"x86_64": 13, "aarch64": 134}.get(platform.machine())
+_SYS_RT_SIGPROCMASK = {"x86_64": 14, "aarch64": 135}.get(platform.machine())
+_SIG_SETMASK = 2
+_KERNEL_NSIG = 64  # signals 1..64; the kernel's sigset_t is 8 bytes
+
+
+def set_signal_disposition(signum: int, handler: int) -> None:
+    """Set ``signum``'s disposition to ``SIG_DFL`` (0) or ``SIG_IGN`` (1) with raw ``rt_sigaction``.
+
+    Raw because glibc and Python's ``signal`` module refuse signals 32 and 33
+    (glibc's own), yet a process may inherit them ignored all the same.
+    """
+    if _SYS_RT_SIGACTION is None:
+        signal.signal(signum, signal.Handlers(handler))
+        return
+    # struct kernel_sigaction {handler, flags, restorer, mask}: only the handler is non-zero.
+    action = (ctypes.c_ulong * 4)(handler, 0, 0, 0)
+    _check(_libc.syscall(_SYS_RT_SIGACTION, signum, ctypes.byref(action), None, 8), f"rt_sigaction({signum})")
+
+
+def default_signals(keep: tuple[int, ...] = ()) -> None:
+    """Every signal but ``keep`` back to its default action, and none blocked, as in a freshly booted process.
+
+    An ignored disposition and the blocked mask survive ``exec`` and ``fork``:
+    a server started under ``nohup``, or by a runtime that ignores or blocks
+    signals, would otherwise hand them to every program, and CPython itself
+    ignores SIGPIPE and SIGXFSZ (a pipeline writer would spin instead of dying).
+    """
+    for signum in range(1, _KERNEL_NSIG + 1):
+        if signum in (signal.SIGKILL, signal.SIGSTOP) or signum in keep:
+            continue
+        try:
+            set_signal_disposition(signum, 0)
+        except (OSError, ValueError):
+            pass  # a number this platform has no signal for
+    if _SYS_RT_SIGPROCMASK is None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        return
+    empty = ctypes.c_ulong(0)
+    _check(_libc.syscall(_SYS_RT_SIGPROCMASK, _SIG_SETMASK, ctypes.byref(empty), None, 8), "rt_sigprocmask")
+
+
 def become_subreaper() -> None:
     """Adopt orphaned descendants (programs of a crashed worker) so they can be reaped here."""
     _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(CHILD_SUBREAPER)")

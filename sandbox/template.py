@@ -36,6 +36,7 @@ _FDS_PER_RUN = 5  # spec, stdin, stdout, stderr and, with a memory cgroup, the r
 _STATUS = struct.Struct("8si")
 _STATUS_MAGIC = b"\xffstatus\xff"
 _STATUS_FD = 3
+_CPYTHON_SIGNALS = (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ)  # what the interpreter sets up at start
 
 
 class TemplateFailed(OSError):
@@ -82,6 +83,9 @@ class Template:
 def _serve(channel: _socket.socket, setup) -> None:
     """The template's loop: one clone per request byte, until the worker goes away."""
     jail.die_with_parent()
+    # Warm Python runs start from here: the signals a fresh `python` sets up itself
+    # (SIGPIPE and SIGXFSZ ignored, SIGINT its handler) stay, the server's others go.
+    jail.default_signals(keep=_CPYTHON_SIGNALS)
     space = _socket.CMSG_SPACE(_FDS_PER_RUN * 4)
     flags = setup.clone_flags | jail.CLONE_PARENT
     while True:
@@ -182,13 +186,10 @@ def _become_program(setup, fds: list[int]) -> None:
         if os.environ.get("HOME") != work:
             os.environ["HOME"] = work
         if spec["mode"] == "inline-python":
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the server's SIGINT was ignored
             _run_python_inline(os.path.join(work, spec["main"]), spec["source"])
         else:
-            # CPython ignores SIGPIPE and SIGXFSZ; an ignored signal stays
-            # ignored across exec, so a C program or a shell pipeline would
-            # not die writing to a closed pipe or past the file size limit.
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+            jail.default_signals()  # ignored and blocked signals survive exec
             os.execve(spec["argv"][0], spec["argv"], os.environ)
     except BaseException as exc:  # noqa: BLE001 - must never return into the template's loop
         try:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -25,9 +27,23 @@ pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATIO
 BASE_UID = 62400
 
 
+# The server starts as some CI runners and `nohup` start it: signals ignored
+# (classic, glibc's own 32 and 33, real-time ones) and some blocked, all of
+# which a process inherits across fork and exec.
+HOSTILE_SIGNALS = textwrap.dedent("""
+    import os, signal, sys
+    from rewardsmith.sandbox import jail
+    for signum in (1, 2, 3, 10, 12, 14, 32, 33, 34, 64):
+        jail.set_signal_disposition(signum, 1)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2, 35])
+    os.execv(sys.argv[1], sys.argv[1:])
+""")
+
+
 @pytest.fixture(scope="module")
 def url():
-    with running_server("--workers", "1", "--base-uid", str(BASE_UID)) as base:
+    prefix = (sys.executable, "-c", HOSTILE_SIGNALS)
+    with running_server("--workers", "1", "--base-uid", str(BASE_UID), prefix=prefix) as base:
         yield base
 
 
@@ -124,6 +140,19 @@ def test_finding_13_no_signal_is_ignored_after_exec(url):
     result = run(url, code, language="bash")["run_result"]
     ignored = dict(line.split(":\t") for line in result["stdout"].splitlines())
     assert int(ignored["SigIgn"], 16) == 0 and int(ignored["SigBlk"], 16) == 0, result
+
+
+def test_finding_13_a_warm_python_run_has_the_signals_of_a_fresh_interpreter(url):
+    code = ("import signal\n"
+            "for line in open('/proc/self/status'):\n"
+            "    if line.startswith(('SigIgn:', 'SigBlk:')):\n"
+            "        print(line, end='')\n"
+            "print('SIGINT:\\t', signal.getsignal(signal.SIGINT) is signal.default_int_handler, sep='')\n")
+    result = run(url, code, language="python")["run_result"]
+    status = dict(line.split(":\t") for line in result["stdout"].splitlines())
+    cpython = (1 << (signal.SIGPIPE - 1)) | (1 << (signal.SIGXFSZ - 1))  # what `python x.py` ignores itself
+    assert int(status["SigIgn"], 16) == cpython and int(status["SigBlk"], 16) == 0, result
+    assert status["SIGINT"] == "True", result  # KeyboardInterrupt on Ctrl-C, as in a fresh interpreter
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
