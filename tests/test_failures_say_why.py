@@ -44,3 +44,41 @@ def test_url_without_scheme_or_malformed_is_rejected_at_config_check(tmp_path, c
     assert len(err) == 1 and "error:" in err[0]
     assert key.replace("reward_model.remote.urls", "reward_model.remote.urls[0]") in err[0]
     assert not (tmp_path / "in.scored.jsonl").exists()
+
+
+def test_score_refuses_output_equal_to_input_unless_asked(tmp_path, capsys):
+    src = tmp_path / "rows.jsonl"
+    write_rows(src, [ROW, {**ROW, "response": "#### 3"}])
+    before = src.read_text()
+    assert main(["score", str(src), "-o", str(src)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--overwrite-input" in err[0]
+    assert src.read_text() == before
+    assert main(["score", str(src), "-o", str(src), "--overwrite-input"]) == 0
+    assert [r["score"] for r in read_rows(src)] == [1.0, 0.0]
+
+
+def test_row_that_cannot_be_serialized_names_row_and_field_and_keeps_the_old_file(tmp_path):
+    out = tmp_path / "rows.jsonl"
+    rows = [dict(ROW, extra_info={"index": i}) for i in range(6)]
+    write_rows(out, rows)
+    before = out.read_text()
+    bad = [dict(r) for r in rows]
+    bad[3]["extra_info"] = {(1, 2): "a tuple key json cannot write"}
+    with pytest.raises(ValueError, match=r"row 3: field 'extra_info'"):
+        write_rows(out, bad)
+    assert out.read_text() == before and len(read_rows(out)) == 6
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]  # no temporary file left behind
+
+
+def test_parquet_output_holds_a_column_mixing_strings_and_dicts(tmp_path, capsys):
+    rows = [ROW, {**ROW, "reward_model": {"style": "rule", "ground_truth": {"target": "2", "alias": ["two"]}}}]
+    src = tmp_path / "in.jsonl"
+    write_rows(src, rows)
+    out = tmp_path / "out.parquet"
+    assert main(["score", str(src), "-o", str(out), "--scorer", "gsm8k"]) == 0
+    assert "column 'reward_model'" in capsys.readouterr().err
+    back = read_rows(out)
+    assert [r["reward_model"] for r in back] == [r["reward_model"] for r in rows]
+    assert [r["prompt"] for r in back] == [r["prompt"] for r in rows]
+    assert back[0]["score"] == 1.0

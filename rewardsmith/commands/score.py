@@ -18,6 +18,8 @@ from rewardsmith.plugins.batch import RewardBatch
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="jsonl or parquet rows in verl's schema plus a 'response' field (string or list)")
     parser.add_argument("-o", "--output", help="where to write the scored rows (default: INPUT.scored.jsonl)")
+    parser.add_argument("--overwrite-input", action="store_true",
+                        help="allow -o to name the input file (it is replaced only once every row is written)")
     parser.add_argument("--scorer", help="score every row with this scorer, whatever its data_source")
     parser.add_argument("--config", help="a YAML config file")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. reward_model.reward_manager=parallel")
@@ -140,8 +142,10 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = list(args.overrides) + ([f"reward_model.scorer={args.scorer}"] if args.scorer else [])
     config = load_config(Config, args.config, overrides)
-    rows = read_rows(args.input)
     output = Path(args.output) if args.output else Path(args.input).with_suffix(".scored.jsonl")
+    if output.resolve() == Path(args.input).resolve() and not args.overwrite_input:
+        raise ValueError(f"-o {output} is the input file; pass --overwrite-input to replace it with the scored rows")
+    rows = read_rows(args.input)
     if not rows:
         write_rows(output, [])
         print(f"{args.input} has no rows; wrote an empty {output}", file=sys.stderr)
@@ -164,7 +168,9 @@ def run(args: argparse.Namespace) -> int:
         many = isinstance(row["response"], list)
         row["score"] = [s for s, _ in results] if many else results[0][0]
         row["reward_extra_info"] = [e for _, e in results] if many else results[0][1]
-    write_rows(output, rows)
+    for column in write_rows(output, rows):
+        print(f"note: column '{column}' mixes types parquet cannot hold in one column (e.g. strings and dicts); "
+              f"it is stored as JSON text, which rewardsmith's readers decode", file=sys.stderr)
     print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"],
                         component_columns(out.extra_info["reward_components"])))
     print(f"wrote {len(rows)} scored rows ({len(batch)} samples) to {output}")
