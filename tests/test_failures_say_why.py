@@ -82,3 +82,66 @@ def test_parquet_output_holds_a_column_mixing_strings_and_dicts(tmp_path, capsys
     assert [r["reward_model"] for r in back] == [r["reward_model"] for r in rows]
     assert [r["prompt"] for r in back] == [r["prompt"] for r in rows]
     assert back[0]["score"] == 1.0
+
+
+CODE_ROW = {"data_source": "codecontests", "prompt": [{"role": "user", "content": "Print the sum."}],
+            "reward_model": {"style": "rule", "ground_truth": '{"inputs": ["1 2\\n"], "outputs": ["3\\n"]}'},
+            "response": "```python\na, b = map(int, input().split())\nprint(a + b)\n```"}
+MODEL_ROW = {"data_source": "chat", "prompt": [{"role": "user", "content": "hi"}],
+             "reward_model": {"style": "model", "ground_truth": ""}, "response": "hello"}
+
+
+@pytest.mark.parametrize("row,component,overrides", [
+    (CODE_ROW, "sandbox_code", ["reward_model.sandbox_fusion.url=http://user:s3cret@127.0.0.1:{port}/run_code",
+                                "reward_model.sandbox_fusion.retry_backoff=0"]),
+    (MODEL_ROW, "remote_rm", ["reward_model.enable=true", "reward_model.remote.urls=[http://user:s3cret@127.0.0.1:{port}/get_reward]",
+                              "reward_model.remote.backoff=0"]),
+    (MODEL_ROW, "judge", ["reward_model.enable=true", "reward_model.judge.base_url=http://user:s3cret@127.0.0.1:{port}/v1",
+                          "reward_model.judge.model=m", "reward_model.judge.backoff=0"]),
+])
+def test_unreachable_service_is_named_on_the_console_and_fails_the_run(tmp_path, capfd, row, component, overrides):
+    port = _refused_port()
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_rows(src, [row, {**row, "response": row["response"] + " "}, ROW])
+    code = main(["score", str(src), "-o", str(out), *(o.format(port=port) for o in overrides)])
+    stdout, stderr = capfd.readouterr()
+    assert code != 0
+    header = stdout.splitlines()[0].split()
+    assert "unavailable" in header and component in header
+    line = next(l for l in stdout.splitlines() if l.startswith(row["data_source"])).split()
+    assert line[header.index("unavailable")] == "2"
+    first = [l for l in stderr.splitlines() if l.startswith(f"component '{component}' on data_source '{row['data_source']}'")]
+    assert len(first) == 1 and "2 of 2" in first[0] and f"127.0.0.1:{port}" in first[0]
+    assert "s3cret" not in stdout + stderr
+    assert f"error: every sample of component '{component}' was unavailable" in stderr
+    assert "Traceback" not in stderr
+    assert [r["score"] for r in read_rows(out)][2] == 1.0  # what could be scored was, and written
+
+
+def test_a_component_failing_on_some_samples_is_named_but_does_not_fail_the_run(tmp_path, capfd):
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    good = {**ROW, "reward_model": {"style": "rule", "ground_truth": {"target": "2"}}}
+    write_rows(src, [good, ROW])  # search_r1_qa_em wants a dict ground truth: row 1 fails
+    assert main(["score", str(src), "-o", str(out), "--scorer", "search_r1_qa_em"]) == 0
+    stderr = capfd.readouterr().err
+    assert "component 'search_r1_qa_em' on data_source 'openai/gsm8k': 1 of 2 samples failed; first (error): TypeError" in stderr
+    assert "every sample" not in stderr
+
+
+def test_model_row_with_model_scoring_off_names_the_key_and_row(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [ROW, MODEL_ROW])
+    assert main(["score", str(src)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "reward_model.enable" in err[0] and "row 1" in err[0]
+
+
+def test_summary_table_fits_long_component_names(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [{**ROW, "data_source": "a_data_source_name_longer_than_thirty_two_chars",
+                      "reward_model": {"style": "rule", "ground_truth": {"target": "2"}}}])
+    assert main(["score", str(src), "--scorer", "search_r1_qa_em"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    assert "search_r1_qa_em" in header and "a_data_source_name_longer_than_thirty_two_chars" in lines[2]
+    assert len({len(line) for line in lines[:4]}) == 1  # every row as wide as the header
