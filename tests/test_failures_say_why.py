@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +146,29 @@ def test_summary_table_fits_long_component_names(tmp_path, capsys):
     header = lines[0].split()
     assert "search_r1_qa_em" in header and "a_data_source_name_longer_than_thirty_two_chars" in lines[2]
     assert len({len(line) for line in lines[:4]}) == 1  # every row as wide as the header
+
+
+@pytest.mark.parametrize("argv,key", [
+    (["train", "examples/configs/arith_grpo.yaml", "actor_rollout_ref.model.path={missing}"], "actor_rollout_ref.model.path"),
+    (["train", "examples/configs/arith_grpo.yaml", "actor_rollout_ref.model.path=examples/data/arith_tokenizer",
+      "critic.model.path={missing}"], "critic.model.path"),
+    (["sft", "examples/configs/arith_sft.yaml", "data.tokenizer={missing}"], "data.tokenizer"),
+    (["rm", "train", "model.path={missing}"], "model.path"),
+])
+def test_missing_model_directory_is_one_line_naming_the_key(tmp_path, capsys, monkeypatch, argv, key):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    missing = str(tmp_path / "outputs" / "sft_model")
+    assert main([a.format(missing=missing) for a in argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{key}: directory {missing} does not exist" in err[0]
+
+
+@pytest.mark.parametrize("value,local", [
+    ("Qwen/Qwen2.5-0.5B", False), ("gpt2", False), ("./gpt2", True), ("/abs/model", True), ("~/model", True),
+    ("outputs/arith/sft_model", True), ("examples/nope", True),  # examples/ exists here: a path
+])
+def test_what_counts_as_a_local_path(value, local, monkeypatch):
+    from rewardsmith.commands.config_args import looks_like_local_path
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert looks_like_local_path(value) is local

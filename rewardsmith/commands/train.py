@@ -5,7 +5,7 @@ import argparse
 
 import yaml
 
-from rewardsmith.commands.config_args import add_config_arguments, load_from_args
+from rewardsmith.commands.config_args import add_config_arguments, load_from_args, require_model_dirs
 from rewardsmith.common.config import to_dict
 from rewardsmith.common.redaction import redact_config
 
@@ -18,6 +18,7 @@ def run(args: argparse.Namespace) -> int:
     from rewardsmith.core.trainer import PPOTrainer, output_dir
 
     config = load_from_args(args)
+    require_model_dirs(config)
     if not config.data.train_files:
         raise ValueError("data.train_files is empty: give a config file or data.train_files=PATH")
     out = output_dir(config)
