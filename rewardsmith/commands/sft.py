@@ -15,6 +15,9 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_from_args(args)
     require_model_dirs(config)
-    save_dir = run_sft(config)
+    try:
+        save_dir = run_sft(config)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt("no checkpoint was written (sft saves its model only when it finishes)") from None
     print(f"use it with: actor_rollout_ref.model.path={save_dir}")
     return 0

@@ -15,6 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rewardsmith.core.checkpoint import latest_checkpoint
     from rewardsmith.core.trainer import PPOTrainer, output_dir
 
     config = load_from_args(args)
@@ -30,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
         (out / "config.yaml").write_text(yaml.safe_dump(redact_config(to_dict(config)), sort_keys=False))
     try:
         last = trainer.fit()
+    except KeyboardInterrupt:
+        checkpoint = latest_checkpoint(out)
+        raise KeyboardInterrupt(f"last checkpoint: {checkpoint} (the same command resumes from it)" if checkpoint
+                                else f"no checkpoint was written under {out}") from None
     finally:
         trainer.close()
     if not trainer.is_main:
