@@ -113,6 +113,7 @@ def test_unreachable_service_is_named_on_the_console_and_fails_the_run(tmp_path,
     assert line[header.index("unavailable")] == "2"
     first = [l for l in stderr.splitlines() if l.startswith(f"component '{component}' on data_source '{row['data_source']}'")]
     assert len(first) == 1 and "2 of 2" in first[0] and f"127.0.0.1:{port}" in first[0]
+    assert "Connection refused" in first[0]
     assert "s3cret" not in stdout + stderr
     assert f"error: every sample of component '{component}' was unavailable" in stderr
     assert "Traceback" not in stderr
