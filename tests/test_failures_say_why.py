@@ -173,3 +173,24 @@ def test_what_counts_as_a_local_path(value, local, monkeypatch):
 
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     assert looks_like_local_path(value) is local
+
+
+BAD_EXTRAS = '''
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    if extra_info["index"] == 3:
+        return {"score": 1.0, "detail": {(1, 2): "a tuple key json cannot write"}}
+    return 1.0
+'''
+
+
+def test_overwriting_the_input_with_an_unwritable_row_loses_nothing(tmp_path, capsys):
+    src = tmp_path / "rows.jsonl"
+    write_rows(src, [dict(ROW, extra_info={"index": i}) for i in range(6)])
+    before = src.read_text()
+    fn = tmp_path / "bad_extras.py"
+    fn.write_text(BAD_EXTRAS)
+    assert main(["score", str(src), "-o", str(src), "--overwrite-input", f"custom_reward_function.path={fn}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("rewardsmith score: error: ") and "row 3: field 'reward_extra_info'" in err[-1]
+    assert src.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_extras.py", "rows.jsonl"]
