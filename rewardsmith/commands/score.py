@@ -9,8 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from rewardsmith.common.config import load_config
 from rewardsmith.commands.score_summary import component_columns, failure_report, summary_table
+from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import read_rows, write_rows
 from rewardsmith.core.schema import Config
 from rewardsmith.plugins.batch import RewardBatch
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         row["reward_extra_info"] = [e for _, e in results] if many else results[0][1]
     for column in write_rows(output, rows):
         print(f"note: column '{column}' mixes types parquet cannot hold in one column (e.g. strings and dicts); "
-              f"it is stored as JSON text, which rewardsmith's readers decode", file=sys.stderr)
+              "it is stored as JSON text, which rewardsmith's readers decode", file=sys.stderr)
     print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"],
                         component_columns(out.extra_info["reward_components"])))
     print(f"wrote {len(rows)} scored rows ({len(batch)} samples) to {output}")

@@ -55,18 +55,17 @@ def _mean_or_dash(values: list) -> str:
 
 def component_outcomes(extra_info: dict[str, list], k: int) -> dict[str, tuple[str, Optional[str]]]:
     """Sample ``k``'s (status, error) per component, from the manager's extra info."""
-    components = extra_info["reward_components"][k] or {}
-    if len(components) == 1:  # one component: the sample's own status and error are its
-        (name,) = components
-        error = extra_info.get("reward_error", [None] * (k + 1))[k]
-        if error and error.startswith(f"{name}: "):
-            error = error[len(name) + 2:]
-        return {name: (extra_info["reward_status"][k], error)}
-
     def value(key: str) -> Any:
         values = extra_info.get(key)
         return values[k] if values is not None else None
 
+    components = value("reward_components") or {}
+    if len(components) == 1:  # one component: the sample's own status and error are its
+        (name,) = components
+        error = value("reward_error")
+        if error and error.startswith(f"{name}: "):  # the manager prefixes each error with its component
+            error = error[len(name) + 2:]
+        return {name: (value("reward_status"), error)}
     return {name: (value(f"{name}/status") or "ok", value(f"{name}/error")) for name in components}
 
 
