@@ -1,7 +1,10 @@
 """Issue 17 §4 and §6: failures of `rewardsmith score`, `train`, `sft` say why, in one line, and lose nothing."""
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,3 +197,19 @@ def test_overwriting_the_input_with_an_unwritable_row_loses_nothing(tmp_path, ca
     assert err[-1].startswith("rewardsmith score: error: ") and "row 3: field 'reward_extra_info'" in err[-1]
     assert src.read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_extras.py", "rows.jsonl"]
+
+
+def test_a_hub_id_that_is_neither_local_nor_on_the_hub_is_one_line(tmp_path):
+    """``sftout/model`` could be a hub id, so it is not refused up front; transformers' chained
+    error when the hub cannot give it becomes one line naming it."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "rewardsmith", "train", str(root / "examples/configs/arith_grpo.yaml"),
+                           f"data.train_files={root / 'examples/data/arith_train.jsonl'}",
+                           f"data.val_files={root / 'examples/data/arith_val.jsonl'}",
+                           "actor_rollout_ref.model.path=sftout/model", f"trainer.default_local_dir={tmp_path / 'run'}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "rewardsmith train: error: tokenizer sftout/model: no such local directory, and the Hugging Face hub could not give it")
