@@ -42,6 +42,22 @@ def require_positive(key: str, value: Optional[float], allow_none: bool = True) 
         raise InvalidValue(key, f"must be > 0{' or null' if allow_none else ''}, got {value!r}")
 
 
+def require_http_url(key: str, value: Optional[str]) -> None:
+    """Raise :class:`InvalidValue` unless ``value`` is None or an http(s) URL with a host (and a valid port)."""
+    if value is None:
+        return
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in 0-65535
+    except ValueError:
+        ok = False
+    if not ok:
+        raise InvalidValue(key, f"must be an http(s) URL such as http://host:port/path, got {value!r}")
+
+
 def opt(default: Any = dataclasses.MISSING, help: str = "", **kwargs: Any) -> Any:
     """A schema field with a default and a help text (shown in ``docs/config.md``)."""
     if isinstance(default, (dict, list)):
@@ -64,13 +80,24 @@ def load_config(schema: type[T], path: str | Path | None = None, overrides: list
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"config file not found: {path}")
-        loaded = yaml.safe_load(path.read_text()) or {}
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(_yaml_error(path, exc)) from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping at the top level, got {type(loaded).__name__}")
         tree = loaded
     for item in overrides:
         apply_override(tree, item)
     return build(schema, tree)
+
+
+def _yaml_error(path: Path, exc: Exception) -> str:
+    """One line naming the file and line of a YAML syntax error (PyYAML's marks count from 0)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{where}: not valid YAML: {problem}"
 
 
 def apply_override(tree: dict[str, Any], item: str) -> None:

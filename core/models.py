@@ -18,7 +18,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from rewardsmith.common.tokenizer_files import load_tokenizer_dir
+from rewardsmith.common.tokenizer_files import hub_errors_in_one_line, load_tokenizer_dir
 from rewardsmith.core.tensor_ops import entropy_from_logits, logprobs_from_logits
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -88,7 +88,8 @@ def build_causal_lm(model_cfg: Any, tokenizer: PreTrainedTokenizerBase, path: Op
     path = path or model_cfg.path
     kwargs = _common_kwargs(model_cfg)
     if path:
-        model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=model_cfg.trust_remote_code, **kwargs)
+        with hub_errors_in_one_line(path, "model"):
+            model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=model_cfg.trust_remote_code, **kwargs)
     else:
         if not model_cfg.config:
             raise ValueError("actor_rollout_ref.model: set either path (a local model directory) or config (a mapping with model_type)")

@@ -153,8 +153,8 @@ class PPOTrainer:
                 for dataset in (self.train_set, self.val_set):
                     if dataset is not None:
                         rows = dataset.reward_rows()
-                        self.reward_manager.check_data_sources(sorted(set(rows.meta["data_source"])))
                         self.reward_manager.check_rows(reward_batch(rows, [""] * len(rows)))
+                        self.reward_manager.check_data_sources(sorted(set(rows.meta["data_source"])))
         except Exception:
             self.reward_manager.close()
             raise

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from rewardsmith.common.config import InvalidValue, opt, require_positive, section
+from rewardsmith.common.config import InvalidValue, opt, require_http_url, require_positive, section
 
 
 @dataclass
@@ -39,6 +39,7 @@ class SandboxFusionConfig:
     float_tolerance: dict[str, float] = opt({}, "Tolerance for real-number output tokens of the code scorer, per data_source or glob ({'*': 1e-4}); default 1e-6. Integers always compare exactly.")
 
     def __post_init__(self) -> None:
+        require_http_url("url", self.url)
         if self.max_concurrent < 1:
             raise InvalidValue("max_concurrent", f"must be >= 1, got {self.max_concurrent}")
         if self.retry_backoff < 0:
@@ -77,6 +78,8 @@ class RemoteRewardModelConfig:
     backoff: float = opt(0.5, "First retry delay in seconds; doubles each retry.")
 
     def __post_init__(self) -> None:
+        for n, url in enumerate(self.urls):
+            require_http_url(f"urls[{n}]", url)
         for key in ("batch_size", "max_concurrent", "timeout"):
             require_positive(key, getattr(self, key), allow_none=False)
         if self.max_retries < 0 or self.backoff < 0:
@@ -115,6 +118,7 @@ class JudgeConfig:
     extra_body: dict[str, Any] = opt({}, "Fields merged into every chat-completions request body (part of the cache key), e.g. vLLM's allowed_token_ids or structured_outputs, or a provider's own fields; it may not repeat model, messages, temperature or max_tokens, which have their own keys.")
 
     def __post_init__(self) -> None:
+        require_http_url("base_url", self.base_url)
         clash = sorted(set(self.extra_body) & JUDGE_BODY_KEYS)
         if clash:
             raise InvalidValue("extra_body", f"sets {', '.join(clash)}, which the judge sends from its own keys; set those instead")

@@ -12,6 +12,6 @@ def score_batch(settings: RewardSettings, batch: RewardBatch, progress: Optional
     """Build the configured manager, check the batch's data sources and rows against it
     (errors name the row), score the batch once and shut the manager down."""
     with build_reward_manager(settings) as manager:
-        manager.check_data_sources(sorted(set(batch.data_sources)))
         manager.check_rows(batch)
+        manager.check_data_sources(sorted(set(batch.data_sources)))
         return manager(batch, progress=progress)

@@ -130,8 +130,8 @@ def stress(rows: list[dict[str, Any]], settings: RewardSettings, reward_fn_key: 
         [row["reward_model"].get("style", "rule") for _, row, _ in probes], prompts=[row.get(prompt_key) for _, row, _ in probes],
         response_lengths=[len(p.response) for _, _, p in probes])
     with build_reward_manager(settings) as manager:
-        manager.check_data_sources(batch.data_sources)
         manager.check_rows(batch)
+        manager.check_data_sources(batch.data_sources)
         out = manager(batch)
         names = {(s, st): "+".join(c.name for c in manager.plan.components_for(s, st))
                  for s, st in zip(batch.data_sources, batch.styles)}

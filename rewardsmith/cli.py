@@ -12,6 +12,9 @@ import importlib
 import os
 import sys
 
+# The exit status of a command stopped by Ctrl-C (SIGINT), as a shell reports it: 128 + 2.
+INTERRUPTED = 130
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "plugins": ("rewardsmith.commands.plugins", "List installed plugins and what they registered."),
     "score": ("rewardsmith.commands.score", "Score a jsonl/parquet file of responses offline."),
@@ -51,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
             command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(module.run(args) or 0)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C is the user's choice, not a crash: one line, and what survives it
+        # (commands that write checkpoints say where the last one is in the exception).
+        if os.environ.get("REWARDSMITH_DEBUG"):
+            raise
+        print(f"rewardsmith {name}: interrupted{f'; {exc}' if str(exc) else ''}", file=sys.stderr)
+        return INTERRUPTED
     except (ValueError, KeyError, FileNotFoundError) as exc:
         # Config, data and plugin errors name what was wrong; a traceback adds
         # nothing for the user. REWARDSMITH_DEBUG=1 shows it anyway.

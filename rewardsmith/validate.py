@@ -304,8 +304,8 @@ def validate_manager(manager: Union[str, type], *, cases: Optional[Sequence[Case
                         [c.extra_info for c, _ in rows], response_mask=mask)
     try:
         with built:
-            built.check_data_sources(sorted(set(batch.data_sources)))
             built.check_rows(batch)
+            built.check_data_sources(sorted(set(batch.data_sources)))
             first, second = built(batch), built(batch)
     except Exception as exc:  # noqa: BLE001
         report.checks.append(Check("scores a batch", False, f"{type(exc).__name__}: {exc}"))

@@ -240,6 +240,8 @@ class RewardManager:
                 info[f"{c.name}/score"] = r.score
                 if r.status != OK:
                     info[f"{c.name}/status"] = r.status
+                if r.error:
+                    info[f"{c.name}/error"] = r.error
             if r.status in _FAILED:
                 if c.on_failure == "raise":
                     raise RewardError(f"row {i} (data_source '{batch.data_sources[i]}'): component '{c.name}' "

@@ -16,6 +16,7 @@ from typing import Any, Optional
 import requests
 
 from rewardsmith.common.redaction import redact_text
+from rewardsmith.plugins.network_errors import network_error_summary
 from rewardsmith.plugins.scoring import ERROR, INVALID, TIMEOUT, UNAVAILABLE
 
 
@@ -85,7 +86,7 @@ class JsonClient:
                 last = RequestFailed(TIMEOUT, f"{url}: no answer within {self.timeout:g}s")
                 continue
             except requests.RequestException as exc:
-                last = RequestFailed(UNAVAILABLE, f"{url}: {type(exc).__name__}")
+                last = RequestFailed(UNAVAILABLE, f"{url}: {network_error_summary(exc)}")
                 continue
             finally:
                 with self._lock:

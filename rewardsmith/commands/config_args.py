@@ -1,7 +1,12 @@
-"""What `rewardsmith train` and `sft` share: ``[CONFIG] [key=value ...]`` arguments."""
+"""What `rewardsmith train`, `sft` and `rm train` share: ``[CONFIG] [key=value ...]`` arguments,
+and a check, before anything loads, that the model directories they name exist."""
 from __future__ import annotations
 
 import argparse
+import os
+import re
+from pathlib import Path
+from typing import Optional
 
 from rewardsmith.common.config import load_config
 from rewardsmith.common.errors import ConfigError
@@ -24,3 +29,31 @@ def load_from_args(args: argparse.Namespace) -> Config:
         if "=" not in item:
             raise ConfigError(f"expected key=value after the config file, got {item!r}")
     return load_config(Config, path, items)
+
+
+# A Hugging Face hub repo id: "name" or "org/name".
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+
+
+def looks_like_local_path(value: str) -> bool:
+    """Whether ``value`` names a local directory rather than a hub id: it is absolute, starts with
+    ``.`` or ``~``, cannot be a hub id (e.g. ``outputs/arith/sft_model``), or its first folder exists here."""
+    if os.path.isabs(value) or value.startswith((".", "~")) or not _HUB_ID.match(value):
+        return True
+    return "/" in value and Path(value.split("/", 1)[0]).is_dir()
+
+
+def require_model_dir(key: str, value: Optional[str], hint: str = "") -> None:
+    """Raise ``FileNotFoundError`` naming ``key`` when ``value`` is meant as a local directory that
+    does not exist (a hub id such as ``Qwen/Qwen2.5-0.5B`` is left to transformers)."""
+    if value and looks_like_local_path(value) and not Path(value).expanduser().is_dir():
+        what = "is not a directory" if Path(value).expanduser().exists() else "does not exist"
+        raise FileNotFoundError(f"{key}: directory {value} {what}{hint}")
+
+
+def require_model_dirs(config: Config) -> None:
+    """:func:`require_model_dir` for every directory a train or sft config loads from."""
+    require_model_dir("actor_rollout_ref.model.path", config.actor_rollout_ref.model.path,
+                      " (a warm start's output? run `rewardsmith sft` first)")
+    require_model_dir("data.tokenizer", config.data.tokenizer)
+    require_model_dir("critic.model.path", config.critic.model.path)

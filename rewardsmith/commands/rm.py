@@ -30,6 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "train":
+        from rewardsmith.commands.config_args import require_model_dir
         from rewardsmith.common.config import load_config
         from rewardsmith.core.reward_model_training import RMTrainConfig, train_reward_model
 
@@ -37,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
         if path is not None and "=" in path:  # no config file: the first argument is already an override
             path, overrides = None, [path, *overrides]
         config = load_config(RMTrainConfig, path, overrides)
+        require_model_dir("model.path", config.model.path)
+        require_model_dir("model.tokenizer", config.model.tokenizer)
         metrics = train_reward_model(config, stream=sys.stderr)
         accuracy = metrics.get("val/accuracy")
         held_out = f"held-out pairwise accuracy {accuracy:.3f}" if accuracy is not None else "no held-out pairs"

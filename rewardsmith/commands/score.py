@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from rewardsmith.commands.score_summary import component_columns, failure_report, summary_table
 from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import read_rows, write_rows
 from rewardsmith.core.schema import Config
@@ -18,6 +19,8 @@ from rewardsmith.plugins.batch import RewardBatch
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="jsonl or parquet rows in verl's schema plus a 'response' field (string or list)")
     parser.add_argument("-o", "--output", help="where to write the scored rows (default: INPUT.scored.jsonl)")
+    parser.add_argument("--overwrite-input", action="store_true",
+                        help="allow -o to name the input file (it is replaced only once every row is written)")
     parser.add_argument("--scorer", help="score every row with this scorer, whatever its data_source")
     parser.add_argument("--config", help="a YAML config file")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. reward_model.reward_manager=parallel")
@@ -55,45 +58,6 @@ def samples_of(rows: list[dict[str, Any]], reward_fn_key: str, source: str,
     batch = RewardBatch(sources, solutions, truths, extras, styles, prompts=prompts,
                         response_lengths=lengths if all(n is not None for n in lengths) and lengths else None)
     return batch, owners
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
-
-
-def component_columns(components: list[dict]) -> dict[str, list]:
-    """Each component's score per sample (None where a sample has no such component), from
-    ``extra_info["reward_components"]``."""
-    names = list(dict.fromkeys(name for sample in components for name in (sample or {})))
-    return {name: [(sample or {}).get(name) for sample in components] for name in names}
-
-
-def summary_table(sources: list[str], scores: list[float], statuses: list[str], seconds: list[float],
-                  components: dict[str, list] | None = None) -> str:
-    """The per-data_source table printed at the end of ``rewardsmith score``, with a mean column per component."""
-    components = components or {}
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, s in enumerate(sources):
-        groups[s].append(i)
-    header = f"{'data_source':<32} {'samples':>7} {'mean':>8} {'errors':>7} {'timeouts':>9} {'p50 ms':>9} {'p99 ms':>9}"
-    header += "".join(f" {name[:12]:>12}" for name in components)
-    lines = [header, "-" * len(header)]
-    for source in sorted(groups) + ["(all)"]:
-        idx = groups[source] if source != "(all)" else list(range(len(sources)))
-        errs = sum(statuses[i] in ("error", "invalid", "crash", "unavailable") for i in idx)
-        touts = sum(statuses[i] == "timeout" for i in idx)
-        lat = [seconds[i] * 1000 for i in idx]
-        mean = sum(scores[i] for i in idx) / len(idx) if idx else 0.0
-        lines.append(f"{source[:32]:<32} {len(idx):>7} {mean:>8.3f} {errs:>7} {touts:>9} "
-                     f"{_percentile(lat, 0.5):>9.1f} {_percentile(lat, 0.99):>9.1f}"
-                     + "".join(f" {_mean_or_dash([values[i] for i in idx]):>12}" for values in components.values()))
-    return "\n".join(lines)
-
-
-def _mean_or_dash(values: list) -> str:
-    present = [v for v in values if v is not None]
-    return f"{sum(present) / len(present):.3f}" if present else "-"
 
 
 class _ProgressBar:
@@ -140,8 +104,10 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = list(args.overrides) + ([f"reward_model.scorer={args.scorer}"] if args.scorer else [])
     config = load_config(Config, args.config, overrides)
-    rows = read_rows(args.input)
     output = Path(args.output) if args.output else Path(args.input).with_suffix(".scored.jsonl")
+    if output.resolve() == Path(args.input).resolve() and not args.overwrite_input:
+        raise ValueError(f"-o {output} is the input file; pass --overwrite-input to replace it with the scored rows")
+    rows = read_rows(args.input)
     if not rows:
         write_rows(output, [])
         print(f"{args.input} has no rows; wrote an empty {output}", file=sys.stderr)
@@ -149,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
     batch, owners = samples_of(rows, config.data.reward_fn_key, args.input, config.data.prompt_key)
     bar = _ProgressBar()
     with _scorer_output_to_stderr(), build_reward_manager(config.reward_settings()) as manager:
-        manager.check_data_sources(batch.data_sources)
         manager.check_rows(batch)
+        manager.check_data_sources(batch.data_sources)
         try:
             out = manager(batch, progress=bar)
         finally:
@@ -164,8 +130,18 @@ def run(args: argparse.Namespace) -> int:
         many = isinstance(row["response"], list)
         row["score"] = [s for s, _ in results] if many else results[0][0]
         row["reward_extra_info"] = [e for _, e in results] if many else results[0][1]
-    write_rows(output, rows)
+    for column in write_rows(output, rows):
+        print(f"note: column '{column}' mixes types parquet cannot hold in one column (e.g. strings and dicts); "
+              "it is stored as JSON text, which rewardsmith's readers decode", file=sys.stderr)
     print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"],
                         component_columns(out.extra_info["reward_components"])))
     print(f"wrote {len(rows)} scored rows ({len(batch)} samples) to {output}")
+    failures, unreachable = failure_report(batch.data_sources, out.extra_info)
+    for line in failures:
+        print(line, file=sys.stderr)
+    if unreachable:
+        print(f"rewardsmith score: error: every sample of component {', '.join(map(repr, unreachable))} was "
+              "unavailable: its service (sandbox, reward model or judge) could not be reached; see the first "
+              "error above", file=sys.stderr)
+        return 1
     return 0

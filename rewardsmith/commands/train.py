@@ -5,7 +5,7 @@ import argparse
 
 import yaml
 
-from rewardsmith.commands.config_args import add_config_arguments, load_from_args
+from rewardsmith.commands.config_args import add_config_arguments, load_from_args, require_model_dirs
 from rewardsmith.common.config import to_dict
 from rewardsmith.common.redaction import redact_config
 
@@ -15,9 +15,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rewardsmith.core.checkpoint import latest_checkpoint
     from rewardsmith.core.trainer import PPOTrainer, output_dir
 
     config = load_from_args(args)
+    require_model_dirs(config)
     if not config.data.train_files:
         raise ValueError("data.train_files is empty: give a config file or data.train_files=PATH")
     out = output_dir(config)
@@ -29,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
         (out / "config.yaml").write_text(yaml.safe_dump(redact_config(to_dict(config)), sort_keys=False))
     try:
         last = trainer.fit()
+    except KeyboardInterrupt:
+        checkpoint = latest_checkpoint(out)
+        raise KeyboardInterrupt(f"last checkpoint: {checkpoint} (the same command resumes from it)" if checkpoint
+                                else f"no checkpoint was written under {out}") from None
     finally:
         trainer.close()
     if not trainer.is_main:

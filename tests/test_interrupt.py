@@ -1,0 +1,112 @@
+"""Ctrl-C (a real SIGINT to a real `rewardsmith` process) during score, sft and train: one line, no
+traceback, exit status 130, and for training where the last checkpoint is."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from core_helpers import TINY_MODEL, write_inputs
+
+from rewardsmith.common.rows import write_rows
+
+SLOW_SCORER = '''
+import time
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    time.sleep(60)
+    return 1.0
+'''
+
+
+def interrupt_when(args: list[str], ready, cwd: Path, timeout: float = 120) -> tuple[int, str]:
+    """Run ``rewardsmith ARGS``, send SIGINT once ``ready(stderr so far)`` holds; (exit status, stderr)."""
+    err_path = cwd / "stderr.txt"
+    with err_path.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "rewardsmith", *args], stdout=subprocess.DEVNULL, stderr=err,
+                                cwd=cwd, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        deadline = time.monotonic() + timeout
+        try:
+            while not ready(err_path.read_text()):
+                assert proc.poll() is None, f"exited {proc.returncode} before it was interrupted:\n{err_path.read_text()}"
+                assert time.monotonic() < deadline, err_path.read_text()
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    return code, err_path.read_text()
+
+
+def last_line(stderr: str) -> str:
+    return stderr.replace("\r", "\n").strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("manager", ["naive", "parallel"])
+def test_ctrl_c_during_score(tmp_path, manager):
+    scorer = tmp_path / "slow.py"
+    scorer.write_text(SLOW_SCORER)
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [{"data_source": "x", "prompt": "p", "reward_model": {"ground_truth": "1"}, "response": "r"}] * 2)
+    code, stderr = interrupt_when(["score", str(src), f"custom_reward_function.path={scorer}",
+                                   f"reward_model.reward_manager={manager}", "reward_model.num_workers=2"],
+                                  lambda err: "scoring:" in err, tmp_path)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    assert last_line(stderr) == "rewardsmith score: interrupted"
+    assert not (tmp_path / "in.scored.jsonl").exists()
+
+
+def _config(tmp_path: Path, **trainer) -> Path:
+    paths = write_inputs(tmp_path)
+    config = {
+        "data": {"tokenizer": str(paths["tokenizer"]), "train_files": str(paths["train"]),
+                 "max_prompt_length": 96, "max_response_length": 8, "train_batch_size": 4},
+        "actor_rollout_ref": {"model": {"config": yaml.safe_load(TINY_MODEL)}, "rollout": {"n": 2},
+                              "actor": {"ppo_mini_batch_size": 2}},
+        "algorithm": {"adv_estimator": "grpo"},
+        "trainer": {"default_local_dir": str(tmp_path / "run"), "total_training_steps": 10000, "save_freq": 1,
+                    "progress_bar": True, **trainer},
+        "sft": {"train_files": str(paths["sft"]), "total_epochs": 100000, "batch_size": 8, "save_dir": str(tmp_path / "sft")},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_ctrl_c_during_train_names_the_last_checkpoint(tmp_path):
+    config = _config(tmp_path)
+    code, stderr = interrupt_when(["train", str(config)], lambda err: (tmp_path / "run" / "global_step_2").is_dir(),
+                                  tmp_path)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
+    line = last_line(stderr)
+    match = re.fullmatch(r"rewardsmith train: interrupted; last checkpoint: (\S+) \(the same command resumes from it\)", line)
+    assert match, line
+    assert re.fullmatch(r"global_step_\d+", Path(match.group(1)).name) and Path(match.group(1)).is_dir()
+
+
+def test_ctrl_c_during_train_before_any_checkpoint(tmp_path):
+    config = _config(tmp_path, save_freq=-1)
+    code, stderr = interrupt_when(["train", str(config)], lambda err: "it/s" in err, tmp_path)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
+    assert last_line(stderr) == f"rewardsmith train: interrupted; no checkpoint was written under {tmp_path / 'run'}"
+
+
+def test_ctrl_c_during_sft(tmp_path):
+    config = _config(tmp_path)
+    code, stderr = interrupt_when(["sft", str(config)], lambda err: "sft:" in err, tmp_path)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
+    assert last_line(stderr) == ("rewardsmith sft: interrupted; no checkpoint was written "
+                                 "(sft saves its model only when it finishes)")
+    assert not (tmp_path / "sft").exists()
