@@ -20,17 +20,20 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rewardsmith.reward_fns.answer_notation import spelled_number, typeset_quantities
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
 _SPACING = ("\\left", "\\right", "\\,", "\\;", "\\:", "\\quad", "\\qquad")
 _DEGREES = ("^{\\circ}", "^\\circ", "°", "\\degree")
 _TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox|textit|mathbf)\s*\{([^{}]*)\}")
-_TRAILING_TEXT_GROUP = re.compile(r"^(.*?\S)\s*\\(?:text|mathrm|mbox)\s*\{\s*[A-Za-z][A-Za-z .^0-9/-]*\}$")
+_TRAILING_TEXT_GROUP = re.compile(
+    r"^(.*?\S)\s*\\(?:text|mathrm|mbox)\s*\{\s*[A-Za-z][A-Za-z .^0-9/-]*\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?$")
 _NUMBER_CORE = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+"
 # Words after a number are units when set off by a space ("5 cm", "18 dollars"); glued to the
 # number only a few abbreviations are, since "3x" is an expression.
-_UNIT_WORDS = r"(?!(?:or|and)\b)[A-Za-z][A-Za-z.]*(?:\s+(?!(?:or|and)\b)[A-Za-z][A-Za-z.]*)*"
+_UNIT_WORD = r"(?!(?:or|and)\b)[A-Za-z][A-Za-z.]*(?:/[A-Za-z]+)?"  # "km/h" is one unit
+_UNIT_WORDS = rf"{_UNIT_WORD}(?:\s+{_UNIT_WORD})*"
 _GLUED_UNITS = r"cm|mm|km|kg|ft|mph|hrs|sec|min"
 # A clause after the answer ("42, which is even", "42 because 6 * 7 = 42"); never one that
 # starts with "or" / "and", which make a hedge or a list.
@@ -38,7 +41,7 @@ _CLAUSE = (r"\s*(?:[,;:(]|--|—|\.(?=\s))\s*(?!(?:or|and)\b)(?:a|[A-Za-z]{2,})\
            r"|\s+(?:since|because|as|which|so|i\.e\.|where|when|given)\b.*")
 _NUMBER_IN_PROSE = re.compile(
     rf"^(?P<words>(?:[A-Za-z]+,?\s+)*)(?P<number>{_NUMBER_CORE})(?:\s*(?P<percent>%))?"
-    rf"(?:(?:\s+(?P<units>{_UNIT_WORDS})|{_GLUED_UNITS})(?:\^?[23])?)?(?:{_CLAUSE})?$",
+    rf"(?:(?:\s+(?P<units>{_UNIT_WORDS})|{_GLUED_UNITS})(?:\^\{{?[23]\}}?|[23])?)?(?:{_CLAUSE})?$",
     re.DOTALL,
 )
 # Words before a number that change or hide its value: "at least 42", "not 42", "root of 2".
@@ -60,7 +63,7 @@ _TRIG_DEGREES = re.compile(
     r"\\?\b(sin|cos|tan|cot|sec|csc)\s*(\^\s*\{?\d\}?)?\s*(\\left\(|\()?\s*([+-]?\d+(?:\.\d+)?)\s*"
     r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree)\s*(\\right\)|\))?"
 )
-_SQRT_SYMBOL = re.compile(r"√\s*(?:(\d+(?:\.\d+)?|[A-Za-z])|\(([^()]*)\)|\{([^{}]*)\})")
+_SQRT_SYMBOL = re.compile(r"([√∛∜])\s*(?:(\d+(?:\.\d+)?|[A-Za-z])|\(([^()]*)\)|\{([^{}]*)\})")
 _VULGAR_FRACTIONS = {
     char: unicodedata.normalize("NFKD", char).split("\u2044")
     for char in map(chr, [*range(0xBC, 0xBF), *range(0x2150, 0x218A)])
@@ -76,13 +79,14 @@ _UNICODE_SYMBOLS = (("π", "\\pi "), ("∞", "\\infty "), ("−", "-"), ("×", "
 _DECIMAL = re.compile(r"^([+-]?)(\d{1,3}(?:,\d{3})+|\d*)(?:\.(\d+))?$")
 _SLASH_FRACTION = re.compile(r"^([+-]?)(\d+)\s*/\s*(\d+)$")
 _LATEX_FRACTION = re.compile(r"^([+-]?)(\d+)?\s*\\frac\s*\{\s*([+-]?\d+)\s*\}\s*\{\s*(\d+)\s*\}$")
-_SHORT_FRACTION = re.compile(r"^([+-]?)\\frac(\d)(\d)$")
+_SHORT_FRACTION = re.compile(r"^([+-]?)(\d+)?\\frac(\d)(\d)$")
 _SPACE_BESIDE_SYMBOL = re.compile(r"\s*([^\d\s])\s*")
 # Digit groups separated by spaces are one number only as thousands groups ("4 200", as
 # "4\,200" reads); "4 2" is no number. "2 1/2" is a mixed number.
 _SPACED_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _SPACED_MIXED = re.compile(r"^([+-]?)(\d+) (\d+)/(\d+)$")
-_REPEATING_BAR = re.compile(r"^([+-]?)(\d*)\.(\d*)\\(?:overline|bar)\{(\d+)\}$")
+# The repeating block under a bar or dot, or in parentheses: 0.1\overline{6}, 0.\dot{3}, 0.(3).
+_REPEATING_BAR = re.compile(r"^([+-]?)(\d*)\.(\d*)(?:\\(?:overline|bar|dot)\{(\d+)\}|\((\d+)\))$")
 _ELLIPSIS_DECIMAL = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?\\ldots$")
 MAX_REPEATING_PERIOD = 6
 
@@ -115,7 +119,11 @@ def _unicode_to_latex(text: str) -> str:
         lambda m: f"\\frac{{{m.group(1).translate(_PLAIN_DIGITS)}}}{{{m.group(2).translate(_PLAIN_DIGITS)}}}", text)
     for symbol, latex in _UNICODE_SYMBOLS:
         text = text.replace(symbol, latex)
-    return _SQRT_SYMBOL.sub(lambda m: "\\sqrt{" + next(g for g in m.groups() if g is not None) + "}", text)
+    def root(match: re.Match[str]) -> str:
+        index = {"√": "", "∛": "[3]", "∜": "[4]"}[match.group(1)]
+        return f"\\sqrt{index}{{" + next(g for g in match.groups()[1:] if g is not None) + "}"
+
+    return _SQRT_SYMBOL.sub(root, text)
 
 
 def _trig_degrees_to_radians(text: str) -> str:
@@ -156,7 +164,7 @@ def canonical_answer(text: str) -> str:
     text = text.strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
-    text = _unicode_to_latex(text)
+    text = typeset_quantities(_unicode_to_latex(text))
     text = text.replace("\\$", "")  # a currency sign, before "$" is read as a math delimiter
     for token in _DELIMITERS:
         text = text.replace(token, "")
@@ -183,7 +191,7 @@ def canonical_answer(text: str) -> str:
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
-    text = _scaled_number(text) or _number_in_prose(text) or text
+    text = _scaled_number(text) or _number_in_prose(text) or spelled_number(text) or text
     return " ".join(text.split()).rstrip(".").strip()
 
 
@@ -256,7 +264,8 @@ def _repeating_decimal(text: str) -> ParsedNumber | None:
     """``0.\\overline{3}``, ``0.1\\bar{6}``, ``0.333\\ldots`` exactly; other digits before an ellipsis as truncated."""
     bar = _REPEATING_BAR.match(text)
     if bar is not None:
-        return ParsedNumber(_repeating_value(*bar.groups()), None, 0, False)
+        sign, whole, fixed, block, parenthesised = bar.groups()
+        return ParsedNumber(_repeating_value(sign, whole, fixed, block or parenthesised), None, 0, False)
     dots = _ELLIPSIS_DECIMAL.match(text)
     if dots is None or not (dots.group(2) or dots.group(3)):
         return None
@@ -339,10 +348,7 @@ def _fraction(text: str) -> ParsedNumber | None:
         match = _LATEX_FRACTION.match(text) or _SHORT_FRACTION.match(text)
         if match is None:
             return None
-        if len(match.groups()) == 4:
-            sign, whole, num, den = match.groups()
-        else:
-            (sign, num, den), whole = match.groups(), None
+        sign, whole, num, den = match.groups()
     if int(den) == 0:
         return None
     value = Fraction(int(num), int(den))

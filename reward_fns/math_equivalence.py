@@ -77,7 +77,7 @@ MAX_ANSWER_CHARS = 1000
 
 _OR = re.compile(r"\s+or\s+|\s*\\lor\s*|\s*\\vee\s*")
 _LIST_SEPARATOR = re.compile(r"\s+or\s+|\s+and\s+|\s*,\s*|\s*;\s*")
-_CHOICE = re.compile(r"^\(?([A-Ea-e])\)?(?:$|[\s.:)])")
+_CHOICE = re.compile(r"^(?:(?:option|choice)\s+)?\(?([A-Ea-e])\)?(?:$|[\s.:)])", re.IGNORECASE)
 _GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")

@@ -1,0 +1,90 @@
+"""Notations of a final answer rewritten into the forms :mod:`answer_normalize` reads.
+
+Used by :func:`~rewardsmith.reward_fns.answer_normalize.canonical_answer`:
+
+* :func:`typeset_quantities`: siunitx macros (``\\SI{5}{\\meter}``,
+  ``\\qty{12}{cm}``, ``\\num{1200}``, ``\\si{cm}``) become a number and a
+  ``\\text`` unit group; a temperature unit after a degree sign (``100°C``)
+  goes with the sign; unicode superscripts (``x²``, ``10⁻³``) become powers.
+* :func:`spelled_number`: what a model writes in words or with a suffix for a
+  number: fractions in words ("three quarters"), "a dozen", ordinals ("the
+  3rd", ``21^{st}``, "the third"), a mixed number with "and" ("2 and 1/2"),
+  and a base-n number with its digits in parentheses (``(1011)_2``).
+"""
+from __future__ import annotations
+
+import re
+
+_UNIT_BODY = r"((?:[^{}]|\{[^{}]*\})*)"
+_SI_QUANTITY = re.compile(r"\\(?:SI|qty)\s*\{([^{}]*)\}\s*\{" + _UNIT_BODY + r"\}")
+_SI_NUMBER = re.compile(r"\\num\s*\{([^{}]*)\}")
+_SI_UNIT = re.compile(r"\\(?:si|unit)\s*\{" + _UNIT_BODY + r"\}")
+# Unit words may hold only what a trailing \text unit group may hold.
+_NOT_UNIT_CHAR = re.compile(r"[^A-Za-z .^0-9/-]")
+_TEMPERATURE = re.compile(
+    r"(°|\^\s*\{\s*\\circ\s*\}|\^\s*\\circ)\s*(?:\\(?:text|mathrm)\s*\{\s*[CFK]\s*\}|[CFK](?![A-Za-z]))")
+_SUPERSCRIPT = re.compile(r"[⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+_SUPERSCRIPT_PLAIN = str.maketrans("⁺⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "+-0123456789")
+
+_SMALL = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+          "eight": 8, "nine": 9, "ten": 10}
+_DENOMINATORS = {"half": 2, "halve": 2, "third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6,
+                 "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+             "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13, "fourteenth": 14,
+             "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19,
+             "twentieth": 20}
+_WORD_FRACTION = re.compile(r"^(\w+)[\s-]+(\w+?)s?$")
+_DOZEN = re.compile(r"^(\w+)\s+dozen$")
+_ORDINAL_SUFFIX = re.compile(r"^(?:the\s+)?([+-]?\d+)\s*(?:\^\s*\{\s*(?:st|nd|rd|th)\s*\}|\^?(?:st|nd|rd|th))$")
+_ORDINAL_WORD = re.compile(r"^the\s+(\w+)$")
+_MIXED_WITH_AND = re.compile(r"^(\d+)\s+and\s+(\d+\s*/\s*\d+|\\frac\s*\{\d+\}\s*\{\d+\})$")
+_PARENTHESISED_BASE = re.compile(r"^\((\w+)\)(_\s*\{?\d+\}?)$")
+
+
+def _unit_group(unit: str) -> str:
+    words = _NOT_UNIT_CHAR.sub(" ", re.sub(r"\\([A-Za-z]+)", r" \1", unit))
+    words = " ".join(words.split())
+    return f"\\text{{ {words}}}" if words else ""
+
+
+def _quantity(match: re.Match[str]) -> str:
+    number, unit = match.group(1).strip(), match.group(2).strip()
+    if unit in ("\\percent", "%", "\\%"):
+        return f"{number}\\%"
+    if unit == "\\degree":
+        return f"{number}^\\circ"
+    return number + _unit_group(unit)
+
+
+def typeset_quantities(text: str) -> str:
+    """siunitx macros, temperature units and unicode superscripts rewritten (see the module docstring)."""
+    text = _SI_QUANTITY.sub(_quantity, text)
+    text = _SI_NUMBER.sub(lambda m: m.group(1).strip(), text)
+    text = _SI_UNIT.sub(lambda m: _unit_group(m.group(1)), text)
+    text = _TEMPERATURE.sub(lambda m: m.group(1), text)
+    return _SUPERSCRIPT.sub(lambda m: "^{" + m.group(0).translate(_SUPERSCRIPT_PLAIN) + "}", text)
+
+
+def spelled_number(text: str) -> str | None:
+    """The plain form of a number in words or with a suffix (see the module docstring), else ``None``."""
+    lowered = text.lower()
+    fraction = _WORD_FRACTION.match(lowered)
+    if fraction and fraction.group(1) in _SMALL and fraction.group(2) in _DENOMINATORS:
+        return f"\\frac{{{_SMALL[fraction.group(1)]}}}{{{_DENOMINATORS[fraction.group(2)]}}}"
+    dozen = _DOZEN.match(lowered)
+    if dozen and dozen.group(1) in _SMALL:
+        return str(12 * _SMALL[dozen.group(1)])
+    ordinal = _ORDINAL_SUFFIX.match(lowered)
+    if ordinal:
+        return ordinal.group(1)
+    word = _ORDINAL_WORD.match(lowered)
+    if word and word.group(1) in _ORDINALS:
+        return str(_ORDINALS[word.group(1)])
+    mixed = _MIXED_WITH_AND.match(text)
+    if mixed:
+        return f"{mixed.group(1)} {mixed.group(2)}" if "/" in mixed.group(2) else mixed.group(1) + mixed.group(2)
+    based = _PARENTHESISED_BASE.match(text)
+    if based:
+        return based.group(1) + based.group(2)
+    return None
