@@ -9,13 +9,15 @@ cgroup v1 the kernel charges them to ``memory.usage_in_bytes`` as well), so
 a run's cgroup limit is the run's ``memory_limit_MB``, whatever the memory
 is made of, and the cgroup's own OOM killer ends a run that goes past it.
 
-Each run gets a cgroup of its own (``run-PID-N``, made before the run and
-removed after it: ~50 us): what a run leaves charged when it is gone (socket
+Each run gets a cgroup of its own (``run-PID-N``): what a run leaves charged when it is gone (socket
 buffers of a network namespace the kernel tears down later, page cache of
 the files it read) stays with that run's removed cgroup and is never counted
 against the next run's limit, and the OOM counter read after a run is that
 run's alone. Programs join their run's cgroup as their first step; the
-template that forks them never does.
+template that forks them never does. Making and removing a cgroup costs the
+kernel ~0.4 ms of CPU, so the worker does both while a program runs, when it
+would only wait (``WorkerCgroups.tidy``): the next run's cgroup is made
+ahead, a finished run's is removed during the next run.
 
 The worker's directory sits under the server's own memory cgroup (so the
 server's limit, if any, still bounds the sum) and is named for the worker's
@@ -72,36 +74,63 @@ class WorkerCgroups:
         self._dir_fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         _remove_runs(path)  # what a previous worker with this uid left
         self._runs = 0
+        self._ready: RunCgroup | None = None  # the next run's, made ahead
+        self._finished: list[RunCgroup] = []  # runs over, their cgroups not yet removed
 
     def start_run(self, megabytes: int) -> "RunCgroup":
-        """A fresh cgroup limited to ``megabytes`` (memory and memory + swap) for one run."""
+        """A fresh cgroup, never used before, limited to ``megabytes`` (memory and memory + swap) for one run."""
+        run, self._ready = self._ready or self._make(), None
+        try:
+            run.set_limit(megabytes)
+        except BaseException:
+            run.remove()
+            raise
+        return run
+
+    def end_run(self, run: "RunCgroup") -> None:
+        """``run`` is over (its processes are gone): close its files; ``tidy`` removes the cgroup."""
+        run.close()
+        self._finished.append(run)
+
+    def tidy(self) -> None:
+        """Remove finished runs' cgroups and make the next run's; the worker calls it while a program runs."""
+        while self._finished:
+            self._finished.pop().remove()
+        if self._ready is None:
+            self._ready = self._make()
+
+    def _make(self) -> "RunCgroup":
         self._runs += 1
         # The pid too: a replaced worker never meets a run cgroup its predecessor could not remove.
-        return RunCgroup(self._dir_fd, f"run-{os.getpid()}-{self._runs}", self.hierarchy, megabytes)
+        return RunCgroup(self._dir_fd, f"run-{os.getpid()}-{self._runs}", self.hierarchy)
 
 
 class RunCgroup:
-    """One run's memory cgroup: the program joins through ``procs_fd``; ``close()`` removes it after the run."""
+    """One run's memory cgroup: the program joins through ``procs_fd``; ``remove()`` deletes it after the run."""
 
-    def __init__(self, dir_fd: int, name: str, hierarchy: str, megabytes: int):
+    def __init__(self, dir_fd: int, name: str, hierarchy: str):
         self._dir_fd, self.name, self.hierarchy = dir_fd, name, hierarchy
         os.mkdir(name, 0o755, dir_fd=dir_fd)
         self._fds = {}
-        self.limit_mb = megabytes
-        limit, memsw, _, _ = _FILES[hierarchy]
+        self.limit_mb = 0
         try:
             # Sent to the template with the run's other descriptors; the program's process joins through it.
             self.procs_fd = self._open("cgroup.procs", os.O_WRONLY)
-            value = str(megabytes << 20).encode()
-            # A fresh cgroup is unlimited; v1 keeps memory <= memory+swap, so the inner limit goes first.
-            os.write(self._open(limit, os.O_WRONLY), value)
-            try:
-                os.write(self._open(memsw, os.O_WRONLY), b"0" if hierarchy == "v2" else value)
-            except FileNotFoundError:
-                pass  # no swap accounting (or no swap): no memory+swap limit to keep in step
         except BaseException:
-            self.close()
+            self.remove()
             raise
+
+    def set_limit(self, megabytes: int) -> None:
+        """Limit memory, and memory + swap, to ``megabytes`` (once, before the program joins)."""
+        limit, memsw, _, _ = _FILES[self.hierarchy]
+        value = str(megabytes << 20).encode()
+        # A fresh cgroup is unlimited; v1 keeps memory <= memory+swap, so the inner limit goes first.
+        os.write(self._open(limit, os.O_WRONLY), value)
+        try:
+            os.write(self._open(memsw, os.O_WRONLY), b"0" if self.hierarchy == "v2" else value)
+        except FileNotFoundError:
+            pass  # no swap accounting (or no swap): no memory+swap limit to keep in step
+        self.limit_mb = megabytes
 
     def _open(self, file: str, flags: int = os.O_RDONLY) -> int:
         """This cgroup's ``file``, opened once (the files a short run never reads are never opened)."""
@@ -138,10 +167,14 @@ class RunCgroup:
         return usage >= (self.limit_mb << 20) * 15 // 16
 
     def close(self) -> None:
-        """Close the files and remove the cgroup (its processes are gone; leftover charges go with it)."""
+        """Close the cgroup's files."""
         for fd in self._fds.values():
             os.close(fd)
         self._fds = {}
+
+    def remove(self) -> None:
+        """Close the files and remove the cgroup (its processes are gone; leftover charges go with it)."""
+        self.close()
         # EBUSY: without a PID namespace an escaped daemon may still be in it; the next worker removes it.
         with contextlib.suppress(OSError):
             os.rmdir(self.name, dir_fd=self._dir_fd)

@@ -17,7 +17,7 @@ For every job it:
 1. mounts a fresh size- and inode-capped tmpfs on /tmp (in its own mount
    namespace, which the template shares) and writes the job's files to
    /tmp/work;
-2. makes the run's own memory cgroup and has the template fork the
+2. limits the run's own fresh memory cgroup and has the template fork the
    program's process straight into new network, mount, PID, IPC and UTS
    namespaces (one ``clone``), as this process's child: PID 1 of its
    namespace (an exec'd program runs as PID 2 under an init that reports
@@ -25,15 +25,16 @@ For every job it:
    resource limits and an unprivileged uid (and the seccomp filter,
    inherited), it runs the program — Python source executed in-process
    (the warm path), or ``execve`` of an argv (bash, C++, the spawn path);
-3. reads stdout/stderr while it runs, caps them, and enforces the
+3. while it runs, removes the previous run's cgroup and makes the next
+   one's (``WorkerCgroups.tidy``), reads stdout/stderr, caps them, and enforces the
    wall-clock deadline by SIGKILL to PID 1, which makes the kernel kill
    everything else in the namespace (daemons included), whether or not
    the program closed its pipes; a run that thrashes at its memory limit
    (``cgroups.ThrashWatch``) is killed the same way, at once;
 4. reaps it (status, CPU time, OOM kills), reads the requested files below
    the work dir's descriptor opened before the run, without following
-   symlinks and with the run's uid, up to the job's byte budget, removes the
-   run's cgroup and unmounts the run's tmpfs.
+   symlinks and with the run's uid, up to the job's byte budget, and
+   unmounts the run's tmpfs.
 """
 from __future__ import annotations
 
@@ -192,7 +193,7 @@ class Worker:
             return self._run_in_cgroup(job, spec, work_fd, run_cgroup)
         finally:
             if run_cgroup is not None:
-                run_cgroup.close()
+                self.cgroup.end_run(run_cgroup)
 
     def _run_in_cgroup(self, job: dict, spec: dict, work_fd: int | None,
                        run_cgroup: cgroups.RunCgroup | None) -> dict:
@@ -209,6 +210,8 @@ class Worker:
                 for fd in (stdin_fd, out_w, err_w):
                     os.close(fd)
             started = time.monotonic()
+            if run_cgroup is not None:
+                self.cgroup.tidy()  # while the program runs: the worker would only wait
             watch = None if run_cgroup is None else cgroups.ThrashWatch(run_cgroup)
             try:
                 captured = self._supervise(job, pid, started, out_r, err_r, watch)
