@@ -73,7 +73,10 @@ def read_script(path: Path) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- tiny stand-ins
 
 def _rows_for(kind: str, split: str) -> list[dict]:
-    """Two rows in verl's schema of the data source(s) verl's preprocessing writes for ``kind``."""
+    """Rows in verl's schema with the data source(s) verl's preprocessing writes for ``kind``.
+
+    16 train rows (more than any substituted batch, DAPO's generation batch included), 4 test rows.
+    """
     gsm8k = ("Ann has {a} pens and gets {b} more. How many pens? "
              "Let's think step by step and output the final answer after \"####\".")
     math_q = "What is ${a}+{b}$? Let's think step by step and output the final answer within \\boxed{{}}."
@@ -81,14 +84,15 @@ def _rows_for(kind: str, split: str) -> list[dict]:
             "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\nWhat is {a}+{b}?\n\n"
             "Remember to put your answer on its own line after \"Answer:\"")
     rows = []
-    for i, (a, b) in enumerate(((3, 4), (5, 6))):
+    for i in range(16 if split == "train" else 4):
+        a, b = 3 + i, 4 + 2 * i
         if kind == "gsm8k":
             source, ability, style, prompt, truth = "openai/gsm8k", "math", "rule", gsm8k, str(a + b)
         elif kind == "math":
             source, ability, style, prompt, truth = "DigitalLearningGmbH/MATH-lighteval", "math", "rule", math_q, str(a + b)
         elif kind in ("dapo", "aime"):
             source, ability, style, prompt, truth = "math_dapo", "MATH", "rule-lighteval/MATH_v2", dapo, str(a + b)
-        elif kind == "eurus" and i == 0:
+        elif kind == "eurus" and i % 2 == 0:
             source, ability, style, prompt, truth = ("numina_olympiads", "math", "rule",
                                                      math_q, str(a + b))
         elif kind == "eurus":
