@@ -1,7 +1,7 @@
 """verl's launch scripts (tests/data/verl_scripts) through ``rewardsmith train`` via benchmarks/verl_corpus.py.
 
-The fast tests check the corpus and the runner's substitutions; the slow one
-runs every script for one step. A script that does not pass yet is listed in
+The fast tests check the corpus and the runner's substitutions and run one
+script (the CI subset); the slow one runs every script for one step. A script that does not pass yet is listed in
 EXPECTED_FAILURES with the first error line it stopped at (measured
 2026-11-25, before the verl-key branches landed): as they land, a script that
 now passes makes its strict xfail fail, and comes off the list.
@@ -94,14 +94,29 @@ def test_first_error_line_prefers_the_error_line():
     assert verl_corpus.first_error_line("Traceback\n  File x\nValueError: bad\n") == "ValueError: bad"
 
 
+def _run_runner(work: Path, *names: str, timeout: float = 1500) -> dict[str, dict]:
+    """The runner's rows (``--json``) for these scripts, or the whole corpus when none are named."""
+    only = ["--only", *names] if names else []
+    proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--timeout", "120", "--workdir", str(work), *only],
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    return {row["script"]: row for row in json.loads(proc.stdout)}
+
+
+# The fast subset (CI): one plain GRPO-family script, a few seconds.
+FAST_SCRIPT = "rloo_qwen2_7b"
+
+
+@pytest.mark.xfail(FAST_SCRIPT in EXPECTED_FAILURES, strict=True, reason=EXPECTED_FAILURES.get(FAST_SCRIPT, ""))
+def test_fast_subset_trains(tmp_path):
+    row = _run_runner(tmp_path, FAST_SCRIPT, timeout=300)[FAST_SCRIPT]
+    assert row["passed"], f"{FAST_SCRIPT}: {row['error']} (log: {row['log']})"
+
+
 @pytest.fixture(scope="module")
 def corpus_rows(tmp_path_factory) -> dict[str, dict]:
     """Every script run once by the runner (one process per script, one step each)."""
-    work = tmp_path_factory.mktemp("verl_corpus")
-    proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--timeout", "120", "--workdir", str(work)],
-                          capture_output=True, text=True, timeout=1500)
-    assert proc.stdout.strip(), proc.stderr[-3000:]
-    return {row["script"]: row for row in json.loads(proc.stdout)}
+    return _run_runner(tmp_path_factory.mktemp("verl_corpus"))
 
 
 @pytest.mark.slow
