@@ -1,0 +1,307 @@
+"""verl's own launch scripts through ``rewardsmith train``: which run, which stop, and where.
+
+The corpus is ``tests/data/verl_scripts/<name>.txt``: the overrides of a launch
+script from verl's ``examples/`` or ``recipe/`` (source path and commit in its
+header), one ``key=value`` per line exactly as the script passes them. Each is
+run as ``rewardsmith train <overrides>`` in a process of its own, with ONLY
+these substitutions (everything else goes through as written):
+
+- model paths (``actor_rollout_ref.model.path``, ``critic.model.path``) -> a tiny
+  random-weight Qwen2 policy with a character tokenizer, saved here;
+  ``reward_model.model.path`` -> a tiny one-output sequence classifier;
+- data files -> tiny parquet in verl's schema with the data sources verl's
+  preprocessing writes to that file (gsm8k, MATH, DAPO-Math-17k, AIME-2024, Eurus-2-RL);
+  a ``custom_reward_function.path`` of the recipe -> its copy under ``files/``;
+- GPU/node counts -> ``trainer.n_gpus_per_node=1``, ``trainer.nnodes=1``, and the
+  devices one model is split over (``*tensor_model_parallel_size``,
+  ``*ulysses_sequence_parallel_size``, a positive ``fsdp_config.fsdp_size``) -> 1;
+- batch sizes -> small (prompt batch 4, mini-batch 2, micro-batches 2; a DAPO
+  generation batch keeps its ratio to the prompt batch);
+- sequence lengths -> CPU-sized (prompt 320, response 16 tokens); the keys derived
+  from them (token budgets, ``max_num_batched_tokens``, overlong buffers) keep the
+  script's ratio to them;
+- ``trainer.total_training_steps`` -> 1; ``trainer.default_local_dir`` -> a
+  folder of the run (set for every script, so no run writes outside it).
+
+Loggers stay as written and log offline: ``WANDB_MODE=offline`` with
+``WANDB_DIR``, ``MLFLOW_TRACKING_URI=file:...``, ``SWANLAB_MODE=local``, all
+under the run's folder.
+
+Usage: ``python benchmarks/verl_corpus.py [--only NAME ...] [--json]
+[--timeout 300] [--workdir DIR]``. Prints a table (script, pass/fail, seconds,
+first error line); ``--json`` prints the rows as JSON instead. Exit status 0
+when every script run passed, else 1.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "verl_scripts"
+PROMPT_LEN, RESPONSE_LEN = 320, 16
+TRAIN_BATCH, MINI_BATCH, MICRO_BATCH = 4, 2, 2
+POLICY_KEYS = ("actor_rollout_ref.model.path", "critic.model.path")
+DATA_KEYS = ("data.train_files", "data.val_files")
+# Keys whose value is a token budget sized from prompt + response length.
+TOKEN_BUDGET_SUFFIXES = ("max_token_len_per_gpu", "rollout.max_num_batched_tokens")
+# GPU counts: the devices one model or rollout is split over (1 here; fsdp_size=-1, "all ranks", stays).
+PARALLEL_SUFFIXES = ("tensor_model_parallel_size", "ulysses_sequence_parallel_size", "fsdp_config.fsdp_size")
+OVERLONG_LEN_KEYS = ("reward_model.overlong_buffer.len", "reward_model.reward_kwargs.overlong_buffer_cfg.len")
+
+
+def read_script(path: Path) -> list[tuple[str, str]]:
+    """The ``(key, value)`` overrides of one corpus file, in order (comment lines skipped)."""
+    pairs = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ValueError(f"{path.name}:{number}: not key=value: {line!r}")
+        pairs.append((key, value))
+    return pairs
+
+
+# --------------------------------------------------------------------------- tiny stand-ins
+
+def _rows_for(kind: str, split: str) -> list[dict]:
+    """Rows in verl's schema with the data source(s) verl's preprocessing writes for ``kind``.
+
+    16 train rows (more than any substituted batch, DAPO's generation batch included), 4 test rows.
+    """
+    gsm8k = ("Ann has {a} pens and gets {b} more. How many pens? "
+             "Let's think step by step and output the final answer after \"####\".")
+    math_q = "What is ${a}+{b}$? Let's think step by step and output the final answer within \\boxed{{}}."
+    dapo = ("Solve the following math problem step by step. The last line of your response should be of the form "
+            "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\nWhat is {a}+{b}?\n\n"
+            "Remember to put your answer on its own line after \"Answer:\"")
+    rows = []
+    for i in range(16 if split == "train" else 4):
+        a, b = 3 + i, 4 + 2 * i
+        if kind == "gsm8k":
+            source, ability, style, prompt, truth = "openai/gsm8k", "math", "rule", gsm8k, str(a + b)
+        elif kind == "math":
+            source, ability, style, prompt, truth = "DigitalLearningGmbH/MATH-lighteval", "math", "rule", math_q, str(a + b)
+        elif kind in ("dapo", "aime"):
+            source, ability, style, prompt, truth = "math_dapo", "MATH", "rule-lighteval/MATH_v2", dapo, str(a + b)
+        elif kind == "eurus" and i % 2 == 0:
+            source, ability, style, prompt, truth = ("numina_olympiads", "math", "rule",
+                                                     math_q, str(a + b))
+        elif kind == "eurus":
+            source, ability, style = "codecontests", "code", "rule"
+            prompt = "Read two integers and print their sum.\n\nWrite Python code to solve the problem."
+            truth = json.dumps({"inputs": [f"{a} {b}\n"], "outputs": [f"{a + b}\n"]})
+        else:
+            raise ValueError(kind)
+        rows.append({"data_source": source, "prompt": [{"role": "user", "content": prompt.format(a=a, b=b)}],
+                     "ability": ability, "reward_model": {"style": style, "ground_truth": truth},
+                     "extra_info": {"split": split, "index": i}})
+    return rows
+
+
+def data_kind(path: str) -> str:
+    """Which verl data set a script's data path names (by the file and folder names verl's scripts use)."""
+    low = path.lower()
+    for needle, kind in (("gsm8k", "gsm8k"), ("dapo-math", "dapo"), ("aime", "aime"), ("eurus", "eurus"),
+                         ("your_train_file", "dapo"), ("/math/", "math")):
+        if needle in low:
+            return kind
+    raise ValueError(f"no tiny stand-in for data file {path!r}: add its data set to benchmarks/verl_corpus.py")
+
+
+def build_assets(work: Path) -> dict[str, Path]:
+    """Save the tiny policy, reward model and tokenizer under ``work`` (once; reused by every script)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, Qwen2Config
+
+    from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+
+    assets = {"policy": work / "tiny_policy", "reward_model": work / "tiny_rm", "data": work / "data"}
+    if (assets["reward_model"] / "config.json").exists():
+        return assets
+    tokenizer = build_char_tokenizer()
+    # Head size 32: the smallest vLLM's CPU attention supports (the scripts roll out with vLLM).
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
+                         tie_word_embeddings=True, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, num_labels=1)
+    torch.manual_seed(0)
+    for key, cls in (("policy", AutoModelForCausalLM), ("reward_model", AutoModelForSequenceClassification)):
+        cls.from_config(config).save_pretrained(assets[key])
+        tokenizer.save_pretrained(assets[key])
+    return assets
+
+
+def data_file(assets: dict[str, Path], path: str, split: str) -> str:
+    """The tiny parquet standing in for one of the script's data files (written on first use)."""
+    from rewardsmith.common.rows import write_rows
+
+    kind = data_kind(path)
+    local = assets["data"] / f"{kind}_{split}.parquet"
+    if not local.exists():
+        write_rows(local, _rows_for(kind, split))
+    return str(local)
+
+
+# --------------------------------------------------------------------------- substitutions
+
+def _paths(value: str) -> list[str]:
+    """A data-files value as the list of paths it names (one path, or a list in Hydra/Python syntax)."""
+    value = value.strip()
+    if not value.startswith("["):
+        return [value]
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        parsed = [p.strip().strip("'\"") for p in value[1:-1].split(",")]
+    return [str(p) for p in parsed]
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def substitute(pairs: list[tuple[str, str]], assets: dict[str, Path], run_dir: Path,
+               script_dir: Path = CORPUS) -> list[str]:
+    """The script's overrides with only the allowed substitutions applied (see the module docstring)."""
+    given = {k.lstrip("+"): v for k, v in pairs}
+    orig_prompt = _int(given.get("data.max_prompt_length", "")) or 1024
+    orig_response = _int(given.get("data.max_response_length", "")) or 1024
+    orig_train = _int(given.get("data.train_batch_size", "")) or TRAIN_BATCH
+    out = []
+    for raw_key, value in pairs:
+        key = raw_key.lstrip("+")
+        number = _int(value)
+        if key in POLICY_KEYS:
+            value = str(assets["policy"])
+        elif key == "reward_model.model.path":
+            value = str(assets["reward_model"])
+        elif key in DATA_KEYS:
+            split = "train" if key == "data.train_files" else "test"
+            locals_ = [data_file(assets, p, split) for p in _paths(value)]
+            value = locals_[0] if not value.strip().startswith("[") else "[" + ",".join(locals_) + "]"
+        elif key == "custom_reward_function.path":
+            value = str(script_dir / "files" / Path(value).relative_to(Path(value).parts[0]))
+        elif key in ("trainer.n_gpus_per_node", "trainer.nnodes") or key.endswith(PARALLEL_SUFFIXES):
+            value = "1"
+        elif key == "trainer.default_local_dir":
+            value = str(run_dir / "checkpoints")
+        elif key == "trainer.total_training_steps":
+            value = "1"
+        elif key == "data.max_prompt_length":
+            value = str(PROMPT_LEN)
+        elif key in ("data.max_response_length", "reward_model.reward_kwargs.max_resp_len"):
+            value = str(RESPONSE_LEN)
+        elif number is not None and number > 0:
+            value = _scaled(key, number, orig_prompt, orig_response, orig_train, value)
+        out.append(f"{raw_key}={value}")
+    for key, value in (("trainer.total_training_steps", "1"), ("trainer.default_local_dir", str(run_dir / "checkpoints"))):
+        if key not in given:
+            out.append(f"{key}={value}")
+    return out
+
+
+def _scaled(key: str, number: int, orig_prompt: int, orig_response: int, orig_train: int, value: str) -> str:
+    """A batch size or length-derived key at CPU size, keeping the script's ratio where it has one."""
+    if key == "data.train_batch_size":
+        return str(TRAIN_BATCH)
+    if key == "data.gen_batch_size":
+        return str(max(TRAIN_BATCH, round(number / orig_train * TRAIN_BATCH)))
+    if key.endswith("ppo_mini_batch_size"):
+        return str(MINI_BATCH)
+    if key.endswith("micro_batch_size_per_gpu") or key.endswith("micro_batch_size"):
+        return str(MICRO_BATCH)
+    if key.endswith(TOKEN_BUDGET_SUFFIXES):
+        return str(math.ceil(number / (orig_prompt + orig_response) * (PROMPT_LEN + RESPONSE_LEN)))
+    if key in OVERLONG_LEN_KEYS:
+        return str(max(1, round(number / orig_response * RESPONSE_LEN)))
+    if key == "reward_model.rollout.prompt_length":
+        return str(PROMPT_LEN + RESPONSE_LEN)
+    if key == "reward_model.rollout.response_length":
+        return str(RESPONSE_LEN)
+    return value
+
+
+# --------------------------------------------------------------------------- running
+
+def first_error_line(output: str) -> str:
+    """The line that says why a run stopped: the first ``error:`` line, else the last line of a traceback."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("error:") or line.startswith("rewardsmith train: error"):
+            return line
+    return lines[-1] if lines else ""
+
+
+def run_script(name: str, assets: dict[str, Path], work: Path, timeout: float) -> dict:
+    """Run one corpus script; its row: name, passed, seconds, first error line, log path."""
+    run_dir = work / "runs" / name
+    # A fresh folder: verl's scripts resume from the latest checkpoint they find (trainer.resume_mode=auto).
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    overrides = substitute(read_script(CORPUS / f"{name}.txt"), assets, run_dir)
+    (run_dir / "overrides.txt").write_text("\n".join(overrides) + "\n")
+    env = dict(os.environ, WANDB_MODE="offline", WANDB_DIR=str(run_dir), WANDB_SILENT="true",
+               MLFLOW_TRACKING_URI=f"file:{run_dir / 'mlruns'}", SWANLAB_MODE="local",
+               SWANLAB_LOG_DIR=str(run_dir / "swanlog"), OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    command = [str(Path(sys.executable).with_name("rewardsmith")), "train", *overrides]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=run_dir, env=env)
+        output, passed = proc.stdout + proc.stderr, proc.returncode == 0
+        error = "" if passed else first_error_line(proc.stderr) or f"exit status {proc.returncode}"
+    except subprocess.TimeoutExpired as exc:
+        output = (exc.stdout or b"").decode(errors="replace") + (exc.stderr or b"").decode(errors="replace")
+        passed, error = False, f"timed out after {timeout:g} s"
+    (run_dir / "train.log").write_text(output)
+    return {"script": name, "passed": passed, "seconds": round(time.perf_counter() - start, 1),
+            "error": error, "log": str(run_dir / "train.log")}
+
+
+def script_names() -> list[str]:
+    """Every script of the corpus, by name."""
+    return sorted(p.stem for p in CORPUS.glob("*.txt"))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these scripts")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per script")
+    parser.add_argument("--workdir", type=Path, help="where models, data and runs go (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    names = script_names()
+    unknown = sorted(set(args.only or ()) - set(names))
+    if unknown:
+        parser.error(f"no such script(s) in {CORPUS}: {', '.join(unknown)}")
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="verl_corpus_"))
+    assets = build_assets(work)
+    rows = []
+    if not args.json:
+        print("| script | result | seconds | first error line |\n|---|---|---|---|")
+    for name in args.only or names:
+        rows.append(run_script(name, assets, work, args.timeout))
+        if not args.json:
+            row = rows[-1]
+            print(f"| {name} | {'pass' if row['passed'] else 'FAIL'} | {row['seconds']:.0f} | {row['error']} |", flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"\n{sum(r['passed'] for r in rows)} of {len(rows)} passed (logs under {work / 'runs'})")
+    return 0 if all(r["passed"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
