@@ -148,7 +148,7 @@ class PPOTrainer:
         self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
         try:
             if self.reward_manager is not None:
-                # Mistakes in the rows (no scorer, unknown style, a judge template field a
+                # Mistakes in the rows (no scorer, a model row without a model, a judge template field a
                 # row lacks) fail now, naming the row, not in the middle of training.
                 for dataset in (self.train_set, self.val_set):
                     if dataset is not None:

@@ -56,7 +56,9 @@ class ScoringPlan:
 
     1. ``reward_model.components``: the components of the first matching data_source pattern;
     2. a ``style: model`` row: the model of ``reward_model.model_scorer`` (or the only one configured);
-    3. a ``style: rule`` row: its scorers, in this order of precedence:
+    3. any other row (``style: rule``, or a style such as DAPO-Math-17k's ``rule-lighteval/MATH_v2``:
+       verl 0.9.1 never reads the style, so every row it does not give a model is a rule row):
+       its scorers, in this order of precedence:
        ``reward_model.scorer`` (or ``rewardsmith score --scorer``) for every row;
        ``custom_reward_function.path``, the user's function for every row, as in verl;
        ``reward_model.scorer_weights``, several weighted scorers for matching data sources;
@@ -150,9 +152,9 @@ class ScoringPlan:
 
     # -- components per row ---------------------------------------------------------------
     def components_for(self, data_source: str, style: str) -> list[Component]:
-        """The components of a row; raises :class:`RewardError` naming what is missing."""
-        if style not in ("rule", "model"):
-            raise RewardError(f"reward_model.style is {style!r}; expected 'rule' or 'model'")
+        """The components of a row; raises :class:`RewardError` naming what is missing.
+
+        Only ``style == "model"`` asks for a model; every other style is a rule row, as in verl."""
         pattern = Registry.match_key(data_source, list(self._components))
         if pattern is not None:
             key = (pattern, data_source)
@@ -223,7 +225,7 @@ class ScoringPlan:
                 raise NotRegistered(f"dataset row data_source '{source}': {exc}") from None
 
     def check_rows(self, data_sources: list[str], styles: list[str]) -> None:
-        """Fail now, naming the first row that has no components (unknown style, scorer or model)."""
+        """Fail now, naming the first row that has no components (no scorer, or a model row without a model)."""
         seen: set[tuple[str, str]] = set()
         for i, (source, style) in enumerate(zip(data_sources, styles)):
             if (source, style) in seen:

@@ -150,6 +150,18 @@ def test_model_style_rows_go_to_a_model_only_when_model_scoring_is_on(make_confi
             manager(batch_of(["1"], sources=["openai/gsm8k"], styles=["model"]))
 
 
+def test_verl_rule_styles_such_as_dapo_math_17k_are_rule_rows(make_config):
+    # DAPO-Math-17k rows carry style 'rule-lighteval/MATH_v2'; verl never reads the style and scores
+    # them with its rule scorer, so they go to their data_source's scorer here, like 'rule' rows.
+    solutions = ["Answer: 34", "Answer: 35", "Answer: 34"]
+    styles = ["rule-lighteval/MATH_v2", "rule-lighteval/MATH_v2", "rule"]
+    with build_reward_manager(make_config().reward_settings()) as manager:
+        manager.check_rows(batch_of(solutions, ["34"] * 3, ["math_dapo"] * 3, styles=styles))
+        out = manager(batch_of(solutions, ["34"] * 3, ["math_dapo"] * 3, styles=styles))
+    assert out.scores.tolist() == [1.0, -1.0, 1.0]
+    assert out.extra_info["reward_status"] == ["ok"] * 3
+
+
 def test_token_level_scores_sit_on_last_valid_token(make_config):
     mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0], [0, 0, 0, 0]])
     placed = token_level_scores(torch.tensor([0.5, -1.0, 2.0]), mask)

@@ -6,7 +6,7 @@ import torch
 
 from model_scoring_helpers import save_random_rm
 
-from rewardsmith.common.errors import ConfigError, RewardError
+from rewardsmith.common.errors import ConfigError, NotRegistered, RewardError
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.config import RewardModelPathConfig
 from rewardsmith.plugins.factory import build_reward_manager
@@ -111,7 +111,8 @@ def test_model_rows_need_model_scoring_turned_on(rm_path, make_config):
             manager(batch)
         with pytest.raises(RewardError, match=r"dataset row 1: .*reward_model.enable is false"):
             manager.check_rows(batch)
-        with pytest.raises(RewardError, match=r"row 0: reward_model.style is 'modle'"):
+        # only style 'model' asks for a model: verl reads no other style, so any other is a rule row
+        with pytest.raises(NotRegistered, match=r"row 0: no scorer for data_source 'x'"):
             manager(RewardBatch(["x"], ["y"], [None], styles=["modle"]))
     # a path that would be used only with enable=true is not silently half-used
     with pytest.raises(ConfigError, match="reward_model.enable is true but no model is configured"):
