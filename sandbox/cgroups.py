@@ -126,10 +126,9 @@ class RunCgroup:
         value = str(megabytes << 20).encode()
         # A fresh cgroup is unlimited; v1 keeps memory <= memory+swap, so the inner limit goes first.
         os.write(self._open(limit, os.O_WRONLY), value)
-        try:
+        # Without swap accounting (or swap) there is no memory+swap limit to keep in step.
+        with contextlib.suppress(FileNotFoundError):
             os.write(self._open(memsw, os.O_WRONLY), b"0" if self.hierarchy == "v2" else value)
-        except FileNotFoundError:
-            pass  # no swap accounting (or no swap): no memory+swap limit to keep in step
         self.limit_mb = megabytes
 
     def _open(self, file: str, flags: int = os.O_RDONLY) -> int:

@@ -179,13 +179,10 @@ def default_signals(keep: tuple[int, ...] = ()) -> None:
     signals, would otherwise hand them to every program, and CPython itself
     ignores SIGPIPE and SIGXFSZ (a pipeline writer would spin instead of dying).
     """
-    for signum in range(1, _KERNEL_NSIG + 1):
-        if signum in (signal.SIGKILL, signal.SIGSTOP) or signum in keep:
-            continue
-        try:
+    numbers = range(1, _KERNEL_NSIG + 1) if _SYS_RT_SIGACTION is not None else signal.valid_signals()
+    for signum in numbers:
+        if signum not in (signal.SIGKILL, signal.SIGSTOP) and signum not in keep:
             set_signal_disposition(signum, 0)
-        except (OSError, ValueError):
-            pass  # a number this platform has no signal for
     if _SYS_RT_SIGPROCMASK is None:
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         return
