@@ -28,6 +28,7 @@ from rewardsmith.common.redaction import redact_config, redact_url
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.config import RewardSettings
 from rewardsmith.plugins.managers.base import RewardManager
+from rewardsmith.plugins.registry import PluginInfo, Registry
 from rewardsmith.plugins.scoring_plan import Component
 
 # Beside ``<output>`` (score) or in ``trainer.rollout_data_dir`` (training).
@@ -90,6 +91,15 @@ def source_hash(fn: Any) -> tuple[Optional[str], Optional[str]]:
     return file, digest(Path(file).read_bytes())
 
 
+def claimant(registry: Registry, obj: Any) -> Optional[PluginInfo]:
+    """The plugin that registered ``obj`` (a scorer function or a manager class); None for a custom function.
+
+    Read from the registry's claims, the only record of who registered what; kept here, not in
+    the registry, which stays the small plugin core that authors read."""
+    tables = (registry._scorers, registry._managers)  # noqa: SLF001
+    return next((c.plugin for table in tables for claims in table.values() for c in claims if c.obj is obj), None)
+
+
 class Receipts:
     """Builds the receipts of one manager's samples; ``run`` is the per-run part (config hash and file)."""
 
@@ -99,7 +109,7 @@ class Receipts:
         self.registry = manager.plan.registry
         self.rm = manager.settings.reward_model
         self._origins: dict[int, dict[str, Any]] = {}
-        owner = self.registry.claimant(type(manager))
+        owner = claimant(self.registry, type(manager))
         self._manager = {"name": manager.name, **_plugin_fields(owner)}
 
     def for_batch(self, batch: RewardBatch, extra_info: dict[str, list]) -> list[dict[str, Any]]:
@@ -130,7 +140,7 @@ class Receipts:
     def _origin(self, fn: Any) -> dict[str, Any]:
         """Who provided a scorer: the plugin that registered it, else (a custom function) its file and hash."""
         if id(fn) not in self._origins:
-            owner = self.registry.claimant(fn)
+            owner = claimant(self.registry, fn)
             if owner is not None:
                 self._origins[id(fn)] = _plugin_fields(owner)
             else:

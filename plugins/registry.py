@@ -140,15 +140,6 @@ class Registry:
         claims = [self._resolve(self._attacks, "attack family", name) for name in sorted(self._attacks)]
         return [(c.name, c.obj) for c in claims if any(fnmatch.fnmatchcase(data_source, p) for p in c.data_sources)]
 
-    def claimant(self, obj: Any) -> Optional[PluginInfo]:
-        """The plugin that registered ``obj`` (a scorer function or a manager class), or None (a custom function)."""
-        for table in (self._scorers, self._managers):
-            for claims in table.values():
-                for claim in claims:
-                    if claim.obj is obj:
-                        return claim.plugin
-        return None
-
     def reward_manager(self, name: str) -> type:
         """The reward manager class registered as ``name``."""
         return self._lookup(self._managers, "reward manager", name, " (reward_model.reward_manager)")
