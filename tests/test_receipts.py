@@ -149,3 +149,30 @@ def test_reproduce_needs_a_scored_file(tmp_path):
         from rewardsmith.commands.reproduce import recorded
         recorded(read_rows(src), str(src))
     assert main(["score", "--reproduce", str(src)]) == 2
+
+
+def test_training_rollout_dump_carries_receipts_that_reproduce(tmp_path, capsys):
+    from core_helpers import DIGITS_REWARD, tiny_config
+
+    from rewardsmith.core.trainer import PPOTrainer
+
+    dump = tmp_path / "rollouts"
+    config = tiny_config(tmp_path, f"trainer.rollout_data_dir={dump}", "algorithm.adv_estimator=grpo")
+    trainer = PPOTrainer(config)
+    try:
+        trainer.global_step = 2
+        trainer.make_experience(next(iter(trainer.loader)))
+    finally:
+        trainer.close()
+    records = read_rows(dump / "2.jsonl")
+    receipt = records[0]["receipt"]
+    assert all(r["receipt"]["components"] == receipt["components"] for r in records)
+    assert receipt["manager"]["name"] == config.reward_model.reward_manager
+    assert receipt["components"][0]["file_hash"] == digest(DIGITS_REWARD.encode())
+    assert receipt["config_file"] == str(dump / "reward_config.yaml")
+    loaded = load_config(Config, dump / "reward_config.yaml")
+    assert config_hash(reward_config(loaded.reward_settings(), loaded.data)) == receipt["config_hash"]
+    # The dump re-scores as it was scored in training.
+    capsys.readouterr()
+    assert main(["score", "--reproduce", str(dump / "2.jsonl")]) == 0
+    assert f"reproduced {len(records)} of {len(records)} samples" in capsys.readouterr().out
