@@ -15,7 +15,6 @@ The reward-side config is written once per run (``reward_model``,
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import inspect
 import json
 from pathlib import Path
@@ -70,14 +69,6 @@ def write_reward_config(tree: dict[str, Any], path: Path) -> None:
     """Write the reward-side config ``tree`` to ``path`` as YAML (a config file ``--config`` reads)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(tree, sort_keys=False))
-
-
-def distribution_version(name: str) -> Optional[str]:
-    """The installed version of distribution ``name``, or None when it is not installed."""
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def source_hash(fn: Any) -> tuple[Optional[str], Optional[str]]:
