@@ -24,8 +24,10 @@ import yaml
 
 from rewardsmith.common.config import to_dict
 from rewardsmith.common.redaction import redact_config, redact_url
-from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.batch import RewardBatch, RewardOutput
 from rewardsmith.plugins.config import RewardSettings
+from rewardsmith.plugins.executors import Progress
+from rewardsmith.plugins.factory import build_reward_manager
 from rewardsmith.plugins.managers.base import RewardManager
 from rewardsmith.plugins.registry import PluginInfo, Registry
 from rewardsmith.plugins.scoring_plan import Component
@@ -80,6 +82,17 @@ def source_hash(fn: Any) -> tuple[Optional[str], Optional[str]]:
     if not file or not Path(file).is_file():
         return None, None
     return file, digest(Path(file).read_bytes())
+
+
+def score_with_receipts(settings: RewardSettings, batch: RewardBatch, run: dict[str, str],
+                        progress: Optional[Progress] = None) -> tuple[RewardOutput, list[dict[str, Any]]]:
+    """Score ``batch`` with the manager ``settings`` configure (rows checked first, as in training);
+    returns its output and each sample's receipt, whose run part is ``run`` (:func:`run_receipt`)."""
+    with build_reward_manager(settings) as manager:
+        manager.check_rows(batch)
+        manager.check_data_sources(batch.data_sources)
+        out = manager(batch, progress=progress)
+        return out, Receipts(manager, run).for_batch(batch, out.extra_info)
 
 
 def claimant(registry: Registry, obj: Any) -> Optional[PluginInfo]:

@@ -15,6 +15,7 @@ from rewardsmith.common.rows import read_rows, write_rows
 from rewardsmith.core.schema import Config
 from rewardsmith.plugins import loader as plugin_host
 from rewardsmith.plugins.receipts import config_hash, digest, reward_config
+from rewardsmith.reproduce import recorded, reproduce_rows
 
 PROMPT = [{"role": "user", "content": "q"}]
 
@@ -117,6 +118,11 @@ def test_reproduce_reports_a_changed_plugin_version(tmp_path, installed_plugins,
     assert ("changed: component 'rcpt_scorer' (scorer 'rcpt_scorer'): plugin fake-rcpt-plugin 1.0 when scored, "
             "fake-rcpt-plugin 2.0 installed now") in out
     assert "differs: row 0 (fake/rcpt): 1 when scored, 0.25 now" in out
+    # The same from Python.
+    scored = tmp_path / "scored.jsonl"
+    report = reproduce_rows(read_rows(scored), scored)
+    assert report.differ == [{"row": 0, "response": None, "data_source": "fake/rcpt", "recorded": 1.0, "now": 0.25}]
+    assert [line for line in report.changes if "fake-rcpt-plugin 2.0" in line] and report.samples == 1
 
 
 def judge_reply(path, body, headers):
@@ -142,13 +148,19 @@ def test_judge_receipt_names_model_template_and_cache(tmp_path):
     assert "user:pw" not in written and "***@127.0.0.1" in written
 
 
-def test_reproduce_needs_a_scored_file(tmp_path):
+def test_reproduce_needs_a_scored_file_and_its_recorded_config(tmp_path, capsys):
     src = tmp_path / "rows.jsonl"
     write_rows(src, ROWS)
     with pytest.raises(ValueError, match=r"row 0 has no 'receipt' or 'score'"):
-        from rewardsmith.commands.reproduce import recorded
         recorded(read_rows(src), str(src))
     assert main(["score", "--reproduce", str(src)]) == 2
+    assert "row 0 has no 'receipt' or 'score'" in capsys.readouterr().err
+    score(tmp_path, ROWS)
+    assert main(["score", "--reproduce", str(tmp_path / "scored.jsonl"), "--scorer", "math_answer"]) == 2
+    assert "it takes no --config, --scorer or -o" in capsys.readouterr().err
+    (tmp_path / "scored.jsonl.reward_config.yaml").unlink()
+    assert main(["score", "--reproduce", str(tmp_path / "scored.jsonl")]) == 2
+    assert "the reward config scored.jsonl.reward_config.yaml named by" in capsys.readouterr().err
 
 
 def test_training_rollout_dump_carries_receipts_that_reproduce(tmp_path, capsys):

@@ -13,8 +13,8 @@ from rewardsmith.commands.score_summary import component_columns, failure_report
 from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import read_rows, write_rows
 from rewardsmith.core.schema import Config
-from rewardsmith.plugins.batch import RewardBatch, RewardOutput
-from rewardsmith.plugins.receipts import CONFIG_SUFFIX, Receipts, reward_config, run_receipt, write_reward_config
+from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.receipts import CONFIG_SUFFIX, reward_config, run_receipt, score_with_receipts, write_reward_config
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -103,22 +103,6 @@ def _scorer_output_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def score_batch(config: Config, batch: RewardBatch, receipt: dict[str, str]) -> tuple[RewardOutput, list[dict]]:
-    """Score ``batch`` as training would (scorers' prints on stderr, a progress bar); returns the
-    manager's output and each sample's receipt, whose run part is ``receipt``."""
-    from rewardsmith.plugins.factory import build_reward_manager
-
-    bar = _ProgressBar()
-    with _scorer_output_to_stderr(), build_reward_manager(config.reward_settings()) as manager:
-        manager.check_rows(batch)
-        manager.check_data_sources(batch.data_sources)
-        try:
-            out = manager(batch, progress=bar)
-        finally:
-            bar.close()
-        return out, Receipts(manager, receipt).for_batch(batch, out.extra_info)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.reproduce:
         from rewardsmith.commands.reproduce import reproduce
@@ -136,7 +120,13 @@ def run(args: argparse.Namespace) -> int:
     batch, owners = samples_of(rows, config.data.reward_fn_key, args.input, config.data.prompt_key)
     reward_side = reward_config(config.reward_settings(), config.data)
     reward_side_file = output.with_name(output.name + CONFIG_SUFFIX)
-    out, receipts = score_batch(config, batch, run_receipt(reward_side, reward_side_file))
+    bar = _ProgressBar()
+    try:
+        with _scorer_output_to_stderr():
+            out, receipts = score_with_receipts(config.reward_settings(), batch,
+                                                run_receipt(reward_side, reward_side_file), progress=bar)
+    finally:
+        bar.close()
     write_reward_config(reward_side, reward_side_file)
     scores = out.scores.tolist()
     per_row: dict[int, list[tuple[float, dict, dict]]] = defaultdict(list)
