@@ -127,7 +127,6 @@ def run(args: argparse.Namespace) -> int:
                                                 run_receipt(reward_side, reward_side_file), progress=bar)
     finally:
         bar.close()
-    write_reward_config(reward_side, reward_side_file)
     scores = out.scores.tolist()
     per_row: dict[int, list[tuple[float, dict, dict]]] = defaultdict(list)
     for k, (i, _j) in enumerate(owners):
@@ -140,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     for column in write_rows(output, rows):
         print(f"note: column '{column}' mixes types parquet cannot hold in one column (e.g. strings and dicts); "
               "it is stored as JSON text, which rewardsmith's readers decode", file=sys.stderr)
+    write_reward_config(reward_side, reward_side_file)  # only once the rows are written: a failure leaves nothing
     print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"],
                         component_columns(out.extra_info["reward_components"])))
     print(f"wrote {len(rows)} scored rows ({len(batch)} samples) to {output}")
