@@ -11,7 +11,7 @@ masking), ``unscored`` (no component could score it) and
 ``reward_extra_info`` (what the reward managers said of it: per-component
 scores under ``reward_components``, ``reward_status``, a scorer's extra keys) and
 ``receipt`` (where the reward came from: :mod:`rewardsmith.plugins.receipts`; the
-run's reward-side config is ``<dir>/reward_config.yaml``).
+run's reward-side config is ``<dir>/reward_config.<hash>.yaml``).
 """
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from typing import Any, Sequence
 
 from rewardsmith.common.rows import write_rows
 
-# The run's reward-side config, written once into ``trainer.rollout_data_dir``.
-REWARD_CONFIG_FILE = "reward_config.yaml"
+# The run's reward-side config, written once into ``trainer.rollout_data_dir``; named by its hash,
+# so that a run resumed with another reward config leaves the earlier steps' config in place.
+REWARD_CONFIG_FILE = "reward_config.{hash}.yaml"
 
 
 def rollout_records(step: int, meta: dict[str, list[Any]], reward_fn_key: str, inputs: Sequence[str],

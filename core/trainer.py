@@ -46,7 +46,7 @@ from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, Reference
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.factory import build_reward_manager
 from rewardsmith.plugins.loader import get_registry
-from rewardsmith.plugins.receipts import Receipts, reward_config, run_receipt, write_reward_config
+from rewardsmith.plugins.receipts import Receipts, config_hash, reward_config, run_receipt, write_reward_config
 
 # The Ray backend's rank actors sample with their own random streams, saved beside the controller's.
 RAY_RNG_FILE = "actor_rank_rng.pt"
@@ -305,7 +305,7 @@ class PPOTrainer:
         responses = self.decode_responses(batch)
         if self._reward_receipt is None:  # the reward side is written once per run, beside the steps' files
             reward_side = reward_config(self.config.reward_settings(), self.config.data)
-            path = Path(self.config.trainer.rollout_data_dir) / REWARD_CONFIG_FILE
+            path = Path(self.config.trainer.rollout_data_dir) / REWARD_CONFIG_FILE.format(hash=config_hash(reward_side))
             write_reward_config(reward_side, path)
             self._reward_receipt = run_receipt(reward_side, path)
         receipts = Receipts(self.reward_manager, self._reward_receipt).for_batch(reward_batch(batch, responses), reward.extra_info)

@@ -181,8 +181,8 @@ def test_training_rollout_dump_carries_receipts_that_reproduce(tmp_path, capsys)
     assert all(r["receipt"]["components"] == receipt["components"] for r in records)
     assert receipt["manager"]["name"] == config.reward_model.reward_manager
     assert receipt["components"][0]["file_hash"] == digest(DIGITS_REWARD.encode())
-    assert receipt["config_file"] == str(dump / "reward_config.yaml")
-    loaded = load_config(Config, dump / "reward_config.yaml")
+    assert receipt["config_file"] == str(dump / f"reward_config.{receipt['config_hash']}.yaml")
+    loaded = load_config(Config, receipt["config_file"])
     assert config_hash(reward_config(loaded.reward_settings(), loaded.data)) == receipt["config_hash"]
     # The dump re-scores as it was scored in training.
     capsys.readouterr()
