@@ -134,18 +134,32 @@ def test_judge_receipt_names_model_template_and_cache(tmp_path):
     with ScriptedServer(judge_reply) as server:
         # Two samples the manager tells apart (their extra_info differs) whose judge requests are identical:
         # the second is answered without a request of its own.
-        rows = score(tmp_path, [row("chat", None, "hello", id=1), row("chat", None, "hello", id=2)],
+        rows = score(tmp_path, [row("chat", "1", "hello", id=1), row("chat", "1", "hello", id=2)],
                      "reward_model.enable=true", f"reward_model.judge.base_url=http://user:pw@{server.url[7:]}/v1",
                      "reward_model.judge.model=tiny-judge", f"reward_model.judge.template='{template}'",
+                     "reward_model.components.chat.format.scorer=gsm8k", "reward_model.components.chat.format.weight=0.5",
                      "reward_model.components.chat.quality.kind=judge")
         assert len(server.requests) == 1
     receipts = [r["receipt"] for r in rows]
-    expected = {"name": "quality", "kind": "judge", "weight": 1.0, "model": "tiny-judge",
-                "template_hash": digest(f'[null, "{template}"]'.encode())}
-    assert [r["components"] for r in receipts] == [[{**expected, "cached": False}], [{**expected, "cached": True}]]
+    version = importlib.metadata.version("rewardsmith")
+    rule = {"name": "format", "kind": "rule", "weight": 0.5, "scorer": "gsm8k", "plugin": "rewardsmith.reward_fns",
+            "distribution": "rewardsmith", "version": version}
+    judge = {"name": "quality", "kind": "judge", "weight": 1.0, "model": "tiny-judge",
+             "template_hash": digest(f'[null, "{template}"]'.encode())}
+    assert [r["components"] for r in receipts] == [[rule, {**judge, "cached": False}], [rule, {**judge, "cached": True}]]
     # The judge's credentials stay out of the reward config file.
     written = (tmp_path / "scored.jsonl.reward_config.yaml").read_text()
     assert "user:pw" not in written and "***@127.0.0.1" in written
+
+
+def test_remote_reward_model_receipt_names_the_model_without_credentials(tmp_path):
+    with ScriptedServer(lambda path, body, headers: (200, {"rewards": [0.5] * len(body["query"])})) as server:
+        url = f"http://user:pw@{server.url[7:]}/get_reward"
+        model_row = {**row("chat", None, "hello"), "reward_model": {"style": "model", "ground_truth": None}}
+        rows = score(tmp_path, [model_row], "reward_model.enable=true", f"reward_model.remote.urls=[{url}]")
+    assert rows[0]["score"] == 0.5
+    assert rows[0]["receipt"]["components"] == [{"name": "remote_rm", "kind": "remote_rm", "weight": 1.0,
+                                                 "model": [url.replace("user:pw", "***")]}]
 
 
 def test_reproduce_needs_a_scored_file_and_its_recorded_config(tmp_path, capsys):
