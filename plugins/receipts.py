@@ -29,7 +29,6 @@ from rewardsmith.plugins.config import RewardSettings
 from rewardsmith.plugins.executors import Progress
 from rewardsmith.plugins.factory import build_reward_manager
 from rewardsmith.plugins.managers.base import RewardManager
-from rewardsmith.plugins.registry import PluginInfo, Registry
 from rewardsmith.plugins.scoring_plan import Component
 
 # Beside ``<output>`` (score) or in ``trainer.rollout_data_dir`` (training).
@@ -95,15 +94,6 @@ def score_with_receipts(settings: RewardSettings, batch: RewardBatch, run: dict[
         return out, Receipts(manager, run).for_batch(batch, out.extra_info)
 
 
-def claimant(registry: Registry, obj: Any) -> Optional[PluginInfo]:
-    """The plugin that registered ``obj`` (a scorer function or a manager class); None for a custom function.
-
-    Read from the registry's claims, the only record of who registered what; kept here, not in
-    the registry, which stays the small plugin core that authors read."""
-    tables = (registry._scorers, registry._managers)  # noqa: SLF001
-    return next((c.plugin for table in tables for claims in table.values() for c in claims if c.obj is obj), None)
-
-
 class Receipts:
     """Builds the receipts of one manager's samples; ``run`` is the per-run part (config hash and file)."""
 
@@ -113,7 +103,7 @@ class Receipts:
         self.registry = manager.plan.registry
         self.rm = manager.settings.reward_model
         self._origins: dict[int, dict[str, Any]] = {}
-        owner = claimant(self.registry, type(manager))
+        owner = self.registry.claimant(type(manager))
         self._manager = {"name": manager.name, **_plugin_fields(owner)}
 
     def for_batch(self, batch: RewardBatch, extra_info: dict[str, list]) -> list[dict[str, Any]]:
@@ -144,7 +134,7 @@ class Receipts:
     def _origin(self, fn: Any) -> dict[str, Any]:
         """Who provided a scorer: the plugin that registered it, else (a custom function) its file and hash."""
         if id(fn) not in self._origins:
-            owner = claimant(self.registry, fn)
+            owner = self.registry.claimant(fn)
             if owner is not None:
                 self._origins[id(fn)] = _plugin_fields(owner)
             else:
