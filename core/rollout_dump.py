@@ -9,7 +9,9 @@ the row itself in verl's dataset schema plus ``response``, so that
 group), ``reward`` (the trajectory reward after any KL penalty and reward
 masking), ``unscored`` (no component could score it) and
 ``reward_extra_info`` (what the reward managers said of it: per-component
-scores under ``reward_components``, ``reward_status``, a scorer's extra keys).
+scores under ``reward_components``, ``reward_status``, a scorer's extra keys) and
+``receipt`` (where the reward came from: :mod:`rewardsmith.plugins.receipts`; the
+run's reward-side config is ``<dir>/reward_config.<hash>.yaml``).
 """
 from __future__ import annotations
 
@@ -18,13 +20,19 @@ from typing import Any, Sequence
 
 from rewardsmith.common.rows import write_rows
 
+# The run's reward-side config, written once into ``trainer.rollout_data_dir``; named by its hash,
+# so that a run resumed with another reward config leaves the earlier steps' config in place.
+REWARD_CONFIG_FILE = "reward_config.{hash}.yaml"
+
 
 def rollout_records(step: int, meta: dict[str, list[Any]], reward_fn_key: str, inputs: Sequence[str],
                     responses: Sequence[str], scores: Sequence[float], rewards: Sequence[float],
-                    unscored: Sequence[bool], extra_info: dict[str, list[Any]]) -> list[dict[str, Any]]:
+                    unscored: Sequence[bool], extra_info: dict[str, list[Any]],
+                    receipts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record per sample (see the module docstring); ``meta`` is the batch's
     per-sample row fields (``data_source``, ``ground_truth``, ``style``, ``extra_info``,
-    ``raw_prompt``, ``uid``) and ``extra_info`` the reward managers' per-sample lists."""
+    ``raw_prompt``, ``uid``), ``extra_info`` the reward managers' per-sample lists and
+    ``receipts`` each sample's receipt."""
     records = []
     for i, response in enumerate(responses):
         records.append({
@@ -42,6 +50,7 @@ def rollout_records(step: int, meta: dict[str, list[Any]], reward_fn_key: str, i
             "reward": rewards[i],
             "unscored": bool(unscored[i]),
             "reward_extra_info": {key: values[i] for key, values in extra_info.items() if key != "score"},
+            "receipt": receipts[i],
         })
     return records
 

@@ -39,13 +39,14 @@ from rewardsmith.core.reward_masking import (
     sample_reward_mask,
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
-from rewardsmith.core.rollout_dump import dump_rollouts, rollout_records
+from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.factory import build_reward_manager
 from rewardsmith.plugins.loader import get_registry
+from rewardsmith.plugins.receipts import Receipts, config_hash, reward_config, run_receipt, write_reward_config
 
 # The Ray backend's rank actors sample with their own random streams, saved beside the controller's.
 RAY_RNG_FILE = "actor_rank_rng.pt"
@@ -143,6 +144,7 @@ class PPOTrainer:
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
+        self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
         # Last, so that nothing after it can fail and leave its worker processes behind.
         # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
         self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
@@ -300,10 +302,17 @@ class PPOTrainer:
     def dump_rollouts(self, batch: Batch, reward: Any) -> Path:
         """Write this step's rollouts to ``trainer.rollout_data_dir`` (see :mod:`rewardsmith.core.rollout_dump`)."""
         inputs = [self.tokenizer.decode(row.tolist(), skip_special_tokens=True) for row in batch["prompts"]]
+        responses = self.decode_responses(batch)
+        if self._reward_receipt is None:  # the reward side is written once per run, beside the steps' files
+            reward_side = reward_config(self.config.reward_settings(), self.config.data)
+            path = Path(self.config.trainer.rollout_data_dir) / REWARD_CONFIG_FILE.format(hash=config_hash(reward_side))
+            write_reward_config(reward_side, path)
+            self._reward_receipt = run_receipt(reward_side, path)
+        receipts = Receipts(self.reward_manager, self._reward_receipt).for_batch(reward_batch(batch, responses), reward.extra_info)
         records = rollout_records(
-            self.global_step, batch.meta, self.config.data.reward_fn_key, inputs, self.decode_responses(batch),
+            self.global_step, batch.meta, self.config.data.reward_fn_key, inputs, responses,
             batch["token_level_scores"].sum(-1).tolist(), batch["token_level_rewards"].sum(-1).tolist(),
-            batch["unscored"].tolist(), reward.extra_info,
+            batch["unscored"].tolist(), reward.extra_info, receipts,
         )
         return dump_rollouts(self.config.trainer.rollout_data_dir, self.global_step, records)
 

@@ -144,6 +144,11 @@ class Registry:
         """The reward manager class registered as ``name``."""
         return self._lookup(self._managers, "reward manager", name, " (reward_model.reward_manager)")
 
+    def claimant(self, obj: Any) -> Optional[PluginInfo]:
+        """The plugin that registered ``obj`` (a scorer function or a manager class); None if none did."""
+        claims = (c for table in (self._scorers, self._managers) for cs in table.values() for c in cs)
+        return next((c.plugin for c in claims if c.obj is obj), None)
+
     def advantage_estimator(self, name: str) -> Callable[..., Any]:
         """The advantage estimator registered as ``name``."""
         return self._lookup(self._estimators, "advantage estimator", name, " (algorithm.adv_estimator)")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -58,6 +59,21 @@ def test_pip_installed_example_plugin_is_discovered_and_used(tmp_path):
     # Its scorer and manager keep the contract (validate exits 1 otherwise).
     checked = rewardsmith("validate", "rewardsmith-example-plugin")
     assert "keyword_match: ok" in checked and "reward manager 'brevity_bonus': ok" in checked
+
+    # Receipts name the plugin's distribution and version; --reproduce reports a newer release.
+    receipt = rows[0]["receipt"][0]
+    assert receipt["manager"]["name"] == "brevity_bonus" and receipt["components"][0]["scorer"] == "keyword_match"
+    for origin in (receipt["manager"], receipt["components"][0]):
+        assert (origin["distribution"], origin["version"]) == ("rewardsmith-example-plugin", "0.2.0")
+    newer = tmp_path / "plugin-0.3.0"
+    shutil.copytree(ROOT / "examples" / "plugin", newer, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    pyproject = newer / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('version = "0.2.0"', 'version = "0.3.0"'))
+    subprocess.run([py, "-m", "pip", "install", "-q", newer], check=True, timeout=300)
+    reproduced = rewardsmith("score", "--reproduce", out)  # same code, same scores: exit 0
+    assert ("reward manager 'brevity_bonus': plugin rewardsmith-example-plugin 0.2.0 when scored, "
+            "rewardsmith-example-plugin 0.3.0 installed now") in reproduced
+    assert "0 differ" in reproduced
 
     subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "rewardsmith-example-plugin"], check=True)
     assert "example" not in [p["name"] for p in json.loads(rewardsmith("plugins", "--json"))]

@@ -146,6 +146,10 @@ class RewardManager:
         """Adjust final scores (and add extra info) after scoring; the base keeps them."""
         return scores
 
+    def components_of(self, batch: RewardBatch) -> list[list[Component]]:
+        """Each sample's components, as this manager routes them when it scores ``batch``."""
+        return self._route(batch)
+
     def _route(self, batch: RewardBatch) -> list[list[Component]]:
         plans = []
         for i, (source, style) in enumerate(zip(batch.data_sources, batch.styles)):

@@ -5,7 +5,8 @@ The template's fields are ``{prompt}``, ``{response}``, ``{ground_truth}``,
 The verdict is parsed from the answer's text (a ``Score:`` line, a yes/no, or
 a regex) and optionally mapped from ``scale`` onto [0, 1]. Identical requests
 are answered once: in flight within a batch, and from a cache across batches.
-The judge's text is kept in the sample's extra info (``judge_text``).
+The judge's text is kept in the sample's extra info (``judge_text``), and
+whether the cache (or an identical request of the batch) answered (``judge_cached``).
 """
 from __future__ import annotations
 
@@ -149,15 +150,18 @@ class LLMJudge:
         keys = [request_key(p) if isinstance(p, dict) else None for p in payloads]
         texts: dict[str, Any] = {}
         to_ask: dict[str, dict] = {}
-        for key, p in zip(keys, payloads):
+        cached = [False] * len(payloads)  # answered without a request of its own (the sample's receipt says so)
+        for n, (key, p) in enumerate(zip(keys, payloads)):
             if key is None:
                 continue
             if key in texts or key in to_ask:  # asked once, answered for every copy
                 self.cache.record_hit()
+                cached[n] = True
                 continue
-            cached = self.cache.get(key)
-            if cached is not None:
-                texts[key] = cached
+            answer = self.cache.get(key)
+            if answer is not None:
+                texts[key] = answer
+                cached[n] = True
             else:
                 to_ask[key] = p  # type: ignore[assignment]
         futures = {key: self._pool.submit(self._ask, p) for key, p in to_ask.items()}
@@ -169,13 +173,15 @@ class LLMJudge:
                 texts[key] = exc
         seconds = time.perf_counter() - start
         out = []
-        for key, p in zip(keys, payloads):
+        for key, p, hit in zip(keys, payloads, cached):
             if key is None:
                 out.append(ScoreOutcome(INVALID, error=f"judge: {p.args[0]}", seconds=0.0))
             elif isinstance(texts[key], RequestFailed):
                 out.append(ScoreOutcome(texts[key].status, error=f"judge: {texts[key]}", seconds=seconds))
             else:
-                out.append(self._outcome(texts[key], seconds))
+                outcome = self._outcome(texts[key], seconds)
+                outcome.extras["judge_cached"] = hit
+                out.append(outcome)
         return out
 
     def metrics(self) -> dict[str, float]:

@@ -14,6 +14,7 @@ from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import read_rows, write_rows
 from rewardsmith.core.schema import Config
 from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.receipts import CONFIG_SUFFIX, reward_config, run_receipt, score_with_receipts, write_reward_config
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="allow -o to name the input file (it is replaced only once every row is written)")
     parser.add_argument("--scorer", help="score every row with this scorer, whatever its data_source")
     parser.add_argument("--config", help="a YAML config file")
+    parser.add_argument("--reproduce", action="store_true",
+                        help="INPUT is a scored file: re-score its responses with the config its receipts recorded, "
+                             "report changed plugin versions and files, and exit 1 if any row's score differs")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. reward_model.reward_manager=parallel")
 
 
@@ -100,8 +104,9 @@ def _scorer_output_to_stderr() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rewardsmith.plugins.factory import build_reward_manager
-
+    if args.reproduce:
+        from rewardsmith.commands.reproduce import reproduce
+        return reproduce(args)
     overrides = list(args.overrides) + ([f"reward_model.scorer={args.scorer}"] if args.scorer else [])
     config = load_config(Config, args.config, overrides)
     output = Path(args.output) if args.output else Path(args.input).with_suffix(".scored.jsonl")
@@ -113,26 +118,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.input} has no rows; wrote an empty {output}", file=sys.stderr)
         return 0
     batch, owners = samples_of(rows, config.data.reward_fn_key, args.input, config.data.prompt_key)
+    reward_side = reward_config(config.reward_settings(), config.data)
+    reward_side_file = output.with_name(output.name + CONFIG_SUFFIX)
     bar = _ProgressBar()
-    with _scorer_output_to_stderr(), build_reward_manager(config.reward_settings()) as manager:
-        manager.check_rows(batch)
-        manager.check_data_sources(batch.data_sources)
-        try:
-            out = manager(batch, progress=bar)
-        finally:
-            bar.close()
+    try:
+        with _scorer_output_to_stderr():
+            out, receipts = score_with_receipts(config.reward_settings(), batch,
+                                                run_receipt(reward_side, reward_side_file), progress=bar)
+    finally:
+        bar.close()
     scores = out.scores.tolist()
-    per_row: dict[int, list[tuple[float, dict]]] = defaultdict(list)
+    per_row: dict[int, list[tuple[float, dict, dict]]] = defaultdict(list)
     for k, (i, _j) in enumerate(owners):
-        per_row[i].append((scores[k], {key: values[k] for key, values in out.extra_info.items()}))
+        per_row[i].append((scores[k], {key: values[k] for key, values in out.extra_info.items()}, receipts[k]))
     for i, row in enumerate(rows):
         results = per_row.get(i, [])
         many = isinstance(row["response"], list)
-        row["score"] = [s for s, _ in results] if many else results[0][0]
-        row["reward_extra_info"] = [e for _, e in results] if many else results[0][1]
+        for n, key in enumerate(("score", "reward_extra_info", "receipt")):
+            row[key] = [r[n] for r in results] if many else results[0][n]
     for column in write_rows(output, rows):
         print(f"note: column '{column}' mixes types parquet cannot hold in one column (e.g. strings and dicts); "
               "it is stored as JSON text, which rewardsmith's readers decode", file=sys.stderr)
+    write_reward_config(reward_side, reward_side_file)  # only once the rows are written: a failure leaves nothing
     print(summary_table(batch.data_sources, scores, out.extra_info["reward_status"], out.extra_info["reward_seconds"],
                         component_columns(out.extra_info["reward_components"])))
     print(f"wrote {len(rows)} scored rows ({len(batch)} samples) to {output}")
