@@ -29,6 +29,7 @@ from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
 from rewardsmith.core.distributed import ensure_process_group
+from rewardsmith.core.lora import has_adapters, merged_state_dict
 from rewardsmith.core.models import DTYPES
 
 SHARDS_DIR = "dcp"
@@ -101,7 +102,7 @@ class FSDP2Strategy:
         full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
         if dist.get_rank() == 0:
             # save_pretrained would name the FSDP wrapper class as the architecture.
-            model.save_pretrained(path, state_dict=full)
+            model.save_pretrained(path, state_dict=merged_state_dict(full) if has_adapters(model) else full)
             config = model.config.__class__.from_pretrained(path)
             config.architectures = self.architectures
             config.save_pretrained(path)

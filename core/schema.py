@@ -52,10 +52,18 @@ class ModelConfig:
     attn_implementation: Optional[str] = opt("sdpa", "transformers attention implementation (sdpa, eager, ...); null = the library's default.")
     enable_gradient_checkpointing: bool = opt(False, "Recompute activations in the backward pass to save memory.")
     trust_remote_code: bool = opt(False, "Allow custom modelling code shipped with a local model directory.")
+    # LoRA on the actor, as verl (core/lora.py; docs/training.md#lora).
+    lora_rank: int = opt(0, "LoRA rank of the actor's adapters: 0 = train every weight; > 0 = freeze the model and train rank-r adapters on target_modules.")
+    lora_alpha: float = opt(16, "LoRA scale numerator: the adapters' output is multiplied by lora_alpha / lora_rank.")
+    target_modules: Union[str, list[str]] = opt("all-linear", "Linear layers that get adapters: all-linear (every one but the output head), a list of name suffixes ([q_proj, v_proj]), or a regular expression matched against whole names.")
+    exclude_modules: Optional[Union[str, list[str]]] = opt(None, "Linear layers target_modules would pick that get no adapter (same forms as target_modules).")
 
     def __post_init__(self) -> None:
         if self.path is None and self.config and "model_type" not in self.config:
             raise InvalidValue("config", "must name a model_type (e.g. qwen2, llama)")
+        if self.lora_rank < 0:
+            raise InvalidValue("lora_rank", f"must be 0 (no LoRA) or a positive rank, got {self.lora_rank}")
+        require_positive("lora_alpha", self.lora_alpha, allow_none=False)
 
 
 @dataclass

@@ -3,7 +3,8 @@
 A worker does everything placement-specific through its strategy, so the
 worker classes stay the same when the model is sharded. :class:`LocalStrategy`
 keeps the whole model on one device of one process and checkpoints it as a
-Hugging Face directory (``save_pretrained``) plus ``optim.pt``.
+Hugging Face directory (``save_pretrained``; with LoRA the adapters merged, and
+the adapters apart for a resume) plus ``optim.pt``.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any, Iterator, Optional, Protocol
 
 import torch
 from transformers import PreTrainedModel
+
+from rewardsmith.core.lora import has_adapters, load_adapters, merged_state_dict, save_adapters
 
 OPTIM_FILE = "optim.pt"
 
@@ -68,16 +71,24 @@ class LocalStrategy:
 
     def save(self, path: Path, model: PreTrainedModel, optimizer: Optional[torch.optim.Optimizer] = None,
              scheduler: Any = None) -> None:
-        model.save_pretrained(path)
+        if has_adapters(model):
+            # The export is the trained policy (adapters merged); a resume restores the adapters alone.
+            model.save_pretrained(path, state_dict=merged_state_dict(model.state_dict()))
+            save_adapters(model, path)
+        else:
+            model.save_pretrained(path)
         if optimizer is not None:
             torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, path / OPTIM_FILE)
 
     def load(self, path: Path, model: PreTrainedModel, optimizer: Optional[torch.optim.Optimizer] = None,
              scheduler: Any = None) -> None:
-        # Copied into the existing module, which stays where it lives and keeps
-        # being the one the optimizer and the rollout engine hold.
-        loaded = type(model).from_pretrained(path, dtype=next(model.parameters()).dtype)
-        model.load_state_dict(loaded.state_dict())
+        if has_adapters(model):
+            load_adapters(model, path)  # the frozen base weights are those the model was built with
+        else:
+            # Copied into the existing module, which stays where it lives and keeps
+            # being the one the optimizer and the rollout engine hold.
+            loaded = type(model).from_pretrained(path, dtype=next(model.parameters()).dtype)
+            model.load_state_dict(loaded.state_dict())
         if optimizer is not None:
             state = torch.load(path / OPTIM_FILE, weights_only=False)
             optimizer.load_state_dict(state["optimizer"])

@@ -26,6 +26,7 @@ import torch
 from rewardsmith.core.batch import Batch, MiniBatch
 from rewardsmith.core.distributed import Topology, init_distributed
 from rewardsmith.core.kl import kl_penalty
+from rewardsmith.core.lora import add_lora, has_adapters, merged_weights
 from rewardsmith.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
 from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
 from rewardsmith.core.optim import build_optimizer
@@ -123,13 +124,18 @@ class ActorRolloutWorker:
         self.strategy = build_strategy(arr.actor.strategy, arr.actor.fsdp_config, topology)
         tokenizer = run_tokenizer(config)
         torch.manual_seed(config.trainer.seed)
-        self.model = self.strategy.wrap(build_causal_lm(arr.model, tokenizer))
+        model = build_causal_lm(arr.model, tokenizer)
+        if arr.model.lora_rank:
+            model = add_lora(model, arr.model.lora_rank, arr.model.lora_alpha, arr.model.target_modules,
+                             arr.model.exclude_modules)
+        self.model = self.strategy.wrap(model)
         if topology.distributed:
             # Every rank built the same initial weights; each samples its share of the prompts with its own stream.
             torch.manual_seed(config.trainer.seed + topology.rank)
         self.temperature = arr.rollout.logit_temperature
         self.log_prob_micro_batch_size = arr.rollout.log_prob_micro_batch_size
-        self.optimizer, self.scheduler = build_optimizer(self.model.parameters(), self.cfg.optim, total_steps)
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer, self.scheduler = build_optimizer(trainable, self.cfg.optim, total_steps)
         self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer, arr.model.path)
         # An engine with its own copy of the weights (vllm) starts without them.
         self.sync_rollout_weights()
@@ -141,7 +147,8 @@ class ActorRolloutWorker:
 
     def sync_rollout_weights(self) -> None:
         """Hand the rollout engine the actor's current full weights (after each update)."""
-        self.rollout.update_weights(self.strategy.full_weights(self.model))
+        weights = self.strategy.full_weights(self.model)
+        self.rollout.update_weights(merged_weights(self.model, weights) if has_adapters(self.model) else weights)
 
     def sleep_rollout(self) -> None:
         self.rollout.sleep()
