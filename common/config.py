@@ -58,6 +58,12 @@ def require_http_url(key: str, value: Optional[str]) -> None:
         raise InvalidValue(key, f"must be an http(s) URL such as http://host:port/path, got {value!r}")
 
 
+def exclusive(key: str, value: Any, other_key: str, other_value: Any) -> None:
+    """Raise :class:`InvalidValue` when both keys are set (verl's global and per-GPU sizes, say)."""
+    if value is not None and other_value is not None:
+        raise InvalidValue(key, f"and {other_key} are both set: keep one")
+
+
 def opt(default: Any = dataclasses.MISSING, help: str = "", **kwargs: Any) -> Any:
     """A schema field with a default and a help text (shown in ``docs/config.md``)."""
     if isinstance(default, (dict, list)):

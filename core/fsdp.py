@@ -42,7 +42,8 @@ def shard_model(model: PreTrainedModel, fsdp_cfg: Any, device: torch.device) -> 
     blocks = [m for m in model.modules() if type(m).__name__ in block_names]
     if not blocks:
         raise ValueError(f"{type(model).__name__} names no transformer block class (_no_split_modules) to shard by")
-    offload = fsdp_cfg.offload_policy
+    # verl's param/optimizer offload keep both in CPU memory between uses: FSDP2's CPU offload does that on a GPU.
+    offload = fsdp_cfg.offload_policy or (device.type == "cuda" and (fsdp_cfg.param_offload or fsdp_cfg.optimizer_offload))
     if not offload:
         model = model.to(device)
     options = {

@@ -14,6 +14,7 @@ from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
     AutoModelForTokenClassification,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
@@ -55,6 +56,16 @@ def _config_from_mapping(mapping: dict[str, Any], tokenizer: PreTrainedTokenizer
     return AutoConfig.for_model(model_type, **values)
 
 
+def apply_overrides(config: PretrainedConfig, overrides: dict[str, Any], key: str) -> PretrainedConfig:
+    """Set ``overrides`` (verl's ``override_config``) on a transformers ``config``; an attribute it lacks is an error
+    naming ``key``, not a silent new attribute the model never reads."""
+    for name, value in overrides.items():
+        if not hasattr(config, name):
+            raise ValueError(f"{key}.{name}: {type(config).__name__} has no attribute {name!r}")
+        setattr(config, name, value)
+    return config
+
+
 def _common_kwargs(model_cfg: Any) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"dtype": DTYPES[model_cfg.dtype]}
     if model_cfg.attn_implementation:
@@ -87,13 +98,17 @@ def build_causal_lm(model_cfg: Any, tokenizer: PreTrainedTokenizerBase, path: Op
     """The policy (or reference) model from ``path`` (default ``model_cfg.path``) or ``model_cfg.config``."""
     path = path or model_cfg.path
     kwargs = _common_kwargs(model_cfg)
+    key = "actor_rollout_ref.model.override_config"
     if path:
         with hub_errors_in_one_line(path, "model"):
-            model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=model_cfg.trust_remote_code, **kwargs)
+            config = AutoConfig.from_pretrained(path, trust_remote_code=model_cfg.trust_remote_code)
+            model = AutoModelForCausalLM.from_pretrained(
+                path, config=apply_overrides(config, model_cfg.override_config, key),
+                trust_remote_code=model_cfg.trust_remote_code, **kwargs)
     else:
         if not model_cfg.config:
             raise ValueError("actor_rollout_ref.model: set either path (a local model directory) or config (a mapping with model_type)")
-        config = _config_from_mapping(model_cfg.config, tokenizer)
+        config = apply_overrides(_config_from_mapping(model_cfg.config, tokenizer), model_cfg.override_config, key)
         model = AutoModelForCausalLM.from_config(config, **kwargs)
     return _finish(model, model_cfg)
 
@@ -107,15 +122,19 @@ def build_value_model(
     (unless the directory already holds a token-classification model).
     """
     kwargs = _common_kwargs(model_cfg)
+    key = "critic.model.override_config"
     if path:
+        loaded = AutoConfig.from_pretrained(path, num_labels=1, trust_remote_code=model_cfg.trust_remote_code)
         model = AutoModelForTokenClassification.from_pretrained(
-            path, num_labels=1, trust_remote_code=model_cfg.trust_remote_code, **kwargs
+            path, config=apply_overrides(loaded, model_cfg.override_config, key),
+            trust_remote_code=model_cfg.trust_remote_code, **kwargs
         )
     else:
         mapping = config or model_cfg.config
         if not mapping:
             raise ValueError("critic.model: no path or config to build the critic from")
-        model = AutoModelForTokenClassification.from_config(_config_from_mapping(mapping, tokenizer, num_labels=1), **kwargs)
+        built = apply_overrides(_config_from_mapping(mapping, tokenizer, num_labels=1), model_cfg.override_config, key)
+        model = AutoModelForTokenClassification.from_config(built, **kwargs)
     return _finish(model, model_cfg)
 
 

@@ -82,7 +82,7 @@ def build_rollout_engine(rollout_cfg: Any, model: PreTrainedModel, tokenizer: Pr
     """The engine ``rollout_cfg.name`` names, sampling from ``model``'s weights.
 
     ``hf`` generates with ``model`` itself. An engine that loads its own copy
-    starts from ``model_path`` (null for a config-built model) and is then kept
+    starts from ``model_path``'s config (null: ``model``'s own) and is then kept
     in step through :meth:`RolloutEngine.update_weights`.
     """
     if rollout_cfg.name == "hf":

@@ -86,6 +86,20 @@ def kv_cache_bytes(model: PreTrainedModel, rollout_cfg: Any) -> int:
     return max(per_token * rollout_cfg.max_model_len, min(wanted, cap))
 
 
+def engine_options(rollout_cfg: Any, cpu: bool) -> dict[str, Any]:
+    """vLLM engine arguments from verl's rollout keys (those left null keep vLLM's defaults)."""
+    options: dict[str, Any] = {"tensor_parallel_size": rollout_cfg.tensor_model_parallel_size or 1}
+    if rollout_cfg.max_num_batched_tokens is not None:
+        options["max_num_batched_tokens"] = rollout_cfg.max_num_batched_tokens
+    if cpu:
+        # A prompt prefilled in chunks rewinds its request's seeded generator
+        # between chunks, which CPU generators cannot do (vLLM 0.32).
+        options["enable_chunked_prefill"] = False
+    elif rollout_cfg.enable_chunked_prefill is not None:
+        options["enable_chunked_prefill"] = rollout_cfg.enable_chunked_prefill
+    return options
+
+
 class VLLMRollout:
     """Rollout with a vLLM engine of the actor's architecture (``actor_rollout_ref.rollout.*`` settings).
 
@@ -115,11 +129,7 @@ class VLLMRollout:
             model.config.save_pretrained(self._tmpdir)
             model_path = self._tmpdir
         self.sleep_mode = current_platform.is_sleep_mode_available()
-        kwargs = {}
-        if current_platform.is_cpu():
-            # A prompt prefilled in chunks rewinds its request's seeded generator
-            # between chunks, which CPU generators cannot do (vLLM 0.32).
-            kwargs["enable_chunked_prefill"] = False
+        kwargs = engine_options(rollout_cfg, current_platform.is_cpu())
         if current_platform.is_cpu() and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
             kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(model, rollout_cfg)
         else:

