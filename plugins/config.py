@@ -174,7 +174,7 @@ class ComponentConfig:
 
 @dataclass
 class RewardModelConfig:
-    enable: bool = opt(False, "Model-based scoring on: `style: model` rows and model components use reward_model.model / .remote / .judge. Off: a row or component that needs a model is an error.")
+    enable: bool = opt(False, "Model-based scoring on, with reward_model.model / .remote / .judge: as in verl, the model scores every row (see route_by_style), and model components use it. Off: a row or component that needs a model is an error.")
     reward_manager: str = opt("naive", "Reward manager: naive, parallel, dapo, batch, sandbox, prime (verl's), or one a plugin registers.")
     reward_kwargs: dict[str, Any] = opt({}, "Keyword arguments for the reward manager, as in verl (e.g. dapo: overlong_buffer_cfg, max_resp_len).")
     num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
