@@ -111,6 +111,17 @@ class ScoringPlan:
             for pattern, weights in self._weights.items():
                 for name in weights:
                     registry.scorer(name)  # fail at start-up on a typo, not mid-run
+        if self._model_for_all and self._fixed is not None:
+            # verl: the custom function scores every row; a model no component uses would load for nothing
+            # (the judge's address still reaches the function as reward_router_address).
+            used = {comp.kind for comps in rm.components.values() for comp in comps.values()} | {"judge"}
+            idle = [k for k in configured_kinds(rm) if k not in used]
+            if idle:
+                section, field = SECTIONS[idle[0]]
+                fixed = "reward_model.scorer" if rm.scorer is not None else "custom_reward_function.path"
+                raise ConfigError(f"reward_model.{section}.{field} is set, but {fixed} scores every row (verl's semantics), "
+                                  "so the model would score none: set reward_model.route_by_style=true to send "
+                                  "`style: model` rows to it, or use it in reward_model.components")
         self._cache: dict[str, list[WeightedScorer]] = {}
         self._component_cache: dict[tuple[str, str], list[Component]] = {}
         for pattern, components in self._components.items():

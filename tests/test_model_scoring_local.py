@@ -117,7 +117,12 @@ def test_under_verl_keys_the_reward_model_scores_every_row_whatever_its_style(rm
 def test_under_verl_keys_a_custom_function_scores_every_row_even_with_the_model_on(rm_path, make_config, tmp_path):
     fn = tmp_path / "fn.py"
     fn.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.25\n")
-    cfg = make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}", f"custom_reward_function.path={fn}")
+    # a local model that no row would reach is refused, naming the keys
+    idle = make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}", f"custom_reward_function.path={fn}")
+    with pytest.raises(ConfigError, match=r"reward_model\.model\.path is set, but custom_reward_function\.path scores every row.*route_by_style=true"):
+        build_reward_manager(idle.reward_settings())
+    cfg = make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}", f"custom_reward_function.path={fn}",
+                      "reward_model.components={'never/*': {rm: {kind: local_rm}}}")
     batch = RewardBatch(["open/chat", "openai/gsm8k"], ["aaaa", "#### 4"], [None, "4"], styles=["model", "rule"],
                         prompts=[PROMPT] * 2, response_mask=torch.ones(2, 3))
     with build_reward_manager(cfg.reward_settings()) as manager:
