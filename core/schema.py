@@ -36,6 +36,7 @@ class DataConfig:
     shuffle: bool = opt(True, "Shuffle training rows each epoch (seeded by data.seed and the epoch).")
     seed: int = opt(1, "Seed of the training data order.")
     gen_batch_size: Optional[int] = opt(None, "Prompts per generation batch (verl's DAPO): the data loader's batch; with algorithm.filter_groups.enable a step generates such batches until train_batch_size varied groups are kept, without it a step trains on one. null = train_batch_size.")
+    return_raw_chat: bool = opt(False, "verl's key, accepted either way: every row keeps its raw chat (verl 0.9.1's raw_prompt), and a reward model gets it plus the response as the assistant turn, rendered with the reward model's own chat template.")
 
     def __post_init__(self) -> None:
         require_positive("gen_batch_size", self.gen_batch_size)

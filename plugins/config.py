@@ -58,6 +58,9 @@ class RewardModelPathConfig:
     max_length: int = opt(2048, "Maximum tokens of prompt + response; longer inputs lose the prompt's start first (counted in reward/<component>/truncated_prompt).")
     micro_batch_size: int = opt(16, "Samples per forward pass; samples are sorted by length so each micro-batch pads little.")
     trust_remote_code: bool = opt(False, "Allow custom modelling code shipped with the reward model directory.")
+    # verl's reward-model worker keys: speed and memory on hardware this in-process model does not use.
+    use_remove_padding: bool = opt(False, "verl's unpadded forward of the reward model: accepted with a notice (samples are sorted by length, so micro-batches pad little; scores are the same).")
+    fsdp_config: dict[str, Any] = opt({}, "verl's FSDP settings of the reward-model worker (param_offload, ...): accepted with a notice; the reward model runs unsharded in-process, scores are the same.")
 
     def __post_init__(self) -> None:
         require_positive("max_length", self.max_length, allow_none=False)
@@ -137,6 +140,21 @@ MODEL_KINDS = ("local_rm", "remote_rm", "judge")
 
 
 @dataclass
+class RewardModelRolloutConfig:
+    name: Optional[Literal["vllm", "sglang", "hf"]] = opt(None, "verl's serving engine of the reward model: accepted with a notice; the reward model scores in-process (identical scores).")
+    gpu_memory_utilization: Optional[float] = opt(None, "verl's GPU memory share of the reward-model server: accepted with a notice (no server is started).")
+    tensor_model_parallel_size: Optional[int] = opt(None, "verl's tensor parallelism of the reward-model server: accepted with a notice (one in-process model).")
+    prompt_length: Optional[int] = opt(None, "verl's prompt budget of the reward-model server; with response_length it sets reward_model.model.max_length (prompt_length + response_length).")
+    response_length: Optional[int] = opt(None, "verl's response budget of the reward-model server; see prompt_length.")
+
+    def __post_init__(self) -> None:
+        for key in ("tensor_model_parallel_size", "prompt_length", "response_length"):
+            require_positive(key, getattr(self, key))
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
+
+
+@dataclass
 class ComponentConfig:
     kind: Literal["rule", "local_rm", "remote_rm", "judge"] = opt("rule", "rule: a scorer; local_rm / remote_rm / judge: reward_model.model / .remote / .judge.")
     scorer: Optional[str] = opt(None, "rule components: the scorer's name; null = the row's data_source route (or custom_reward_function).")
@@ -156,7 +174,7 @@ class ComponentConfig:
 
 @dataclass
 class RewardModelConfig:
-    enable: bool = opt(False, "Model-based scoring on: `style: model` rows and model components use reward_model.model / .remote / .judge. Off: a row or component that needs a model is an error.")
+    enable: bool = opt(False, "Model-based scoring on, with reward_model.model / .remote / .judge: as in verl, the model scores every row (see route_by_style), and model components use it. Off: a row or component that needs a model is an error.")
     reward_manager: str = opt("naive", "Reward manager: naive, parallel, dapo, batch, sandbox, prime (verl's), or one a plugin registers.")
     reward_kwargs: dict[str, Any] = opt({}, "Keyword arguments for the reward manager, as in verl (e.g. dapo: overlong_buffer_cfg, max_resp_len).")
     num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
@@ -173,6 +191,11 @@ class RewardModelConfig:
     judge: JudgeConfig = section(JudgeConfig, "LLM judge behind an OpenAI-compatible endpoint (kind judge).")
     model_scorer: Optional[Literal["local_rm", "remote_rm", "judge"]] = opt(None, "What scores `style: model` rows that no `components` pattern matches; null = the only one configured.")
     components: dict[str, dict[str, ComponentConfig]] = opt({}, "Composite rewards per data_source pattern: {pattern: {component name: {kind, scorer, weight, gate, on_failure, ...}}}; see docs/reward_models.md.")
+    # verl's reward-model semantics and its reward-loop keys (docs/reward_models.md).
+    route_by_style: bool = opt(False, "false (verl): with enable true, the reward model scores EVERY row, whatever its reward_model.style (custom_reward_function.path, when set, scores every row instead); true: rewardsmith's per-row routing, `style: model` rows to the model and the others to their scorers.")
+    micro_batch_size_per_gpu: Optional[int] = opt(None, "verl's per-rank reward-model micro-batch; the local reward model runs on one rank here, so it sets reward_model.model.micro_batch_size.")
+    use_reward_loop: bool = opt(False, "verl's reward loop (the reward model served by reward_model.rollout.name); here the same reward model scores in-process with identical scores, and start-up prints a notice.")
+    rollout: RewardModelRolloutConfig = section(RewardModelRolloutConfig, "verl's serving settings of the reward model in its reward loop.")
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and self.num_workers < 1:
@@ -187,12 +210,35 @@ class RewardModelConfig:
                 if comp.gate is not None and comp.gate not in names[:i]:
                     raise InvalidValue(f"components.{pattern}.{name}.gate",
                                        f"names {comp.gate!r}, which is not an earlier component of {pattern!r} ({', '.join(names[:i]) or 'none'})")
+        require_positive("micro_batch_size_per_gpu", self.micro_batch_size_per_gpu)
+        if self.micro_batch_size_per_gpu is not None:
+            self.model.micro_batch_size = self.micro_batch_size_per_gpu
+        if self.rollout.prompt_length is not None and self.rollout.response_length is not None:
+            self.model.max_length = self.rollout.prompt_length + self.rollout.response_length
         for pattern, weights in self.scorer_weights.items():
             if not weights:
                 raise InvalidValue(f"scorer_weights.{pattern}", "must name at least one scorer")
             for name, w in weights.items():
                 if w < 0:
                     raise InvalidValue(f"scorer_weights.{pattern}.{name}", f"must be >= 0, got {w}")
+
+    def notices(self) -> list[str]:
+        """One line per verl reward-model key this run accepts without effect, naming it and why."""
+        lines = []
+        if self.use_reward_loop:
+            lines.append("reward_model.use_reward_loop: the reward model scores in-process here, not behind a served "
+                         "reward loop; the scores are the same")
+        for key in ("name", "gpu_memory_utilization", "tensor_model_parallel_size"):
+            if getattr(self.rollout, key) is not None:
+                lines.append(f"reward_model.rollout.{key}: no reward-model server is started (the model scores "
+                             "in-process), so this serving setting changes nothing")
+        if self.model.use_remove_padding:
+            lines.append("reward_model.model.use_remove_padding: micro-batches are sorted by length and pad little; "
+                         "the padded forward gives the same scores")
+        for key in self.model.fsdp_config:
+            lines.append(f"reward_model.model.fsdp_config.{key}: the reward model runs unsharded in one process; "
+                         "FSDP settings change nothing")
+        return lines
 
 
 @dataclass

@@ -55,8 +55,11 @@ class ScoringPlan:
     """Resolves a row (its data_source and ``reward_model.style``) to its components.
 
     1. ``reward_model.components``: the components of the first matching data_source pattern;
-    2. a ``style: model`` row: the model of ``reward_model.model_scorer`` (or the only one configured);
-    3. any other row (``style: rule``, or a style such as DAPO-Math-17k's ``rule-lighteval/MATH_v2``:
+    2. with ``reward_model.enable`` and not ``reward_model.route_by_style`` (verl's semantics): every
+       row, whatever its style, is scored by ``custom_reward_function.path`` when set, else by the model
+       (verl 0.9.1's RewardLoopWorker.compute_score: custom function, else the reward model, else rules);
+    3. a ``style: model`` row: the model of ``reward_model.model_scorer`` (or the only one configured);
+    4. any other row (``style: rule``, or a style such as DAPO-Math-17k's ``rule-lighteval/MATH_v2``:
        verl 0.9.1 never reads the style, so every row it does not give a model is a rule row):
        its scorers, in this order of precedence:
        ``reward_model.scorer`` (or ``rewardsmith score --scorer``) for every row;
@@ -74,6 +77,7 @@ class ScoringPlan:
         self._fallback = float(rm.fallback_score)
         self._components = rm.components
         self._enabled = rm.enable
+        self._model_for_all = rm.enable and not rm.route_by_style
         self._service_kwargs = {
             "sandbox_fusion_url": rm.sandbox_fusion.url,
             "memory_limit_mb": rm.sandbox_fusion.memory_limit_mb,
@@ -107,6 +111,17 @@ class ScoringPlan:
             for pattern, weights in self._weights.items():
                 for name in weights:
                     registry.scorer(name)  # fail at start-up on a typo, not mid-run
+        if self._model_for_all and self._fixed is not None:
+            # verl: the custom function scores every row; a model no component uses would load for nothing
+            # (the judge's address still reaches the function as reward_router_address).
+            used = {comp.kind for comps in rm.components.values() for comp in comps.values()} | {"judge"}
+            idle = [k for k in configured_kinds(rm) if k not in used]
+            if idle:
+                section, field = SECTIONS[idle[0]]
+                fixed = "reward_model.scorer" if rm.scorer is not None else "custom_reward_function.path"
+                raise ConfigError(f"reward_model.{section}.{field} is set, but {fixed} scores every row (verl's semantics), "
+                                  "so the model would score none: set reward_model.route_by_style=true to send "
+                                  "`style: model` rows to it, or use it in reward_model.components")
         self._cache: dict[str, list[WeightedScorer]] = {}
         self._component_cache: dict[tuple[str, str], list[Component]] = {}
         for pattern, components in self._components.items():
@@ -162,12 +177,15 @@ class ScoringPlan:
                 self._component_cache[key] = [self._component(name, comp, data_source)
                                               for name, comp in self._components[pattern].items()]
             return self._component_cache[key]
-        if style == "model":
+        # verl: a custom function (or reward_model.scorer) scores every row, else the model does.
+        wants_model = self._fixed is None if self._model_for_all else style == "model"
+        if wants_model:
             if not self._enabled:
                 raise RewardError(f"data_source '{data_source}': reward_model.style is 'model' but reward_model.enable is false "
                                   "(enable it and configure reward_model.model.path, .remote.urls or .judge.base_url)")
             if self._default_model is None:
-                raise RewardError(f"data_source '{data_source}': reward_model.style is 'model' and several models are configured "
+                why = "reward_model.style is 'model'" if style == "model" else "the model scores every row (route_by_style is false)"
+                raise RewardError(f"data_source '{data_source}': {why} and several models are configured "
                                   f"({', '.join(self.models)}); choose one with reward_model.model_scorer or reward_model.components")
             kind = self._default_model
             return [Component(kind, kind, 1.0, "fallback", self._fallback)]

@@ -23,6 +23,8 @@ KEY_MAP = {
     "reward.sandbox_fusion.url": "reward_model.sandbox_fusion.url",
     "reward.sandbox_fusion.max_concurrent": "reward_model.sandbox_fusion.max_concurrent",
     "reward.sandbox_fusion.memory_limit_mb": "reward_model.sandbox_fusion.memory_limit_mb",
+    **{f"reward.reward_model.rollout.{k}": f"reward_model.rollout.{k}"
+       for k in ("name", "gpu_memory_utilization", "tensor_model_parallel_size", "prompt_length", "response_length")},
 }
 # verl's bookkeeping keys that say nothing about what is computed
 _IGNORED_LEAVES = ("_target_",)

@@ -98,9 +98,9 @@ MODEL_ROW = {"data_source": "chat", "prompt": [{"role": "user", "content": "hi"}
 @pytest.mark.parametrize("row,component,overrides", [
     (CODE_ROW, "sandbox_code", ["reward_model.sandbox_fusion.url=http://user:s3cret@127.0.0.1:{port}/run_code",
                                 "reward_model.sandbox_fusion.retry_backoff=0"]),
-    (MODEL_ROW, "remote_rm", ["reward_model.enable=true", "reward_model.remote.urls=[http://user:s3cret@127.0.0.1:{port}/get_reward]",
+    (MODEL_ROW, "remote_rm", ["reward_model.enable=true", "reward_model.route_by_style=true", "reward_model.remote.urls=[http://user:s3cret@127.0.0.1:{port}/get_reward]",
                               "reward_model.remote.backoff=0"]),
-    (MODEL_ROW, "judge", ["reward_model.enable=true", "reward_model.judge.base_url=http://user:s3cret@127.0.0.1:{port}/v1",
+    (MODEL_ROW, "judge", ["reward_model.enable=true", "reward_model.route_by_style=true", "reward_model.judge.base_url=http://user:s3cret@127.0.0.1:{port}/v1",
                           "reward_model.judge.model=m", "reward_model.judge.backoff=0"]),
 ])
 def test_unreachable_service_is_named_on_the_console_and_fails_the_run(tmp_path, capfd, row, component, overrides):

@@ -79,7 +79,7 @@ def test_training_with_a_remote_reward_model_and_a_judge(tmp_path, monkeypatch):
         overrides = [
             *tiny_overrides(tmp_path, paths, custom_reward=False),
             "data.train_batch_size=8", "trainer.total_training_steps=2", "trainer.val_before_train=true", "trainer.test_freq=2",
-            "reward_model.enable=true",
+            "reward_model.enable=true", "reward_model.route_by_style=true",  # the rule rows keep their rules
             f"reward_model.remote.urls=[http://{address}/get_reward]", f"reward_model.remote.tokenizer={rm_path}",
             "reward_model.remote.token_env=RK_TEST_RM_TOKEN",
             f"reward_model.judge.base_url={judge.url}/v1", "reward_model.judge.model=tiny-judge", "reward_model.judge.scale=[0, 10]",

@@ -76,7 +76,7 @@ def test_a_path_that_is_not_a_one_output_classifier_is_an_error(tmp_path, make_c
 
 
 def test_mixed_batch_routes_rule_and_model_rows_in_row_order(rm_path, make_config):
-    cfg = make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}")
+    cfg = make_config("reward_model.enable=true", "reward_model.route_by_style=true", f"reward_model.model.path={rm_path}")
     direct = LocalRewardModel(cfg.reward_model.model)
     responses = ["#### 4", "aaaa", "#### 5", "bbbb", "aaaa"]
     styles = ["rule", "model", "rule", "model", "model"]
@@ -94,6 +94,62 @@ def test_mixed_batch_routes_rule_and_model_rows_in_row_order(rm_path, make_confi
     assert out.metrics["reward/gsm8k/mean"] == 0.5
     assert out.metrics["reward/source/open/chat/mean"] == pytest.approx((2 * expected[0] + expected[1]) / 3, abs=1e-5)
     assert out.metrics["reward/unique_calls_ratio"] == pytest.approx(4 / 5)
+
+
+def test_under_verl_keys_the_reward_model_scores_every_row_whatever_its_style(rm_path, make_config):
+    # verl 0.9.1 (RewardLoopWorker.compute_score): reward_model.enable without a custom function
+    # scores every row with the reward model; a rule row's scorer is never asked.
+    cfg = make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}")
+    direct = LocalRewardModel(cfg.reward_model.model)
+    responses = ["#### 4", "aaaa", "#### 4"]
+    batch = RewardBatch(["openai/gsm8k", "open/chat", "openai/gsm8k"], responses, ["4", None, "4"],
+                        styles=["rule", "model", "rule-lighteval/MATH_v2"], prompts=[PROMPT] * 3,
+                        response_mask=torch.ones(3, 3))
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        manager.check_rows(batch)
+        out = manager(batch)
+    expected = [o.score for o in direct.score([ModelRequest("x", PROMPT, r) for r in responses])]
+    assert out.scores.tolist() == pytest.approx(expected, abs=1e-5)
+    assert 1.0 not in out.scores.tolist()  # the gsm8k scorer would have given 1.0
+    assert out.metrics["reward/local_rm/count"] == 3.0
+
+
+def test_under_verl_keys_a_custom_function_scores_every_row_even_with_the_model_on(rm_path, make_config, tmp_path):
+    fn = tmp_path / "fn.py"
+    fn.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.25\n")
+    # a local model that no row would reach is refused, naming the keys
+    idle = make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}", f"custom_reward_function.path={fn}")
+    with pytest.raises(ConfigError, match=r"reward_model\.model\.path is set, but custom_reward_function\.path scores every row.*route_by_style=true"):
+        build_reward_manager(idle.reward_settings())
+    cfg = make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}", f"custom_reward_function.path={fn}",
+                      "reward_model.components={'never/*': {rm: {kind: local_rm}}}")
+    batch = RewardBatch(["open/chat", "openai/gsm8k"], ["aaaa", "#### 4"], [None, "4"], styles=["model", "rule"],
+                        prompts=[PROMPT] * 2, response_mask=torch.ones(2, 3))
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        manager.check_rows(batch)
+        assert manager(batch).scores.tolist() == [0.25, 0.25]
+
+
+def test_return_raw_chat_gives_the_reward_model_the_chat_under_its_own_template(tmp_path, make_config):
+    # verl's RM worker re-templates the raw chat when the RM's tokenizer differs from the policy's.
+    from transformers import AutoTokenizer
+
+    path = save_random_rm(tmp_path / "rm")
+    tok = AutoTokenizer.from_pretrained(path)
+    policy_template = tok.chat_template
+    tok.chat_template = "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+    tok.save_pretrained(path)
+    cfg = make_config("data.return_raw_chat=True", "reward_model.enable=true", f"reward_model.model.path={path}")
+    assert cfg.data.return_raw_chat
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say something."}]
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        out = manager(RewardBatch(["open/chat"], ["aaab"], [None], styles=["model"], prompts=[chat]))
+        rm = manager.plan.models["local_rm"]
+        text = "[system] Be brief.\n[user] Say something.\n[assistant] aaab\n"
+        assert rm.forward([tok(text, add_special_tokens=False)["input_ids"]])[0] == pytest.approx(out.scores[0].item(), abs=1e-5)
+        tok.chat_template = policy_template
+        policy_text = tok.apply_chat_template(chat + [{"role": "assistant", "content": "aaab"}], tokenize=False)
+        assert rm.forward([tok(policy_text, add_special_tokens=False)["input_ids"]])[0] != pytest.approx(out.scores[0].item(), abs=1e-4)
 
 
 def test_model_rows_without_prompts_are_scored_and_counted(rm_path, make_config):
@@ -141,7 +197,8 @@ def test_rewardsmith_score_scores_model_rows_offline_with_a_column_per_component
              "response": ["aaaa", "bbbb"]}]
     write_rows(tmp_path / "in.jsonl", rows)
     assert main(["score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
-                 "reward_model.enable=true", f"reward_model.model.path={rm_path}"]) == 0
+                 "reward_model.enable=true", "reward_model.route_by_style=true",
+                 f"reward_model.model.path={rm_path}"]) == 0
     table = capsys.readouterr().out
     header = next(line for line in table.splitlines() if line.startswith("data_source"))
     assert header.split()[-2:] == ["gsm8k", "local_rm"]
@@ -151,3 +208,33 @@ def test_rewardsmith_score_scores_model_rows_offline_with_a_column_per_component
     assert scored[0]["score"] == 1.0
     assert scored[1]["score"] == pytest.approx(expected, abs=1e-5)  # scored with the row's prompt
     assert scored[1]["reward_extra_info"][0]["reward_components"] == {"local_rm": pytest.approx(expected[0], abs=1e-5)}
+
+
+def test_verl_reward_model_worker_keys_set_what_they_mean_or_give_a_notice(rm_path, make_config):
+    keys = ["reward_model.enable=true", f"reward_model.model.path={rm_path}", "reward_model.micro_batch_size_per_gpu=3",
+            "reward_model.model.use_remove_padding=True", "reward_model.model.fsdp_config.param_offload=True",
+            "reward_model.use_reward_loop=True", "reward_model.rollout.name=vllm",
+            "reward_model.rollout.gpu_memory_utilization=0.8", "reward_model.rollout.tensor_model_parallel_size=1",
+            "reward_model.rollout.prompt_length=40", "reward_model.rollout.response_length=24"]
+    rm = make_config(*keys).reward_model
+    assert rm.model.micro_batch_size == 3 and rm.model.max_length == 64
+    notices = rm.notices()
+    named = [line.split(":")[0] for line in notices]
+    assert named == ["reward_model.use_reward_loop", "reward_model.rollout.name", "reward_model.rollout.gpu_memory_utilization",
+                     "reward_model.rollout.tensor_model_parallel_size", "reward_model.model.use_remove_padding",
+                     "reward_model.model.fsdp_config.param_offload"]
+    assert make_config(*keys[:2]).reward_model.notices() == []
+    with pytest.raises(ConfigError, match="micro_batch_size_per_gpu"):
+        make_config("reward_model.micro_batch_size_per_gpu=0")
+    with pytest.raises(ConfigError, match="gpu_memory_utilization"):
+        make_config("reward_model.rollout.gpu_memory_utilization=1.5")
+
+
+def test_the_in_process_reward_loop_scores_as_the_reward_model(rm_path, make_config):
+    # use_reward_loop runs the same model here: the scores equal those without it.
+    batch = RewardBatch(["open/chat"] * 3, ["aaaa", "ab", "bbbbbbbb"], [None] * 3, styles=["rule"] * 3, prompts=[PROMPT] * 3)
+    scores = []
+    for extra in ([], ["reward_model.use_reward_loop=True", "reward_model.rollout.name=vllm", "reward_model.micro_batch_size_per_gpu=1"]):
+        with build_reward_manager(make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}", *extra).reward_settings()) as m:
+            scores.append(m(batch).scores.tolist())
+    assert scores[0] == pytest.approx(scores[1], abs=1e-5)

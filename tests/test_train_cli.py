@@ -81,3 +81,23 @@ def test_user_errors_are_one_line_naming_the_problem(tmp_path, capsys):
     assert main(["train", str(config)]) == 2
     err = capsys.readouterr().err
     assert "no/such_source" in err and "openai/gsm8k" in err  # lists the known sources
+
+
+def test_train_under_verl_reward_model_keys_scores_rule_rows_with_the_model_and_names_its_notices(tmp_path, capsys):
+    from model_scoring_helpers import save_random_rm
+
+    paths = write_inputs(tmp_path)
+    config = write_config(tmp_path, paths)
+    rm = save_random_rm(tmp_path / "rm")
+    assert main(["train", str(config), "trainer.logger=[console,jsonl]", "trainer.total_training_steps=1",
+                 "data.return_raw_chat=True", "reward_model.enable=True", f"reward_model.model.path={rm}",
+                 "reward_model.micro_batch_size_per_gpu=2", "reward_model.model.use_remove_padding=True",
+                 "reward_model.use_reward_loop=True", "reward_model.rollout.name=vllm"]) == 0
+    err = capsys.readouterr().err
+    for key in ("reward_model.model.use_remove_padding", "reward_model.use_reward_loop", "reward_model.rollout.name"):
+        assert sum(line.startswith(f"notice: {key}:") for line in err.splitlines()) == 1, key
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    # the demo rows are `style: rule` arithmetic: under verl's keys the reward model scores them all
+    assert records[1]["reward/local_rm/count"] == 8.0
+    components = {k.split("/")[1] for k in records[1] if k.startswith("reward/") and k.endswith("/count") and k.count("/") == 2}
+    assert components == {"local_rm"}  # no rule scorer (gsm8k, MATH) was asked

@@ -28,8 +28,11 @@ def test_old_layout_still_loads_and_agreeing_layouts_mix():
 
 
 def test_unknown_and_conflicting_keys_are_named():
-    with pytest.raises(ConfigError, match=r"unknown config key 'reward.reward_model.rollout.name' \(verl's reward.\* layout\)"):
-        load_config(Config, None, ["reward.reward_model.rollout.name=vllm"])
+    with pytest.raises(ConfigError, match=r"unknown config key 'reward.reward_model.rollout.free_cache_engine' \(verl's reward.\* layout\)"):
+        load_config(Config, None, ["reward.reward_model.rollout.free_cache_engine=true"])
+    cfg = load_config(Config, None, ["reward.reward_model.rollout.name=vllm", "reward.reward_model.rollout.prompt_length=30",
+                                     "reward.reward_model.rollout.response_length=20"])
+    assert cfg.reward_model.rollout.name == "vllm" and cfg.reward_model.model.max_length == 50
     with pytest.raises(ConfigError, match=r"'reward.num_workers' \(4\) and 'reward_model.num_workers' \(2\) are both set and disagree"):
         load_config(Config, None, ["reward_model.num_workers=2", "reward.num_workers=4"])
     assert map_reward_layout({"data": {}}) == {"data": {}}

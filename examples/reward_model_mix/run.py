@@ -9,7 +9,9 @@
    gsm8k / MATH / DAPO rules) with open-ended rows (`style: model`,
    data_source `open/chat`, scored by the reward model loaded by path).
 3. A short supervised warm start on arithmetic, then GRPO with
-   `reward_model.enable=true reward_model.model.path=<the saved model>`.
+   `reward_model.enable=true reward_model.route_by_style=true
+   reward_model.model.path=<the saved model>` (route_by_style: rule rows keep
+   their scorers; verl's default would give every row to the reward model).
 
 It prints the held-out pairwise accuracy of the reward model and a
 before/after table of validation reward per data_source; each kind rises.
@@ -74,7 +76,7 @@ def run(out: Path, overrides: list[str] = (), sft_epochs: int = 40) -> dict:
               f"data.train_files={paths['train']}", f"data.val_files={paths['val']}", f"sft.train_files={paths['sft']}",
               f"sft.save_dir={out / 'sft_model'}", f"sft.total_epochs={sft_epochs}", "trainer.total_training_steps=30",
               "trainer.save_freq=-1", "trainer.cpu_threads=1", "trainer.progress_bar=false",
-              "reward_model.enable=true", f"reward_model.model.path={paths['rm']}"]
+              "reward_model.enable=true", "reward_model.route_by_style=true", f"reward_model.model.path={paths['rm']}"]
     sft_dir = run_sft(load_config(Config, None, [*common, *overrides]), stream=sys.stderr)
     trainer = PPOTrainer(load_config(Config, None, [*common, f"actor_rollout_ref.model.path={sft_dir}", *overrides]), stream=sys.stderr)
     try:
