@@ -110,13 +110,14 @@ def _value(config: Any, key: str) -> Any:
 
 
 def notices(config: Any) -> list[str]:
-    """One line per verl key set in ``config`` that changes nothing in this run, naming it and why."""
+    """One line per verl key set in ``config`` that changes nothing in this run, naming it and why (the
+    reward side's own, ``reward_model.*``, come from its config)."""
     lines = []
     for notice in NOTICES:
         value = _value(config, notice.key)
         if notice.applies(value, config):
             lines.append(f"notice: {notice.key}={value} changes nothing here: {notice.why}")
-    return lines
+    return lines + [f"notice: {line}" for line in config.reward_model.notices()]
 
 
 def _world_size(config: Any) -> int:
@@ -300,6 +301,12 @@ VERL_SCRIPT_KEYS: tuple[str, ...] = (
 )
 
 
+# reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
+REWARD_SIDE_NOTICES = ("reward_model.use_reward_loop", "reward_model.rollout.name",
+                       "reward_model.rollout.gpu_memory_utilization", "reward_model.rollout.tensor_model_parallel_size",
+                       "reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload")
+
+
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
     """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`; ``schema_keys`` are the keys the schema has."""
     notes = {n.key: n.why for n in NOTICES}
@@ -307,6 +314,9 @@ def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
     for key in VERL_SCRIPT_KEYS:
         if key in notes:
             rows.append((key, f"accepted; a notice when it changes nothing here ({notes[key]})"))
+        elif key in REWARD_SIDE_NOTICES:
+            rows.append((key, "accepted with a notice: the reward model scores in-process here "
+                              "([reward_models.md](reward_models.md))"))
         elif key in schema_keys or any(key.startswith(k + ".") for k in schema_keys):
             rows.append((key, "implemented"))
         else:

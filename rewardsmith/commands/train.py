@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 import yaml
 
@@ -27,8 +26,6 @@ def run(args: argparse.Namespace) -> int:
     trainer = PPOTrainer(config)
     # Under torchrun every rank runs this command; rank 0 speaks for the run.
     if trainer.is_main:
-        for line in config.reward_model.notices():
-            print(f"notice: {line}", file=sys.stderr)
         out.mkdir(parents=True, exist_ok=True)
         # Redacted: a sandbox URL's ?token= or a judge URL's user:pass@ must not be written down.
         (out / "config.yaml").write_text(yaml.safe_dump(redact_config(to_dict(config)), sort_keys=False))
