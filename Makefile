@@ -34,6 +34,8 @@ demo: $(STAMP)
 $(TEST_STAMP): $(STAMP)
 	@echo "==> installing verl 0.9.1 (its files only) and mathruler for the compatibility tests"
 	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1" "mathruler==0.1.0"
+	@echo "==> installing what verl's core_algos imports (omegaconf, tensordict, ...), for the policy-loss comparisons"
+	$(BIN)/python -m pip install -q --no-deps "omegaconf==2.4.0" "tensordict==0.15.3" "pyvers==0.2.3" "codetiming==1.4.0"
 	touch $(TEST_STAMP)
 
 # vLLM for CPU, so the vLLM rollout runs (and is tested) without a GPU.

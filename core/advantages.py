@@ -19,6 +19,9 @@ Every estimator is a pure function called with keyword arguments only::
   out of every statistic (group means, standard deviations, baselines,
   whitening) and return zero advantages and returns for them, so that the
   other samples get exactly what they would get if it had never been sampled.
+- ``reward_baselines`` (B,): for an estimator with the attribute
+  ``requires_greedy_baseline = True`` (ReMax), the reward of a greedy response
+  to each sample's prompt, which the trainer samples and scores for it.
 - ``**kwargs``: further options may be passed in later versions; accept and
   ignore what you do not use.
 
@@ -229,12 +232,59 @@ def compute_reinforce_plus_plus_baseline_outcome_advantage(
     return advantages, advantages
 
 
+def compute_gpg_outcome_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence[Hashable],
+    f_norm: float = 1.0,
+    scored: Optional[torch.Tensor] = None,
+    **_: Any,
+) -> AdvantageResult:
+    """GPG (Group Policy Gradient): ``A_i = alpha * (s_i - mean_g) / f_norm`` with ``alpha = B / #{i: s_i != 0}``
+    over the ``B`` scored samples of the batch (the share of samples with a signal rescales the gradient), and
+    ``mean_g`` the scored members' group mean (0 for a group of one). Not whitened; broadcast over valid tokens,
+    0 for unscored samples; returns equal advantages."""
+    _check_index(index, token_level_rewards.shape[0], "gpg")
+    keep = scored_mask(scored, token_level_rewards.shape[0])
+    scores = token_level_rewards.float().sum(-1)
+    mean, _std, _size = _group_stats(scores, index, keep)
+    alpha = keep.sum() / torch.count_nonzero(scores * keep).clamp(min=1)
+    advantages = (alpha * (scores - mean) / f_norm).unsqueeze(-1) * _valid_tokens(response_mask, keep)
+    return advantages, advantages
+
+
+def compute_remax_outcome_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    reward_baselines: Optional[torch.Tensor] = None,
+    scored: Optional[torch.Tensor] = None,
+    **_: Any,
+) -> AdvantageResult:
+    """ReMax: the undiscounted return ``G_t = sum_{t' >= t} r_t'`` minus ``b``, the reward of the greedy
+    response to the same prompt (``reward_baselines``, (B,)): ``A_t = G_t - b`` on valid tokens; returns
+    are ``G``. 0 for unscored samples. The trainer samples and scores the greedy responses for an estimator
+    with ``requires_greedy_baseline``."""
+    if reward_baselines is None:
+        raise ValueError("the remax advantage estimator needs reward_baselines (the greedy responses' rewards)")
+    mask = _valid_tokens(response_mask, scored)
+    returns = (token_level_rewards.float() * mask).flip(-1).cumsum(-1).flip(-1)
+    advantages = returns - reward_baselines.float().unsqueeze(-1) * mask
+    return advantages, returns
+
+
+compute_remax_outcome_advantage.requires_greedy_baseline = True  # type: ignore[attr-defined]
+
+
 BUILTIN_ESTIMATORS = {
     "gae": compute_gae_advantage_return,
     "grpo": compute_grpo_outcome_advantage,
     "rloo": compute_rloo_outcome_advantage,
     "reinforce_plus_plus": compute_reinforce_plus_plus_outcome_advantage,
     "reinforce_plus_plus_baseline": compute_reinforce_plus_plus_baseline_outcome_advantage,
+    "gpg": compute_gpg_outcome_advantage,
+    "remax": compute_remax_outcome_advantage,
 }
 
 

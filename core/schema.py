@@ -138,6 +138,20 @@ DYNAMIC_HELP = ("Cut micro-batches by tokens instead of samples: consecutive sam
 
 
 @dataclass
+class PolicyLossConfig:
+    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), or one a plugin registers.")
+    clip_cov_ratio: float = opt(0.0002, "clip_cov: share of tokens whose gradient is cut.")
+    clip_cov_lb: float = opt(1.0, "clip_cov: lower bound of the covariance of the tokens that may be cut.")
+    clip_cov_ub: float = opt(5.0, "clip_cov: upper bound of that covariance.")
+    kl_cov_ratio: float = opt(0.0002, "kl_cov: share of tokens that get the KL penalty.")
+    ppo_kl_coef: float = opt(1.0, "kl_cov: coefficient of |logp - old_logp| on those tokens.")
+
+    def __post_init__(self) -> None:
+        require_positive("clip_cov_ratio", self.clip_cov_ratio, allow_none=False)
+        require_positive("kl_cov_ratio", self.kl_cov_ratio, allow_none=False)
+
+
+@dataclass
 class CheckpointContents:
     save_contents: Optional[list[str]] = opt(None, "verl: parts a checkpoint saves (model, optimizer, extra, hf_model).")
     load_contents: Optional[list[str]] = opt(None, "verl: parts a resume loads.")
@@ -161,6 +175,7 @@ class ActorConfig:
     ppo_max_token_len_per_gpu: int = opt(16384, "Token budget of one micro-batch on one rank with use_dynamic_bsz.")
     ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
     entropy_checkpointing: bool = opt(False, "verl: recompute the entropy's softmax in the backward pass; memory only (a notice: the same entropy and gradient).")
+    policy_loss: PolicyLossConfig = section(PolicyLossConfig, "The policy loss and its options, as verl's actor.policy_loss.")
     checkpoint: CheckpointContents = section(CheckpointContents, "verl's choice of what a checkpoint holds (a notice: here it always holds the Hugging Face model and what a resume needs).")
     ppo_epochs: int = opt(1, "Passes over each training batch.")
     shuffle: bool = opt(False, "Shuffle samples before splitting mini-batches.")

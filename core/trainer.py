@@ -10,6 +10,7 @@ each actor update.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,6 +118,9 @@ class PPOTrainer:
             # verl's DAPO trainer filters before log-probs exist, so it cannot apply the in-reward KL either.
             raise ValueError("algorithm.filter_groups.enable filters groups on the reward before log-probs and values are "
                              "computed: it cannot be combined with algorithm.use_kl_in_reward or reward_source=critic")
+        if algo.filter_groups.enable and getattr(self.estimator, "requires_greedy_baseline", False):
+            raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} compares each sample with a greedy response to "
+                             "its prompt, which a batch assembled by algorithm.filter_groups does not keep: use one or the other")
 
         actor_cfg, rollout_cfg = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
         self.n = rollout_cfg.n
@@ -288,10 +292,13 @@ class PPOTrainer:
             if algo.reward_source == "critic":
                 advantages, returns = critic_source_advantage(rewards, values, mask)
             else:
+                baselines = {}
+                if getattr(self.estimator, "requires_greedy_baseline", False):
+                    baselines["reward_baselines"] = self.greedy_baselines(prompts, batch.meta["uid"], timing)
                 advantages, returns = self.estimator(
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
-                    scored=~unscored,
+                    scored=~unscored, **baselines,
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)
@@ -385,6 +392,15 @@ class PPOTrainer:
             with self._timer(timing, "sync_weights"):
                 self.actor.sync_rollout_weights()
         return metrics
+
+    def greedy_baselines(self, prompts: Batch, uids: list, timing: dict[str, float]) -> torch.Tensor:
+        """(B,) the reward of a greedy response to each sample's prompt (ReMax's baseline), matched by uid."""
+        greedy = dataclasses.replace(self.sampling, n=1, do_sample=False)
+        with self._timer(timing, "gen_baseline"), self._rollout_phase():
+            responses = self.actor.generate(prompts, greedy)
+        scores = self.score(responses).token_level_scores.sum(-1)
+        by_uid = dict(zip(responses.meta["uid"], scores.tolist()))
+        return torch.tensor([by_uid[uid] for uid in uids])
 
     def score(self, batch: Batch):
         """The reward managers' verdict on a generated batch (decoded responses, token-level scores)."""

@@ -28,13 +28,15 @@ from rewardsmith.core.batch import Batch, MiniBatch
 from rewardsmith.core.distributed import Topology, init_distributed
 from rewardsmith.core.kl import kl_penalty
 from rewardsmith.core.lora import add_lora, has_adapters, merged_weights
-from rewardsmith.core.losses import agg_loss, micro_batch_weight, policy_loss, value_loss
+from rewardsmith.core.losses import agg_loss, micro_batch_weight, value_loss
+from rewardsmith.core.policy_losses import LossContext
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches, micro_batching
 from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
 from rewardsmith.core.optim import build_optimizer
 from rewardsmith.core.rollout import SamplingParams, build_rollout_engine
 from rewardsmith.core.strategy import LocalStrategy, Strategy
 from rewardsmith.core.tensor_ops import masked_mean
+from rewardsmith.plugins.loader import get_registry
 
 T = TypeVar("T")
 
@@ -90,19 +92,19 @@ def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, h
     return torch.cat(logps)
 
 
-MicroLoss = Callable[[Batch, torch.Tensor, float, dict[str, list[float]]], torch.Tensor]
+MicroLoss = Callable[[Batch, torch.Tensor, MiniBatch, dict[str, list[float]]], torch.Tensor]
 
 
 def _update(model: torch.nn.Module, strategy: Strategy, optimizer: torch.optim.Optimizer, scheduler: Any,
-            minis: Iterable[MiniBatch], *, micro: MicroBatching, loss_agg_mode: str, grad_clip: float,
+            minis: Iterable[MiniBatch], *, micro: MicroBatching, grad_clip: float,
             prefix: str, micro_loss: MicroLoss) -> dict[str, float]:
     """The update actor and critic run: one optimizer step per mini-batch, then one LR-schedule step.
 
     A mini-batch's gradient accumulates over its micro-batches, each loss
     weighted by its share of the whole mini-batch (:func:`micro_batch_weight`
     with the mini-batch's global counts). ``micro_loss(micro, response_mask,
-    weight, stats)`` returns a micro-batch's loss (on the model's device) and
-    appends its own metrics to ``stats``.
+    mini, stats)`` returns a micro-batch's loss so weighted (on the model's
+    device) and appends its own metrics to ``stats``.
     """
     device = _device_of(model)
     stats: dict[str, list[float]] = defaultdict(list)
@@ -110,9 +112,7 @@ def _update(model: torch.nn.Module, strategy: Strategy, optimizer: torch.optim.O
         optimizer.zero_grad(set_to_none=True)
         for part in micro_batches(mini.batch, micro):
             part = part.to(device)
-            mask = part["response_mask"].float()
-            weight = micro_batch_weight(mask, mini.tokens, mini.samples, loss_agg_mode)
-            micro_loss(part, mask, weight, stats).backward()
+            micro_loss(part, part["response_mask"].float(), mini, stats).backward()
         # A non-finite gradient norm (fp16 overflow, a bad batch) skips the step
         # instead of writing NaN into the weights; it is counted, not hidden.
         grad_norm = strategy.clip_grad_norm(model, grad_clip)
@@ -153,6 +153,7 @@ class ActorRolloutWorker:
             self.cfg.use_dynamic_bsz, self.cfg.ppo_max_token_len_per_gpu, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu")
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = build_optimizer(trainable, self.cfg.optim, total_steps)
+        self.policy_loss = get_registry(config.plugins).policy_loss(self.cfg.policy_loss.loss_mode)
         # An engine with its own copy reads only the model's config: the actor's own (null path) when
         # override_config changed it.
         self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer,
@@ -186,7 +187,7 @@ class ActorRolloutWorker:
         return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching)
 
     def update(self, minis: list[MiniBatch]) -> dict[str, float]:
-        """One clipped-PPO optimizer step per mini-batch (see :func:`policy_loss`).
+        """One optimizer step per mini-batch with the configured policy loss (:mod:`rewardsmith.core.policy_losses`).
 
         Needs ``advantages``, ``ref_log_prob`` with ``use_kl_loss``, and
         ``old_log_probs`` unless there is a single mini-batch (then the policy
@@ -200,15 +201,16 @@ class ActorRolloutWorker:
         if len(minis) > 1 and any("old_log_probs" not in m.batch for m in minis):
             raise ValueError("old_log_probs are needed when a batch makes more than one optimizer step")
 
-        def micro_loss(micro: Batch, mask: torch.Tensor, weight: float, stats: dict[str, list[float]]) -> torch.Tensor:
+        def micro_loss(micro: Batch, mask: torch.Tensor, mini: MiniBatch, stats: dict[str, list[float]]) -> torch.Tensor:
+            weight = micro_batch_weight(mask, mini.tokens, mini.samples, cfg.loss_agg_mode)
+            ctx = LossContext(low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight,
+                              micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss)
             logp, entropy = response_logprobs(
                 self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1], self.temperature,
                 with_entropy=True, entropy_grad=cfg.entropy_coeff != 0,
             )
             old = micro["old_log_probs"] if "old_log_probs" in micro else logp.detach()
-            pg, pg_stats = policy_loss(
-                logp, old, micro["advantages"], mask, low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight
-            )
+            pg, pg_stats = self.policy_loss(logp, old, micro["advantages"], mask, ctx)
             ent = agg_loss(entropy, mask, cfg.loss_agg_mode, weight)
             loss = pg - cfg.entropy_coeff * ent if cfg.entropy_coeff != 0 else pg
             if cfg.use_kl_loss:
@@ -217,14 +219,12 @@ class ActorRolloutWorker:
                 stats["actor/kl_loss"].append(kl.item() / max(weight, 1e-12))
             stats["actor/entropy"].append(ent.item() / max(weight, 1e-12))
             stats["actor/pg_loss"].append(pg.item() / max(weight, 1e-12))
-            stats["actor/pg_clipfrac"].append(pg_stats["clipfrac"].item())
-            stats["actor/pg_clipfrac_lower"].append(pg_stats["clipfrac_lower"].item())
-            stats["actor/ppo_kl"].append(pg_stats["ppo_kl"].item())
+            for name, value in pg_stats.items():
+                stats[f"actor/{'pg_' if name.startswith('clipfrac') else ''}{name}"].append(value.item())
             return loss
 
         return _update(self.model, self.strategy, self.optimizer, self.scheduler, minis,
-                       micro=self.update_batching, loss_agg_mode=cfg.loss_agg_mode,
-                       grad_clip=cfg.grad_clip, prefix="actor", micro_loss=micro_loss)
+                       micro=self.update_batching, grad_clip=cfg.grad_clip, prefix="actor", micro_loss=micro_loss)
 
     # -- checkpoints --------------------------------------------------------------
     def save_checkpoint(self, path: Path) -> None:
@@ -304,7 +304,8 @@ class CriticWorker:
             raise RuntimeError("critic.freeze is true: the critic is never updated")
         cfg = self.cfg
 
-        def micro_loss(micro: Batch, mask: torch.Tensor, weight: float, stats: dict[str, list[float]]) -> torch.Tensor:
+        def micro_loss(micro: Batch, mask: torch.Tensor, mini: MiniBatch, stats: dict[str, list[float]]) -> torch.Tensor:
+            weight = micro_batch_weight(mask, mini.tokens, mini.samples, cfg.loss_agg_mode)
             vpreds = response_values(self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1])
             loss, v_stats = value_loss(vpreds, micro["values"], micro["returns"], mask, cfg.cliprange_value,
                                        cfg.loss_agg_mode, weight)
@@ -314,8 +315,7 @@ class CriticWorker:
             return loss
 
         return _update(self.model, self.strategy, self.optimizer, self.scheduler, minis,
-                       micro=self.batching, loss_agg_mode=cfg.loss_agg_mode,
-                       grad_clip=cfg.grad_clip, prefix="critic", micro_loss=micro_loss)
+                       micro=self.batching, grad_clip=cfg.grad_clip, prefix="critic", micro_loss=micro_loss)
 
     def save_checkpoint(self, path: Path) -> None:
         self.strategy.save(path, self.model, self.optimizer, self.scheduler)

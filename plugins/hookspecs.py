@@ -1,7 +1,7 @@
 """The hooks a rewardsmith plugin can implement.
 
 Each hook receives a ``register`` callback, in the style of datasette and llm.
-Built-in scorers, reward managers and advantage estimators are registered
+Built-in scorers, reward managers, advantage estimators and policy losses are registered
 through these very hooks, so third-party plugins and built-ins share one path.
 """
 from __future__ import annotations
@@ -36,6 +36,11 @@ def register_advantage_estimators(register):
 
     ``fn`` is a pure function on tensors; see ``rewardsmith.core.advantages``.
     """
+
+
+@hookspec
+def register_policy_losses(register):
+    """Register policy-loss modes: ``register(name, fn)``; see ``rewardsmith.core.policy_losses``."""
 
 
 @hookspec

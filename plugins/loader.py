@@ -25,6 +25,7 @@ _HOOKS = (
     ("register_scorers", "add_scorer"),
     ("register_reward_managers", "add_reward_manager"),
     ("register_advantage_estimators", "add_advantage_estimator"),
+    ("register_policy_losses", "add_policy_loss"),
     ("register_attacks", "add_attack"),
 )
 

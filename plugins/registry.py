@@ -28,6 +28,7 @@ class PluginInfo:
     scorers: list[str] = field(default_factory=list)
     reward_managers: list[str] = field(default_factory=list)
     advantage_estimators: list[str] = field(default_factory=list)
+    policy_losses: list[str] = field(default_factory=list)
     attacks: list[str] = field(default_factory=list)
     error: Optional[str] = None
 
@@ -58,6 +59,7 @@ class Registry:
         self._managers: dict[str, list[Claim]] = {}
         self._estimators: dict[str, list[Claim]] = {}
         self._attacks: dict[str, list[Claim]] = {}
+        self._policy_losses: dict[str, list[Claim]] = {}
 
     # -- registration (called through the hooks' register callbacks) -------
     def add_scorer(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ()) -> None:
@@ -80,6 +82,10 @@ class Registry:
     def add_advantage_estimator(self, plugin: PluginInfo, name: str, fn: Callable[..., Any]) -> None:
         self._claim(self._estimators, "advantage estimator", name, Claim(name, fn, plugin))
         plugin.advantage_estimators.append(name)
+
+    def add_policy_loss(self, plugin: PluginInfo, name: str, fn: Callable[..., Any]) -> None:
+        self._claim(self._policy_losses, "policy loss", name, Claim(name, fn, plugin))
+        plugin.policy_losses.append(name)
 
     def add_attack(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ("*",)) -> None:
         patterns = (data_sources,) if isinstance(data_sources, str) else tuple(data_sources)
@@ -152,6 +158,10 @@ class Registry:
     def advantage_estimator(self, name: str) -> Callable[..., Any]:
         """The advantage estimator registered as ``name``."""
         return self._lookup(self._estimators, "advantage estimator", name, " (algorithm.adv_estimator)")
+
+    def policy_loss(self, name: str) -> Callable[..., Any]:
+        """The policy-loss mode registered as ``name``."""
+        return self._lookup(self._policy_losses, "policy loss", name, " (actor_rollout_ref.actor.policy_loss.loss_mode)")
 
     def _lookup(self, table: dict[str, list[Claim]], kind: str, name: str, where: str) -> Any:
         if name not in table:

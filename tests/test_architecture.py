@@ -92,8 +92,8 @@ def test_the_checker_sees_every_kind_of_arrow(tmp_path):
 def test_plugin_core_stays_small():
     # The hooks, loader and registry are the part plugin authors read to see how
     # their plugin is loaded: kept plain, in the style of datasette's and llm's.
-    # Four hooks (scorers, managers, estimators, stress attacks) and the lookups
-    # the host needs (receipts name who registered a scorer) fit in 330 lines.
+    # Five hooks (scorers, managers, estimators, policy losses, stress attacks) and
+    # the lookups the host needs (receipts name who registered a scorer) fit in 345 lines.
     core = ["plugins/hookspecs.py", "plugins/loader.py", "plugins/registry.py"]
     lines = sum(len((ROOT / f).read_text().splitlines()) for f in core)
-    assert lines < 330, f"the plugin core grew to {lines} lines"
+    assert lines < 345, f"the plugin core grew to {lines} lines"

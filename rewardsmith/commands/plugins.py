@@ -22,6 +22,7 @@ def run(args: argparse.Namespace) -> int:
             "scorers": p.scorers,
             "reward_managers": p.reward_managers,
             "advantage_estimators": p.advantage_estimators,
+            "policy_losses": p.policy_losses,
             "attacks": p.attacks,
             "error": p.error,
         }
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for r in records:
         print(f"{r['name']}  ({r['distribution']} {r['version']}{', built-in' if r['builtin'] else ''})")
-        for kind in ("scorers", "reward_managers", "advantage_estimators", "attacks"):
+        for kind in ("scorers", "reward_managers", "advantage_estimators", "policy_losses", "attacks"):
             if r[kind]:
                 print(f"  {kind.replace('_', ' ')}: {', '.join(r[kind])}")
         if r["error"]:
