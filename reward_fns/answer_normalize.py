@@ -171,6 +171,8 @@ def canonical_answer(text: str) -> str:
     text = text.replace("\\!", "")  # a negative space, as in "10,\!000"
     for token in _SPACING:
         text = text.replace(token, " ")
+    # a vector written with angle brackets is the tuple it names: <1, 2> is (1, 2)
+    text = text.replace("\\langle", "(").replace("\\rangle", ")")
     text = re.sub(r"(?<!\\)\\ ", " ", text).replace("~", " ").replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     text = _trig_degrees_to_radians(text)
     for token in _DEGREES:
