@@ -102,9 +102,12 @@ def _rows_for(kind: str, split: str) -> list[dict]:
             truth = json.dumps({"inputs": [f"{a} {b}\n"], "outputs": [f"{a + b}\n"]})
         else:
             raise ValueError(kind)
+        extra = {"split": split, "index": i}
+        if kind == "gsm8k":  # verl's gsm8k preprocessing keeps the question and the worked answer
+            extra.update(question=prompt.format(a=a, b=b), answer=f"{a} + {b} = {a + b}\n#### {a + b}")
         rows.append({"data_source": source, "prompt": [{"role": "user", "content": prompt.format(a=a, b=b)}],
                      "ability": ability, "reward_model": {"style": style, "ground_truth": truth},
-                     "extra_info": {"split": split, "index": i}})
+                     "extra_info": extra})
     return rows
 
 
