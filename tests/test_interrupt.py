@@ -30,8 +30,12 @@ def interrupt_when(args: list[str], ready, cwd: Path, timeout: float = 120) -> t
     """Run ``rewardsmith ARGS``, send SIGINT once ``ready(stderr so far)`` holds; (exit status, stderr)."""
     err_path = cwd / "stderr.txt"
     with err_path.open("w") as err:
+        # As from a terminal: SIGINT at its default, even where this test runs with it ignored (a job started
+        # in the background by a non-interactive shell inherits SIGINT ignored, and Python then never raises
+        # KeyboardInterrupt).
         proc = subprocess.Popen([sys.executable, "-m", "rewardsmith", *args], stdout=subprocess.DEVNULL, stderr=err,
-                                cwd=cwd, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                                cwd=cwd, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + timeout
         try:
             while not ready(err_path.read_text()):
