@@ -15,6 +15,7 @@ from rewardsmith.core.models import response_logprobs  # noqa: E402
 from rewardsmith.core.rollout import HFRollout, SamplingParams  # noqa: E402
 from rewardsmith.core.rollout_vllm import VLLMRollout  # noqa: E402
 from rewardsmith.core.schema import RolloutConfig  # noqa: E402
+from rewardsmith.core.micro_batches import MicroBatching  # noqa: E402
 from rewardsmith.core.workers import policy_log_probs  # noqa: E402
 from rewardsmith.demo.char_tokenizer import build_char_tokenizer  # noqa: E402
 
@@ -64,7 +65,7 @@ PROMPTS = ["12+34=", "7*8=", "100-1="]
 
 
 def actor_log_probs(model, batch: Batch, temperature: float) -> torch.Tensor:
-    return policy_log_probs(model, batch, temperature, None)
+    return policy_log_probs(model, batch, temperature, MicroBatching())
 
 
 def max_masked_diff(batch: Batch, reference: torch.Tensor) -> float:
