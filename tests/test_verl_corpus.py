@@ -87,7 +87,7 @@ def test_first_error_line_prefers_the_error_line():
     assert verl_corpus.first_error_line("Traceback\n  File x\nValueError: bad\n") == "ValueError: bad"
 
 
-def _run_runner(work: Path, *names: str, timeout: float = 1500) -> dict[str, dict]:
+def _run_runner(work: Path, *names: str, timeout: float = 2300) -> dict[str, dict]:
     """The runner's rows (``--json``) for these scripts, or the whole corpus when none are named."""
     only = ["--only", *names] if names else []
     proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--timeout", "120", "--workdir", str(work), *only],
@@ -114,6 +114,8 @@ def corpus_rows(tmp_path_factory) -> dict[str, dict]:
 
 
 @pytest.mark.slow
+# The first script's test also runs the module's fixture: the whole corpus, about 14 minutes on 2 cores.
+@pytest.mark.timeout(2400)
 @pytest.mark.parametrize("name", [
     pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=EXPECTED_FAILURES[name]))
     if name in EXPECTED_FAILURES else name
