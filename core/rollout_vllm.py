@@ -97,7 +97,7 @@ def engine_options(rollout_cfg: Any, cpu: bool) -> dict[str, Any]:
         options["enable_chunked_prefill"] = False
     elif rollout_cfg.enable_chunked_prefill is not None:
         options["enable_chunked_prefill"] = rollout_cfg.enable_chunked_prefill
-    return options
+    return {**options, **rollout_cfg.engine_kwargs.get("vllm", {})}
 
 
 class VLLMRollout:

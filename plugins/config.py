@@ -146,6 +146,7 @@ class RewardModelRolloutConfig:
     tensor_model_parallel_size: Optional[int] = opt(None, "verl's tensor parallelism of the reward-model server: accepted with a notice (one in-process model).")
     prompt_length: Optional[int] = opt(None, "verl's prompt budget of the reward-model server; with response_length it sets reward_model.model.max_length (prompt_length + response_length).")
     response_length: Optional[int] = opt(None, "verl's response budget of the reward-model server; see prompt_length.")
+    free_cache_engine: Optional[bool] = opt(None, "verl's freeing of the reward-model server's memory between steps: accepted with a notice (no server is started).")
 
     def __post_init__(self) -> None:
         for key in ("tensor_model_parallel_size", "prompt_length", "response_length"):
@@ -228,7 +229,7 @@ class RewardModelConfig:
         if self.use_reward_loop:
             lines.append("reward_model.use_reward_loop: the reward model scores in-process here, not behind a served "
                          "reward loop; the scores are the same")
-        for key in ("name", "gpu_memory_utilization", "tensor_model_parallel_size"):
+        for key in ("name", "gpu_memory_utilization", "tensor_model_parallel_size", "free_cache_engine"):
             if getattr(self.rollout, key) is not None:
                 lines.append(f"reward_model.rollout.{key}: no reward-model server is started (the model scores "
                              "in-process), so this serving setting changes nothing")

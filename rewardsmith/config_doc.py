@@ -30,16 +30,21 @@ This file is generated from the schema (`core/schema.py`) by
 VERL_KEYS_HEADER = """
 ## verl's keys
 
-Every key that verl's example and recipe launch scripts pass (verl v0.7.0,
-the corpus of `tests/data/verl_scripts`), and what it does here. A key is
+Every key that verl's example and recipe launch scripts pass (all 217
+`examples/**/*.sh` and `recipe/**/*.sh` of verl v0.7.0, commit f9c855f: the
+list is `core/verl_script_keys.txt`), and what it does here. A key is
 *implemented* (it does what verl does; its entry above says how), *accepted
 with a notice* (it tunes speed or memory on hardware or kernels this run does
 not have, so the results are the same with it and without it; `rewardsmith train`
-prints one `notice:` line per such key it was given), or refused with an
-error naming the key and what to do instead (for example
-`ulysses_sequence_parallel_size` above 1, `fsdp_size` other than -1 or the
-world size, `rollout.multi_turn.enable=true`). The table is generated from
-`core/verl_keys.py` and the schema.
+prints one `notice:` line per such key it was given), or *refused* with an
+error naming the key and what to do instead. Some implemented keys refuse
+values this run cannot honour, each by name (`ulysses_sequence_parallel_size`
+above 1, `fsdp_size` other than -1 or the world size,
+`rollout.multi_turn.enable=true`, `hybrid_engine=false`). Most refused keys
+belong to verl engines, entry points and recipes that are not here (Megatron-LM,
+the SFT and generation trainers, the fully-async, embodied, PRIME and GKD
+recipes, multi-turn agent loops, profilers). The table is generated from
+`core/verl_keys.py`, `core/verl_refusals.py` and the schema.
 
 | verl key | here |
 |---|---|"""

@@ -50,9 +50,12 @@ def test_rollout_max_model_len_defaults_to_prompt_plus_response_and_must_hold_th
                                    "actor_rollout_ref.rollout.max_model_len=64"])
 
 
-def test_rollout_name_admits_hf_and_vllm_only():
-    # vllm is accepted where vLLM is installed, else refused at once (tests/test_verl_keys.py).
+def test_rollout_name_admits_hf_vllm_and_verls_sglang_only():
+    # vllm (and sglang, which samples on vLLM) is accepted where vLLM is installed, else refused at once
+    # (tests/test_verl_keys.py).
     if importlib.util.find_spec("vllm") is not None:
-        assert load_config(Config, None, ["actor_rollout_ref.rollout.name=vllm"]).actor_rollout_ref.rollout.name == "vllm"
+        for name in ("vllm", "sglang"):
+            rollout = load_config(Config, None, [f"actor_rollout_ref.rollout.name={name}"]).actor_rollout_ref.rollout
+            assert (rollout.name, rollout.engine) == (name, "vllm")
     with pytest.raises(ConfigError, match="actor_rollout_ref.rollout.name"):
-        load_config(Config, None, ["actor_rollout_ref.rollout.name=sglang"])
+        load_config(Config, None, ["actor_rollout_ref.rollout.name=trtllm"])

