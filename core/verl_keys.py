@@ -302,9 +302,7 @@ VERL_SCRIPT_KEYS: tuple[str, ...] = (
 
 
 # reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
-REWARD_SIDE_NOTICES = ("reward_model.use_reward_loop", "reward_model.rollout.name",
-                       "reward_model.rollout.gpu_memory_utilization", "reward_model.rollout.tensor_model_parallel_size",
-                       "reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload")
+REWARD_SIDE_NOTICES = ("reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload")
 
 
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
