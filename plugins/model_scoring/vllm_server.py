@@ -117,7 +117,7 @@ class VLLMRewardServer:
         try:
             self._wait_healthy()
         except BaseException:
-            self.close()
+            self.close(keep_log=True)  # the error names the log: it stays
             raise
 
     def _say(self, line: str) -> None:
@@ -141,12 +141,22 @@ class VLLMRewardServer:
             time.sleep(1.0)
         self._say(f"reward model: vLLM ready at {self.url}/classify after {time.monotonic() - start:.0f} s")
 
-    def close(self) -> None:
-        """Stop the server and every process it started (SIGTERM, then SIGKILL after 30 s)."""
+    def close(self, keep_log: bool = False) -> None:
+        """Stop the server and every process it started (SIGTERM, then SIGKILL after 30 s); remove its log
+        unless ``keep_log`` or the server had died on its own (the log tells why)."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
         atexit.unregister(self.close)
+        died = proc.poll() is not None
+        self._stop(proc)
+        if died:
+            self._say(f"reward model: the vLLM server had exited with status {proc.returncode}; its log: {self.log}")
+        elif not keep_log:
+            self.log.unlink(missing_ok=True)
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen) -> None:
         for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
             try:
                 os.killpg(proc.pid, sig)
