@@ -63,7 +63,7 @@ def test_keys_that_serve_nothing_say_so_and_sglang_is_refused(rm_path, make_conf
         make_config("reward_model.use_reward_loop=true", "reward_model.rollout.name=sglang")
 
 
-def test_the_client_sends_use_activation_and_cuts_token_ids_as_the_local_model(rm_path):
+def test_the_client_sends_use_activation_and_cuts_token_ids_as_the_local_model(rm_path, tmp_path):
     local = LocalRewardModel(RewardModelPathConfig(path=str(rm_path), max_length=20))
     texts = ["aaaa", "b" * 40]
     sent = []
@@ -83,6 +83,21 @@ def test_the_client_sends_use_activation_and_cuts_token_ids_as_the_local_model(r
     cuts = {k: v for k, v in local.metrics().items() if k.startswith("truncated")}
     assert cuts == {"truncated_prompt": 2.0, "truncated_response": 1.0}  # both prompts cut; the long response too
     assert client.metrics() == {"retries": 0.0, **cuts}
+
+    # Without a chat template and a prompt, an empty response is no tokens: sent as the one pad token the local
+    # model scores (vLLM would refuse an empty input, and the request's other samples with it).
+    plain = tmp_path / "plain"
+    tokenizer = local.tokenizer
+    tokenizer.chat_template = None
+    tokenizer.save_pretrained(plain)
+    sent.clear()
+    with ScriptedServer(reply) as server:
+        client = RemoteRewardModel(RemoteRewardModelConfig(urls=[f"{server.url}/classify"], protocol="vllm_classify", model="m",
+                                                           tokenizer=str(plain), max_length=20))
+        assert [o.status for o in client.score([ModelRequest("s", None, ""), ModelRequest("s", None, "ab")])] == ["ok", "ok"]
+        client.close()
+    assert sent[0]["input"] == [[local.pad_id], tokenizer("ab", add_special_tokens=False)["input_ids"]]
+    assert "use_activation" not in sent[0]
     with pytest.raises(ConfigError, match=r"reward_model.remote.max_length .*tokenizer"):
         RemoteRewardModel(RemoteRewardModelConfig(urls=["http://127.0.0.1:1/classify"], protocol="vllm_classify", model="m", max_length=8))
     with pytest.raises(ConfigError, match=r"reward_model.remote.use_activation .*vllm_classify"):

@@ -103,12 +103,15 @@ class RemoteRewardModel:
 
     def _token_ids(self, prefix: str, full: str) -> list[int]:
         if self.cfg.max_length is None:
-            return self.tokenizer(full, add_special_tokens=False)["input_ids"]
-        ids, cut_prompt, cut_response = encode_chat(self.tokenizer, prefix, full, self.cfg.max_length)
-        with self._counts_lock:
-            self._counts["truncated_prompt"] += cut_prompt > 0
-            self._counts["truncated_response"] += cut_response > 0
-        return ids
+            ids = self.tokenizer(full, add_special_tokens=False)["input_ids"]
+        else:
+            ids, cut_prompt, cut_response = encode_chat(self.tokenizer, prefix, full, self.cfg.max_length)
+            with self._counts_lock:
+                self._counts["truncated_prompt"] += cut_prompt > 0
+                self._counts["truncated_response"] += cut_response > 0
+        # vLLM refuses an empty input (and with it the whole request); the local model scores one pad token.
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        return ids or ([pad] if pad is not None else ids)
 
     def _score_chunk(self, requests: list[ModelRequest]) -> list[ScoreOutcome]:
         start = time.perf_counter()
