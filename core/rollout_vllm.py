@@ -22,7 +22,6 @@ import shutil
 import tempfile
 from typing import Any, Iterable, Iterator, Optional
 
-import psutil
 import torch
 from transformers import PreTrainedModel
 from vllm import LLM
@@ -30,6 +29,7 @@ from vllm import SamplingParams as VLLMSamplingParams
 from vllm.inputs import TokensPrompt
 from vllm.platforms import current_platform
 
+from rewardsmith.common.vllm_memory import kv_cache_bytes as cpu_kv_cache_bytes
 from rewardsmith.core.batch import Batch
 from rewardsmith.core.rollout import SamplingParams, response_mask_from_eos
 
@@ -72,18 +72,9 @@ def check_cpu_head_size(model: PreTrainedModel) -> None:
 
 
 def kv_cache_bytes(model: PreTrainedModel, rollout_cfg: Any) -> int:
-    """KV-cache bytes for ``max_num_seqs`` sequences of ``max_model_len`` tokens, capped by ``gpu_memory_utilization`` of free memory.
-
-    Per token: 2 (K and V) x layers x KV heads x head size x element size.
-    On CPU vLLM would otherwise reserve ``gpu_memory_utilization`` of all
-    host memory.
-    """
-    cfg = model.config.get_text_config()
-    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    per_token = 2 * cfg.num_hidden_layers * heads * head_size(model) * next(model.parameters()).element_size()
-    wanted = per_token * rollout_cfg.max_num_seqs * rollout_cfg.max_model_len
-    cap = int(rollout_cfg.gpu_memory_utilization * psutil.virtual_memory().available)
-    return max(per_token * rollout_cfg.max_model_len, min(wanted, cap))
+    """KV-cache bytes for ``max_num_seqs`` sequences of ``max_model_len`` tokens, capped by ``gpu_memory_utilization`` of free memory."""
+    return cpu_kv_cache_bytes(model.config.get_text_config(), next(model.parameters()).element_size(),
+                              rollout_cfg.max_num_seqs, rollout_cfg.max_model_len, rollout_cfg.gpu_memory_utilization)
 
 
 def engine_options(rollout_cfg: Any, cpu: bool) -> dict[str, Any]:

@@ -232,10 +232,11 @@ VERL_SCRIPT_KEYS: tuple[str, ...] = _script_keys()
 
 
 # reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
-REWARD_SIDE_NOTICES = ("reward_model.use_reward_loop", "reward_model.rollout.name",
-                       "reward_model.rollout.gpu_memory_utilization", "reward_model.rollout.tensor_model_parallel_size",
-                       "reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
+REWARD_SIDE_NOTICES = ("reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
                        "reward_model.rollout.free_cache_engine")
+# verl's reward-loop keys: they serve the reward model with vLLM (RewardModelConfig.serves_with_vllm).
+REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",
+                    "reward_model.rollout.gpu_memory_utilization", "reward_model.rollout.tensor_model_parallel_size")
 
 
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
@@ -246,8 +247,12 @@ def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
         if key in notes:
             rows.append((key, f"accepted; a notice when it changes nothing here ({notes[key]})"))
         elif key in REWARD_SIDE_NOTICES:
-            rows.append((key, "accepted with a notice: the reward model scores in-process here "
+            rows.append((key, "accepted with a notice: it changes nothing in this run "
                               "([reward_models.md](reward_models.md))"))
+        elif key in REWARD_LOOP_KEYS:
+            rows.append((key, "implemented: with reward_model.use_reward_loop=true and rollout.name=vllm, vLLM serves "
+                              "the reward model ([reward_models.md](reward_models.md#verls-reward-loop-the-reward-model-served-by-vllm)); "
+                              "a notice when nothing is served"))
         elif key in schema_keys or any(key.startswith(k + ".") for k in schema_keys):
             rows.append((key, "implemented"))
         elif refusal(key) is not None:

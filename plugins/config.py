@@ -79,8 +79,12 @@ class RemoteRewardModelConfig:
     timeout: float = opt(60.0, "Seconds per request.")
     max_retries: int = opt(3, "Retries of a request after a connection error, a timeout, a 5xx or a 429 (never after another 4xx).")
     backoff: float = opt(0.5, "First retry delay in seconds; doubles each retry.")
+    # vLLM's /classify request fields (verl's reward loop sends use_activation=false).
+    use_activation: Optional[bool] = opt(None, "vllm_classify: vLLM's use_activation request field; null = the server's default (a one-output classifier's sigmoid, in (0, 1)); false = the raw score head output, as the local reward model scores.")
+    max_length: Optional[int] = opt(None, "vllm_classify with a tokenizer: cut prompt + response to this many tokens before sending, as the local reward model does (the prompt's start first), so no sample is refused as too long; null = send them whole.")
 
     def __post_init__(self) -> None:
+        require_positive("max_length", self.max_length)
         for n, url in enumerate(self.urls):
             require_http_url(f"urls[{n}]", url)
         for key in ("batch_size", "max_concurrent", "timeout"):
@@ -141,12 +145,12 @@ MODEL_KINDS = ("local_rm", "remote_rm", "judge")
 
 @dataclass
 class RewardModelRolloutConfig:
-    name: Optional[Literal["vllm", "sglang", "hf"]] = opt(None, "verl's serving engine of the reward model: accepted with a notice; the reward model scores in-process (identical scores).")
-    gpu_memory_utilization: Optional[float] = opt(None, "verl's GPU memory share of the reward-model server: accepted with a notice (no server is started).")
-    tensor_model_parallel_size: Optional[int] = opt(None, "verl's tensor parallelism of the reward-model server: accepted with a notice (one in-process model).")
-    prompt_length: Optional[int] = opt(None, "verl's prompt budget of the reward-model server; with response_length it sets reward_model.model.max_length (prompt_length + response_length).")
+    name: Optional[Literal["vllm", "sglang", "hf"]] = opt(None, "verl's serving engine of the reward model, used with reward_model.use_reward_loop=true: vllm starts a vLLM server of reward_model.model.path and scores on it through the remote reward-model client; hf scores in-process; sglang is refused (not supported here).")
+    gpu_memory_utilization: Optional[float] = opt(None, "vLLM's gpu_memory_utilization of the reward-model server (on CPU: the cap on its KV cache as a share of the memory free at start; null there = 0.1); a notice when no server is started.")
+    tensor_model_parallel_size: Optional[int] = opt(None, "vLLM's tensor_parallel_size of the reward-model server (null = 1); a notice when no server is started.")
+    prompt_length: Optional[int] = opt(None, "verl's prompt budget of the reward-model server; with response_length it sets reward_model.model.max_length (prompt_length + response_length; the vLLM server's max_model_len).")
     response_length: Optional[int] = opt(None, "verl's response budget of the reward-model server; see prompt_length.")
-    free_cache_engine: Optional[bool] = opt(None, "verl's freeing of the reward-model server's memory between steps: accepted with a notice (no server is started).")
+    free_cache_engine: Optional[bool] = opt(None, "verl's freeing of the reward-model server's memory between steps: a memory key (a notice; the served model keeps its cache).")
 
     def __post_init__(self) -> None:
         for key in ("tensor_model_parallel_size", "prompt_length", "response_length"):
@@ -195,7 +199,7 @@ class RewardModelConfig:
     # verl's reward-model semantics and its reward-loop keys (docs/reward_models.md).
     route_by_style: bool = opt(False, "false (verl): with enable true, the reward model scores EVERY row, whatever its reward_model.style (custom_reward_function.path, when set, scores every row instead); true: rewardsmith's per-row routing, `style: model` rows to the model and the others to their scorers.")
     micro_batch_size_per_gpu: Optional[int] = opt(None, "verl's per-rank reward-model micro-batch; the local reward model runs on one rank here, so it sets reward_model.model.micro_batch_size.")
-    use_reward_loop: bool = opt(False, "verl's reward loop (the reward model served by reward_model.rollout.name); here the same reward model scores in-process with identical scores, and start-up prints a notice.")
+    use_reward_loop: bool = opt(False, "verl's reward loop: with reward_model.rollout.name=vllm the reward model (reward_model.model.path) is served by vLLM and scored over HTTP; with rollout.name hf or unset it scores in-process (a notice when unset).")
     rollout: RewardModelRolloutConfig = section(RewardModelRolloutConfig, "verl's serving settings of the reward model in its reward loop.")
 
     def __post_init__(self) -> None:
@@ -216,6 +220,9 @@ class RewardModelConfig:
             self.model.micro_batch_size = self.micro_batch_size_per_gpu
         if self.rollout.prompt_length is not None and self.rollout.response_length is not None:
             self.model.max_length = self.rollout.prompt_length + self.rollout.response_length
+        if self.use_reward_loop and self.rollout.name == "sglang":
+            raise InvalidValue("rollout.name", "sglang cannot serve the reward model here; use vllm "
+                                               "(or hf to score in-process)")
         for pattern, weights in self.scorer_weights.items():
             if not weights:
                 raise InvalidValue(f"scorer_weights.{pattern}", "must name at least one scorer")
@@ -223,14 +230,26 @@ class RewardModelConfig:
                 if w < 0:
                     raise InvalidValue(f"scorer_weights.{pattern}.{name}", f"must be >= 0, got {w}")
 
+    def serves_with_vllm(self) -> bool:
+        """Whether the local reward model is served by vLLM (verl's reward loop with rollout.name=vllm)."""
+        return self.enable and self.use_reward_loop and self.rollout.name == "vllm" and bool(self.model.path)
+
     def notices(self) -> list[str]:
         """One line per verl reward-model key this run accepts without effect, naming it and why."""
         lines = []
-        if self.use_reward_loop:
-            lines.append("reward_model.use_reward_loop: the reward model scores in-process here, not behind a served "
-                         "reward loop; the scores are the same")
-        for key in ("name", "gpu_memory_utilization", "tensor_model_parallel_size", "free_cache_engine"):
-            if getattr(self.rollout, key) is not None:
+        serving = self.serves_with_vllm()
+        loop_model = self.use_reward_loop and self.enable and bool(self.model.path)
+        if loop_model and self.rollout.name is None:
+            lines.append("reward_model.use_reward_loop: no reward_model.rollout.name, so the reward model scores "
+                         "in-process (set reward_model.rollout.name=vllm to serve it with vLLM); the scores are the same")
+        if self.rollout.name is not None and not loop_model:
+            lines.append("reward_model.rollout.name: serves a reward model only with reward_model.use_reward_loop=true, "
+                         "reward_model.enable=true and reward_model.model.path (as in verl), so none is served")
+        if self.rollout.free_cache_engine is not None and serving:
+            lines.append("reward_model.rollout.free_cache_engine: a memory key; the served reward model keeps its cache "
+                         "between steps, and the scores are the same")
+        for key in ("gpu_memory_utilization", "tensor_model_parallel_size", "free_cache_engine"):
+            if getattr(self.rollout, key) is not None and not serving:
                 lines.append(f"reward_model.rollout.{key}: no reward-model server is started (the model scores "
                              "in-process), so this serving setting changes nothing")
         if self.model.use_remove_padding:

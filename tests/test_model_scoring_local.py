@@ -218,11 +218,10 @@ def test_verl_reward_model_worker_keys_set_what_they_mean_or_give_a_notice(rm_pa
             "reward_model.rollout.prompt_length=40", "reward_model.rollout.response_length=24"]
     rm = make_config(*keys).reward_model
     assert rm.model.micro_batch_size == 3 and rm.model.max_length == 64
-    notices = rm.notices()
-    named = [line.split(":")[0] for line in notices]
-    assert named == ["reward_model.use_reward_loop", "reward_model.rollout.name", "reward_model.rollout.gpu_memory_utilization",
-                     "reward_model.rollout.tensor_model_parallel_size", "reward_model.model.use_remove_padding",
-                     "reward_model.model.fsdp_config.param_offload"]
+    # rollout.name=vllm serves the model (tests/test_reward_loop_vllm.py): its serving keys are vLLM options, no notices.
+    assert rm.serves_with_vllm()
+    named = [line.split(":")[0] for line in rm.notices()]
+    assert named == ["reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload"]
     assert make_config(*keys[:2]).reward_model.notices() == []
     with pytest.raises(ConfigError, match="micro_batch_size_per_gpu"):
         make_config("reward_model.micro_batch_size_per_gpu=0")
@@ -231,10 +230,10 @@ def test_verl_reward_model_worker_keys_set_what_they_mean_or_give_a_notice(rm_pa
 
 
 def test_the_in_process_reward_loop_scores_as_the_reward_model(rm_path, make_config):
-    # use_reward_loop runs the same model here: the scores equal those without it.
+    # use_reward_loop with rollout.name=hf runs the same model in-process: the scores equal those without it.
     batch = RewardBatch(["open/chat"] * 3, ["aaaa", "ab", "bbbbbbbb"], [None] * 3, styles=["rule"] * 3, prompts=[PROMPT] * 3)
     scores = []
-    for extra in ([], ["reward_model.use_reward_loop=True", "reward_model.rollout.name=vllm", "reward_model.micro_batch_size_per_gpu=1"]):
+    for extra in ([], ["reward_model.use_reward_loop=True", "reward_model.rollout.name=hf", "reward_model.micro_batch_size_per_gpu=1"]):
         with build_reward_manager(make_config("reward_model.enable=true", f"reward_model.model.path={rm_path}", *extra).reward_settings()) as m:
             scores.append(m(batch).scores.tolist())
     assert scores[0] == pytest.approx(scores[1], abs=1e-5)

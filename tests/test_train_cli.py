@@ -92,9 +92,10 @@ def test_train_under_verl_reward_model_keys_scores_rule_rows_with_the_model_and_
     assert main(["train", str(config), "trainer.logger=[console,jsonl]", "trainer.total_training_steps=1",
                  "data.return_raw_chat=True", "reward_model.enable=True", f"reward_model.model.path={rm}",
                  "reward_model.micro_batch_size_per_gpu=2", "reward_model.model.use_remove_padding=True",
-                 "reward_model.use_reward_loop=True", "reward_model.rollout.name=vllm"]) == 0
+                 "reward_model.use_reward_loop=True", "reward_model.rollout.tensor_model_parallel_size=1"]) == 0
     out = capsys.readouterr().out
-    for key in ("reward_model.model.use_remove_padding", "reward_model.use_reward_loop", "reward_model.rollout.name"):
+    # (use_reward_loop without rollout.name scores in-process; rollout.name=vllm would serve the model with vLLM)
+    for key in ("reward_model.model.use_remove_padding", "reward_model.use_reward_loop", "reward_model.rollout.tensor_model_parallel_size"):
         assert sum(line.startswith(f"notice: {key}:") for line in out.splitlines()) == 1, key
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     # the demo rows are `style: rule` arithmetic: under verl's keys the reward model scores them all

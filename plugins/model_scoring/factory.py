@@ -19,6 +19,9 @@ def build_model_scorer(kind: str, rm: RewardModelConfig) -> Any:
     """The :class:`ModelScorer` of ``kind``, from its section of ``reward_model``."""
     section = SECTIONS[kind][0]
     key = f"reward_model.{section}"
+    if kind == "local_rm" and rm.serves_with_vllm():
+        from rewardsmith.plugins.model_scoring.vllm_server import ServedRewardModel
+        return ServedRewardModel(rm, key)
     if kind == "local_rm":
         from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
         return LocalRewardModel(rm.model, key)

@@ -56,6 +56,19 @@ def truncate_left(prefix_ids: list[int], response_ids: list[int], max_length: in
     return response_ids[:max_length], len(prefix_ids), len(response_ids) - max_length
 
 
+def encode_chat(tokenizer: Any, prefix: str, full: str, max_length: int) -> tuple[list[int], int, int]:
+    """``(ids, prompt_tokens_cut, response_tokens_cut)``: the token ids of ``full`` (whose first
+    characters are ``prefix``, the prompt part) cut to ``max_length`` by :func:`truncate_left`."""
+    full_ids = tokenizer(full, add_special_tokens=False)["input_ids"]
+    prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+    if full_ids[:len(prefix_ids)] != prefix_ids:  # the tokens merge across the boundary: cut at the common part
+        n = 0
+        while n < min(len(prefix_ids), len(full_ids)) and prefix_ids[n] == full_ids[n]:
+            n += 1
+        prefix_ids = full_ids[:n]
+    return truncate_left(prefix_ids, full_ids[len(prefix_ids):], max_length)
+
+
 def last_token_scores(token_scores: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """``out[i] = token_scores[i, last_i]``, ``last_i`` the last position where ``attention_mask[i]`` is 1
     (right padding)."""
@@ -121,15 +134,7 @@ class LocalRewardModel:
     def encode(self, prefix: str, full: str) -> tuple[list[int], bool]:
         """Token ids of ``full`` (whose first characters are ``prefix``, the prompt part) cut to
         max_length, and whether anything was cut."""
-        tok = self.tokenizer
-        full_ids = tok(full, add_special_tokens=False)["input_ids"]
-        prefix_ids = tok(prefix, add_special_tokens=False)["input_ids"] if prefix else []
-        if full_ids[:len(prefix_ids)] != prefix_ids:  # the tokens merge across the boundary: cut at the common part
-            n = 0
-            while n < min(len(prefix_ids), len(full_ids)) and prefix_ids[n] == full_ids[n]:
-                n += 1
-            prefix_ids = full_ids[:n]
-        ids, cut_prompt, cut_response = truncate_left(prefix_ids, full_ids[len(prefix_ids):], self.max_length)
+        ids, cut_prompt, cut_response = encode_chat(self.tokenizer, prefix, full, self.max_length)
         self._counts["truncated_prompt"] += cut_prompt > 0
         self._counts["truncated_response"] += cut_response > 0
         return ids, bool(cut_prompt or cut_response)

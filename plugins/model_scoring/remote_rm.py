@@ -7,7 +7,11 @@ OpenRLHF (``openrlhf.cli.serve_rm``, and ``rewardsmith rm serve``)::
 
 vLLM (``vllm serve MODEL`` of a one-label classifier)::
 
-    POST {"model": NAME, "input": [text, ...]}  ->  {"data": [{"index": i, "probs": [p]}, ...]}
+    POST {"model": NAME, "input": [text or token ids, ...], "use_activation": false}
+    ->   {"data": [{"index": i, "probs": [p]}, ...]}
+
+(``use_activation`` only when set; with a tokenizer the input is token ids,
+cut to ``max_length`` as the local reward model cuts them.)
 
 A batch is split into requests of ``batch_size`` samples, at most
 ``max_concurrent`` in flight, spread over the URLs. A request that finally
@@ -18,7 +22,9 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -26,6 +32,7 @@ from rewardsmith.common.errors import ConfigError
 from rewardsmith.common.tokenizer_files import load_tokenizer_dir
 from rewardsmith.plugins.model_scoring.http_client import JsonClient, RequestFailed
 from rewardsmith.plugins.model_scoring.interface import ModelRequest, render_chat
+from rewardsmith.plugins.model_scoring.local_rm import encode_chat
 from rewardsmith.plugins.scoring import INVALID, OK, ScoreOutcome
 
 
@@ -70,22 +77,41 @@ class RemoteRewardModel:
             raise ConfigError(f"{key}.urls is empty: give at least one reward-model server URL")
         if cfg.protocol == "vllm_classify" and not cfg.model:
             raise ConfigError(f"{key}.model must name the served model for protocol vllm_classify")
+        if cfg.protocol != "vllm_classify" and cfg.use_activation is not None:
+            raise ConfigError(f"{key}.use_activation is a field of vLLM's /classify: set {key}.protocol=vllm_classify or remove it")
+        if cfg.max_length is not None and (cfg.protocol != "vllm_classify" or not cfg.tokenizer):
+            raise ConfigError(f"{key}.max_length cuts the token ids sent to vLLM's /classify: it needs "
+                              f"{key}.protocol=vllm_classify and {key}.tokenizer")
         self.cfg = cfg
         self.client = JsonClient(cfg.urls, cfg.timeout, cfg.max_retries, cfg.backoff, bearer_headers(cfg.token_env, f"{key}.token_env"))
         self.tokenizer = load_tokenizer_dir(cfg.tokenizer) if cfg.tokenizer else None
         self._pool = ThreadPoolExecutor(cfg.max_concurrent, thread_name_prefix="remote-rm")
+        self._counts: Counter = Counter()
+        self._counts_lock = threading.Lock()  # chunks are encoded in the pool's threads
 
     def _payload(self, requests: list[ModelRequest]) -> dict[str, Any]:
         rendered = [render_chat(self.tokenizer, r.prompt, r.response) for r in requests]
         if self.cfg.protocol == "openrlhf":
             return {"query": [f for _, f in rendered], "prompts": [p for p, _ in rendered],
                     "labels": [r.ground_truth for r in requests]}
+        extra = {} if self.cfg.use_activation is None else {"use_activation": self.cfg.use_activation}
         if self.tokenizer is None:
-            return {"model": self.cfg.model, "input": [f for _, f in rendered]}
+            return {"model": self.cfg.model, "input": [f for _, f in rendered], **extra}
         # Token ids, not text: the server may load the tokenizer as another class
         # (AutoTokenizer picks the model's) and cut the same text differently.
-        return {"model": self.cfg.model,
-                "input": [self.tokenizer(f, add_special_tokens=False)["input_ids"] for _, f in rendered]}
+        return {"model": self.cfg.model, "input": [self._token_ids(p, f) for p, f in rendered], **extra}
+
+    def _token_ids(self, prefix: str, full: str) -> list[int]:
+        if self.cfg.max_length is None:
+            ids = self.tokenizer(full, add_special_tokens=False)["input_ids"]
+        else:
+            ids, cut_prompt, cut_response = encode_chat(self.tokenizer, prefix, full, self.cfg.max_length)
+            with self._counts_lock:
+                self._counts["truncated_prompt"] += cut_prompt > 0
+                self._counts["truncated_response"] += cut_response > 0
+        # vLLM refuses an empty input (and with it the whole request); the local model scores one pad token.
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        return ids or ([pad] if pad is not None else ids)
 
     def _score_chunk(self, requests: list[ModelRequest]) -> list[ScoreOutcome]:
         start = time.perf_counter()
@@ -107,7 +133,10 @@ class RemoteRewardModel:
         return [o for part in self._pool.map(self._score_chunk, chunks) for o in part]
 
     def metrics(self) -> dict[str, float]:
-        return {"retries": float(self.client.take_retries())}
+        with self._counts_lock:
+            counts, self._counts = self._counts, Counter()
+        cuts = {k: float(counts[k]) for k in ("truncated_prompt", "truncated_response")} if self.cfg.max_length else {}
+        return {"retries": float(self.client.take_retries()), **cuts}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
