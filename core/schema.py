@@ -62,7 +62,7 @@ class ModelConfig:
     # verl's model keys (core/verl_keys.py says which change nothing here).
     override_config: dict[str, Any] = opt({}, "Attributes set on the model's transformers config before it is built, as in verl (e.g. {max_position_embeddings: 4096, attention_dropout: 0.0}); each must be one the config has. The vLLM engine gets them too.")
     torch_dtype: Optional[DType] = opt(None, "verl's name for dtype; when set it wins over dtype.")
-    use_remove_padding: bool = opt(False, "verl: packed (unpadded) forwards of the actor and reference (log-probs, updates): each micro-batch's attended tokens in one row, sequences kept apart by the attention mask transformers builds from the position ids. Works with attn_implementation sdpa, eager, flex_attention, flash_attention_2/3 (null = sdpa); with any other, a start-up notice and padded forwards. Same log-probs either way.")
+    use_remove_padding: bool = opt(False, "verl: packed (unpadded) forwards of the actor and reference (log-probs, updates): each micro-batch's attended tokens in one row, sequences kept apart by the attention mask transformers builds from the position ids. Works with attn_implementation sdpa, eager, flex_attention, flash_attention_2/3 (null = sdpa); with any other, a start-up notice and padded forwards. Same log-probs either way; faster with sdpa or flash attention, slower with eager (docs/training.md).")
     use_fused_kernels: bool = opt(False, "verl: fused log-prob/entropy kernels; a speed key (a notice: log-probs come from the full logits here).")
 
     def __post_init__(self) -> None:

@@ -35,7 +35,10 @@ the corpus of `tests/data/verl_scripts`), and what it does here. A key is
 *implemented* (it does what verl does; its entry above says how), *accepted
 with a notice* (it tunes speed or memory on hardware or kernels this run does
 not have, so the results are the same with it and without it; `rewardsmith train`
-prints one `notice:` line per such key it was given), or refused with an
+prints one `notice:` line per such key it was given), both (implemented
+where the run can do it, a notice elsewhere: `use_remove_padding` packs the
+forwards only with an attention implementation that keeps packed sequences
+apart), or refused with an
 error naming the key and what to do instead (for example
 `ulysses_sequence_parallel_size` above 1, `fsdp_size` other than -1 or the
 world size, `rollout.multi_turn.enable=true`). The table is generated from
