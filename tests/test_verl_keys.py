@@ -204,6 +204,7 @@ def test_remove_padding_trains_packed_with_the_padded_metrics(tmp_path):
     packed, packed_flags = _fit(tiny_config(tmp_path / "packed", *run, *REMOVE_PADDING))
     assert flags == (False, False, False) and packed_flags == (True, True, True)
     assert [r.keys() for r in packed] == [r.keys() for r in padded]
+    assert padded[0]["response_length/clip_ratio"] < 1  # a right-padded response among them
     for a, b in zip(padded, packed):
         for key, value in a.items():
             assert b[key] == pytest.approx(value, rel=1e-4, abs=1e-5), key
