@@ -11,6 +11,7 @@ each response token's predicting position, the layout the padded forward gives.
 """
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import torch
@@ -22,6 +23,10 @@ from rewardsmith.core.tensor_ops import position_ids_from_mask
 # boundaries. Any other (a hub kernel, paged attention, a registered custom function) gets no packed
 # mask and would let sequences attend to each other.
 PACKED_ATTENTION = frozenset({"sdpa", "eager", "flex_attention", "flash_attention_2", "flash_attention_3"})
+# Layer kinds (a config's ``layer_types``) that see the packed row only through the attention mask; a
+# recurrent one (mamba, linear attention) would carry its state from one sequence into the next.
+_ATTENTION_LAYERS = frozenset({"full_attention", "sliding_attention", "chunked_attention"})
+_MASK_BUILDERS = ("create_causal_mask", "create_sliding_window_causal_mask")
 
 
 def _transformers_packs() -> bool:
@@ -40,6 +45,20 @@ def packs(attn_implementation: Optional[str]) -> bool:
     model without sdpa): both pack.
     """
     return _transformers_packs() and (attn_implementation or "sdpa") in PACKED_ATTENTION
+
+
+def unpackable(model: torch.nn.Module) -> Optional[str]:
+    """Why ``model``'s own code would mix packed sequences, or None when it keeps them apart: its
+    backbone must build its masks with transformers' ``masking_utils`` (every decoder built into
+    transformers 5 does; remote code may not) and have attention layers only."""
+    base = model.base_model
+    module = sys.modules.get(type(base).__module__)
+    if not any(hasattr(module, name) for name in _MASK_BUILDERS):
+        return f"{type(base).__name__} does not build its attention mask with transformers' masking_utils"
+    recurrent = set(getattr(model.config, "layer_types", None) or ()) - _ATTENTION_LAYERS
+    if recurrent:
+        return f"{type(base).__name__} has {', '.join(sorted(recurrent))} layers, whose state would cross a packed row"
+    return None
 
 
 def pack(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -33,7 +33,7 @@ from rewardsmith.core.policy_losses import LossContext
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches, micro_batching
 from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
 from rewardsmith.core.optim import build_optimizer
-from rewardsmith.core.packing import packs
+from rewardsmith.core.packing import packs, unpackable
 from rewardsmith.core.rollout import SamplingParams, build_rollout_engine
 from rewardsmith.core.strategy import LocalStrategy, Strategy
 from rewardsmith.core.tensor_ops import masked_mean
@@ -69,10 +69,17 @@ def _device_of(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
-def packed_forward(use_remove_padding: bool, model: torch.nn.Module) -> bool:
-    """Whether ``model`` runs its forwards packed: ``use_remove_padding`` where its attention implementation
-    packs (:func:`packs`); elsewhere the key's start-up notice said the forwards stay padded."""
-    return use_remove_padding and packs(model.config._attn_implementation)
+def packed_forward(use_remove_padding: bool, model: torch.nn.Module, key: str) -> bool:
+    """Whether ``model`` runs its forwards packed: ``use_remove_padding`` (config key ``key``) where its
+    attention implementation packs (:func:`packs`); elsewhere the key's start-up notice said the forwards
+    stay padded. A model whose own code would mix packed sequences (:func:`unpackable`) is an error naming
+    ``key``, not a silent difference."""
+    if not (use_remove_padding and packs(model.config._attn_implementation)):
+        return False
+    reason = unpackable(model)
+    if reason:
+        raise ValueError(f"{key}=true: {reason}; set {key}=false (padded forwards give the same results)")
+    return True
 
 
 def log_prob_batching(config: Any, role: str, world_size: int) -> MicroBatching:
@@ -149,7 +156,7 @@ class ActorRolloutWorker:
         tokenizer = run_tokenizer(config)
         torch.manual_seed(config.trainer.seed)
         model = build_causal_lm(arr.model, tokenizer)
-        self.packed = packed_forward(arr.model.use_remove_padding, model)
+        self.packed = packed_forward(arr.model.use_remove_padding, model, "actor_rollout_ref.model.use_remove_padding")
         if arr.model.lora_rank:
             model = add_lora(model, arr.model.lora_rank, arr.model.lora_alpha, arr.model.target_modules,
                              arr.model.exclude_modules)
@@ -257,7 +264,7 @@ class ReferenceWorker:
         self.strategy = build_strategy(arr.ref.strategy or arr.actor.strategy, fsdp_cfg, topology)
         tokenizer = run_tokenizer(config)
         model = _forked_seed(config.trainer.seed, lambda: build_causal_lm(arr.model, tokenizer))
-        self.packed = packed_forward(arr.model.use_remove_padding, model)
+        self.packed = packed_forward(arr.model.use_remove_padding, model, "actor_rollout_ref.model.use_remove_padding")
         self.model = self.strategy.wrap(model.requires_grad_(False))
         self.temperature = arr.rollout.logit_temperature
         self.batching = log_prob_batching(config, "ref", topology.world_size)
@@ -292,7 +299,7 @@ class CriticWorker:
         model = _forked_seed(config.trainer.seed + 1, lambda: build_value_model(
             model_cfg, tokenizer, path=own.path or model_cfg.path, config=own.config or model_cfg.config,
         ))
-        self.packed = packed_forward(own.use_remove_padding, model)
+        self.packed = packed_forward(own.use_remove_padding, model, "critic.model.use_remove_padding")
         self.frozen = self.cfg.freeze
         if self.frozen:
             model.requires_grad_(False)

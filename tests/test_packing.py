@@ -114,3 +114,23 @@ def test_attention_implementations_that_pack():
     assert packs("sdpa") and packs("eager") and packs(None)  # null: the library's default, sdpa (or eager)
     # Paged attention and hub kernels get no packed-sequence mask from transformers.
     assert not packs("paged|eager") and not packs("kernels-community/flash-attn")
+
+
+@pytest.mark.parametrize("model_type, options, says", [
+    ("mamba", {"state_size": 4}, "MambaModel does not build its attention mask with transformers' masking_utils"),
+    ("jamba", {"num_attention_heads": 2, "num_key_value_heads": 2, "intermediate_size": 64, "attn_layer_period": 2,
+               "attn_layer_offset": 1, "expert_layer_period": 2, "num_experts": 1, "mamba_d_state": 4},
+     "JambaModel has linear_attention layers"),
+])
+def test_a_model_whose_code_would_mix_packed_sequences_is_refused_by_key(model_type, options, says):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from rewardsmith.core.workers import packed_forward
+
+    config = AutoConfig.for_model(model_type, hidden_size=32, num_hidden_layers=2, vocab_size=50, **options)
+    model = AutoModelForCausalLM.from_config(config)
+    assert packs(model.config._attn_implementation)  # the attention implementation alone would pass
+    key = "critic.model.use_remove_padding"
+    with pytest.raises(ValueError, match=f"{key}=true: {says}.*set {key}=false"):
+        packed_forward(True, model, key)
+    assert packed_forward(False, model, key) is False
