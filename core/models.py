@@ -20,7 +20,8 @@ from transformers import (
 )
 
 from rewardsmith.common.tokenizer_files import hub_errors_in_one_line, load_tokenizer_dir
-from rewardsmith.core.tensor_ops import entropy_from_logits, logprobs_from_logits
+from rewardsmith.core.packing import packed_outputs
+from rewardsmith.core.tensor_ops import entropy_from_logits, logprobs_from_logits, position_ids_from_mask
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -138,9 +139,15 @@ def build_value_model(
     return _finish(model, model_cfg)
 
 
-def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
-    """Positions counting only attended tokens (left padding gets position 0)."""
-    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+def response_outputs(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_length: int,
+                     packed: bool = False) -> torch.Tensor:
+    """(B, R, ...) ``model``'s outputs (``.logits``) at position ``t - 1`` of each of the last ``response_length``
+    tokens ``t``: the padded batch's forward, or with ``packed`` one forward over its attended tokens
+    (:func:`packed_outputs`, zero at padding)."""
+    if packed:
+        return packed_outputs(model, input_ids, attention_mask, response_length)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
+    return out.logits[:, -response_length - 1 : -1]
 
 
 def response_logprobs(
@@ -151,15 +158,16 @@ def response_logprobs(
     temperature: float = 1.0,
     with_entropy: bool = False,
     entropy_grad: bool = False,
+    packed: bool = False,
 ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
     """Log-probs (and entropy) of the last ``response_length`` tokens of ``input_ids``.
 
     ``logits / temperature`` at position ``t - 1`` scores token ``t``, the
     distribution the rollout sampled from. The entropy carries gradients only
     with ``entropy_grad`` (an entropy bonus), which saves memory otherwise.
+    ``packed`` runs the forward unpadded (:func:`response_outputs`).
     """
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
-    logits = out.logits[:, -response_length - 1 : -1, :]
+    logits = response_outputs(model, input_ids, attention_mask, response_length, packed)
     if temperature != 1.0:
         logits = logits / temperature
     labels = input_ids[:, -response_length:]
@@ -170,8 +178,8 @@ def response_logprobs(
     return logprob, entropy
 
 
-def response_values(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_length: int) -> torch.Tensor:
+def response_values(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_length: int,
+                    packed: bool = False) -> torch.Tensor:
     """``V(t)`` for each response token: the head's output at position ``t - 1``, the state the
-    token was generated from (verl's layout)."""
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids_from_mask(attention_mask), use_cache=False)
-    return out.logits[:, -response_length - 1 : -1, 0].float()
+    token was generated from (verl's layout); ``packed`` runs the forward unpadded."""
+    return response_outputs(model, input_ids, attention_mask, response_length, packed)[..., 0].float()

@@ -64,7 +64,7 @@ class ModelConfig:
     # verl's model keys (core/verl_keys.py says which change nothing here).
     override_config: dict[str, Any] = opt({}, "Attributes set on the model's transformers config before it is built, as in verl (e.g. {max_position_embeddings: 4096, attention_dropout: 0.0}); each must be one the config has. The vLLM engine gets them too.")
     torch_dtype: Optional[DType] = opt(None, "verl's name for dtype; when set it wins over dtype.")
-    use_remove_padding: bool = opt(False, "verl: packed (unpadded) forward passes; a speed key (a notice: the attention implementations here run padded batches, with the same results).")
+    use_remove_padding: bool = opt(False, "verl: packed (unpadded) forwards of the actor and reference (log-probs, updates): each micro-batch's attended tokens in one row, sequences kept apart by the attention mask transformers builds from the position ids. Works with attn_implementation sdpa, eager, flex_attention, flash_attention_2/3 (null = sdpa); with any other, a start-up notice and padded forwards. Same log-probs either way; faster with sdpa or flash attention, slower with eager (docs/training.md).")
     use_fused_kernels: bool = opt(False, "verl: fused log-prob/entropy kernels; a speed key (a notice: log-probs come from the full logits here).")
     use_shm: bool = opt(False, "verl: copy the model to /dev/shm before loading it; a load-speed key (a notice: the same weights).")
     enable_activation_offload: bool = opt(False, "verl: keep activations in CPU memory between forward and backward; a memory key (a notice: the same gradients).")
@@ -352,7 +352,7 @@ class CriticModelConfig:
     # verl's critic model keys.
     override_config: dict[str, Any] = opt({}, "Attributes set on the critic's transformers config (see actor_rollout_ref.model.override_config); empty = the actor's.")
     enable_gradient_checkpointing: Optional[bool] = opt(None, "Recompute the critic's activations in the backward pass; null = actor_rollout_ref.model.enable_gradient_checkpointing.")
-    use_remove_padding: bool = opt(False, "See actor_rollout_ref.model.use_remove_padding (a notice).")
+    use_remove_padding: bool = opt(False, "Packed (unpadded) forwards of the critic (values, updates), as actor_rollout_ref.model.use_remove_padding (the critic uses the actor's attn_implementation).")
     fsdp_config: OffloadConfig = section(OffloadConfig, "verl's critic offload switches (the critic's other FSDP settings are critic.fsdp_config).")
 
 

@@ -25,16 +25,21 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rewardsmith.common.config import InvalidValue
+from rewardsmith.core.packing import PACKED_ATTENTION, packs
 from rewardsmith.core.verl_refusals import refusal
 
 
 @dataclass(frozen=True)
 class Notice:
-    """``key`` changes nothing in this run when ``applies(value, config)``; ``why`` says so in one line."""
+    """``key`` changes nothing in this run when ``applies(value, config)``; ``why`` says so in one line.
+
+    ``implemented`` (for a key that works where the run can do it) says what it does there.
+    """
 
     key: str
     applies: Callable[[Any, Any], bool]
     why: str
+    implemented: str = ""
 
 
 def _cpu(config: Any) -> bool:
@@ -59,8 +64,14 @@ def _offload_on_cpu(value: Any, config: Any) -> bool:
     return value is True and _cpu(config)
 
 
-_PADDED = ("a speed key: the transformers attention implementations here run padded batches "
-           "(there is no unpadded kernel on this platform); the log-probs are the same")
+def _padded(value: Any, config: Any) -> bool:
+    return value is True and not packs(config.actor_rollout_ref.model.attn_implementation)
+
+
+_PADDED = ("a speed key: this run's attn_implementation has no packed path that pays (eager would score the whole "
+           "packed row, slower than padding) or cannot keep packed sequences apart, so the forwards stay padded, "
+           "with the same log-probs")
+_PACKED = "packed (unpadded) forwards with attn_implementation " + ", ".join(sorted(PACKED_ATTENTION))
 _OFFLOAD = "a memory key: the model already lives in CPU memory, there is nothing to move"
 _HF_ENGINE = "a vLLM engine setting, and this run rolls out with rollout.name=hf"
 _COMPILE = "a speed key: log-probs and entropy are computed uncompiled here, with the same values"
@@ -68,8 +79,8 @@ _CHUNKED = "a memory key: the entropy is computed over whole micro-batches here,
 _PREFETCH = "a speed key of FSDP's all-gathers; the same parameters arrive either way"
 
 NOTICES: tuple[Notice, ...] = (
-    Notice("actor_rollout_ref.model.use_remove_padding", _is_true, _PADDED),
-    Notice("critic.model.use_remove_padding", _is_true, _PADDED),
+    Notice("actor_rollout_ref.model.use_remove_padding", _padded, _PADDED, _PACKED),
+    Notice("critic.model.use_remove_padding", _padded, _PADDED, _PACKED),
     Notice("actor_rollout_ref.model.use_fused_kernels", _is_true,
            "a speed key: log-probs and entropy come from the full logits here, with the same values"),
     Notice("actor_rollout_ref.actor.entropy_checkpointing", _is_true,
@@ -241,11 +252,13 @@ REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",
 
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
     """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`; ``schema_keys`` are the keys the schema has."""
-    notes = {n.key: n.why for n in NOTICES}
+    notes = {n.key: n for n in NOTICES}
     rows = []
     for key in VERL_SCRIPT_KEYS:
-        if key in notes:
-            rows.append((key, f"accepted; a notice when it changes nothing here ({notes[key]})"))
+        if key in notes and notes[key].implemented:
+            rows.append((key, f"implemented: {notes[key].implemented}; elsewhere a notice ({notes[key].why})"))
+        elif key in notes:
+            rows.append((key, f"accepted; a notice when it changes nothing here ({notes[key].why})"))
         elif key in REWARD_SIDE_NOTICES:
             rows.append((key, "accepted with a notice: it changes nothing in this run "
                               "([reward_models.md](reward_models.md))"))

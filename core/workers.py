@@ -33,6 +33,7 @@ from rewardsmith.core.policy_losses import LossContext
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches, micro_batching
 from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
 from rewardsmith.core.optim import build_optimizer
+from rewardsmith.core.packing import packs, unpackable
 from rewardsmith.core.rollout import SamplingParams, build_rollout_engine
 from rewardsmith.core.strategy import LocalStrategy, Strategy
 from rewardsmith.core.tensor_ops import masked_mean
@@ -68,6 +69,19 @@ def _device_of(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
+def packed_forward(use_remove_padding: bool, model: torch.nn.Module, key: str) -> bool:
+    """Whether ``model`` runs its forwards packed: ``use_remove_padding`` (config key ``key``) where its
+    attention implementation packs (:func:`packs`); elsewhere the key's start-up notice said the forwards
+    stay padded. A model whose own code would mix packed sequences (:func:`unpackable`) is an error naming
+    ``key``, not a silent difference."""
+    if not (use_remove_padding and packs(model.config._attn_implementation)):
+        return False
+    reason = unpackable(model)
+    if reason:
+        raise ValueError(f"{key}=true: {reason}; set {key}=false (padded forwards give the same results)")
+    return True
+
+
 def log_prob_batching(config: Any, role: str, world_size: int) -> MicroBatching:
     """How ``role`` (``rollout`` or ``ref``) cuts its log-prob forwards: its ``log_prob_*`` keys, the actor's by default."""
     arr = config.actor_rollout_ref
@@ -81,13 +95,16 @@ def log_prob_batching(config: Any, role: str, world_size: int) -> MicroBatching:
 
 
 @torch.no_grad()
-def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, how: MicroBatching) -> torch.Tensor:
-    """(B, R) log-probs of ``batch["responses"]`` under ``model``, in micro-batches, on the CPU."""
+def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, how: MicroBatching,
+                     packed: bool = False) -> torch.Tensor:
+    """(B, R) log-probs of ``batch["responses"]`` under ``model``, in micro-batches (each ``packed`` or
+    padded, :func:`response_logprobs`), on the CPU."""
     device = _device_of(model)
     width = batch["responses"].shape[1]
     logps = []
     for micro in micro_batches(batch, how):
-        logp, _ = response_logprobs(model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, temperature)
+        logp, _ = response_logprobs(model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, temperature,
+                                    packed=packed)
         logps.append(logp.cpu())
     return torch.cat(logps)
 
@@ -139,6 +156,7 @@ class ActorRolloutWorker:
         tokenizer = run_tokenizer(config)
         torch.manual_seed(config.trainer.seed)
         model = build_causal_lm(arr.model, tokenizer)
+        self.packed = packed_forward(arr.model.use_remove_padding, model, "actor_rollout_ref.model.use_remove_padding")
         if arr.model.lora_rank:
             model = add_lora(model, arr.model.lora_rank, arr.model.lora_alpha, arr.model.target_modules,
                              arr.model.exclude_modules)
@@ -184,7 +202,7 @@ class ActorRolloutWorker:
     # -- training -----------------------------------------------------------------
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         """(B, R) log-probs of ``responses`` under the current policy."""
-        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching)
+        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed)
 
     def update(self, minis: list[MiniBatch]) -> dict[str, float]:
         """One optimizer step per mini-batch with the configured policy loss (:mod:`rewardsmith.core.policy_losses`).
@@ -207,7 +225,7 @@ class ActorRolloutWorker:
                               micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss)
             logp, entropy = response_logprobs(
                 self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1], self.temperature,
-                with_entropy=True, entropy_grad=cfg.entropy_coeff != 0,
+                with_entropy=True, entropy_grad=cfg.entropy_coeff != 0, packed=self.packed,
             )
             old = micro["old_log_probs"] if "old_log_probs" in micro else logp.detach()
             pg, pg_stats = self.policy_loss(logp, old, micro["advantages"], mask, ctx)
@@ -246,13 +264,14 @@ class ReferenceWorker:
         self.strategy = build_strategy(arr.ref.strategy or arr.actor.strategy, fsdp_cfg, topology)
         tokenizer = run_tokenizer(config)
         model = _forked_seed(config.trainer.seed, lambda: build_causal_lm(arr.model, tokenizer))
+        self.packed = packed_forward(arr.model.use_remove_padding, model, "actor_rollout_ref.model.use_remove_padding")
         self.model = self.strategy.wrap(model.requires_grad_(False))
         self.temperature = arr.rollout.logit_temperature
         self.batching = log_prob_batching(config, "ref", topology.world_size)
 
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         """(B, R) log-probs of ``responses`` under the reference."""
-        return policy_log_probs(self.model, batch, self.temperature, self.batching)
+        return policy_log_probs(self.model, batch, self.temperature, self.batching, self.packed)
 
 
 class CriticWorker:
@@ -280,6 +299,7 @@ class CriticWorker:
         model = _forked_seed(config.trainer.seed + 1, lambda: build_value_model(
             model_cfg, tokenizer, path=own.path or model_cfg.path, config=own.config or model_cfg.config,
         ))
+        self.packed = packed_forward(own.use_remove_padding, model, "critic.model.use_remove_padding")
         self.frozen = self.cfg.freeze
         if self.frozen:
             model.requires_grad_(False)
@@ -294,7 +314,8 @@ class CriticWorker:
         width = batch["responses"].shape[1]
         out = []
         for micro in micro_batches(batch, self.batching):
-            values = response_values(self.model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width)
+            values = response_values(self.model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width,
+                                     self.packed)
             out.append(values.cpu())
         return torch.cat(out) * batch["response_mask"].float()
 
@@ -306,7 +327,8 @@ class CriticWorker:
 
         def micro_loss(micro: Batch, mask: torch.Tensor, mini: MiniBatch, stats: dict[str, list[float]]) -> torch.Tensor:
             weight = micro_batch_weight(mask, mini.tokens, mini.samples, cfg.loss_agg_mode)
-            vpreds = response_values(self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1])
+            vpreds = response_values(self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1],
+                                     self.packed)
             loss, v_stats = value_loss(vpreds, micro["values"], micro["returns"], mask, cfg.cliprange_value,
                                        cfg.loss_agg_mode, weight)
             stats["critic/vf_loss"].append(loss.item() / max(weight, 1e-12))

@@ -36,15 +36,17 @@ list is `core/verl_script_keys.txt`), and what it does here. A key is
 *implemented* (it does what verl does; its entry above says how), *accepted
 with a notice* (it tunes speed or memory on hardware or kernels this run does
 not have, so the results are the same with it and without it; `rewardsmith train`
-prints one `notice:` line per such key it was given), or *refused* with an
-error naming the key and what to do instead. Some implemented keys refuse
-values this run cannot honour, each by name (`ulysses_sequence_parallel_size`
-above 1, `fsdp_size` other than -1 or the world size,
-`rollout.multi_turn.enable=true`, `hybrid_engine=false`). Most refused keys
-belong to verl engines, entry points and recipes that are not here (Megatron-LM,
-the SFT and generation trainers, the fully-async, embodied, PRIME and GKD
-recipes, multi-turn agent loops, profilers). The table is generated from
-`core/verl_keys.py`, `core/verl_refusals.py` and the schema.
+prints one `notice:` line per such key it was given), both (implemented
+where the run can do it, a notice elsewhere: `use_remove_padding` packs the
+forwards only with an attention implementation that keeps packed sequences
+apart efficiently), or *refused* with an error naming the key and what to do
+instead. Some implemented keys refuse values this run cannot honour, each by
+name (`ulysses_sequence_parallel_size` above 1, `fsdp_size` other than -1 or
+the world size, `rollout.multi_turn.enable=true`, `hybrid_engine=false`). Most
+refused keys belong to verl engines, entry points and recipes that are not
+here (Megatron-LM, the SFT and generation trainers, the fully-async, embodied,
+PRIME and GKD recipes, multi-turn agent loops, profilers). The table is
+generated from `core/verl_keys.py`, `core/verl_refusals.py` and the schema.
 
 | verl key | here |
 |---|---|"""

@@ -57,7 +57,6 @@ def test_a_verl_feature_missing_here_is_refused_naming_the_key_and_what_to_do(tm
 
 # Every speed/memory key of verl's scripts at the value the scripts pass.
 SPEED_KEYS = (
-    "actor_rollout_ref.model.use_remove_padding=true",
     "actor_rollout_ref.model.use_fused_kernels=true",
     "actor_rollout_ref.actor.entropy_checkpointing=true",
     "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1",
@@ -207,7 +206,7 @@ def _one_update(tmp_path, *overrides):
     state = {f"actor.{k}": v.clone() for k, v in trainer.actor.model.state_dict().items()}
     state.update({f"critic.{k}": v.clone() for k, v in trainer.critic.model.state_dict().items()})
     trainer.close()
-    return logp, values, state
+    return logp, values, state, batch["response_mask"]
 
 
 @pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean"])
@@ -224,6 +223,53 @@ def test_per_gpu_and_dynamic_micro_batches_give_the_whole_batch_update(tmp_path,
         torch.testing.assert_close(other[1], whole[1], atol=1e-5, rtol=1e-5)
         for key, value in whole[2].items():
             torch.testing.assert_close(other[2][key], value, atol=1e-6, rtol=1e-5, msg=key)
+
+
+REMOVE_PADDING = ("actor_rollout_ref.model.use_remove_padding=true", "critic.model.use_remove_padding=true")
+# 16-token responses: one of the first step's samples ends early, so its response is right-padded.
+LONGER = "data.max_response_length=16"
+
+
+@pytest.mark.parametrize("attn, noticed", [("sdpa", False), ("eager", True), ("null", False), ("paged|eager", True)])
+def test_remove_padding_notice_only_where_the_attention_cannot_pack(tmp_path, attn, noticed):
+    config = tiny_config(tmp_path, f"actor_rollout_ref.model.attn_implementation={attn}", *REMOVE_PADDING)
+    keys = [line.split("=")[0].removeprefix("notice: ") for line in notices(config) if "use_remove_padding" in line]
+    assert keys == (["actor_rollout_ref.model.use_remove_padding", "critic.model.use_remove_padding"] if noticed else [])
+
+
+def _fit(config) -> tuple[list[dict], tuple[bool, ...]]:
+    trainer = PPOTrainer(config)
+    try:
+        trainer.fit()
+        packed = (trainer.actor.packed, trainer.ref.packed, trainer.critic.packed)
+    finally:
+        trainer.close()
+    return _metrics(Path(config.trainer.default_local_dir)), packed
+
+
+def test_remove_padding_trains_packed_with_the_padded_metrics(tmp_path):
+    """One step with a reference (KL loss) and a critic (GAE): every forward of the five packed paths."""
+    run = ("algorithm.adv_estimator=gae", "actor_rollout_ref.actor.use_kl_loss=true", "trainer.total_training_steps=1", LONGER,
+           "actor_rollout_ref.actor.entropy_coeff=0.01")
+    padded, flags = _fit(tiny_config(tmp_path / "padded", *run))
+    packed, packed_flags = _fit(tiny_config(tmp_path / "packed", *run, *REMOVE_PADDING))
+    assert flags == (False, False, False) and packed_flags == (True, True, True)
+    assert [r.keys() for r in packed] == [r.keys() for r in padded]
+    assert padded[0]["response_length/clip_ratio"] < 1  # a right-padded response among them
+    for a, b in zip(padded, packed):
+        for key, value in a.items():
+            assert b[key] == pytest.approx(value, rel=1e-4, abs=1e-5), key
+
+
+def test_remove_padding_updates_equal_the_padded_ones(tmp_path):
+    padded = _one_update(tmp_path / "padded", LONGER)
+    packed = _one_update(tmp_path / "packed", LONGER, *REMOVE_PADDING)
+    scored = padded[3].bool()  # the packed forward gives response padding fixed numbers, the padded one others
+    assert not scored.all()
+    torch.testing.assert_close(packed[0][scored], padded[0][scored], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(packed[1], padded[1], atol=1e-5, rtol=1e-5)
+    for key, value in padded[2].items():
+        torch.testing.assert_close(packed[2][key], value, atol=1e-6, rtol=1e-5, msg=key)
 
 
 def test_override_config_reaches_the_model_and_an_unknown_attribute_is_refused(tmp_path):
