@@ -127,9 +127,26 @@ def umount(target: str) -> None:
     _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
 
 
+class Mount:
+    """One ``mount(2)`` with its arguments encoded once.
+
+    The template prepares a run's mounts before it forks anything: the
+    child then mounts with no string work, whose allocations would copy
+    template pages into every run.
+    """
+
+    def __init__(self, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None):
+        self.target = target
+        self._args = (_b(source), _b(target), _b(fstype), flags, _b(data))
+
+    def apply(self) -> None:
+        """Mount; raises ``OSError`` naming the target on failure."""
+        _check(_libc.mount(*self._args), f"mount {self.target}")
+
+
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     """``mount(2)``; raises ``OSError`` naming the target on failure."""
-    _check(_libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)), f"mount {target}")
+    Mount(source, target, fstype, flags, data).apply()
 
 
 def set_hostname(name: str) -> None:
@@ -389,7 +406,7 @@ def enter_minimal_root(expose_paths: list[str], uid: int) -> None:
     for directory in ("proc", "sys", "tmp"):
         os.mkdir(f"{root}/{directory}", 0o755)
     # The worker's own /proc (the host's PID namespace) until a run mounts its own over it.
-    mount_fresh_proc(root + "/proc")
+    fresh_proc(root + "/proc").apply()
     os.mkdir(root + "/.old", 0o700)
     _check(_libc.syscall(_SYS_PIVOT_ROOT, root.encode(), (root + "/.old").encode()), "pivot_root")
     os.chdir("/")
@@ -458,32 +475,34 @@ def _make_mounts_readonly() -> None:
                 raise
 
 
-def mount_tmpfs(target: str, size_mb: int, inodes: int, noexec: bool = False) -> None:
+def tmpfs(target: str, size_mb: int, inodes: int, noexec: bool = False) -> Mount:
     """A fresh world-writable (sticky) tmpfs on ``target``, capped in bytes and in inodes.
 
     Both caps: empty files use no bytes, yet each costs the kernel ~1 KiB of
     inode and dentry that only ``nr_inodes`` bounds per mount.
     """
     flags = MS_NOSUID | MS_NODEV | (MS_NOEXEC if noexec else 0)
-    mount("tmpfs", target, "tmpfs", flags, f"size={size_mb}m,nr_inodes={inodes},mode=1777")
+    return Mount("tmpfs", target, "tmpfs", flags, f"size={size_mb}m,nr_inodes={inodes},mode=1777")
 
 
-def mount_fresh_sysfs() -> None:
-    """sysfs as seen from the current network namespace (only its loopback)."""
-    mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+def fresh_sysfs() -> Mount:
+    """sysfs as seen from the mounting process's network namespace (only its loopback)."""
+    return Mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
-def mount_fresh_proc(target: str = "/proc") -> None:
-    """procfs for the current PID namespace: other runs' processes are invisible."""
-    mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+def fresh_proc(target: str = "/proc") -> Mount:
+    """procfs for the mounting process's PID namespace: other runs' processes are invisible."""
+    return Mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
-def apply_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int, nofile: int) -> None:
-    """Resource limits for one run.
+def run_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int, nofile: int
+               ) -> tuple[tuple[int, int, int], ...]:
+    """One run's resource limits as ``(resource, soft, hard)`` triples, for ``set_limits`` in the run's child.
 
-    Address space = ``memory_mb``; the stack stays at 8 MiB because glibc
-    sizes every thread's stack from RLIMIT_STACK, so a larger one would eat
-    the address-space budget and break threaded programs.
+    Built by the worker, so the child only makes the calls. Address space =
+    ``memory_mb``; the stack stays at 8 MiB because glibc sizes every
+    thread's stack from RLIMIT_STACK, so a larger one would eat the
+    address-space budget and break threaded programs.
     """
     mib = 1024 * 1024
     limits = {
@@ -500,9 +519,15 @@ def apply_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int,
         # programs get none (mq_open(O_CREAT) always fails with EMFILE).
         resource.RLIMIT_MSGQUEUE: 0,
     }
-    for which, value in limits.items():
-        hard = value + 1 if which == resource.RLIMIT_CPU else value
-        resource.setrlimit(which, (value, hard))
+    # The CPU hard limit one second above the soft one: SIGXCPU first, SIGKILL if it is ignored.
+    return tuple((which, value, value + 1 if which == resource.RLIMIT_CPU else value)
+                 for which, value in limits.items())
+
+
+def set_limits(limits: tuple[tuple[int, int, int], ...]) -> None:
+    """Apply ``run_limits``' triples to the calling process."""
+    for which, soft, hard in limits:
+        resource.setrlimit(which, (soft, hard))
 
 
 def drop_privileges(uid: int) -> None:

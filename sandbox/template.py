@@ -61,7 +61,10 @@ class Template:
         pid = os.fork()
         if pid == 0:
             ours.close()
-            _serve(theirs, setup)
+            try:
+                _serve(theirs, setup)
+            finally:  # an exception (KeyboardInterrupt too) must not unwind into the worker's code
+                os._exit(1)
         theirs.close()
         return cls(pid, ours)
 
@@ -86,6 +89,10 @@ def _serve(channel: _socket.socket, setup) -> None:
     # Warm Python runs start from here: the signals a fresh `python` sets up itself
     # (SIGPIPE and SIGXFSZ ignored, SIGINT its handler) stay, the server's others go.
     jail.default_signals(keep=_CPYTHON_SIGNALS)
+    # Set here, once, for every warm run to inherit (the server may have
+    # started the worker with SIGINT ignored); an interrupted template exits.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    mounts = _run_mounts(setup)
     space = _socket.CMSG_SPACE(_FDS_PER_RUN * 4)
     flags = setup.clone_flags | jail.CLONE_PARENT
     while True:
@@ -107,10 +114,23 @@ def _serve(channel: _socket.socket, setup) -> None:
         except OSError as exc:
             pid = -exc.errno
         if pid == 0:
-            _become_program(setup, list(fds))
+            _become_program(setup, mounts, list(fds))
         for fd in fds:
             os.close(fd)
         channel.send(_PID.pack(pid))
+
+
+def _run_mounts(setup) -> tuple[jail.Mount, ...]:
+    """What each run's child mounts in its own mount namespace: its /dev/shm, its PID namespace's /proc and,
+    with a network namespace per run, its sysfs."""
+    if not (setup.layers["mount_namespace"] and setup.layers["readonly_root"]):
+        return ()
+    mounts = [jail.tmpfs("/dev/shm", 64, inodes=1024, noexec=True)]
+    if setup.layers["pid_namespace"]:
+        mounts.append(jail.fresh_proc())
+    if setup.netns_per_run:
+        mounts.append(jail.fresh_sysfs())
+    return tuple(mounts)
 
 
 def _set_oom_score_adj(value: bytes) -> None:
@@ -136,26 +156,24 @@ def _read_spec(fd: int) -> dict:
     return pickle.loads(data)
 
 
-def _become_program(setup, fds: list[int]) -> None:
+def _become_program(setup, mounts: tuple[jail.Mount, ...], fds: list[int]) -> None:
     """In the fresh child, PID 1 of the run's namespaces: set up the jail, become the program, never return."""
     code = 127
     try:
         spec_fd, stdin_fd, out_w, err_w, *cgroup_procs = fds
         if cgroup_procs:
-            # First: into the run's own memory cgroup. The template stays
-            # outside it (in the worker's), so no program's memory, nor anything
-            # a run leaves charged, can make the OOM killer pick the template
-            # (oom_score_adj -1000 would need CAP_SYS_RESOURCE, which hosts may
-            # not grant). Within the cgroup the program is the first choice.
-            os.write(cgroup_procs[0], b"0")
+            # First: the OOM killer's first choice, then into the run's own
+            # memory cgroup (in that order, so no moment in the cgroup finds it
+            # less likely to be chosen). The template stays outside the
+            # cgroup (in the worker's), so no program's memory, nor anything a
+            # run leaves charged, can make the OOM killer pick the template
+            # (oom_score_adj -1000 would need CAP_SYS_RESOURCE, which hosts
+            # may not grant).
             _set_oom_score_adj(b"1000")
+            os.write(cgroup_procs[0], b"0")
         spec = _read_spec(spec_fd)
-        if setup.layers["mount_namespace"] and setup.layers["readonly_root"]:
-            jail.mount_tmpfs("/dev/shm", 64, inodes=1024, noexec=True)
-            if setup.layers["pid_namespace"]:
-                jail.mount_fresh_proc()
-            if setup.netns_per_run:
-                jail.mount_fresh_sysfs()
+        for mount in mounts:
+            mount.apply()
         os.setsid()  # without a PID namespace the worker kills the process group
         os.dup2(stdin_fd, 0)
         os.dup2(out_w, 1)
@@ -170,13 +188,7 @@ def _become_program(setup, fds: list[int]) -> None:
             program = jail.fork_into(0)
             if program != 0:
                 _reap_as_init(program)
-        jail.apply_limits(
-            memory_mb=spec["memory_mb"],
-            cpu_seconds=spec["cpu_seconds"],
-            nproc=spec["nproc"],
-            fsize_mb=spec["fsize_mb"],
-            nofile=spec["nofile"],
-        )
+        jail.set_limits(spec["rlimits"])
         if setup.is_root:
             jail.drop_privileges(setup.uid)
         jail.die_with_parent()  # a crashed worker must not leave its program running
@@ -186,7 +198,6 @@ def _become_program(setup, fds: list[int]) -> None:
         if os.environ.get("HOME") != work:
             os.environ["HOME"] = work
         if spec["mode"] == "inline-python":
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the server's SIGINT was ignored
             _run_python_inline(os.path.join(work, spec["main"]), spec["source"])
         else:
             jail.default_signals()  # ignored and blocked signals survive exec

@@ -80,7 +80,7 @@ STDERR_TAIL = 4096
 _KILL_GRACE_S = 5.0
 _DRAIN_GRACE_S = 0.5
 # The spec the program's child reads: what it needs of the job, and nothing else.
-_SPEC_KEYS = ("mode", "argv", "main", "memory_mb", "nproc", "fsize_mb", "nofile")
+_SPEC_KEYS = ("mode", "argv", "main")
 
 
 class Worker:
@@ -112,7 +112,7 @@ class Worker:
         except OSError:
             self.layers["readonly_root"] = False
         if self.layers["readonly_root"] and self.layers["network_namespace"] and netns_per_worker:
-            jail.mount_fresh_sysfs()
+            jail.fresh_sysfs().apply()
         if self.layers["ipc_namespace"]:
             # Named once in a UTS namespace of the worker's own; each run's
             # namespace starts as a copy, so its child has nothing to set.
@@ -143,7 +143,7 @@ class Worker:
     def run(self, job: dict) -> dict:
         """Run one job in a fresh child of the template; the report the server turns into a result."""
         if self.layers["private_tmp"]:
-            jail.mount_tmpfs("/tmp", job["tmpfs_mb"], inodes=TMP_INODES)
+            jail.tmpfs("/tmp", job["tmpfs_mb"], inodes=TMP_INODES).apply()
         work = None
         try:  # the work dir is set up inside the clean-up's reach: a bad file must not leak the mount
             work = self._make_work_dir(job)
@@ -175,7 +175,8 @@ class Worker:
     def _run_in(self, job: dict, work: str) -> dict:
         spec = {key: job[key] for key in _SPEC_KEYS}
         spec["work"] = work
-        spec["cpu_seconds"] = int(job["timeout"]) + 1
+        spec["rlimits"] = jail.run_limits(memory_mb=job["memory_mb"], cpu_seconds=_cpu_seconds(job),
+                                          nproc=job["nproc"], fsize_mb=job["fsize_mb"], nofile=job["nofile"])
         if job["mode"] == "inline-python":
             spec["source"] = job["files"][job["main"]]
         # The work dir as the server made it, held before the program can
@@ -197,7 +198,7 @@ class Worker:
 
     def _run_in_cgroup(self, job: dict, spec: dict, work_fd: int | None,
                        run_cgroup: cgroups.RunCgroup | None) -> dict:
-        cpu_seconds = spec["cpu_seconds"]
+        cpu_seconds = _cpu_seconds(job)
         spec_fd = _memfd("spec", pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
         stdin_fd = _memfd("stdin", job["stdin"])
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -347,6 +348,11 @@ class Worker:
             "stdout_truncated": truncated[out_r],
             "stderr_truncated": truncated[err_r],
         }
+
+
+def _cpu_seconds(job: dict) -> int:
+    """The run's CPU-time limit: a second past its wall-clock timeout (the deadline, not RLIMIT_CPU, comes first)."""
+    return int(job["timeout"]) + 1
 
 
 def _memfd(name: str, data: bytes) -> int:
