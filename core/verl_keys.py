@@ -216,7 +216,7 @@ def check_vllm_engine_kwargs(kwargs: dict[str, Any]) -> None:
             raise InvalidValue(key, "is set by rewardsmith itself (from the actor's weights, data.* lengths or "
                                     "actor_rollout_ref.rollout.* keys): set it there, or drop it")
         if name not in known:
-            raise InvalidValue(key, f"is not an argument of vLLM's engine (vllm.EngineArgs of the installed vLLM)")
+            raise InvalidValue(key, "is not an argument of vLLM's engine (vllm.EngineArgs of the installed vLLM)")
 
 
 def _installed(package: str) -> bool:

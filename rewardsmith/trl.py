@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from rewardsmith.plugins.batch import RewardBatch

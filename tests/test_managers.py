@@ -1,8 +1,6 @@
 """Reward managers: routing, failures that cost one sample, dedup, weights, extra info, DAPO."""
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 import torch
 

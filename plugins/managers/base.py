@@ -18,7 +18,7 @@ import torch
 
 from rewardsmith.plugins.config import RewardSettings
 from rewardsmith.plugins.batch import RewardBatch, RewardOutput, token_level_scores
-from rewardsmith.common.errors import RewardError, NotRegistered
+from rewardsmith.common.errors import RewardError
 from rewardsmith.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor, raise_if_all_failed
 from rewardsmith.plugins.model_scoring.interface import ModelRequest
 from rewardsmith.plugins.scoring_plan import Component, ScoringPlan
