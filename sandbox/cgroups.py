@@ -36,6 +36,13 @@ _FILES = {
     "v1": ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.oom_control", "memory.usage_in_bytes"),
     "v2": ("memory.max", "memory.swap.max", "memory.events", "memory.current"),
 }
+# The file a run's process joins through (writing "0": itself). v1's `tasks`
+# moves one thread, the whole of a just-cloned single-threaded child; the
+# kernel then skips the global lock that `cgroup.procs` takes against every
+# fork and exit on the host (a write lock that waits for an RCU grace
+# period), which at hundreds of runs per second left cores idle. v2 moves
+# a domain cgroup's processes only through `cgroup.procs`.
+_JOIN = {"v1": "tasks", "v2": "cgroup.procs"}
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -106,7 +113,7 @@ class WorkerCgroups:
 
 
 class RunCgroup:
-    """One run's memory cgroup: the program joins through ``procs_fd``; ``remove()`` deletes it after the run."""
+    """One run's memory cgroup: the program joins through ``join_fd``; ``remove()`` deletes it after the run."""
 
     def __init__(self, dir_fd: int, name: str, hierarchy: str):
         self._dir_fd, self.name, self.hierarchy = dir_fd, name, hierarchy
@@ -115,7 +122,7 @@ class RunCgroup:
         self.limit_mb = 0
         try:
             # Sent to the template with the run's other descriptors; the program's process joins through it.
-            self.procs_fd = self._open("cgroup.procs", os.O_WRONLY)
+            self.join_fd = self._open(_JOIN[hierarchy], os.O_WRONLY)
         except BaseException:
             self.remove()
             raise

@@ -30,7 +30,7 @@ import types
 import jail
 
 _PID = struct.Struct("q")
-_FDS_PER_RUN = 5  # spec, stdin, stdout, stderr and, with a memory cgroup, the run cgroup's cgroup.procs
+_FDS_PER_RUN = 5  # spec, stdin, stdout, stderr and, with a memory cgroup, the file that joins the run's cgroup
 # An exec'd program's init writes its wait status over the start of the spec
 # file, behind a magic no pickle starts with.
 _STATUS = struct.Struct("8si")
@@ -160,8 +160,8 @@ def _become_program(setup, mounts: tuple[jail.Mount, ...], fds: list[int]) -> No
     """In the fresh child, PID 1 of the run's namespaces: set up the jail, become the program, never return."""
     code = 127
     try:
-        spec_fd, stdin_fd, out_w, err_w, *cgroup_procs = fds
-        if cgroup_procs:
+        spec_fd, stdin_fd, out_w, err_w, *cgroup_join = fds
+        if cgroup_join:
             # First: the OOM killer's first choice, then into the run's own
             # memory cgroup (in that order, so no moment in the cgroup finds it
             # less likely to be chosen). The template stays outside the
@@ -170,7 +170,7 @@ def _become_program(setup, mounts: tuple[jail.Mount, ...], fds: list[int]) -> No
             # (oom_score_adj -1000 would need CAP_SYS_RESOURCE, which hosts
             # may not grant).
             _set_oom_score_adj(b"1000")
-            os.write(cgroup_procs[0], b"0")
+            os.write(cgroup_join[0], b"0")
         spec = _read_spec(spec_fd)
         for mount in mounts:
             mount.apply()

@@ -205,7 +205,7 @@ class Worker:
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         try:
             try:
-                fds = [spec_fd, stdin_fd, out_w, err_w] + ([] if run_cgroup is None else [run_cgroup.procs_fd])
+                fds = [spec_fd, stdin_fd, out_w, err_w] + ([] if run_cgroup is None else [run_cgroup.join_fd])
                 pid = self.template.spawn(fds)
             finally:
                 for fd in (stdin_fd, out_w, err_w):

@@ -325,6 +325,24 @@ def test_finding_6_each_run_has_a_memory_cgroup_of_its_own(url):
     assert len(seen) == 3 and len(set(seen)) == 3 and all("rewardsmith-sandbox-uid" in line for line in seen), seen
 
 
+def test_finding_6_a_runs_threads_and_child_processes_share_its_cgroup(url):
+    """The child joins its cgroup as one thread (v1's ``tasks``): whatever it starts must land there too."""
+    code = textwrap.dedent("""
+        import subprocess, threading
+        def memory_line(path):
+            return next(line for line in open(path).read().splitlines() if "memory" in line)
+        lines = [memory_line("/proc/thread-self/cgroup")]
+        worker = threading.Thread(target=lambda: lines.append(memory_line("/proc/thread-self/cgroup")))
+        worker.start()
+        worker.join()
+        child = subprocess.run(["cat", "/proc/self/cgroup"], capture_output=True, text=True).stdout
+        lines.append(next(line for line in child.splitlines() if "memory" in line))
+        print("\\n".join(lines))
+    """)
+    lines = run(url, code)["run_result"]["stdout"].splitlines()
+    assert len(lines) == 3 and len(set(lines)) == 1 and "/run-" in lines[0], lines
+
+
 # -- findings 2-5: a run sees a minimal world of its own -----------------------------------------------
 
 @pytest.fixture()
