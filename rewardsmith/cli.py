@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 
 # The exit status of a command stopped by Ctrl-C (SIGINT), as a shell reports it: 128 + 2.
 INTERRUPTED = 130
@@ -28,6 +30,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("rewardsmith.sandbox.cli", "Run the code-execution sandbox service."),
     "rm": ("rewardsmith.commands.rm", "Train a reward model on preference pairs, or serve one (OpenRLHF protocol)."),
 }
+
+
+def _raise_swallowed_interrupts(unraisable) -> None:
+    """``sys.unraisablehook``: raise a Ctrl-C that landed in a finalizer again, where the command runs.
+
+    Python only prints an exception raised in a ``__del__`` or a weakref
+    callback (seen: a library's ``__del__`` during training), so a SIGINT
+    that arrives there would be lost and the command would go on.
+    Another thread sends the SIGINT to the main thread again, a moment later
+    (sent from this hook, it would be raised inside the hook, whose exceptions
+    are swallowed too): it wakes the main thread from a blocking call and is
+    raised in the command's own code.
+    """
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        timer = threading.Timer(0.05, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+        timer.daemon = True  # never holds up an exit
+        timer.start()
+    else:
+        sys.__unraisablehook__(unraisable)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             args.overrides = list(args.overrides or []) + extra
         else:
             command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    sys.unraisablehook = _raise_swallowed_interrupts
     try:
         return int(module.run(args) or 0)
     except KeyboardInterrupt as exc:

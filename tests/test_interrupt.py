@@ -69,6 +69,39 @@ def test_ctrl_c_during_score(tmp_path, manager):
     assert not (tmp_path / "in.scored.jsonl").exists()
 
 
+# A library object whose finalizer is running when Ctrl-C comes (the SIGINT is
+# raised inside __del__, where Python only prints an exception).
+FINALIZER_SCORER = '''
+import signal
+import time
+
+class Finalized:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(1000):  # the KeyboardInterrupt surfaces here, inside the finalizer
+            pass
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    Finalized()
+    time.sleep(30)  # the command goes on: a lost Ctrl-C would let it finish
+    return 1.0
+'''
+
+
+def test_ctrl_c_inside_a_finalizer_still_stops_the_command(tmp_path):
+    scorer = tmp_path / "finalizer.py"
+    scorer.write_text(FINALIZER_SCORER)
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [{"data_source": "x", "prompt": "p", "reward_model": {"ground_truth": "1"}, "response": "r"}])
+    done = subprocess.run([sys.executable, "-m", "rewardsmith", "score", str(src), f"custom_reward_function.path={scorer}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert done.returncode == 130, done.stderr
+    assert last_line(done.stderr) == "rewardsmith score: interrupted"
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "in.scored.jsonl").exists()
+
+
 def _config(tmp_path: Path, **trainer) -> Path:
     paths = write_inputs(tmp_path)
     config = {
