@@ -119,11 +119,11 @@ class FSDPConfig:
     param_offload: bool = opt(False, "verl: keep parameters in CPU memory between uses. On a CUDA device with strategy fsdp2 it turns on offload_policy; on the CPU there is nothing to move (a notice).")
     optimizer_offload: bool = opt(False, "verl: keep the optimizer state in CPU memory; as param_offload (offload_policy moves both).")
     forward_prefetch: bool = opt(False, "verl: prefetch the next FSDP all-gather during the forward; a speed key (a notice: the same results).")
-    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; -1 (or the world size) = all of them, as strategy fsdp2 does. Other values (hybrid sharding) are refused.")
+    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP, as verl). A smaller number (hybrid sharding) is refused.")
 
     def __post_init__(self) -> None:
-        if self.fsdp_size == 0 or self.fsdp_size < -1:
-            raise InvalidValue("fsdp_size", f"must be -1 (all ranks) or a number of ranks, got {self.fsdp_size}")
+        if self.fsdp_size == 0:
+            raise InvalidValue("fsdp_size", "must be a number of ranks, or negative for all of them (as verl), got 0")
 
 
 @dataclass

@@ -174,9 +174,10 @@ def check_verl_keys(config: Any) -> None:
     world = _world_size(config)
     for key in ("actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp_config.fsdp_size"):
         size = _value(config, key)
-        if size not in (-1, world):
-            raise InvalidValue(key, f"is {size}: sharding within groups of ranks (HSDP) is not supported; use -1 "
-                               f"(shard over all {world} ranks)")
+        # verl builds a plain FSDP mesh whenever fsdp_size is negative or covers every rank.
+        if 0 < size < world:
+            raise InvalidValue(key, f"is {size}: sharding within groups of {size} of the {world} ranks (HSDP) is not "
+                               f"supported; use -1 (shard over all {world} ranks)")
     rollout = config.actor_rollout_ref.rollout
     if rollout.engine == "vllm":
         if not _installed("vllm"):

@@ -119,14 +119,22 @@ def test_speed_keys_print_one_notice_each_and_change_nothing(tmp_path):
 @pytest.mark.parametrize("override, key", [
     ("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2", "ulysses_sequence_parallel_size"),
     ("critic.ulysses_sequence_parallel_size=4", "ulysses_sequence_parallel_size"),
-    ("actor_rollout_ref.actor.fsdp_config.fsdp_size=32", "actor_rollout_ref.actor.fsdp_config.fsdp_size"),
+    ("trainer.n_gpus_per_node=4 actor_rollout_ref.actor.fsdp_config.fsdp_size=2", "actor_rollout_ref.actor.fsdp_config.fsdp_size"),
     ("actor_rollout_ref.rollout.multi_turn.enable=true", "multi_turn.enable"),
     ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "ppo_micro_batch_size and ppo_micro_batch_size_per_gpu"),
 ])
 def test_what_cannot_be_done_is_refused_by_name(tmp_path, override, key):
     extra = ("actor_rollout_ref.actor.ppo_micro_batch_size=2",) if "per_gpu" in override else ()
     with pytest.raises(ConfigError, match=key):
-        tiny_config(tmp_path, override, *extra)
+        tiny_config(tmp_path, *override.split(), *extra)
+
+
+@pytest.mark.parametrize("size", ["32", "-1", "-8", "1"])
+def test_fsdp_size_negative_or_covering_every_rank_is_plain_fsdp_as_in_verl(tmp_path, size):
+    """verl builds a plain FSDP mesh when fsdp_size < 0 or >= the world size (one rank here)."""
+    config = tiny_config(tmp_path, f"actor_rollout_ref.actor.fsdp_config.fsdp_size={size}",
+                         f"critic.fsdp_config.fsdp_size={size}")
+    assert config.actor_rollout_ref.actor.fsdp_config.fsdp_size == int(size)
 
 
 def test_sglang_rolls_out_on_the_vllm_engine_with_a_notice(tmp_path):
