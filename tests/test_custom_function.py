@@ -1,6 +1,8 @@
 """custom_reward_function: verl-style files, pkg:// modules, and errors naming file and function."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from rewardsmith.plugins.batch import RewardBatch
@@ -69,6 +71,22 @@ def test_import_error_names_file(tmp_path):
     path.write_text("import not_a_module_anywhere\n")
     with pytest.raises(CustomFunctionError, match=r"error while importing .*broken\.py.*ModuleNotFoundError"):
         load_custom_function(str(path))
+
+
+def test_a_file_importing_verl_without_verl_names_the_import_and_the_fix(tmp_path, monkeypatch):
+    """verl's genrm recipe imports verl's own scorers; where verl is absent the error says how to install it."""
+    for name in [m for m in sys.modules if m == "verl" or m.startswith("verl.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "verl", None)  # as if verl were not installed
+    path = tmp_path / "genrm_reward.py"
+    path.write_text("import re\n\nfrom verl.utils.reward_score.math_reward import last_boxed_only_string\n\n"
+                    "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.0\n")
+    with pytest.raises(CustomFunctionError) as err:
+        load_custom_function(str(path))
+    message = str(err.value)
+    assert "genrm_reward.py" in message and "line 3" in message
+    assert "from verl.utils.reward_score.math_reward import last_boxed_only_string" in message
+    assert "pip install 'verl==0.9.1'" in message and "--no-deps" in message
 
 
 def test_missing_pkg_module_is_named():
