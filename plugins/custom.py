@@ -73,6 +73,8 @@ def load_custom_function(path: str, name: str = "compute_score", call: str = PER
         try:
             module = load_file_module(str(file))
         except Exception as exc:
+            if _imports_verl(exc):
+                raise CustomFunctionError(_verl_missing(exc, file, where)) from exc
             raise CustomFunctionError(
                 f"error while importing custom reward function {where}: {type(exc).__name__}: {exc}"
             ) from exc
@@ -92,6 +94,29 @@ def load_custom_function(path: str, name: str = "compute_score", call: str = PER
     except AttributeError:  # a builtin or C function: importable by module path anyway
         pass
     return fn
+
+
+# What verl's package import needs beyond rewardsmith's own dependencies (Ray: the `ray` extra).
+VERL_INSTALL = ("pip install 'verl==0.9.1' omegaconf tensordict pyvers codetiming --no-deps "
+                "&& pip install 'rewardsmith[ray]'")
+
+
+def _imports_verl(exc: BaseException) -> bool:
+    return isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "verl"
+
+
+def _verl_missing(exc: BaseException, file: Path, where: str) -> str:
+    """The error for a user's file that imports verl's own utilities where verl is not installed.
+
+    rewardsmith does not ship a package named ``verl``: the file's import is
+    named with its line, and so is how to install verl's files.
+    """
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == file.resolve()]
+    line = f" line {frames[-1].lineno} (`{(frames[-1].line or '').strip()}`)" if frames else ""
+    return (f"custom reward function {where}{line} imports verl, which is not installed ({exc}). rewardsmith does not "
+            f"ship verl; install verl's files without its dependencies: {VERL_INSTALL} (docs/rewards.md)")
 
 
 def accepted_kwargs(fn: Callable[..., Any], offered: dict[str, Any]) -> dict[str, Any]:
