@@ -10,7 +10,6 @@ metrics per component and per data_source.
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any, Optional
 
@@ -18,6 +17,7 @@ import torch
 
 from rewardsmith.plugins.config import RewardSettings
 from rewardsmith.plugins.batch import RewardBatch, RewardOutput, token_level_scores
+from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import RewardError
 from rewardsmith.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor, raise_if_all_failed
 from rewardsmith.plugins.model_scoring.interface import ModelRequest
@@ -29,11 +29,6 @@ GATED = "gated"
 # When a sample has several components, its status is the most serious of theirs.
 _SEVERITY = [OK, GATED, ABSTAIN, INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT]
 _FAILED = (INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT)
-
-
-
-def _freeze(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=repr)
 
 
 class RewardManager:
@@ -169,9 +164,10 @@ class RewardManager:
         who = c.scorer.name if c.scorer is not None else c.kind
         if not self.score_identical_once:
             return (c.kind, who, i)
-        prompt = _freeze(batch.prompts[i]) if c.kind != "rule" and batch.prompts is not None else None
-        return (c.kind, who, batch.data_sources[i], batch.solutions[i], _freeze(batch.ground_truths[i]),
-                _freeze(batch.extra_infos[i]), prompt)
+        where = f"row {i} (data_source '{batch.data_sources[i]}')"
+        prompt = canonical_json(batch.prompts[i], f"{where} prompt") if c.kind != "rule" and batch.prompts is not None else None
+        return (c.kind, who, batch.data_sources[i], batch.solutions[i], canonical_json(batch.ground_truths[i], f"{where} ground_truth"),
+                canonical_json(batch.extra_infos[i], f"{where} extra_info"), prompt)
 
     @staticmethod
     def _gate(c: Component, done: dict[str, ScoreOutcome]) -> Optional[ScoreOutcome]:
