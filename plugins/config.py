@@ -185,7 +185,7 @@ class RewardModelConfig:
     num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
     timeout: Optional[float] = opt(30.0, "Hard per-sample timeout in seconds for process-pool execution; null = none.")
     fallback_score: float = opt(0.0, "Score given to a sample whose scorer failed, hung, crashed or returned an invalid value.")
-    stop_when_all_fail: bool = opt(True, "Stop (rewardsmith score: non-zero exit; training: before the update) when a scorer fails on every sample of a batch with the same exception; false = give them fallback_score.")
+    stop_when_all_fail: bool = opt(True, "Stop (rewardsmith score: non-zero exit; training: before the update) when a scorer fails with the same exception on at least 3 distinct inputs and scores none in between (one input shared by many samples, or fewer rows, costs only those samples); false = give them fallback_score.")
     scorer: Optional[str] = opt(None, "Score every row with this scorer name instead of routing by data_source.")
     scorer_weights: dict[str, dict[str, float]] = opt({}, "Combine several scorers per data_source: {data_source or glob: {scorer: weight}}.")
     max_resp_len: Optional[int] = opt(None, "Maximum response length for the DAPO penalty; null = data.max_response_length.")

@@ -19,7 +19,7 @@ from rewardsmith.plugins.config import RewardSettings
 from rewardsmith.plugins.batch import RewardBatch, RewardOutput, token_level_scores
 from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import RewardError
-from rewardsmith.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor, raise_if_all_failed
+from rewardsmith.plugins.executors import BrokenScorerCheck, Executor, Progress, ScoreJob, SerialExecutor
 from rewardsmith.plugins.model_scoring.interface import ModelRequest
 from rewardsmith.plugins.scoring_plan import Component, ScoringPlan
 from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
@@ -55,6 +55,7 @@ class RewardManager:
         self.settings = settings
         self.fallback_score = float(settings.reward_model.fallback_score)
         self.executor: Executor = self.make_executor()
+        self.broken_scorers = BrokenScorerCheck()
 
     def make_executor(self) -> Executor:
         """Where scorer calls run."""
@@ -185,10 +186,13 @@ class RewardManager:
         """Outcomes of ``todo``: rule jobs on the executor, model requests batched per model."""
         index: dict[tuple, int] = {}
         rule_jobs: list[ScoreJob] = []
+        rule_keys: list[tuple] = []
+        copies: dict[tuple, int] = defaultdict(int)  # samples per distinct key
         model_jobs: dict[str, list[ModelRequest]] = defaultdict(list)
         where: list[tuple[str, int]] = []
         for i, c in todo:
             key = self._key(batch, i, c)
+            copies[key] += 1
             if key not in index:
                 if c.kind == "rule":
                     ws = c.scorer
@@ -196,6 +200,7 @@ class RewardManager:
                     where.append(("rule", len(rule_jobs)))
                     rule_jobs.append(ScoreJob(ws.name, ws.fn, batch.data_sources[i], batch.solutions[i],
                                               batch.ground_truths[i], batch.extra_infos[i], ws.kwargs))
+                    rule_keys.append(key)
                 else:
                     index[key] = len(where)
                     where.append((c.kind, len(model_jobs[c.kind])))
@@ -205,7 +210,7 @@ class RewardManager:
         if rule_jobs:
             outcomes["rule"] = self.executor.run(rule_jobs, progress)
             if self.settings.reward_model.stop_when_all_fail:
-                raise_if_all_failed(rule_jobs, outcomes["rule"])
+                self.broken_scorers.check(rule_jobs, outcomes["rule"], [copies[k] for k in rule_keys])
         for kind, requests in model_jobs.items():
             outcomes[kind] = self.plan.models[kind].score(requests)
             if progress is not None:
