@@ -18,6 +18,11 @@ SERVICE_KEYS = {"sandbox_fusion_url": "reward_model.sandbox_fusion.url",
                 "reward_router_address": "reward_model.judge.base_url"}
 
 
+# Plain routing (no reward_model.components pattern): a failed scorer has no value, so a sample no
+# scorer could score is unscored (out of its group, the loss and every mean), never a fallback_score reward.
+PLAIN_ON_FAILURE = "abstain"
+
+
 @dataclass(frozen=True)
 class WeightedScorer:
     """A scorer, its weight in the sample's reward, and the keyword arguments it gets."""
@@ -188,8 +193,8 @@ class ScoringPlan:
                 raise RewardError(f"data_source '{data_source}': {why} and several models are configured "
                                   f"({', '.join(self.models)}); choose one with reward_model.model_scorer or reward_model.components")
             kind = self._default_model
-            return [Component(kind, kind, 1.0, "fallback", self._fallback)]
-        return [Component(ws.name, "rule", ws.weight, "fallback", self._fallback, scorer=ws) for ws in self.scorers_for(data_source)]
+            return [Component(kind, kind, 1.0, PLAIN_ON_FAILURE, self._fallback)]
+        return [Component(ws.name, "rule", ws.weight, PLAIN_ON_FAILURE, self._fallback, scorer=ws) for ws in self.scorers_for(data_source)]
 
     def _component(self, name: str, comp: ComponentConfig, data_source: str) -> Component:
         scorer = None

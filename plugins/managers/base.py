@@ -16,13 +16,13 @@ from typing import Any, Optional
 import torch
 
 from rewardsmith.plugins.config import RewardSettings
-from rewardsmith.plugins.batch import RewardBatch, RewardOutput, token_level_scores
+from rewardsmith.plugins.batch import RewardBatch, RewardOutput, scored_mean, token_level_scores
 from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import RewardError
 from rewardsmith.plugins.executors import BrokenScorerCheck, Executor, Progress, ScoreJob, SerialExecutor
 from rewardsmith.plugins.model_scoring.interface import ModelRequest
 from rewardsmith.plugins.scoring_plan import Component, ScoringPlan
-from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
+from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome, is_undecided
 
 # A component not asked because its gate did not pass; its score is the gate's value.
 GATED = "gated"
@@ -131,8 +131,7 @@ class RewardManager:
         scores = self.postprocess(batch, scores, extra_info)
         extra_info["score"] = scores.tolist()
         extra_info["reward_masked"] = masked.tolist()
-        metrics = self._metrics(batch, scores, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
-        metrics["reward/masked"] = float(masked.sum())
+        metrics = self._metrics(batch, scores, masked, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
         out = RewardOutput(scores=scores, extra_info=extra_info, metrics=metrics, masked=masked)
         if batch.response_mask is not None:
             out.token_level_scores = token_level_scores(scores, batch.response_mask)
@@ -257,32 +256,46 @@ class RewardManager:
                 voting.append((c.weight, r.score))
         if not voting:
             return None, info
+        if status == ABSTAIN:  # the others decided: an abstention whose weight went to them is no failure
+            info["reward_status"] = OK
         total = sum(c.weight for c in comps)
         weight = sum(w for w, _ in voting)
         if weight == 0:
             return 0.0, info
         return total * sum(w * v for w, v in voting) / weight, info
 
-    def _metrics(self, batch: RewardBatch, scores: torch.Tensor, statuses: list[str], plans: list[list[Component]],
-                 results: list[dict[str, ScoreOutcome]], unique_ratio: float) -> dict[str, float]:
+    def _metrics(self, batch: RewardBatch, scores: torch.Tensor, masked: torch.Tensor, statuses: list[str],
+                 plans: list[list[Component]], results: list[dict[str, ScoreOutcome]], unique_ratio: float) -> dict[str, float]:
+        """Means over the scored samples only (an unscored sample's score is a placeholder), with the
+        unscored and undecided samples counted beside them, overall and per data_source."""
         metrics: dict[str, float] = {}
+        values, unscored = scores.tolist(), masked.tolist()
+        undecided = [any(is_undecided(results[i][c.name]) for c in comps) for i, comps in enumerate(plans)]
         by_source: dict[str, list[int]] = defaultdict(list)
         for i, source in enumerate(batch.data_sources):
             by_source[source].append(i)
         counted = {"errors": (ERROR, INVALID, CRASH), "timeouts": (TIMEOUT,), "unavailable": (UNAVAILABLE,), "abstained": (ABSTAIN,)}
         for source, rows in sorted(by_source.items()):
             prefix = f"reward/source/{source}"
-            metrics[f"{prefix}/mean"] = float(scores[rows].mean())
+            mean = scored_mean([values[i] for i in rows], [unscored[i] for i in rows])
+            if mean is not None:
+                metrics[f"{prefix}/mean"] = mean
             metrics[f"{prefix}/count"] = float(len(rows))
+            metrics[f"{prefix}/unscored"] = float(sum(unscored[i] for i in rows))
+            metrics[f"{prefix}/undecided"] = float(sum(undecided[i] for i in rows))
             for name, kinds in counted.items():
                 metrics[f"{prefix}/{name}"] = float(sum(statuses[i] in kinds for i in rows))
         for name, kinds in counted.items():
             metrics[f"reward/{name}"] = float(sum(s in kinds for s in statuses))
+        metrics["reward/unscored"] = float(sum(unscored))
+        metrics["reward/undecided"] = float(sum(undecided))
         metrics.update(_component_metrics(batch, plans, results))
         for kind, model in self.plan.models.items():
             metrics.update({f"reward/{kind}/{k}": v for k, v in model.metrics().items()})
+        mean = scored_mean(values, unscored)
+        if mean is not None:
+            metrics["reward/mean"] = mean
         if len(batch):
-            metrics["reward/mean"] = float(scores.mean())
             metrics["reward/unique_calls_ratio"] = unique_ratio
         return metrics
 
