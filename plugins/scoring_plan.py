@@ -47,6 +47,13 @@ class Component:
     gate: Optional[str] = None
     gate_threshold: float = 0.5
     gate_value: Optional[float] = None
+    gate_when: str = "score_at_least"
+
+    @property
+    def stands_in(self) -> bool:
+        """Whether this is a fallback for its gate (``gate_when: abstained``): it votes only where the
+        gate has no value, with the gate's weight, and adds nothing to the total weight."""
+        return self.gate is not None and self.gate_when == "abstained"
 
 
 def router_address(base_url: Optional[str]) -> Optional[str]:
@@ -205,7 +212,7 @@ class ScoringPlan:
                 scorer = self._route(data_source)
         fallback = self._fallback if comp.fallback is None else float(comp.fallback)
         return Component(name, comp.kind, comp.weight, comp.on_failure, fallback, scorer,
-                         comp.gate, comp.gate_threshold, comp.gate_value)
+                         comp.gate, comp.gate_threshold, comp.gate_value, comp.gate_when)
 
     def _route(self, data_source: str) -> WeightedScorer:
         """The one scorer of a data_source: the fixed scorer or custom function, else the registered route."""

@@ -91,7 +91,8 @@ class RewardManager:
         """Score ``batch``; ``progress`` counts scorer and model calls (identical samples are scored once).
 
         Components run in rounds: those without a gate first, then those whose
-        gate has been decided, so a judge is asked only where its gate passed.
+        gate has been decided, so a judge is asked only where its gate passed
+        (or, for a fallback, only where its gate has no value).
         """
         plans = self._route(batch)
         results: list[dict[str, ScoreOutcome]] = [{} for _ in plans]
@@ -107,7 +108,7 @@ class RewardManager:
                 for c in comps:
                     if depth[i][c.name] != level:
                         continue
-                    gated = self._gate(c, results[i])
+                    gated = self._gate(c, results[i], comps)
                     if gated is None:
                         todo.append((i, c))
                     else:
@@ -170,11 +171,16 @@ class RewardManager:
                 canonical_json(batch.extra_infos[i], f"{where} extra_info"), prompt)
 
     @staticmethod
-    def _gate(c: Component, done: dict[str, ScoreOutcome]) -> Optional[ScoreOutcome]:
+    def _gate(c: Component, done: dict[str, ScoreOutcome], comps: list[Component]) -> Optional[ScoreOutcome]:
         """None when ``c`` is to be asked; otherwise its outcome without asking (the gate did not pass)."""
         if c.gate is None:
             return None
         gate = done[c.gate]
+        if c.stands_in:
+            gate_component = next(x for x in comps if x.name == c.gate)
+            if _value(gate_component, gate) is not None:
+                return ScoreOutcome(GATED)  # the gate decided: the fallback has no say
+            return None
         if gate.status in (OK, GATED) and gate.score is not None and gate.score >= c.gate_threshold:
             return None
         value = c.gate_value if c.gate_value is not None else gate.score
@@ -221,7 +227,9 @@ class RewardManager:
         """Weighted sum of the components' values; None when no component has a value.
 
         ``reward = W * sum_i w_i v_i / sum_i w_i`` over the components that have a
-        value, ``W`` being the total weight. A component has a value when it
+        value, ``W`` being the total weight. A fallback (``gate_when: abstained``)
+        votes only where its gate has none, with its gate's weight, and is not
+        part of ``W``: the pair counts as one component. A component has a value when it
         scored, when its gate did not pass (the gate's value), or when it failed
         under ``on_failure`` zero (0) or fallback (its fallback value); it has none
         when it abstained (returned None) or failed under ``abstain``; a failure
@@ -246,19 +254,17 @@ class RewardManager:
                     info[f"{c.name}/status"] = r.status
                 if r.error:
                     info[f"{c.name}/error"] = r.error
-            if r.status in _FAILED:
-                if c.on_failure == "raise":
-                    raise RewardError(f"row {i} (data_source '{batch.data_sources[i]}'): component '{c.name}' "
-                                      f"failed ({r.status}: {r.error}) and its on_failure is raise")
-                if c.on_failure != "abstain":
-                    voting.append((c.weight, 0.0 if c.on_failure == "zero" else c.fallback))
-            elif r.score is not None:
-                voting.append((c.weight, r.score))
+            if r.status in _FAILED and c.on_failure == "raise":
+                raise RewardError(f"row {i} (data_source '{batch.data_sources[i]}'): component '{c.name}' "
+                                  f"failed ({r.status}: {r.error}) and its on_failure is raise")
+            value = _value(c, r)
+            if value is not None:
+                voting.append((_weight(c, comps), value))
         if not voting:
             return None, info
         if status == ABSTAIN:  # the others decided: an abstention whose weight went to them is no failure
             info["reward_status"] = OK
-        total = sum(c.weight for c in comps)
+        total = sum(c.weight for c in comps if not c.stands_in)
         weight = sum(w for w, _ in voting)
         if weight == 0:
             return 0.0, info
@@ -298,6 +304,22 @@ class RewardManager:
         if len(batch):
             metrics["reward/unique_calls_ratio"] = unique_ratio
         return metrics
+
+
+def _value(c: Component, r: ScoreOutcome) -> Optional[float]:
+    """What component ``c`` contributes for outcome ``r``: its score (or gate value), its failure policy's
+    value (0 for zero, ``fallback`` for fallback), or None (it abstained, was undecided, or failed under abstain)."""
+    if r.status in _FAILED:
+        return None if c.on_failure in ("abstain", "raise") else (0.0 if c.on_failure == "zero" else c.fallback)
+    return r.score
+
+
+def _weight(c: Component, comps: list[Component]) -> float:
+    """A component's weight in the sum; a fallback carries the weight of the component it stands in for."""
+    by_name = {x.name: x for x in comps}
+    while c.stands_in:
+        c = by_name[c.gate]  # type: ignore[index]
+    return c.weight
 
 
 def _depth(c: Component, comps: list[Component]) -> int:
