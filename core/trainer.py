@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -124,19 +124,6 @@ class PPOTrainer:
 
         actor_cfg, rollout_cfg = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
         self.n = rollout_cfg.n
-        self.ray = None
-        if t.backend == "ray":
-            from rewardsmith.core.ray_workers import RayBackend
-
-            roles = ["actor"] + ["ref"] * self.use_ref + ["critic"] * self.use_critic
-            self.ray = RayBackend(t, roles)
-            self.actor = self.ray.group("actor", ActorRolloutWorker, (c, self.total_steps))
-            self.ref = self.ray.group("ref", ReferenceWorker, (c,)) if self.use_ref else None
-            self.critic = self.ray.group("critic", CriticWorker, (c, self.total_steps)) if self.use_critic else None
-        else:
-            self.actor = data_parallel(ActorRolloutWorker(c, self.total_steps), self.topology)
-            self.ref = data_parallel(ReferenceWorker(c), self.topology) if self.use_ref else None
-            self.critic = data_parallel(CriticWorker(c, self.total_steps), self.topology) if self.use_critic else None
         self.world_size = t.nnodes * t.n_gpus_per_node
         self.actor_mini_batch_size = actor_cfg.ppo_mini_batch_size * self.n
         self.critic_mini_batch_size = (c.critic.ppo_mini_batch_size or actor_cfg.ppo_mini_batch_size) * self.n
@@ -150,11 +137,16 @@ class PPOTrainer:
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
-        # Last, so that nothing after it can fail and leave its worker processes behind.
-        # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
-        self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
-        try:
-            if self.reward_manager is not None:
+        self.ray = None
+        self.reward_manager = None
+        # What starts processes comes last; a failure on the way stops whatever had started
+        # (Ray ranks, a vLLM engine, reward workers), in reverse order, before the error propagates.
+        with ExitStack() as started:
+            self._start_workers(started)
+            # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
+            if self.is_main:
+                self.reward_manager = build_reward_manager(config.reward_settings())
+                started.callback(self.reward_manager.close)
                 # Mistakes in the rows (no scorer, a model row without a model, a judge template field a
                 # row lacks) fail now, naming the row, not in the middle of training.
                 for dataset in (self.train_set, self.val_set):
@@ -162,9 +154,27 @@ class PPOTrainer:
                         rows = dataset.reward_rows()
                         self.reward_manager.check_rows(reward_batch(rows, [""] * len(rows)))
                         self.reward_manager.check_data_sources(sorted(set(rows.meta["data_source"])))
-        except Exception:
-            self.reward_manager.close()
-            raise
+            started.pop_all()  # all started: from here on close() stops them
+
+    def _start_workers(self, started: ExitStack) -> None:
+        """Build the actor (with its rollout engine), reference and critic workers, locally or as Ray
+        rank actors; each thing started is registered on ``started`` to be stopped if a later step fails."""
+        c, t = self.config, self.config.trainer
+        if t.backend == "ray":
+            from rewardsmith.core.ray_workers import RayBackend
+
+            roles = ["actor"] + ["ref"] * self.use_ref + ["critic"] * self.use_critic
+            self.ray = RayBackend(t, roles)
+            started.callback(self.ray.shutdown)
+            self.actor = self.ray.group("actor", ActorRolloutWorker, (c, self.total_steps))
+            started.callback(self.actor.close)
+            self.ref = self.ray.group("ref", ReferenceWorker, (c,)) if self.use_ref else None
+            self.critic = self.ray.group("critic", CriticWorker, (c, self.total_steps)) if self.use_critic else None
+        else:
+            self.actor = data_parallel(ActorRolloutWorker(c, self.total_steps), self.topology)
+            started.callback(self.actor.close)
+            self.ref = data_parallel(ReferenceWorker(c), self.topology) if self.use_ref else None
+            self.critic = data_parallel(CriticWorker(c, self.total_steps), self.topology) if self.use_critic else None
 
     # -- the loop ---------------------------------------------------------------
     def fit(self) -> dict[str, float]:

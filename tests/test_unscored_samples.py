@@ -259,3 +259,37 @@ def test_score_summary_mean_leaves_unscored_samples_out(tmp_path, capsys):
     header, _rule, row, total = capsys.readouterr().out.splitlines()[:4]
     cells = dict(zip(header.split()[1:], total.split()[1:]))
     assert cells["samples"] == "3" and cells["mean"] == "1.000" and cells["unscored"] == "1" and cells["errors"] == "1"
+
+
+def test_trl_reward_function_gives_none_for_unscored_samples(tmp_path):
+    import rewardsmith
+
+    reward = rewardsmith.trl_reward_func(overrides=[f"custom_reward_function.path={unscoring_reward(tmp_path, 'undecided', modulus=1)}",
+                                                    "reward_model.fallback_score=-5"])
+    try:
+        assert reward(prompts=["p"] * 2, completions=["1", "2"], data_source=["a"] * 2, ground_truth=["1"] * 2) == [None, None]
+    finally:
+        reward.close()
+
+
+def test_a_run_with_undecided_samples_logs_them_every_step(tmp_path):
+    """Two steps of GRPO where a verifier is undecided on about a third of the responses: each step
+    logs them (overall and per data_source), and its reward means are over the decided ones."""
+    import json
+
+    reward = unscoring_reward(tmp_path, "undecided")
+    trainer = PPOTrainer(tiny_config(tmp_path, f"custom_reward_function.path={reward}", "algorithm.adv_estimator=grpo",
+                                     "reward_model.fallback_score=-5", "data.train_batch_size=8",
+                                     "actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_mini_batch_size=8"))
+    try:
+        trainer.fit()
+    finally:
+        trainer.close()
+    steps = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    train = [s for s in steps if "reward/undecided" in s and s["step"] > 0]
+    assert [s["step"] for s in train] == [1, 2]
+    for s in train:
+        assert s["reward/undecided"] == s["reward/unscored"] > 0
+        per_source = [v for k, v in s.items() if k.startswith("reward/source/") and k.endswith("/undecided")]
+        assert per_source and sum(per_source) == s["reward/undecided"]
+        assert 0.0 <= s["reward/mean"] <= 1.0 and 0.0 <= s["critic/score/min"] <= s["critic/score/max"] <= 1.0
