@@ -41,7 +41,7 @@ class ScorerInfrastructureError(_Redacted, Exception):
 
 
 class SystematicScorerError(_Redacted, RewardError):
-    """Every sample of a batch failed with the same exception: a broken scorer, not hard samples.
+    """A scorer failed with the same exception on several distinct inputs and scored none: a broken scorer, not hard samples.
 
     Stops ``rewardsmith score`` (non-zero exit) and training (before the update),
     as verl does; ``reward_model.stop_when_all_fail=false`` scores them with

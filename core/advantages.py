@@ -21,7 +21,10 @@ Every estimator is a pure function called with keyword arguments only::
   other samples get exactly what they would get if it had never been sampled.
 - ``reward_baselines`` (B,): for an estimator with the attribute
   ``requires_greedy_baseline = True`` (ReMax), the reward of a greedy response
-  to each sample's prompt, which the trainer samples and scores for it.
+  to each sample's prompt, which the trainer samples and scores for it. Where
+  that greedy response is unscored there is no baseline: the trainer marks
+  the prompt's samples unscored (``scored`` False) instead of comparing them
+  with a placeholder.
 - ``**kwargs``: further options may be passed in later versions; accept and
   ignore what you do not use.
 

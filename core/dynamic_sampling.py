@@ -33,15 +33,19 @@ class GenerationBudgetExhausted(ValueError):
 
 
 def metric_values(metric: str, reward: RewardOutput) -> list[Any]:
-    """Each sample's value of ``metric`` (see the module docstring); raises naming what exists."""
+    """Each sample's value of ``metric`` (see the module docstring), None for an unscored sample
+    (its score is a placeholder); raises naming what exists."""
     if metric in SEQ_METRICS:
         # The sum of the sample's token-level scores, as verl computes it.
         seq = reward.scores if reward.token_level_scores is None else reward.token_level_scores.sum(-1)
-        return seq.tolist()
-    if metric in reward.extra_info:
-        return list(reward.extra_info[metric])
-    raise KeyError(f"algorithm.filter_groups.metric={metric!r} is neither seq_reward, seq_final_reward nor a key of "
-                   f"the reward's extra info ({', '.join(sorted(reward.extra_info)) or 'none'})")
+        values = seq.tolist()
+    elif metric in reward.extra_info:
+        values = list(reward.extra_info[metric])
+    else:
+        raise KeyError(f"algorithm.filter_groups.metric={metric!r} is neither seq_reward, seq_final_reward nor a key of "
+                       f"the reward's extra info ({', '.join(sorted(reward.extra_info)) or 'none'})")
+    unscored = reward.masked.tolist() if reward.masked is not None else [False] * len(values)
+    return [None if bad else value for value, bad in zip(values, unscored)]
 
 
 def varied_groups(uids: Sequence[str], values: Sequence[Any]) -> list[str]:

@@ -72,10 +72,14 @@ class RayWorkerGroup(WorkerGroup):
                          scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group, bundle)).remote()
             for bundle in bundles
         ]
-        master = self._get([self.actors[0].address.remote()])[0]
-        # All at once: each rank's worker blocks in init_process_group until every rank has joined.
-        self._get([a.start.remote(rank, self.world_size, master, cpu_threads, worker_cls, args)
-                   for rank, a in enumerate(self.actors)])
+        try:
+            master = self._get([self.actors[0].address.remote()])[0]
+            # All at once: each rank's worker blocks in init_process_group until every rank has joined.
+            self._get([a.start.remote(rank, self.world_size, master, cpu_threads, worker_cls, args)
+                       for rank, a in enumerate(self.actors)])
+        except BaseException:
+            self.shutdown()  # a rank that failed to start leaves no actor of the group behind
+            raise
 
     def _get(self, refs: list[Any]) -> list[Any]:
         import ray
@@ -134,19 +138,20 @@ class RayBackend:
         share = 1.0 / len(roles) if colocated else 1.0
         bundle = {"CPU": trainer_cfg.ray.cpus_per_rank, **({"GPU": 1.0} if self.gpus else {})}
         self.placement_groups = {}
+        self.groups: list[RayWorkerGroup] = []
         for role in ([roles[0]] if colocated else roles):
             pg = placement_group([bundle] * self.world_size, strategy="PACK")
+            self.placement_groups[role] = pg
             try:
                 ray.get(pg.ready(), timeout=trainer_cfg.ray.placement_timeout)
             except ray.exceptions.GetTimeoutError:
+                self.shutdown()  # the groups placed (or asked for) so far are freed
                 raise RuntimeError(
                     f"the Ray cluster cannot place {self.world_size} ranks of {bundle} for '{role}' "
                     f"(trainer.nnodes * trainer.n_gpus_per_node; colocate={colocated}); available: "
                     f"{ray.available_resources()}") from None
-            self.placement_groups[role] = pg
         self._colocated = colocated
         self._share = share
-        self.groups: list[RayWorkerGroup] = []
 
     def group(self, role: str, worker_cls: type, args: tuple) -> RayWorkerGroup:
         """``worker_cls(*args)`` as a group of ``world_size`` ranks for ``role``."""

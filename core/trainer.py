@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -45,7 +45,7 @@ from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.verl_keys import notices
 from rewardsmith.core.workers import ActorRolloutWorker, CriticWorker, ReferenceWorker
-from rewardsmith.plugins.batch import RewardBatch
+from rewardsmith.plugins.batch import RewardBatch, scored_mean
 from rewardsmith.plugins.factory import build_reward_manager
 from rewardsmith.plugins.loader import get_registry
 from rewardsmith.plugins.receipts import Receipts, config_hash, reward_config, run_receipt, write_reward_config
@@ -124,19 +124,6 @@ class PPOTrainer:
 
         actor_cfg, rollout_cfg = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
         self.n = rollout_cfg.n
-        self.ray = None
-        if t.backend == "ray":
-            from rewardsmith.core.ray_workers import RayBackend
-
-            roles = ["actor"] + ["ref"] * self.use_ref + ["critic"] * self.use_critic
-            self.ray = RayBackend(t, roles)
-            self.actor = self.ray.group("actor", ActorRolloutWorker, (c, self.total_steps))
-            self.ref = self.ray.group("ref", ReferenceWorker, (c,)) if self.use_ref else None
-            self.critic = self.ray.group("critic", CriticWorker, (c, self.total_steps)) if self.use_critic else None
-        else:
-            self.actor = data_parallel(ActorRolloutWorker(c, self.total_steps), self.topology)
-            self.ref = data_parallel(ReferenceWorker(c), self.topology) if self.use_ref else None
-            self.critic = data_parallel(CriticWorker(c, self.total_steps), self.topology) if self.use_critic else None
         self.world_size = t.nnodes * t.n_gpus_per_node
         self.actor_mini_batch_size = actor_cfg.ppo_mini_batch_size * self.n
         self.critic_mini_batch_size = (c.critic.ppo_mini_batch_size or actor_cfg.ppo_mini_batch_size) * self.n
@@ -150,11 +137,16 @@ class PPOTrainer:
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
-        # Last, so that nothing after it can fail and leave its worker processes behind.
-        # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
-        self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
-        try:
-            if self.reward_manager is not None:
+        self.ray = None
+        self.reward_manager = None
+        # What starts processes comes last; a failure on the way stops whatever had started
+        # (Ray ranks, a vLLM engine, reward workers), in reverse order, before the error propagates.
+        with ExitStack() as started:
+            self._start_workers(started)
+            # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
+            if self.is_main:
+                self.reward_manager = build_reward_manager(config.reward_settings())
+                started.callback(self.reward_manager.close)
                 # Mistakes in the rows (no scorer, a model row without a model, a judge template field a
                 # row lacks) fail now, naming the row, not in the middle of training.
                 for dataset in (self.train_set, self.val_set):
@@ -162,9 +154,27 @@ class PPOTrainer:
                         rows = dataset.reward_rows()
                         self.reward_manager.check_rows(reward_batch(rows, [""] * len(rows)))
                         self.reward_manager.check_data_sources(sorted(set(rows.meta["data_source"])))
-        except Exception:
-            self.reward_manager.close()
-            raise
+            started.pop_all()  # all started: from here on close() stops them
+
+    def _start_workers(self, started: ExitStack) -> None:
+        """Build the actor (with its rollout engine), reference and critic workers, locally or as Ray
+        rank actors; each thing started is registered on ``started`` to be stopped if a later step fails."""
+        c, t = self.config, self.config.trainer
+        if t.backend == "ray":
+            from rewardsmith.core.ray_workers import RayBackend
+
+            roles = ["actor"] + ["ref"] * self.use_ref + ["critic"] * self.use_critic
+            self.ray = RayBackend(t, roles)
+            started.callback(self.ray.shutdown)
+            self.actor = self.ray.group("actor", ActorRolloutWorker, (c, self.total_steps))
+            started.callback(self.actor.close)
+            self.ref = self.ray.group("ref", ReferenceWorker, (c,)) if self.use_ref else None
+            self.critic = self.ray.group("critic", CriticWorker, (c, self.total_steps)) if self.use_critic else None
+        else:
+            self.actor = data_parallel(ActorRolloutWorker(c, self.total_steps), self.topology)
+            started.callback(self.actor.close)
+            self.ref = data_parallel(ReferenceWorker(c), self.topology) if self.use_ref else None
+            self.critic = data_parallel(CriticWorker(c, self.total_steps), self.topology) if self.use_critic else None
 
     # -- the loop ---------------------------------------------------------------
     def fit(self) -> dict[str, float]:
@@ -230,8 +240,9 @@ class PPOTrainer:
         :meth:`single_actor_step`), ``ref_log_prob`` (with a reference), ``values``
         (with a critic), ``token_level_scores``, ``token_level_rewards``,
         ``advantages``, ``returns``, ``reward_masked`` (B,) bool and
-        ``unscored`` (B,) bool (samples no reward component could score: they
-        leave the group statistics, the advantages and the losses).
+        ``unscored`` (B,) bool (samples no reward component could score, and
+        with ReMax those whose greedy baseline is unscored: they leave the group
+        statistics, the advantages, the losses and the critic/* metrics).
         """
         algo = self.config.algorithm
         timing = {} if timing is None else timing
@@ -285,6 +296,13 @@ class PPOTrainer:
         unscored = torch.zeros(len(batch), dtype=torch.bool)
         if reward.masked is not None and algo.reward_source != "critic":  # the critic scores every sample
             unscored = reward.masked
+        baselines = {}
+        if algo.reward_source != "critic" and getattr(self.estimator, "requires_greedy_baseline", False):
+            baselines["reward_baselines"], no_baseline = self.greedy_baselines(prompts, batch.meta["uid"], timing)
+            # A sample compared with an unscored greedy response has no advantage: it leaves the update as an
+            # unscored one does (its own score, if it has one, still counts in the reward metrics).
+            metrics["reward/unscored_baselines"] = float(affected_groups(batch.meta["uid"], no_baseline))
+            unscored = unscored | no_baseline
         batch["unscored"] = unscored
         metrics["reward/unscored_groups"] = float(affected_groups(batch.meta["uid"], unscored))
 
@@ -292,9 +310,6 @@ class PPOTrainer:
             if algo.reward_source == "critic":
                 advantages, returns = critic_source_advantage(rewards, values, mask)
             else:
-                baselines = {}
-                if getattr(self.estimator, "requires_greedy_baseline", False):
-                    baselines["reward_baselines"] = self.greedy_baselines(prompts, batch.meta["uid"], timing)
                 advantages, returns = self.estimator(
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
@@ -322,7 +337,8 @@ class PPOTrainer:
         records = rollout_records(
             self.global_step, batch.meta, self.config.data.reward_fn_key, inputs, responses,
             batch["token_level_scores"].sum(-1).tolist(), batch["token_level_rewards"].sum(-1).tolist(),
-            batch["unscored"].tolist(), reward.extra_info, receipts,
+            (reward.masked if reward.masked is not None else torch.zeros(len(batch), dtype=torch.bool)).tolist(),
+            reward.extra_info, receipts,
         )
         return dump_rollouts(self.config.trainer.rollout_data_dir, self.global_step, records)
 
@@ -393,14 +409,17 @@ class PPOTrainer:
                 self.actor.sync_rollout_weights()
         return metrics
 
-    def greedy_baselines(self, prompts: Batch, uids: list, timing: dict[str, float]) -> torch.Tensor:
-        """(B,) the reward of a greedy response to each sample's prompt (ReMax's baseline), matched by uid."""
+    def greedy_baselines(self, prompts: Batch, uids: list, timing: dict[str, float]) -> tuple[torch.Tensor, torch.Tensor]:
+        """ReMax's baseline, matched by uid: (B,) the reward of a greedy response to each sample's prompt,
+        and (B,) bool, True where that greedy response is unscored (its reward is only a placeholder)."""
         greedy = dataclasses.replace(self.sampling, n=1, do_sample=False)
         with self._timer(timing, "gen_baseline"), self._rollout_phase():
             responses = self.actor.generate(prompts, greedy)
-        scores = self.score(responses).token_level_scores.sum(-1)
-        by_uid = dict(zip(responses.meta["uid"], scores.tolist()))
-        return torch.tensor([by_uid[uid] for uid in uids])
+        reward = self.score(responses)
+        scores = reward.token_level_scores.sum(-1).tolist()
+        unscored = reward.masked.tolist() if reward.masked is not None else [False] * len(scores)
+        by_uid = {uid: (score, bad) for uid, score, bad in zip(responses.meta["uid"], scores, unscored)}
+        return (torch.tensor([by_uid[uid][0] for uid in uids]), torch.tensor([by_uid[uid][1] for uid in uids], dtype=torch.bool))
 
     def score(self, batch: Batch):
         """The reward managers' verdict on a generated batch (decoded responses, token-level scores)."""
@@ -420,13 +439,17 @@ class PPOTrainer:
         return broadcast_object(result, self.topology)
 
     def _data_metrics(self, batch: Batch) -> dict[str, float]:
+        """Statistics of the step's batch; the reward ones (score, rewards, advantages, returns) over the
+        samples the update used: an unscored sample's score is a placeholder (counted in ``reward/unscored``)."""
         mask = batch["response_mask"].bool()
         lengths = batch["response_mask"].sum(-1).float()
+        used = ~batch["unscored"]
+        used_tokens = mask & used.unsqueeze(-1)
         metrics = {}
-        metrics.update(_stats("critic/score", batch["token_level_scores"].sum(-1)))
-        metrics.update(_stats("critic/rewards", batch["token_level_rewards"].sum(-1)))
-        metrics.update(_stats("critic/advantages", batch["advantages"][mask]))
-        metrics.update(_stats("critic/returns", batch["returns"][mask]))
+        metrics.update(_stats("critic/score", batch["token_level_scores"].sum(-1)[used]))
+        metrics.update(_stats("critic/rewards", batch["token_level_rewards"].sum(-1)[used]))
+        metrics.update(_stats("critic/advantages", batch["advantages"][used_tokens]))
+        metrics.update(_stats("critic/returns", batch["returns"][used_tokens]))
         if "values" in batch:
             metrics.update(_stats("critic/values", batch["values"][mask]))
         metrics.update(_stats("response_length", lengths))
@@ -438,9 +461,10 @@ class PPOTrainer:
     def validate(self) -> dict[str, float]:
         """Generate for every validation prompt with ``rollout.val_kwargs`` and score it.
 
-        Returns ``val/reward/mean``, ``val/reward/<data_source>/mean``,
-        ``val/response_length/mean`` and the reward managers' own metrics under
-        ``val/`` (per component, per data_source, failures), model rows included.
+        Returns ``val/reward/mean``, ``val/reward/<data_source>/mean`` (over
+        the scored samples; none scored: absent), ``val/response_length/mean``
+        and the reward managers' own metrics under ``val/`` (``val/reward/unscored``,
+        per component, per data_source, failures), model rows included.
         """
         assert self.val_set is not None
         size = self.config.data.val_batch_size or len(self.val_set)
@@ -456,14 +480,18 @@ class PPOTrainer:
         # manager's overlong penalty needs them in validation as in training.
         out = self.score_texts(rows, texts, response_lengths=lengths)
         scores, sources = out.scores.tolist(), rows.meta["data_source"]
+        unscored = out.masked.tolist() if out.masked is not None else [False] * len(scores)
         for i in range(min(self.config.trainer.log_val_generations, len(texts))):
             prompt = self.tokenizer.decode(prompts[i].tolist(), skip_special_tokens=True)
-            self._write(f"[val] {prompt!r} -> {texts[i]!r} score={scores[i]:.3g}")
+            self._write(f"[val] {prompt!r} -> {texts[i]!r} " + ("unscored" if unscored[i] else f"score={scores[i]:.3g}"))
+        # The manager's own metrics (``val/reward/mean``, ``val/reward/unscored``, per source and component).
         metrics = {f"val/{k}": v for k, v in out.metrics.items()}
-        metrics.update({"val/reward/mean": sum(scores) / len(scores), "val/response_length/mean": sum(lengths) / len(lengths)})
+        metrics["val/response_length/mean"] = sum(lengths) / len(lengths)
         for source in sorted(set(sources)):
-            picked = [s for s, src in zip(scores, sources) if src == source]
-            metrics[f"val/reward/{source}/mean"] = sum(picked) / len(picked)
+            picked = [i for i, src in enumerate(sources) if src == source]
+            mean = scored_mean([scores[i] for i in picked], [unscored[i] for i in picked])
+            if mean is not None:
+                metrics[f"val/reward/{source}/mean"] = mean
         return metrics
 
     # -- checkpoints ---------------------------------------------------------------

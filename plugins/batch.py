@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import torch
 
@@ -53,8 +53,10 @@ class RewardOutput:
 
     ``extra_info`` holds the union of every sample's extra keys, one list entry
     per sample (``None`` where a sample had no such key). ``masked`` (B,) marks
-    samples that no component could score (every one abstained): their score
-    is ``reward_model.fallback_score`` and they belong out of the advantage.
+    the unscored samples, those no component could score (every one abstained,
+    was undecided or failed under ``on_failure: abstain``): their score is
+    ``reward_model.fallback_score``, a placeholder that belongs out of the
+    advantage, the loss and every reported mean (:func:`scored_mean`).
     """
 
     scores: torch.Tensor
@@ -77,3 +79,13 @@ def token_level_scores(scores: torch.Tensor, response_mask: torch.Tensor) -> tor
     rows = torch.nonzero(lengths > 0).squeeze(-1)
     out[rows, last[rows]] = scores[rows].float()
     return out
+
+
+def scored_mean(scores: Sequence[float], unscored: Sequence[bool]) -> Optional[float]:
+    """The mean score of the scored samples; None when there is none.
+
+    An unscored sample's score is a placeholder (``reward_model.fallback_score``),
+    not a reward, so it never enters a reported mean; it is counted beside it.
+    """
+    kept = [float(s) for s, bad in zip(scores, unscored) if not bad]
+    return sum(kept) / len(kept) if kept else None

@@ -167,6 +167,7 @@ class ComponentConfig:
     gate: Optional[str] = opt(None, "Name of an earlier component of the same data_source: this one is asked only when the gate's score >= gate_threshold.")
     gate_threshold: float = opt(0.5, "The gate passes when its score is at least this.")
     gate_value: Optional[float] = opt(None, "This component's value when its gate does not pass; null = the gate's score.")
+    gate_when: Literal["score_at_least", "abstained"] = opt("score_at_least", "score_at_least: asked where the gate's score >= gate_threshold; abstained: a fallback, asked only where the gate has no value (it abstained, was undecided, or failed under on_failure abstain), standing in for it there (the gate's weight; its own weight and gate_value are not used).")
     on_failure: Literal["abstain", "zero", "fallback", "raise"] = opt("fallback", "A failed, timed-out or unparsable sample: leave the decision to the other components, score 0, score `fallback`, or stop the run.")
     fallback: Optional[float] = opt(None, "Value for on_failure=fallback; null = reward_model.fallback_score.")
 
@@ -175,6 +176,10 @@ class ComponentConfig:
             raise InvalidValue("weight", f"must be >= 0, got {self.weight}")
         if self.kind != "rule" and self.scorer is not None:
             raise InvalidValue("scorer", f"is for rule components; this component's kind is {self.kind}")
+        if self.gate_when == "abstained" and self.gate is None:
+            raise InvalidValue("gate_when", "abstained needs a gate: the component it stands in for")
+        if self.gate_when == "abstained" and self.gate_value is not None:
+            raise InvalidValue("gate_value", "is not used with gate_when: abstained (where the gate has a value, that value counts)")
 
 
 @dataclass
@@ -185,7 +190,7 @@ class RewardModelConfig:
     num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
     timeout: Optional[float] = opt(30.0, "Hard per-sample timeout in seconds for process-pool execution; null = none.")
     fallback_score: float = opt(0.0, "Score given to a sample whose scorer failed, hung, crashed or returned an invalid value.")
-    stop_when_all_fail: bool = opt(True, "Stop (rewardsmith score: non-zero exit; training: before the update) when a scorer fails on every sample of a batch with the same exception; false = give them fallback_score.")
+    stop_when_all_fail: bool = opt(True, "Stop (rewardsmith score: non-zero exit; training: before the update) when a scorer fails with the same exception on at least 3 distinct inputs and scores none in between (one input shared by many samples, or fewer rows, costs only those samples); false = give them fallback_score.")
     scorer: Optional[str] = opt(None, "Score every row with this scorer name instead of routing by data_source.")
     scorer_weights: dict[str, dict[str, float]] = opt({}, "Combine several scorers per data_source: {data_source or glob: {scorer: weight}}.")
     max_resp_len: Optional[int] = opt(None, "Maximum response length for the DAPO penalty; null = data.max_response_length.")

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
+from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import SystematicScorerError
 from rewardsmith.common.function_refs import FILE_PREFIX, FunctionRef
 from rewardsmith.common.hard_timeout_pool import Task, TaskResult, WorkerPool
@@ -217,30 +218,71 @@ class BatchCallExecutor:
             self._pool = None
 
 
-def raise_if_all_failed(jobs: Sequence[ScoreJob], outcomes: Sequence[ScoreOutcome]) -> None:
-    """Raise :class:`SystematicScorerError` when some scorer failed on every one of its
-    samples with the same exception.
+# Distinct inputs a scorer must fail on, all with the same exception and none scored in between, before the
+# run calls it broken: fewer is too little evidence (a GRPO group of identical responses, one row of a rare
+# data_source, a few odd inputs) and costs only those samples their scores, counted.
+MIN_DISTINCT_FAILURES = 3
+
+
+@dataclass
+class _Streak:
+    error: str
+    inputs: set
+    samples: int
+
+
+class BrokenScorerCheck:
+    """Raises :class:`SystematicScorerError` when a scorer failed with the same exception on at least
+    ``min_distinct`` distinct inputs and scored none in between (across batches, so a rare data_source's
+    broken scorer is caught too).
 
     That is a broken scorer (a wrong signature, a missing module, a bad path),
-    not a batch of hard samples: scoring on would train on all-fallback rewards.
-    Only exceptions count (status ``error``); timeouts, crashes and an
-    unreachable service follow their own policies.
+    not hard samples: scoring on would train on all-fallback rewards. Only
+    exceptions count (status ``error``); timeouts, crashes and an unreachable
+    service follow their own policies. Samples are counted, not calls:
+    identical samples scored once each count.
     """
-    by_scorer: dict[str, list[int]] = {}
-    for i, job in enumerate(jobs):
-        by_scorer.setdefault(job.scorer, []).append(i)
-    for scorer, idx in by_scorer.items():
-        errors = {outcomes[i].error if outcomes[i].status == ERROR else None for i in idx}
-        if len(errors) != 1 or None in errors:
-            continue
-        try:
-            ref = FunctionRef.of(jobs[idx[0]].fn)
-            module = ref.module[len(FILE_PREFIX):] if ref.module.startswith(FILE_PREFIX) else ref.module
-            where = f" ({module}:{ref.name})"
-        except ValueError:
-            where = ""
-        raise SystematicScorerError(
-            f"scorer '{scorer}'{where} failed on every one of its {len(idx)} samples with the same error: "
-            f"{errors.pop()}. This is a bug in the function or its environment, not a hard sample; fix it, "
-            "or set reward_model.stop_when_all_fail=false to score such samples with reward_model.fallback_score"
-        )
+
+    def __init__(self, min_distinct: int = MIN_DISTINCT_FAILURES) -> None:
+        self.min_distinct = min_distinct
+        self._streaks: dict[str, _Streak] = {}
+
+    def check(self, jobs: Sequence[ScoreJob], outcomes: Sequence[ScoreOutcome], samples: Sequence[int]) -> None:
+        """Record one batch's outcomes; job ``j`` stands for ``samples[j]`` identical samples."""
+        by_scorer: dict[str, list[int]] = {}
+        for i, job in enumerate(jobs):
+            by_scorer.setdefault(job.scorer, []).append(i)
+        for scorer, idx in by_scorer.items():
+            errors = {outcomes[i].error if outcomes[i].status == ERROR else None for i in idx}
+            streak = self._streaks.get(scorer)
+            if len(errors) != 1 or None in errors:
+                self._streaks.pop(scorer, None)
+                continue
+            error = errors.pop()
+            if streak is None or streak.error != error:
+                streak = self._streaks[scorer] = _Streak(error, set(), 0)
+            for i in idx:
+                if len(streak.inputs) < self.min_distinct:  # only the count matters past the minimum
+                    streak.inputs.add(_input_key(jobs[i]))
+                streak.samples += samples[i]
+            if len(streak.inputs) >= self.min_distinct:
+                raise SystematicScorerError(
+                    f"scorer '{scorer}'{_where(jobs[idx[0]])} failed on every one of its {streak.samples} samples "
+                    f"({len(streak.inputs)}+ distinct inputs) with the same error: {error}. This is a bug in the "
+                    "function or its environment, not a hard sample; fix it, or set "
+                    "reward_model.stop_when_all_fail=false to score such samples with reward_model.fallback_score"
+                )
+
+
+def _input_key(job: ScoreJob) -> str:
+    return canonical_json([job.data_source, job.solution_str, job.ground_truth, job.extra_info], "a scorer's input")
+
+
+def _where(job: ScoreJob) -> str:
+    """`` (file.py:function)`` or `` (module:function)`` of a job's scorer, or nothing when it has no reference."""
+    try:
+        ref = FunctionRef.of(job.fn)
+    except ValueError:
+        return ""
+    module = ref.module[len(FILE_PREFIX):] if ref.module.startswith(FILE_PREFIX) else ref.module
+    return f" ({module}:{ref.name})"

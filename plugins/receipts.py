@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
 
+from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.config import to_dict
 from rewardsmith.common.redaction import redact_config, redact_url
 from rewardsmith.plugins.batch import RewardBatch, RewardOutput
@@ -58,7 +58,7 @@ def reward_config(settings: RewardSettings, data_section: Any) -> dict[str, Any]
 
 def config_hash(tree: dict[str, Any]) -> str:
     """The hash of a reward-side config tree (key order does not matter)."""
-    return digest(json.dumps(tree, sort_keys=True, default=repr).encode())
+    return digest(canonical_json(tree, "the reward-side config").encode())
 
 
 def run_receipt(tree: dict[str, Any], path: Path) -> dict[str, str]:
@@ -121,7 +121,7 @@ class Receipts:
             out.update(self._origin(c.scorer.fn))
         elif c.kind == "judge":
             judge = self.rm.judge
-            template = json.dumps([judge.system_prompt, judge.template])
+            template = canonical_json([judge.system_prompt, judge.template])
             cached = extra_info.get("judge_cached" if single else f"{c.name}/judge_cached")
             out.update(model=judge.model, template_hash=digest(template.encode()),
                        cached=None if cached is None else cached[i])

@@ -28,6 +28,16 @@ class ScoreOutcome:
     seconds: float = 0.0
 
 
+# A verifier that cannot tell says so (a dict with ``"verdict": "undecided"``, its ``"why"``, and
+# ``"score": None``): the sample abstains, and is counted as undecided.
+UNDECIDED = "undecided"
+
+
+def is_undecided(outcome: ScoreOutcome) -> bool:
+    """Whether a scorer returned the verdict ``undecided`` (any scorer's dict, not only math_answer's)."""
+    return outcome.extras.get("verdict") == UNDECIDED
+
+
 class InvalidScore(ValueError):
     """A scorer returned something that is not a finite number, a dict with one, or None."""
 
@@ -50,7 +60,9 @@ def interpret(raw: Any) -> tuple[Optional[float], dict[str, Any]]:
     """Read a scorer's return value as ``(score, extras)``; ``score`` None means abstain.
 
     Accepts a real number (bools included), or a dict whose ``score`` is one,
-    the other keys being extras. Raises :class:`InvalidScore` otherwise.
+    the other keys being extras (a ``verdict`` of ``undecided`` with a None
+    score is a verifier abstaining, :func:`is_undecided`). Raises
+    :class:`InvalidScore` otherwise.
     """
     extras: dict[str, Any] = {}
     value = raw

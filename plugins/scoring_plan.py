@@ -18,6 +18,11 @@ SERVICE_KEYS = {"sandbox_fusion_url": "reward_model.sandbox_fusion.url",
                 "reward_router_address": "reward_model.judge.base_url"}
 
 
+# Plain routing (no reward_model.components pattern): a failed scorer has no value, so a sample no
+# scorer could score is unscored (out of its group, the loss and every mean), never a fallback_score reward.
+PLAIN_ON_FAILURE = "abstain"
+
+
 @dataclass(frozen=True)
 class WeightedScorer:
     """A scorer, its weight in the sample's reward, and the keyword arguments it gets."""
@@ -42,6 +47,13 @@ class Component:
     gate: Optional[str] = None
     gate_threshold: float = 0.5
     gate_value: Optional[float] = None
+    gate_when: str = "score_at_least"
+
+    @property
+    def stands_in(self) -> bool:
+        """Whether this is a fallback for its gate (``gate_when: abstained``): it votes only where the
+        gate has no value, with the gate's weight, and adds nothing to the total weight."""
+        return self.gate is not None and self.gate_when == "abstained"
 
 
 def router_address(base_url: Optional[str]) -> Optional[str]:
@@ -188,8 +200,8 @@ class ScoringPlan:
                 raise RewardError(f"data_source '{data_source}': {why} and several models are configured "
                                   f"({', '.join(self.models)}); choose one with reward_model.model_scorer or reward_model.components")
             kind = self._default_model
-            return [Component(kind, kind, 1.0, "fallback", self._fallback)]
-        return [Component(ws.name, "rule", ws.weight, "fallback", self._fallback, scorer=ws) for ws in self.scorers_for(data_source)]
+            return [Component(kind, kind, 1.0, PLAIN_ON_FAILURE, self._fallback)]
+        return [Component(ws.name, "rule", ws.weight, PLAIN_ON_FAILURE, self._fallback, scorer=ws) for ws in self.scorers_for(data_source)]
 
     def _component(self, name: str, comp: ComponentConfig, data_source: str) -> Component:
         scorer = None
@@ -200,7 +212,7 @@ class ScoringPlan:
                 scorer = self._route(data_source)
         fallback = self._fallback if comp.fallback is None else float(comp.fallback)
         return Component(name, comp.kind, comp.weight, comp.on_failure, fallback, scorer,
-                         comp.gate, comp.gate_threshold, comp.gate_value)
+                         comp.gate, comp.gate_threshold, comp.gate_value, comp.gate_when)
 
     def _route(self, data_source: str) -> WeightedScorer:
         """The one scorer of a data_source: the fixed scorer or custom function, else the registered route."""

@@ -60,8 +60,9 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
     a ``data_source`` column, else ``data_source`` given here. ``scorer``
     names one scorer for every row; ``overrides`` are config ``key=value``
     strings (e.g. ``reward_model.reward_manager=parallel``, or ``=batch`` for a
-    batched custom file). Failures cost the sample its fallback score, exactly
-    as in training; a scorer failing every sample the same way raises.
+    batched custom file). An unscored sample (its scorer failed, abstained or
+    was undecided) is None, which TRL leaves out of its reward means, as
+    training leaves it out; a scorer failing every sample the same way raises.
 
     TRL logs ``rewards/<__name__>/mean`` per reward function, so each one gets
     a distinct, descriptive ``__name__``: ``name`` if given, else the scorer's
@@ -77,7 +78,7 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
     settings = load_config(Config, None, items).reward_settings()
     manager = build_reward_manager(settings)
 
-    def reward(prompts: Sequence[Any] = (), completions: Sequence[Any] = (), **columns: Any) -> list[float]:
+    def reward(prompts: Sequence[Any] = (), completions: Sequence[Any] = (), **columns: Any) -> list[Optional[float]]:
         n = len(completions)
         sources = columns.get("data_source") or [data_source or scorer] * n
         if any(s is None for s in sources):
@@ -92,7 +93,9 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
             truths = list(columns[key])
         extra = columns.get("extra_info") or [None] * n
         batch = RewardBatch(list(sources), [_text(c) for c in completions], truths, list(extra))
-        return manager(batch).scores.tolist()
+        out = manager(batch)
+        unscored = out.masked.tolist() if out.masked is not None else [False] * n
+        return [None if bad else score for score, bad in zip(out.scores.tolist(), unscored)]
 
     reward.__name__ = reward.__qualname__ = _distinct(name or _descriptive_name(settings, data_source))
     reward.close = manager.close  # type: ignore[attr-defined]

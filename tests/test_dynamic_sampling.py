@@ -27,6 +27,20 @@ def test_varied_groups_keeps_groups_whose_metric_varies_or_single_samples():
     assert varied_groups(uids, values) == ["a", "c"]
 
 
+def test_an_unscored_placeholder_does_not_make_a_group_vary():
+    from rewardsmith.core.dynamic_sampling import metric_values
+    from rewardsmith.plugins.batch import RewardOutput
+
+    # Group "a": two scored samples at 1.0 and an unscored one at the placeholder -5: uniform, filtered out.
+    reward = RewardOutput(scores=torch.tensor([1.0, 1.0, -5.0, 0.0, 1.0]), extra_info={"acc": [True, True, False, False, True]},
+                          masked=torch.tensor([False, False, True, False, False]))
+    uids = ["a", "a", "a", "b", "b"]
+    for metric in ("seq_reward", "score", "acc"):
+        if metric == "score":
+            reward.extra_info["score"] = reward.scores.tolist()
+        assert varied_groups(uids, metric_values(metric, reward)) == ["b"], metric
+
+
 def test_concat_generated_left_pads_narrower_prompts():
     narrow = Batch({"prompts": torch.tensor([[5, 6]]), "responses": torch.tensor([[7, 8, 9]]),
                     "attention_mask": torch.tensor([[1, 1, 1, 1, 0]])}, {"uid": ["x"]})

@@ -102,7 +102,7 @@ def test_training_with_a_remote_reward_model_and_a_judge(tmp_path, monkeypatch):
         assert r["reward/rm/count"] == 8.0 and r["reward/rm/failed"] == 0.0 and "reward/rm/mean" in r
         assert r["reward/judge/count"] == 8.0 and r["reward/judge/failed"] == 4.0 and 0.0 <= r["reward/judge/mean"] <= 0.9
         assert r["reward/source/open/chat/judge/failed"] == 4.0 and r["reward/unavailable"] == 2.0
-        assert r["reward/judge/retries"] == 2.0 and r["reward/masked"] == 0.0
+        assert r["reward/judge/retries"] == 2.0 and r["reward/unscored"] == 0.0
         assert sum(r[f"reward/source/{s}/count"] for s in rule_sources["train"]) == 8.0  # the rule rows' samples, by their rules
     for r in val:
         assert "val/reward/rm/mean" in r and "val/reward/judge/mean" in r and r["val/reward/judge/failed"] == 2.0

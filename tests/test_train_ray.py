@@ -150,3 +150,37 @@ def test_a_run_joins_the_cluster_in_ray_address_and_frees_what_it_took(tmp_path,
         os.killpg(head.pid, 15)
         head.wait(timeout=60)
         shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def test_a_trainer_that_fails_to_start_leaves_no_rank_behind(tmp_path):
+    """The reward manager fails to build after the Ray rank actors (the actor with its rollout engine,
+    the reference, the critic) started: the trainer's error stops every one and frees their placement groups."""
+    import ray
+    import ray._private.state
+
+    from rewardsmith.common.config import load_config
+    from rewardsmith.common.errors import NotRegistered
+    from rewardsmith.core.schema import Config
+    from rewardsmith.core.trainer import PPOTrainer
+
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        paths = write_inputs(tmp_path)
+        cfg = load_config(Config, None, [*tiny_overrides(tmp_path, paths), "trainer.backend=ray", "trainer.ray.cpus_per_rank=0.5",
+                                         "actor_rollout_ref.actor.use_kl_loss=true", "reward_model.scorer=no_such_scorer"])
+        with pytest.raises(NotRegistered, match="no_such_scorer"):
+            PPOTrainer(cfg)
+
+        def hosts() -> list[dict]:
+            return [a for a in ray._private.state.actors().values() if a["ActorClassName"].endswith("RankHost")]
+
+        assert len(hosts()) == 3  # the actor's rank, the reference's and the critic's did start
+        deadline = time.time() + 30
+        while any(a["State"] != "DEAD" for a in hosts()) and time.time() < deadline:
+            time.sleep(0.5)
+        assert all(a["State"] == "DEAD" for a in hosts()), hosts()
+        groups = ray.util.placement_group_table().values()
+        assert groups and all(pg["state"] == "REMOVED" for pg in groups)
+    finally:
+        ray.shutdown()

@@ -113,22 +113,35 @@ def test_unscored_samples_leave_the_loss_and_its_counts(mode):
     torch.testing.assert_close(got, expected)
 
 
-# A custom reward that abstains (returns None) on about a third of the responses.
-ABSTAINING_REWARD = '''
+# Custom rewards that leave about a third of the responses unscored, three ways: abstaining (None),
+# a verifier's third verdict (undecided, with why), and an exception (no component could score it).
+PAY = "sum(ch.isdigit() for ch in solution_str) / max(1, len(solution_str))"
+UNSCORING_REWARDS = {
+    "abstain": "return None",
+    "undecided": 'return {"score": None, "verdict": "undecided", "why": "cannot read the answer"}',
+    "failed": 'raise ValueError("cannot parse " + solution_str)',
+}
+
+
+def unscoring_reward(tmp_path, how: str, modulus: int = 3, key: str = "solution_str"):
+    path = tmp_path / f"unscoring_{how}.py"
+    path.write_text(f"""
 import zlib
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    if zlib.crc32(solution_str.encode()) % 3 == 0:
-        return None
-    return sum(ch.isdigit() for ch in solution_str) / max(1, len(solution_str))
-'''
+    if zlib.crc32(({key}).encode()) % {modulus} == 0:
+        {UNSCORING_REWARDS[how]}
+    return {PAY}
+""")
+    return path
 
 
-def test_training_step_leaves_unscored_samples_out(tmp_path):
-    reward = tmp_path / "abstaining.py"
-    reward.write_text(ABSTAINING_REWARD)
+@pytest.mark.parametrize("how", sorted(UNSCORING_REWARDS))
+def test_training_step_leaves_unscored_samples_out(tmp_path, how):
+    reward = unscoring_reward(tmp_path, how)
     overrides = (f"custom_reward_function.path={reward}", "algorithm.adv_estimator=grpo", "data.train_batch_size=8",
-                 "actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_mini_batch_size=8")
+                 "actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+                 "reward_model.stop_when_all_fail=false")
     trainer = PPOTrainer(tiny_config(tmp_path, *overrides))
     try:
         trainer.global_step = 1
@@ -136,7 +149,12 @@ def test_training_step_leaves_unscored_samples_out(tmp_path):
         unscored, uid = batch["unscored"], batch.meta["uid"]
         mixed = {u for u, bad in zip(uid, unscored.tolist()) if bad} & {u for u, bad in zip(uid, unscored.tolist()) if not bad}
         assert mixed, "the seed must give a group with scored and unscored samples; change the reward's modulus"
-        assert metrics["reward/masked"] == float(unscored.sum())
+        assert metrics["reward/unscored"] == float(unscored.sum())
+        assert metrics["reward/undecided"] == (float(unscored.sum()) if how == "undecided" else 0.0)
+        if how == "undecided":
+            for source in set(batch.meta["data_source"]):
+                rows = [i for i, src in enumerate(batch.meta["data_source"]) if src == source]
+                assert metrics[f"reward/source/{source}/undecided"] == float(unscored[rows].sum())
         assert metrics["reward/unscored_groups"] == float(len({u for u, bad in zip(uid, unscored.tolist()) if bad}))
         assert torch.count_nonzero(batch["advantages"][unscored]) == 0
         keep = torch.nonzero(~unscored).squeeze(-1)
@@ -145,7 +163,7 @@ def test_training_step_leaves_unscored_samples_out(tmp_path):
         torch.testing.assert_close(batch["advantages"][keep], expected)
         # The update on the whole batch equals the update on the scored samples alone:
         # same loss, same gradient (a twin trainer starts from the same weights).
-        twin = PPOTrainer(tiny_config(tmp_path / "twin", *overrides))
+        twin = PPOTrainer(tiny_config(tmp_path / "twin", f"custom_reward_function.path={reward}", *overrides[1:]))
         try:
             twin.global_step = 1
             alone = twin.update(batch.select(keep))
@@ -156,3 +174,122 @@ def test_training_step_leaves_unscored_samples_out(tmp_path):
             assert metrics[key] == pytest.approx(alone[key], rel=1e-4, abs=1e-6), key
     finally:
         trainer.close()
+
+
+def test_undecided_samples_are_abstentions_with_their_reason(make_config, tmp_path):
+    from rewardsmith.plugins.batch import RewardBatch
+    from rewardsmith.plugins.factory import build_reward_manager
+
+    reward = unscoring_reward(tmp_path, "undecided", modulus=1)  # undecided on every response
+    cfg = make_config(f"custom_reward_function.path={reward}", "reward_model.fallback_score=-5")
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        out = manager(RewardBatch(["a", "b"], ["x", "y"], ["1", "1"]))
+    info = out.extra_info
+    assert out.masked.tolist() == [True, True] and info["reward_masked"] == [True, True]
+    assert info["reward_status"] == ["abstain"] * 2 and info["verdict"] == ["undecided"] * 2
+    assert info["why"] == ["cannot read the answer"] * 2
+    assert out.metrics["reward/source/a/undecided"] == 1.0 and out.metrics["reward/undecided"] == 2.0
+    # No mean of placeholders: nothing was scored, so there is no mean, only counts.
+    assert "reward/mean" not in out.metrics and "reward/source/a/mean" not in out.metrics
+
+
+@pytest.mark.parametrize("how", ["abstain", "failed"])
+def test_reported_means_leave_unscored_samples_out(tmp_path, how):
+    """Every reward mean of a step and of validation is over scored samples (all in [0, 1] here),
+    however far the placeholder (-5) is; the unscored ones are counted beside them."""
+    reward = unscoring_reward(tmp_path, how)
+    trainer = PPOTrainer(tiny_config(tmp_path, f"custom_reward_function.path={reward}", "reward_model.fallback_score=-5",
+                                     "reward_model.stop_when_all_fail=false", "data.train_batch_size=8",
+                                     "actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+                                     # Sampled, so that validation responses differ and some are scored.
+                                     "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
+                                     "actor_rollout_ref.rollout.val_kwargs.temperature=1.0"))
+    try:
+        trainer.global_step = 1
+        metrics = trainer.train_step(next(iter(trainer.loader)))
+        metrics.update(trainer.validate())
+    finally:
+        trainer.close()
+    assert metrics["reward/unscored"] > 0 and metrics["val/reward/unscored"] > 0
+    means = {k: v for k, v in metrics.items() if k.endswith(("/mean", "/min", "/max"))
+             and k.startswith(("reward/", "critic/score/", "critic/rewards/", "val/reward/"))}
+    assert {"reward/mean", "critic/score/mean", "critic/score/min", "critic/rewards/mean", "val/reward/mean"} <= set(means)
+    assert any(k.startswith("reward/source/") for k in means) and any(k.startswith("val/reward/source/") for k in means)
+    assert all(0.0 <= v <= 1.0 for v in means.values()), {k: v for k, v in means.items() if not 0.0 <= v <= 1.0}
+
+
+def test_remax_leaves_out_samples_whose_greedy_baseline_is_unscored(tmp_path):
+    # Keyed on the ground truth too: an untrained model's greedy response is the same text for every prompt.
+    reward = unscoring_reward(tmp_path, "abstain", key="solution_str + str(ground_truth)")
+    overrides = (f"custom_reward_function.path={reward}", "algorithm.adv_estimator=remax", "data.train_batch_size=8",
+                 "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+                 "reward_model.fallback_score=-5")
+    trainer = PPOTrainer(tiny_config(tmp_path, *overrides))
+    try:
+        trainer.global_step = 1
+        prompts = next(iter(trainer.loader))
+        batch, metrics = trainer.make_experience(prompts)
+        uid = batch.meta["uid"]
+        # Greedy decoding is deterministic: the same baselines the step used.
+        baselines, no_baseline = trainer.greedy_baselines(prompts, uid, {})
+    finally:
+        trainer.close()
+    assert no_baseline.any() and not no_baseline.all(), "the seed must give scored and unscored greedy responses"
+    assert metrics["reward/unscored_baselines"] == float(len({u for u, bad in zip(uid, no_baseline.tolist()) if bad}))
+    unscored = batch["unscored"]
+    assert torch.equal(unscored & no_baseline, no_baseline)  # every sample without a baseline is left out
+    assert torch.count_nonzero(batch["advantages"][no_baseline]) == 0
+    keep = torch.nonzero(~unscored).squeeze(-1)
+    expected, _ = BUILTIN_ESTIMATORS["remax"](token_level_rewards=batch["token_level_rewards"][keep],
+                                              response_mask=batch["response_mask"][keep], reward_baselines=baselines[keep])
+    torch.testing.assert_close(batch["advantages"][keep], expected)
+
+
+def test_score_summary_mean_leaves_unscored_samples_out(tmp_path, capsys):
+    from rewardsmith.cli import main
+    from rewardsmith.common.rows import write_rows
+
+    reward = tmp_path / "picky.py"
+    reward.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+                      "    if solution_str == 'garbled':\n        raise ValueError('cannot parse')\n    return 1.0\n")
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [{"data_source": "a", "prompt": "p", "reward_model": {"style": "rule", "ground_truth": "1"},
+                      "response": ["fine", "also fine", "garbled"]}])
+    assert main(["score", str(src), f"custom_reward_function.path={reward}", "reward_model.fallback_score=-5"]) == 0
+    header, _rule, row, total = capsys.readouterr().out.splitlines()[:4]
+    cells = dict(zip(header.split()[1:], total.split()[1:]))
+    assert cells["samples"] == "3" and cells["mean"] == "1.000" and cells["unscored"] == "1" and cells["errors"] == "1"
+
+
+def test_trl_reward_function_gives_none_for_unscored_samples(tmp_path):
+    import rewardsmith
+
+    reward = rewardsmith.trl_reward_func(overrides=[f"custom_reward_function.path={unscoring_reward(tmp_path, 'undecided', modulus=1)}",
+                                                    "reward_model.fallback_score=-5"])
+    try:
+        assert reward(prompts=["p"] * 2, completions=["1", "2"], data_source=["a"] * 2, ground_truth=["1"] * 2) == [None, None]
+    finally:
+        reward.close()
+
+
+def test_a_run_with_undecided_samples_logs_them_every_step(tmp_path):
+    """Two steps of GRPO where a verifier is undecided on about a third of the responses: each step
+    logs them (overall and per data_source), and its reward means are over the decided ones."""
+    import json
+
+    reward = unscoring_reward(tmp_path, "undecided")
+    trainer = PPOTrainer(tiny_config(tmp_path, f"custom_reward_function.path={reward}", "algorithm.adv_estimator=grpo",
+                                     "reward_model.fallback_score=-5", "data.train_batch_size=8",
+                                     "actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_mini_batch_size=8"))
+    try:
+        trainer.fit()
+    finally:
+        trainer.close()
+    steps = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    train = [s for s in steps if "reward/undecided" in s and s["step"] > 0]
+    assert [s["step"] for s in train] == [1, 2]
+    for s in train:
+        assert s["reward/undecided"] == s["reward/unscored"] > 0
+        per_source = [v for k, v in s.items() if k.startswith("reward/source/") and k.endswith("/undecided")]
+        assert per_source and sum(per_source) == s["reward/undecided"]
+        assert 0.0 <= s["reward/mean"] <= 1.0 and 0.0 <= s["critic/score/min"] <= s["critic/score/max"] <= 1.0

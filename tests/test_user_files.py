@@ -117,15 +117,15 @@ def test_batched_call_that_hangs_times_out_per_sample_counted(tmp_path):
 
 def test_batched_call_that_raises_stops_the_run_unless_opted_out(tmp_path):
     path = write(tmp_path, "broken.py", BATCHED_BROKEN)
-    batch = RewardBatch(["a"] * 2, ["raise", "x"], ["x", "x"])
+    batch = RewardBatch(["a"] * 3, ["raise", "x", "y"], ["x", "x", "x"])
     with build_reward_manager(config(f"custom_reward_function.path={path}", "reward_model.reward_manager=batch")) as m:
-        with pytest.raises(SystematicScorerError, match=r"broken\.py:compute_score\).*2 samples.*KeyError: 'answer'"):
+        with pytest.raises(SystematicScorerError, match=r"broken\.py:compute_score\).*3 samples.*KeyError: 'answer'"):
             m(batch)
     settings = config(f"custom_reward_function.path={path}", "reward_model.reward_manager=batch",
                       "reward_model.stop_when_all_fail=false")
     with build_reward_manager(settings) as manager:
         out = manager(batch)
-    assert out.extra_info["reward_status"] == ["error", "error"] and out.metrics["reward/errors"] == 2.0
+    assert out.extra_info["reward_status"] == ["error"] * 3 and out.metrics["reward/errors"] == 3.0
 
 
 def test_batch_manager_checks_the_shape_of_the_function(tmp_path):
@@ -173,6 +173,39 @@ def test_a_file_failing_every_sample_the_same_way_stops_the_run(tmp_path):
     with build_reward_manager(config(f"custom_reward_function.path={path}")) as manager:
         with pytest.raises(SystematicScorerError, match="every one of its 3 samples.*No module named 'module_that_is_not_installed'"):
             manager(batch)
+
+
+LAZY_IMPORT = '''
+    def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+        import module_that_is_not_installed  # imported lazily, so loading succeeds
+        return 1.0
+'''
+
+
+def test_one_failing_input_shared_by_many_samples_is_not_a_broken_scorer(tmp_path):
+    """A GRPO group of identical responses is one input: its failure costs those samples, counted."""
+    path = write(tmp_path, "lazy_import.py", LAZY_IMPORT)
+    with build_reward_manager(config(f"custom_reward_function.path={path}", "reward_model.fallback_score=-1")) as manager:
+        out = manager(RewardBatch(["a"] * 8, ["same"] * 8, ["1"] * 8))
+        assert out.metrics["reward/errors"] == 8.0 and out.metrics["reward/unique_calls_ratio"] == 1 / 8
+        # A rare data_source, one row per batch: the failures add up across batches, as samples.
+        manager(RewardBatch(["rare"], ["other"], ["1"]))
+        with pytest.raises(SystematicScorerError, match=r"every one of its 10 samples \(3\+ distinct inputs\)"):
+            manager(RewardBatch(["rare"], ["third"], ["1"]))
+
+
+def test_a_scored_sample_between_failures_clears_the_count(tmp_path):
+    path = write(tmp_path, "picky_import.py", '''
+        def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+            if solution_str != "fine":
+                import module_that_is_not_installed
+            return 1.0
+    ''')
+    with build_reward_manager(config(f"custom_reward_function.path={path}")) as manager:
+        for batch in (["a", "b"], ["fine", "c"], ["d", "e"]):
+            manager(RewardBatch(["s"] * 2, batch, ["1"] * 2))
+        with pytest.raises(SystematicScorerError, match="every one of its 3 samples"):
+            manager(RewardBatch(["s"], ["f"], ["1"]))
 
 
 def test_samples_failing_differently_are_hard_samples_not_a_broken_file(tmp_path):
@@ -355,6 +388,6 @@ def test_trl_adapter_runs_batched_and_stops_on_broken_files(tmp_path):
     reward = rewardsmith.trl_reward_func(overrides=[f"custom_reward_function.path={broken}"])
     try:
         with pytest.raises(SystematicScorerError, match="module_that_is_not_installed"):
-            reward(prompts=["p"], completions=["1"], data_source=["a"], ground_truth=["1"])
+            reward(prompts=["p"] * 3, completions=["1", "2", "3"], data_source=["a"] * 3, ground_truth=["1"] * 3)
     finally:
         reward.close()

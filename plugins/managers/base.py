@@ -10,30 +10,25 @@ metrics per component and per data_source.
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any, Optional
 
 import torch
 
 from rewardsmith.plugins.config import RewardSettings
-from rewardsmith.plugins.batch import RewardBatch, RewardOutput, token_level_scores
+from rewardsmith.plugins.batch import RewardBatch, RewardOutput, scored_mean, token_level_scores
+from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import RewardError
-from rewardsmith.plugins.executors import Executor, Progress, ScoreJob, SerialExecutor, raise_if_all_failed
+from rewardsmith.plugins.executors import BrokenScorerCheck, Executor, Progress, ScoreJob, SerialExecutor
 from rewardsmith.plugins.model_scoring.interface import ModelRequest
 from rewardsmith.plugins.scoring_plan import Component, ScoringPlan
-from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome
+from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome, is_undecided
 
 # A component not asked because its gate did not pass; its score is the gate's value.
 GATED = "gated"
 # When a sample has several components, its status is the most serious of theirs.
 _SEVERITY = [OK, GATED, ABSTAIN, INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT]
 _FAILED = (INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT)
-
-
-
-def _freeze(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=repr)
 
 
 class RewardManager:
@@ -60,6 +55,7 @@ class RewardManager:
         self.settings = settings
         self.fallback_score = float(settings.reward_model.fallback_score)
         self.executor: Executor = self.make_executor()
+        self.broken_scorers = BrokenScorerCheck()
 
     def make_executor(self) -> Executor:
         """Where scorer calls run."""
@@ -95,7 +91,8 @@ class RewardManager:
         """Score ``batch``; ``progress`` counts scorer and model calls (identical samples are scored once).
 
         Components run in rounds: those without a gate first, then those whose
-        gate has been decided, so a judge is asked only where its gate passed.
+        gate has been decided, so a judge is asked only where its gate passed
+        (or, for a fallback, only where its gate has no value).
         """
         plans = self._route(batch)
         results: list[dict[str, ScoreOutcome]] = [{} for _ in plans]
@@ -111,7 +108,7 @@ class RewardManager:
                 for c in comps:
                     if depth[i][c.name] != level:
                         continue
-                    gated = self._gate(c, results[i])
+                    gated = self._gate(c, results[i], comps)
                     if gated is None:
                         todo.append((i, c))
                     else:
@@ -135,8 +132,7 @@ class RewardManager:
         scores = self.postprocess(batch, scores, extra_info)
         extra_info["score"] = scores.tolist()
         extra_info["reward_masked"] = masked.tolist()
-        metrics = self._metrics(batch, scores, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
-        metrics["reward/masked"] = float(masked.sum())
+        metrics = self._metrics(batch, scores, masked, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
         out = RewardOutput(scores=scores, extra_info=extra_info, metrics=metrics, masked=masked)
         if batch.response_mask is not None:
             out.token_level_scores = token_level_scores(scores, batch.response_mask)
@@ -169,16 +165,22 @@ class RewardManager:
         who = c.scorer.name if c.scorer is not None else c.kind
         if not self.score_identical_once:
             return (c.kind, who, i)
-        prompt = _freeze(batch.prompts[i]) if c.kind != "rule" and batch.prompts is not None else None
-        return (c.kind, who, batch.data_sources[i], batch.solutions[i], _freeze(batch.ground_truths[i]),
-                _freeze(batch.extra_infos[i]), prompt)
+        where = f"row {i} (data_source '{batch.data_sources[i]}')"
+        prompt = canonical_json(batch.prompts[i], f"{where} prompt") if c.kind != "rule" and batch.prompts is not None else None
+        return (c.kind, who, batch.data_sources[i], batch.solutions[i], canonical_json(batch.ground_truths[i], f"{where} ground_truth"),
+                canonical_json(batch.extra_infos[i], f"{where} extra_info"), prompt)
 
     @staticmethod
-    def _gate(c: Component, done: dict[str, ScoreOutcome]) -> Optional[ScoreOutcome]:
+    def _gate(c: Component, done: dict[str, ScoreOutcome], comps: list[Component]) -> Optional[ScoreOutcome]:
         """None when ``c`` is to be asked; otherwise its outcome without asking (the gate did not pass)."""
         if c.gate is None:
             return None
         gate = done[c.gate]
+        if c.stands_in:
+            gate_component = next(x for x in comps if x.name == c.gate)
+            if _value(gate_component, gate) is not None:
+                return ScoreOutcome(GATED)  # the gate decided: the fallback has no say
+            return None
         if gate.status in (OK, GATED) and gate.score is not None and gate.score >= c.gate_threshold:
             return None
         value = c.gate_value if c.gate_value is not None else gate.score
@@ -189,10 +191,13 @@ class RewardManager:
         """Outcomes of ``todo``: rule jobs on the executor, model requests batched per model."""
         index: dict[tuple, int] = {}
         rule_jobs: list[ScoreJob] = []
+        rule_keys: list[tuple] = []
+        copies: dict[tuple, int] = defaultdict(int)  # samples per distinct key
         model_jobs: dict[str, list[ModelRequest]] = defaultdict(list)
         where: list[tuple[str, int]] = []
         for i, c in todo:
             key = self._key(batch, i, c)
+            copies[key] += 1
             if key not in index:
                 if c.kind == "rule":
                     ws = c.scorer
@@ -200,6 +205,7 @@ class RewardManager:
                     where.append(("rule", len(rule_jobs)))
                     rule_jobs.append(ScoreJob(ws.name, ws.fn, batch.data_sources[i], batch.solutions[i],
                                               batch.ground_truths[i], batch.extra_infos[i], ws.kwargs))
+                    rule_keys.append(key)
                 else:
                     index[key] = len(where)
                     where.append((c.kind, len(model_jobs[c.kind])))
@@ -209,7 +215,7 @@ class RewardManager:
         if rule_jobs:
             outcomes["rule"] = self.executor.run(rule_jobs, progress)
             if self.settings.reward_model.stop_when_all_fail:
-                raise_if_all_failed(rule_jobs, outcomes["rule"])
+                self.broken_scorers.check(rule_jobs, outcomes["rule"], [copies[k] for k in rule_keys])
         for kind, requests in model_jobs.items():
             outcomes[kind] = self.plan.models[kind].score(requests)
             if progress is not None:
@@ -221,7 +227,9 @@ class RewardManager:
         """Weighted sum of the components' values; None when no component has a value.
 
         ``reward = W * sum_i w_i v_i / sum_i w_i`` over the components that have a
-        value, ``W`` being the total weight. A component has a value when it
+        value, ``W`` being the total weight. A fallback (``gate_when: abstained``)
+        votes only where its gate has none, with its gate's weight, and is not
+        part of ``W``: the pair counts as one component. A component has a value when it
         scored, when its gate did not pass (the gate's value), or when it failed
         under ``on_failure`` zero (0) or fallback (its fallback value); it has none
         when it abstained (returned None) or failed under ``abstain``; a failure
@@ -246,44 +254,72 @@ class RewardManager:
                     info[f"{c.name}/status"] = r.status
                 if r.error:
                     info[f"{c.name}/error"] = r.error
-            if r.status in _FAILED:
-                if c.on_failure == "raise":
-                    raise RewardError(f"row {i} (data_source '{batch.data_sources[i]}'): component '{c.name}' "
-                                      f"failed ({r.status}: {r.error}) and its on_failure is raise")
-                if c.on_failure != "abstain":
-                    voting.append((c.weight, 0.0 if c.on_failure == "zero" else c.fallback))
-            elif r.score is not None:
-                voting.append((c.weight, r.score))
+            if r.status in _FAILED and c.on_failure == "raise":
+                raise RewardError(f"row {i} (data_source '{batch.data_sources[i]}'): component '{c.name}' "
+                                  f"failed ({r.status}: {r.error}) and its on_failure is raise")
+            value = _value(c, r)
+            if value is not None:
+                voting.append((_weight(c, comps), value))
         if not voting:
             return None, info
-        total = sum(c.weight for c in comps)
+        if status == ABSTAIN:  # the others decided: an abstention whose weight went to them is no failure
+            info["reward_status"] = OK
+        total = sum(c.weight for c in comps if not c.stands_in)
         weight = sum(w for w, _ in voting)
         if weight == 0:
             return 0.0, info
         return total * sum(w * v for w, v in voting) / weight, info
 
-    def _metrics(self, batch: RewardBatch, scores: torch.Tensor, statuses: list[str], plans: list[list[Component]],
-                 results: list[dict[str, ScoreOutcome]], unique_ratio: float) -> dict[str, float]:
+    def _metrics(self, batch: RewardBatch, scores: torch.Tensor, masked: torch.Tensor, statuses: list[str],
+                 plans: list[list[Component]], results: list[dict[str, ScoreOutcome]], unique_ratio: float) -> dict[str, float]:
+        """Means over the scored samples only (an unscored sample's score is a placeholder), with the
+        unscored and undecided samples counted beside them, overall and per data_source."""
         metrics: dict[str, float] = {}
+        values, unscored = scores.tolist(), masked.tolist()
+        undecided = [any(is_undecided(results[i][c.name]) for c in comps) for i, comps in enumerate(plans)]
         by_source: dict[str, list[int]] = defaultdict(list)
         for i, source in enumerate(batch.data_sources):
             by_source[source].append(i)
         counted = {"errors": (ERROR, INVALID, CRASH), "timeouts": (TIMEOUT,), "unavailable": (UNAVAILABLE,), "abstained": (ABSTAIN,)}
         for source, rows in sorted(by_source.items()):
             prefix = f"reward/source/{source}"
-            metrics[f"{prefix}/mean"] = float(scores[rows].mean())
+            mean = scored_mean([values[i] for i in rows], [unscored[i] for i in rows])
+            if mean is not None:
+                metrics[f"{prefix}/mean"] = mean
             metrics[f"{prefix}/count"] = float(len(rows))
+            metrics[f"{prefix}/unscored"] = float(sum(unscored[i] for i in rows))
+            metrics[f"{prefix}/undecided"] = float(sum(undecided[i] for i in rows))
             for name, kinds in counted.items():
                 metrics[f"{prefix}/{name}"] = float(sum(statuses[i] in kinds for i in rows))
         for name, kinds in counted.items():
             metrics[f"reward/{name}"] = float(sum(s in kinds for s in statuses))
+        metrics["reward/unscored"] = float(sum(unscored))
+        metrics["reward/undecided"] = float(sum(undecided))
         metrics.update(_component_metrics(batch, plans, results))
         for kind, model in self.plan.models.items():
             metrics.update({f"reward/{kind}/{k}": v for k, v in model.metrics().items()})
+        mean = scored_mean(values, unscored)
+        if mean is not None:
+            metrics["reward/mean"] = mean
         if len(batch):
-            metrics["reward/mean"] = float(scores.mean())
             metrics["reward/unique_calls_ratio"] = unique_ratio
         return metrics
+
+
+def _value(c: Component, r: ScoreOutcome) -> Optional[float]:
+    """What component ``c`` contributes for outcome ``r``: its score (or gate value), its failure policy's
+    value (0 for zero, ``fallback`` for fallback), or None (it abstained, was undecided, or failed under abstain)."""
+    if r.status in _FAILED:
+        return None if c.on_failure in ("abstain", "raise") else (0.0 if c.on_failure == "zero" else c.fallback)
+    return r.score
+
+
+def _weight(c: Component, comps: list[Component]) -> float:
+    """A component's weight in the sum; a fallback carries the weight of the component it stands in for."""
+    by_name = {x.name: x for x in comps}
+    while c.stands_in:
+        c = by_name[c.gate]  # type: ignore[index]
+    return c.weight
 
 
 def _depth(c: Component, comps: list[Component]) -> int:

@@ -23,7 +23,7 @@ class BatchRewardManager(RewardManager):
     function may score a sample against the rest of its batch. The call runs in
     a worker process with a hard timeout of ``reward_model.timeout`` per
     sample; a timeout, crash or exception gives each sample its fallback score
-    and is counted, and an exception on every sample stops the run
+    and is counted, and the same exception on every sample stops the run
     (``reward_model.stop_when_all_fail``).
     """
 

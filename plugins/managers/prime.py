@@ -7,9 +7,10 @@ worker is killed and replaced), and the score lands on the last valid response
 token. verl also stores the scores as the batch's ``acc``; here they are the
 per-sample extra info ``acc`` (unless the scorer reports its own ``acc``).
 
-A failed or timed-out sample scores ``reward_model.fallback_score`` (default
-0.0, verl's value) and, unlike verl, is counted (``reward_status``,
-``reward/timeouts``, ``reward/errors``) as with every manager. Differences from
+A failed or timed-out sample is unscored, with ``reward_model.fallback_score``
+(default 0.0, verl's value) as its placeholder score, and, unlike verl, is
+counted (``reward_status``, ``reward/timeouts``, ``reward/errors``,
+``reward/unscored``) and left out of the group statistics, as with every manager. Differences from
 verl 0.9.1: a scorer that returns a tuple or list (verl takes its first item)
 is an invalid return here, and one that returns a dict (which makes verl's
 ``prime`` score the whole batch 0.0) gives its ``score``.

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections import OrderedDict
 from typing import Any, Optional
 
+from rewardsmith.common.canonical import canonical_json
+
 
 def request_key(payload: dict[str, Any]) -> str:
     """A digest of everything that decides the judge's answer: model, messages and sampling settings."""
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(canonical_json(payload, "the judge request").encode()).hexdigest()
 
 
 class JudgeCache:

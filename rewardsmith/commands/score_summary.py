@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any, Optional
 
 from rewardsmith.common.redaction import redact_text
+from rewardsmith.plugins.batch import scored_mean
 
 ERRORS = ("error", "invalid", "crash")
 FAILED = ERRORS + ("timeout", "unavailable")
@@ -24,23 +25,28 @@ def component_columns(components: list[dict]) -> dict[str, list]:
     return {name: [(sample or {}).get(name) for sample in components] for name in names}
 
 
-def summary_table(sources: list[str], scores: list[float], statuses: list[str], seconds: list[float],
+def summary_table(sources: list[str], scores: list[float], unscored: list[bool], statuses: list[str], seconds: list[float],
                   components: dict[str, list] | None = None) -> str:
     """The per-data_source table printed at the end of ``rewardsmith score``, with a mean column
-    per component; every column is as wide as its name (and the data_source column as its longest value)."""
+    per component; every column is as wide as its name (and the data_source column as its longest value).
+
+    ``mean`` is over the scored samples (an unscored sample's score is only a placeholder, counted
+    in ``unscored``); ``-`` where none was scored.
+    """
     components = components or {}
     groups: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(sources):
         groups[s].append(i)
     width = max([len("data_source"), len("(all)")] + [len(s) for s in groups])
-    columns = [("samples", 7), ("mean", 8), ("errors", 7), ("unavailable", 11), ("timeouts", 9), ("p50 ms", 9),
-               ("p99 ms", 9)] + [(name, max(len(name), 8)) for name in components]
+    columns = [("samples", 7), ("mean", 8), ("unscored", 8), ("errors", 7), ("unavailable", 11), ("timeouts", 9),
+               ("p50 ms", 9), ("p99 ms", 9)] + [(name, max(len(name), 8)) for name in components]
     header = f"{'data_source':<{width}}" + "".join(f" {name:>{w}}" for name, w in columns)
     lines = [header, "-" * len(header)]
     for source in sorted(groups) + ["(all)"]:
         idx = groups[source] if source != "(all)" else list(range(len(sources)))
         lat = [seconds[i] * 1000 for i in idx]
-        cells = [len(idx), f"{sum(scores[i] for i in idx) / len(idx) if idx else 0.0:.3f}",
+        mean = scored_mean([scores[i] for i in idx], [unscored[i] for i in idx])
+        cells = [len(idx), "-" if mean is None else f"{mean:.3f}", sum(unscored[i] for i in idx),
                  sum(statuses[i] in ERRORS for i in idx), sum(statuses[i] == "unavailable" for i in idx),
                  sum(statuses[i] == "timeout" for i in idx), f"{_percentile(lat, 0.5):.1f}", f"{_percentile(lat, 0.99):.1f}"]
         cells += [_mean_or_dash([values[i] for i in idx]) for values in components.values()]
