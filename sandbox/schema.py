@@ -27,6 +27,7 @@ MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 1024
 MAX_PATH_DEPTH = 32
 MAX_TREE_ENTRIES = 4096  # files and the directories they need, together
+MAX_FETCH_FILES = 4096  # names in fetch_files: each is looked up by the worker after the run
 
 
 def _short(path: str) -> str:
@@ -119,7 +120,7 @@ class RunCodeRequest(_Limits):
     """``POST /run_code``: run ``code`` once with ``stdin``."""
 
     stdin: Optional[str] = None
-    fetch_files: list[str] = Field(default_factory=list)
+    fetch_files: list[str] = Field(default_factory=list, max_length=MAX_FETCH_FILES)
 
     @field_validator("fetch_files")
     @classmethod
