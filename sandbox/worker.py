@@ -1,6 +1,7 @@
 """A warm sandbox worker: one long-lived process that runs jobs in fresh, isolated children.
 
-Started by the server as ``python -I -S worker.py --uid N [--expose PATH ...]``
+Started by the server as ``python -I -S -c <bootstrap> --uid N [--expose PATH ...]``
+(``pool.worker_argv``; this module and the ones it imports arrive on stdin)
 on the sandbox interpreter, with a minimal environment (``-S``: no ``site``
 start-up, whose ``.pth`` hooks may import megabytes of modules that every
 run would then copy; the worker adds site's paths and builtins itself). It
@@ -48,8 +49,8 @@ import stat
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# Loaded by path on purpose: this interpreter must not import rewardsmith.
+# Loaded from stdin by the bootstrap (pool.worker_argv), not as part of
+# rewardsmith: this interpreter must not import the server's package.
 import cgroups  # noqa: E402
 import jail  # noqa: E402
 import template  # noqa: E402
@@ -511,7 +512,3 @@ def main() -> None:
             traceback.print_exc()
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         wire.write_frame(outbox, reply)
-
-
-if __name__ == "__main__":
-    main()
