@@ -37,8 +37,9 @@ def bounded_http_protocol(max_head_bytes: int, max_headers: int) -> type[HttpToo
     httptools itself has no limit: it buffers a header of any length, and
     uvicorn keeps every header it is given, so a client without a token
     could make the server hold a head as large as it cares to send. Bytes
-    are counted per read while a head is incomplete, so at most one read
-    (256 KiB) past the limit is ever parsed.
+    are counted per read that continues an incomplete head (the read that
+    starts a head may also end an earlier request's body, so it is not
+    counted): at most one read (256 KiB) past the limit is ever parsed.
     """
 
     class BoundedHttpTools(HttpToolsProtocol):
@@ -64,8 +65,9 @@ def bounded_http_protocol(max_head_bytes: int, max_headers: int) -> type[HttpToo
         def data_received(self, data: bytes) -> None:
             if self._refused:
                 return
+            continues_a_head = self._in_head
             super().data_received(data)
-            if self._in_head and not self._refused:
+            if continues_a_head and self._in_head and not self._refused:
                 self._head_bytes += len(data)
                 if self._head_bytes > max_head_bytes:
                     self._refuse()

@@ -87,6 +87,15 @@ def test_too_many_headers_are_refused_before_the_token(url):
     assert b"at most 100 headers" in answer
 
 
+def test_heads_within_the_limits_are_served(url):
+    headers = {**AUTH, "X-Large": "v" * (40 << 10), **{f"X-H{i}": "v" for i in range(90)}}
+    with requests.Session() as session:  # one connection: a 2 MiB body, then a large head on it
+        body = {"code": "print(len(input()))", "stdin": "x" * (2 << 20)}
+        assert session.post(url + "/run_code", json=body, headers=AUTH, timeout=60).json()["run_result"]["stdout"] \
+            == f"{2 << 20}\n"
+        assert session.get(url + "/v1/status", headers=headers, timeout=10).status_code == 200
+
+
 def test_a_tiny_batch_cannot_ask_for_a_huge_reply(url):
     code = "import sys\nsys.stdout.write('a' * (1 << 20))\nsys.stderr.write('b' * (1 << 20))\n"
     body = {"code": code, "language": "python", "cases": [{}] * 16}
