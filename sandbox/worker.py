@@ -264,14 +264,15 @@ class Worker:
         the kernel's reasons are the CPU limit and the OOM killer (counted by
         the cgroup); the worker's own kills are for the wall-clock timeout and
         for thrashing. An exec'd program (PID 2, under an init) or one without
-        a PID namespace could SIGKILL itself, so the CPU time must show the
-        limit.
+        a PID namespace could send itself SIGXCPU or SIGKILL, so the CPU time
+        must show the limit: a program that signals itself dies by that signal,
+        as it would outside the sandbox, and is not timed out.
         """
         if not os.WIFSIGNALED(status):
             return False
         signum = os.WTERMSIG(status)
         if signum == signal.SIGXCPU:
-            return True
+            return cpu_time >= limit_s
         if signum != signal.SIGKILL or timed_out or memory_killed:
             return False
         return (self.layers["pid_namespace"] and not under_init) or cpu_time >= limit_s
