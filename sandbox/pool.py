@@ -169,6 +169,7 @@ def job_template(**fields) -> dict:
         "max_output": 1 << 20,
         "max_file_bytes": 64 << 20,
         "max_fetch_bytes": 64 << 20,  # all fetched files together
+        "runtime_files": (),  # brought into the page cache before the run (cgroups.cache_runtime_files)
     }
     job.update(fields)
     return job

@@ -236,7 +236,7 @@ class Sandbox:
         if lang.warm_python and not self.settings.spawn_python:
             return self._job(mode="inline-python", main=lang.source, **common)
         executable = (lang.binary,) if lang.binary else ()
-        return self._job(argv=lang.argv(memory), executable=executable, **common)
+        return self._job(argv=lang.argv(memory), executable=executable, runtime_files=lang.runtime_files, **common)
 
     async def run_code(self, req: RunCodeRequest) -> RunCodeResponse:
         lang = self._language(req.language)

@@ -200,6 +200,8 @@ class Worker:
     def _run_in_cgroup(self, job: dict, spec: dict, work_fd: int | None,
                        run_cgroup: cgroups.RunCgroup | None) -> dict:
         cpu_seconds = _cpu_seconds(job)
+        if run_cgroup is not None:
+            cgroups.cache_runtime_files(job["runtime_files"])  # charged here, not to the run's limit
         spec_fd = _memfd("spec", pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
         stdin_fd = _memfd("stdin", job["stdin"])
         out_r, out_w = os.pipe2(os.O_CLOEXEC)

@@ -6,12 +6,14 @@ server runs programs as uids 62900 and up.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
 import pytest
 import requests
 
+from rewardsmith.sandbox.languages import runtime_files
 from rewardsmith.sandbox.testing import isolation_unavailable, running_server
 
 NO_ISOLATION = isolation_unavailable()
@@ -26,8 +28,8 @@ def url():
         yield base
 
 
-def run(url, code, language):
-    reply = requests.post(url + "/run_code", json={"code": code, "language": language, "run_timeout": 10},
+def run(url, code, language, **fields):
+    reply = requests.post(url + "/run_code", json={"code": code, "language": language, "run_timeout": 10, **fields},
                           timeout=120)
     assert reply.status_code == 200, reply.text
     return reply.json()["run_result"]
@@ -40,3 +42,27 @@ def test_a_program_that_sends_itself_sigxcpu_dies_by_it_and_is_not_timed_out(url
     result = run(url, code, "bash")
     assert (result["return_code"], result["stdout"]) == (plain.returncode, plain.stdout) == (-24, "before\n"), result
     assert result["verdict"] == "RuntimeError" and result["status"] == "Finished", result
+
+
+def evict_from_page_cache(path: str) -> None:
+    """Drop ``path``'s cached pages (those no live process maps), as a host under memory pressure would."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+HELLO = {"nodejs": ("node", "console.log(6 * 7)"), "perl": ("perl", "print 6 * 7, \"\\n\";"),
+         "bash": ("bash", "echo $((6 * 7))")}
+
+
+@pytest.mark.parametrize("language", sorted(HELLO))
+def test_the_memory_floor_holds_with_the_runtime_out_of_the_page_cache(url, language):
+    executable, code = HELLO[language]
+    if shutil.which(executable) is None:
+        pytest.skip(f"{executable} is not installed")
+    for path in runtime_files(shutil.which(executable)):
+        evict_from_page_cache(path)
+    result = run(url, code, language, memory_limit_MB=16)
+    assert (result["verdict"], result["stdout"]) == ("OK", "42\n"), result
