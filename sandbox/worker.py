@@ -206,6 +206,11 @@ class Worker:
         stdin_fd = _memfd("stdin", job["stdin"])
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        if self.is_root:
+            # The program's own: opening /dev/stdout or /dev/stderr (its /proc/self/fd/1 and 2) works, as
+            # anywhere; a pipe made by root is root's, mode 0600.
+            os.fchown(out_w, self.uid, self.uid)
+            os.fchown(err_w, self.uid, self.uid)
         try:
             try:
                 fds = [spec_fd, stdin_fd, out_w, err_w] + ([] if run_cgroup is None else [run_cgroup.join_fd])
