@@ -173,3 +173,13 @@ def test_an_empty_token_is_refused_at_start():
     with pytest.raises(RuntimeError, match="is empty"):
         with running_server("--base-uid", str(BASE_UID + 20), env={"REWARDSMITH_SANDBOX_TOKEN": ""}):
             pass
+
+
+def test_json_values_inside_strings_are_not_counted():
+    from rewardsmith.sandbox.gate import json_items
+
+    code = json.dumps("int main() { int a[3] = {1, 2, 3}; puts(\"[{,}]\"); }" * 1000)
+    body = ('{"code": ' + code + ', "cases": [{"stdin": "1 2"}, {}]}').encode()
+    assert json_items(body, 20) == 11  # 5 strings, 3 objects, 1 array, 2 commas (none of the code's)
+    flood = b'{"cases": [' + b",".join([b"{}"] * 1000) + b"]}"
+    assert json_items(flood, 100) == 101  # counted only up to the limit
