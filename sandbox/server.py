@@ -49,6 +49,8 @@ MIN_MEMORY_MB = 16
 # ~1 KB, in microseconds); larger ones in a thread, so that an unrelated
 # request is not kept waiting while their strings are copied and decoded.
 INLINE_BODY_BYTES = 256 << 10
+# The endpoints that start runs: admission (429) is decided for them before their body is read.
+RUN_PATHS = ("/run_code", "/v1/run_batch")
 
 
 def base_interpreter() -> str:
@@ -368,9 +370,6 @@ def create_app(sandbox: Sandbox) -> FastAPI:
     app.add_route("/run_code", _json_endpoint(sandbox, RunCodeRequest, sandbox.run_code), methods=["POST"])
     app.add_route("/v1/run_batch", _json_endpoint(sandbox, RunBatchRequest, sandbox.run_batch), methods=["POST"])
     return app
-
-
-RUN_PATHS = ("/run_code", "/v1/run_batch")
 
 
 def _json_endpoint(sandbox: Sandbox, model: type[BaseModel], handle: Callable[[Any], Awaitable[BaseModel]]):
