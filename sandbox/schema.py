@@ -12,7 +12,7 @@ import binascii
 import posixpath
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 RunStatus = Literal["Finished", "TimeLimitExceeded", "Error"]
 ApiStatus = Literal["Success", "Failed", "SandboxError"]
@@ -91,6 +91,7 @@ class _Limits(BaseModel):
     run_timeout: float = Field(10.0, gt=0)
     memory_limit_MB: int = Field(-1, description="-1 means the server's default")
     files: dict[str, Optional[str]] = Field(default_factory=dict, description="relative path -> base64 content")
+    _decoded: Optional[dict[str, bytes]] = PrivateAttr(default=None)
 
     @field_validator("files")
     @classmethod
@@ -113,7 +114,11 @@ class _Limits(BaseModel):
         return value
 
     def decoded_files(self) -> dict[str, bytes]:
-        return {check_relative_path(p): base64.b64decode(c) for p, c in self.files.items() if c is not None}
+        """The files' contents by normalized path, decoded once (the server decodes them where it parses the body)."""
+        if self._decoded is None:
+            self._decoded = {check_relative_path(p): base64.b64decode(c) for p, c in self.files.items()
+                             if c is not None}
+        return self._decoded
 
 
 class RunCodeRequest(_Limits):

@@ -142,8 +142,8 @@ class Sandbox:
         return f"sandbox queue is full ({self.pool.pending} runs in flight, limit {self.settings.max_pending})"
 
     def parse(self, model: type[BaseModel], body: bytes) -> BaseModel:
-        """``body`` validated as ``model``: 413 if it holds more JSON values than any valid request,
-        422 naming each bad field."""
+        """``body`` validated as ``model``, its files decoded: 413 if it holds more JSON values than any valid
+        request, 422 naming each bad field."""
         items = json_items(body, self.json_item_limit)
         if items > self.json_item_limit:
             raise HTTPException(413, f"request body: more than {self.json_item_limit} JSON values (strings, objects, "
@@ -151,10 +151,12 @@ class Sandbox:
                                      f"server's limits ({self.settings.max_batch_cases} cases, "
                                      f"{MAX_TREE_ENTRIES} files, {MAX_FETCH_FILES} fetch_files)")
         try:
-            return model.model_validate_json(body)
+            req = model.model_validate_json(body)
         except ValidationError as exc:
             problems = [f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()]
             raise HTTPException(422, "; ".join(problems)) from None
+        req.decoded_files()  # decoded here: in the thread that parses a large body
+        return req
 
     # -- validation that depends on the server's configuration -------------------
 
