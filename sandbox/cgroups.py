@@ -26,6 +26,8 @@ uid, which no other server on the host may use (``uids.claim``).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import mmap
 import os
 
 V1_ROOT = "/sys/fs/cgroup/memory"
@@ -217,6 +219,61 @@ class ThrashWatch:
             self._baseline = refaults
             return False
         return refaults - self._baseline >= self._limit_pages and self._cgroup.at_limit()
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+_LOW_BIT = bytes(b & 1 for b in range(256))  # mincore: bit 0 says resident, the others are undefined
+_READ_CHUNK = 1 << 20
+
+
+def cache_runtime_files(paths: tuple[str, ...]) -> None:
+    """Bring every page of ``paths`` (a runtime's executable and libraries) into the page cache, charged to the
+    calling worker's memory cgroup, before a run starts; a page already cached costs nothing.
+
+    A page is charged to the cgroup of whoever reads it in first. A runtime
+    the host's page cache had dropped would otherwise be read in by the run
+    itself, charged to its limit: Node's 94 MiB binary under a 16 MiB limit
+    thrashed and was judged MemoryLimitExceeded, while the same program
+    passed with the binary cached. Checked per run with ``mincore`` (about
+    10 us per 10 MiB when cached); a file with any page missing is read
+    whole, here.
+    """
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue  # the runtime is gone: the run fails on its own
+        try:
+            size = os.fstat(fd).st_size
+            if size and not _all_cached(fd, size):
+                buffer = bytearray(_READ_CHUNK)
+                offset = 0
+                while offset < size:
+                    got = os.preadv(fd, [buffer], offset)
+                    if got <= 0:
+                        break
+                    offset += got
+        finally:
+            os.close(fd)
+
+
+def _all_cached(fd: int, size: int) -> bool:
+    address = _libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if address in (None, _MAP_FAILED):
+        return False
+    try:
+        pages = (size + _PAGE_SIZE - 1) // _PAGE_SIZE
+        vector = ctypes.create_string_buffer(pages)
+        if _libc.mincore(address, size, vector) != 0:
+            return False
+        return b"\0" not in vector.raw[:pages].translate(_LOW_BIT)
+    finally:
+        _libc.munmap(address, size)
 
 
 def _enable_memory_controller(parent: str, path: str | None) -> None:

@@ -45,6 +45,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                    help="largest request body accepted (413 beyond)")
     s.add_argument("--max-fetch-mb", type=int, default=_DEFAULTS.max_fetch_mb,
                    help="fetch_files returned per request, all files together (MiB)")
+    s.add_argument("--max-reply-mb", type=int, default=_DEFAULTS.max_reply_mb,
+                   help="program output (stdout and stderr) one /v1/run_batch reply carries, all cases together (MiB); "
+                        "past it outputs are cut and flagged")
+    s.add_argument("--max-head-kb", type=int, default=_DEFAULTS.max_head_kb,
+                   help="request line and headers of one request (KiB); 431 beyond, before the token is checked")
+    s.add_argument("--max-headers", type=int, default=_DEFAULTS.max_headers,
+                   help="headers in one request; 431 beyond")
     s.add_argument("--base-uid", type=int, default=None,
                    help="worker i runs programs as uid base+i (default: the first block at or above 61000 that "
                         "no account, process or other sandbox server on this host uses)")
@@ -59,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         max_pending=args.max_pending, max_timeout=args.max_timeout, default_memory_mb=args.default_memory_mb,
         max_memory_mb=args.max_memory_mb, max_processes=args.max_processes,
         max_output_bytes=args.max_output_bytes, base_uid=args.base_uid, max_request_mb=args.max_request_mb,
-        max_fetch_mb=args.max_fetch_mb,
+        max_fetch_mb=args.max_fetch_mb, max_reply_mb=args.max_reply_mb, max_head_kb=args.max_head_kb,
+        max_headers=args.max_headers,
     )
     return serve(settings)
 

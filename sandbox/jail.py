@@ -13,6 +13,7 @@ import ctypes
 import errno
 import os
 import platform
+import re
 import resource
 import signal
 import stat
@@ -332,15 +333,41 @@ def install_seccomp_filter() -> None:
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0), "prctl(SECCOMP)")
 
 
-def _mountinfo() -> list[tuple[str, set[str]]]:
-    """(mount point, per-mount options) for every mount this process sees."""
+def _unescape(field: bytes) -> str:
+    """A mountinfo path field as the path it names: the kernel writes space, tab, newline and backslash as
+    octal escapes (``\\040``, ``\\011``, ``\\012``, ``\\134``); any other byte is itself."""
+    return os.fsdecode(_OCTAL_ESCAPE.sub(lambda m: bytes([int(m.group(1), 8)]), field))
+
+
+_OCTAL_ESCAPE = re.compile(rb"\\([0-3][0-7]{2})")
+
+
+def parse_mountinfo(text: bytes) -> list[tuple[int, str, set[str]]]:
+    """(mount id, mount point, per-mount options) of every line of a ``/proc/<pid>/mountinfo``."""
     mounts = []
-    with open("/proc/self/mountinfo") as fh:
-        for line in fh:
-            fields = line.split()
-            point = fields[4].replace("\\040", " ")
-            mounts.append((point, set(fields[5].split(","))))
+    for line in text.splitlines():
+        fields = line.split(b" ")
+        mounts.append((int(fields[0]), _unescape(fields[4]), set(os.fsdecode(fields[5]).split(","))))
     return mounts
+
+
+def _mountinfo() -> list[tuple[int, str, set[str]]]:
+    with open("/proc/self/mountinfo", "rb") as fh:
+        return parse_mountinfo(fh.read())
+
+
+def _mount_id_at(path: str) -> int | None:
+    """The id of the mount that ``path`` reaches now (None if nothing is there): a mount
+    stacked on top of another, or over a directory above it, hides it."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with open(f"/proc/self/fdinfo/{fd}") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("mnt_id:"))
+    finally:
+        os.close(fd)
 
 
 def _under(path: str, root: str) -> bool:
@@ -458,9 +485,13 @@ def _make_dev(dev: str) -> None:
 
 
 def _make_mounts_readonly() -> None:
-    """Remount every mount read-only and nosuid (nodev outside /dev); /proc and /dev/pts stay as they are."""
-    for point, options in _mountinfo():
-        if _under(point, "/proc") or _under(point, "/dev/pts"):
+    """Remount every mount read-only and nosuid (nodev outside /dev); /proc and /dev/pts stay as they are.
+
+    Fails closed: raises ``OSError`` naming every mount that a path still
+    reaches writable afterwards (a remount that failed for any reason).
+    """
+    for _, point, options in _mountinfo():
+        if _keeps_its_flags(point):
             continue
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID
         if not _under(point, "/dev"):
@@ -470,9 +501,22 @@ def _make_mounts_readonly() -> None:
         try:
             mount(None, point, None, flags)
         except OSError as exc:
-            # A mount hidden under another one is unreachable by path; nothing can reach it, so nothing to protect.
+            # A mount hidden under another one is unreachable by path: checked below.
             if exc.errno not in (errno.EINVAL, errno.ENOENT):
                 raise
+    left = writable_mounts()
+    if left:
+        raise OSError(errno.EPERM, f"these mounts stayed writable after the read-only remount: {left}")
+
+
+def _keeps_its_flags(point: str) -> bool:
+    return _under(point, "/proc") or _under(point, "/dev/pts")
+
+
+def writable_mounts() -> list[str]:
+    """Mount points (besides /proc and /dev/pts) that a path reaches and that are not read-only."""
+    return [point for mount_id, point, options in _mountinfo()
+            if not _keeps_its_flags(point) and "ro" not in options and _mount_id_at(point) == mount_id]
 
 
 def tmpfs(target: str, size_mb: int, inodes: int, noexec: bool = False) -> Mount:

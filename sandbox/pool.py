@@ -16,7 +16,30 @@ from pathlib import Path
 
 from rewardsmith.sandbox import cgroups, jail, wire
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+_SANDBOX_DIR = Path(__file__).parent
+# The worker's modules, each importing only those before it; the last one is the worker itself.
+WORKER_MODULES = ("wire", "jail", "cgroups", "template", "worker")
+# What the worker's interpreter runs (``python -c``): its modules' sources
+# arrive on stdin, one frame (``wire``'s format) ahead of the jobs, and are
+# compiled under names of no host path. Started from files, a run would
+# find the server's checkout in the modules' ``__file__``, their code
+# objects, ``sys.orig_argv`` and ``/proc/1/cmdline``.
+_BOOTSTRAP = """
+import os, pickle, sys
+def take(size):
+    data = b""
+    while len(data) < size:
+        chunk = os.read(0, size - len(data))
+        if not chunk:
+            raise SystemExit("sandbox worker: stdin closed before the worker's code arrived")
+        data += chunk
+    return data
+for name, source in pickle.loads(take(int.from_bytes(take(4), "big"))):
+    module = sys.modules[name] = type(sys)(name)
+    exec(compile(source, f"<sandbox>/{name}.py", "exec"), module.__dict__)
+del take, name, source, module
+sys.modules["worker"].main()
+"""
 
 # Isolation layers a run reports, with what each one guarantees; all are
 # required unless the server was started with --allow-weak-isolation.
@@ -58,10 +81,16 @@ class WorkerFailed(Exception):
 
 
 def worker_argv(python: str, uid: int, expose: list[str], netns: str = "per-run") -> list[str]:
-    argv = [python, "-I", "-S", str(WORKER_SCRIPT), "--uid", str(uid), "--netns", netns]
+    """The worker's command line: it names no file of the server's (the code follows on stdin, ``worker_code``)."""
+    argv = [python, "-I", "-S", "-c", _BOOTSTRAP, "--uid", str(uid), "--netns", netns]
     for path in expose:
         argv += ["--expose", path]
     return argv
+
+
+def worker_code() -> bytes:
+    """The first frame on a worker's stdin: its modules' sources, in load order."""
+    return wire.encode([(name, (_SANDBOX_DIR / f"{name}.py").read_text()) for name in WORKER_MODULES])
 
 
 def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-run") -> tuple[dict[str, bool], bool]:
@@ -75,6 +104,8 @@ def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-
     proc = subprocess.Popen(worker_argv(python, uid, expose, netns), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             env=WORKER_ENV)
     try:
+        proc.stdin.write(worker_code())
+        proc.stdin.flush()
         hello = wire.read_frame(proc.stdout.fileno())
         if hello is None:
             raise RuntimeError(f"the sandbox worker ({python}) exited during start-up; see its stderr above")
@@ -138,6 +169,7 @@ def job_template(**fields) -> dict:
         "max_output": 1 << 20,
         "max_file_bytes": 64 << 20,
         "max_fetch_bytes": 64 << 20,  # all fetched files together
+        "runtime_files": (),  # brought into the page cache before the run (cgroups.cache_runtime_files)
     }
     job.update(fields)
     return job
@@ -158,6 +190,8 @@ class _WorkerProcess:
         self.proc = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=WORKER_ENV
         )
+        self.proc.stdin.write(worker_code())
+        await self.proc.stdin.drain()
         hello = await self._read()
         if hello is None:
             raise WorkerFailed(f"sandbox worker {self.index} exited during start-up")

@@ -12,7 +12,7 @@ import binascii
 import posixpath
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 RunStatus = Literal["Finished", "TimeLimitExceeded", "Error"]
 ApiStatus = Literal["Success", "Failed", "SandboxError"]
@@ -27,6 +27,7 @@ MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 1024
 MAX_PATH_DEPTH = 32
 MAX_TREE_ENTRIES = 4096  # files and the directories they need, together
+MAX_FETCH_FILES = 4096  # names in fetch_files: each is looked up by the worker after the run
 
 
 def _short(path: str) -> str:
@@ -90,6 +91,7 @@ class _Limits(BaseModel):
     run_timeout: float = Field(10.0, gt=0)
     memory_limit_MB: int = Field(-1, description="-1 means the server's default")
     files: dict[str, Optional[str]] = Field(default_factory=dict, description="relative path -> base64 content")
+    _decoded: Optional[dict[str, bytes]] = PrivateAttr(default=None)
 
     @field_validator("files")
     @classmethod
@@ -112,14 +114,18 @@ class _Limits(BaseModel):
         return value
 
     def decoded_files(self) -> dict[str, bytes]:
-        return {check_relative_path(p): base64.b64decode(c) for p, c in self.files.items() if c is not None}
+        """The files' contents by normalized path, decoded once (the server decodes them where it parses the body)."""
+        if self._decoded is None:
+            self._decoded = {check_relative_path(p): base64.b64decode(c) for p, c in self.files.items()
+                             if c is not None}
+        return self._decoded
 
 
 class RunCodeRequest(_Limits):
     """``POST /run_code``: run ``code`` once with ``stdin``."""
 
     stdin: Optional[str] = None
-    fetch_files: list[str] = Field(default_factory=list)
+    fetch_files: list[str] = Field(default_factory=list, max_length=MAX_FETCH_FILES)
 
     @field_validator("fetch_files")
     @classmethod

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import os
 import socket
 import sys
@@ -18,7 +17,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
-from urllib.parse import parse_qs
 
 import uvicorn
 from fastapi import FastAPI, HTTPException, Request
@@ -26,11 +24,14 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ValidationError
 
 from rewardsmith.common.network import SANDBOX_TOKEN_ENV, check_exposure
+from rewardsmith.sandbox.gate import Admission, BodyLimit, TokenAuth, bounded_http_protocol, json_items
 from rewardsmith.sandbox.languages import Language, detect_languages
 from rewardsmith.sandbox import uids
 from rewardsmith.sandbox.pool import LAYERS, Overloaded, SandboxPool, WorkerFailed, default_expose, job_template
 from rewardsmith.sandbox.pool import probe_isolation
 from rewardsmith.sandbox.schema import (
+    MAX_FETCH_FILES,
+    MAX_TREE_ENTRIES,
     CommandResult,
     RunBatchRequest,
     RunBatchResponse,
@@ -44,6 +45,12 @@ from rewardsmith.sandbox.verdicts import command_result
 # The smallest memory_limit_MB accepted: below it runtimes fail to load
 # (bash and C programs could not map libc at 2 MiB) rather than being judged.
 MIN_MEMORY_MB = 16
+# Bodies up to this size are validated on the event loop (the usual request,
+# ~1 KB, in microseconds); larger ones in a thread, so that an unrelated
+# request is not kept waiting while their strings are copied and decoded.
+INLINE_BODY_BYTES = 256 << 10
+# The endpoints that start runs: admission (429) is decided for them before their body is read.
+RUN_PATHS = ("/run_code", "/v1/run_batch")
 
 
 def base_interpreter() -> str:
@@ -76,7 +83,32 @@ class ServerSettings:
     max_batch_cases: int = 1000
     max_request_mb: int = 64
     max_fetch_mb: int = 64  # all of a request's fetch_files together
+    max_reply_mb: int = 64  # program output one /v1/run_batch reply carries, all cases together
+    max_head_kb: int = 64  # request line and headers of one request, before anything else is read
+    max_headers: int = 100
     base_uid: int | None = None  # None: the first block of uids no other server on this host holds
+
+
+class ReplyBudget:
+    """The program output one reply may still carry (stdout and stderr of all its runs).
+
+    Each run's report is cut to what is left as it arrives, so the server
+    never holds more than the budget (and the runs in flight) for a request.
+    """
+
+    def __init__(self, limit: int):
+        self.left = limit
+        self.exceeded = False
+
+    def take(self, report: dict) -> None:
+        """Cut ``report``'s stdout and stderr to what is left, flagging what was cut."""
+        for stream in ("stdout", "stderr"):
+            data = report[stream]
+            if len(data) > self.left:
+                report[stream] = data[:self.left]
+                report[f"{stream}_truncated"] = True
+                self.exceeded = True
+            self.left -= len(report[stream])
 
 
 class Sandbox:
@@ -97,6 +129,34 @@ class Sandbox:
         )
         self.verdicts: Counter[str] = Counter()
         self.started = time.time()
+        # A body with more JSON values than the largest valid request needs is
+        # refused before it is parsed: per case its object, "stdin", its value
+        # and a comma; per file and fetched name its strings and a comma; the
+        # other fields (unknown ones too) in the rest.
+        self.json_item_limit = 4 * settings.max_batch_cases + 3 * MAX_TREE_ENTRIES + 2 * MAX_FETCH_FILES + 256
+
+    def full(self) -> str | None:
+        """Why a request for a run is refused now (the run queue is full), or None; read before its body."""
+        if self.pool.pending < self.settings.max_pending:
+            return None
+        return f"sandbox queue is full ({self.pool.pending} runs in flight, limit {self.settings.max_pending})"
+
+    def parse(self, model: type[BaseModel], body: bytes) -> BaseModel:
+        """``body`` validated as ``model``, its files decoded: 413 if it holds more JSON values than any valid
+        request, 422 naming each bad field."""
+        items = json_items(body, self.json_item_limit)
+        if items > self.json_item_limit:
+            raise HTTPException(413, f"request body: more than {self.json_item_limit} JSON values (strings, objects, "
+                                     "arrays and list elements), more than any valid request holds with this "
+                                     f"server's limits ({self.settings.max_batch_cases} cases, "
+                                     f"{MAX_TREE_ENTRIES} files, {MAX_FETCH_FILES} fetch_files)")
+        try:
+            req = model.model_validate_json(body)
+        except ValidationError as exc:
+            problems = [f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()]
+            raise HTTPException(422, "; ".join(problems)) from None
+        req.decoded_files()  # decoded here: in the thread that parses a large body
+        return req
 
     # -- validation that depends on the server's configuration -------------------
 
@@ -147,10 +207,12 @@ class Sandbox:
             parts.append("weak isolation: missing layers " + ", ".join(self.missing))
         return "; ".join(parts)
 
-    async def _execute(self, job: dict) -> tuple[CommandResult, dict]:
+    async def _execute(self, job: dict, budget: ReplyBudget | None = None) -> tuple[CommandResult, dict]:
         report = await self.pool.run(job)
         if "error" in report:
             raise WorkerFailed(report["error"])
+        if budget is not None:
+            budget.take(report)
         return command_result(report), report
 
     # -- the two kinds of request ------------------------------------------------
@@ -178,7 +240,7 @@ class Sandbox:
         if lang.warm_python and not self.settings.spawn_python:
             return self._job(mode="inline-python", main=lang.source, **common)
         executable = (lang.binary,) if lang.binary else ()
-        return self._job(argv=lang.argv(memory), executable=executable, **common)
+        return self._job(argv=lang.argv(memory), executable=executable, runtime_files=lang.runtime_files, **common)
 
     async def run_code(self, req: RunCodeRequest) -> RunCodeResponse:
         lang = self._language(req.language)
@@ -230,7 +292,8 @@ class Sandbox:
                 return RunBatchResponse(status="Failed", compile_result=compile_result,
                                         message=self._message("compilation failed"))
             jobs = [self._run_job(lang, run_files, case.stdin, req, memory) for case in req.cases]
-            outcomes = await asyncio.gather(*(self._execute(job) for job in jobs), return_exceptions=True)
+            budget = ReplyBudget(self.settings.max_reply_mb << 20)
+            outcomes = await asyncio.gather(*(self._execute(job, budget) for job in jobs), return_exceptions=True)
         except WorkerFailed as exc:
             self.verdicts["SandboxError"] += 1
             return RunBatchResponse(status="SandboxError", message=self._message(str(exc)))
@@ -247,8 +310,10 @@ class Sandbox:
             results.append(outcome[0])
         ok = all(r.verdict == "OK" for r in results)
         truncated = any(r.stdout_truncated or r.stderr_truncated for r in results)
-        return RunBatchResponse(status="Success" if ok else "Failed", compile_result=compile_result,
-                                results=results, message=self._message("output truncated" if truncated else ""))
+        over_budget = (f"output truncated: the reply reached this server's limit of {self.settings.max_reply_mb} MiB "
+                       "of program output per request") if budget.exceeded else ""
+        return RunBatchResponse(status="Success" if ok else "Failed", compile_result=compile_result, results=results,
+                                message=self._message(over_budget or ("output truncated" if truncated else "")))
 
     def status(self) -> dict:
         return {
@@ -286,7 +351,9 @@ def create_app(sandbox: Sandbox) -> FastAPI:
             await sandbox.pool.stop()
 
     app = FastAPI(title="rewardsmith sandbox", lifespan=lifespan)
+    # Added innermost first: the token, then admission, then the body.
     app.add_middleware(BodyLimit, limit=sandbox.settings.max_request_mb << 20)
+    app.add_middleware(Admission, full=sandbox.full, paths=RUN_PATHS)
     if sandbox.settings.token is not None:
         app.add_middleware(TokenAuth, token=sandbox.settings.token, open_paths=("/v1/ping",))
 
@@ -302,103 +369,30 @@ def create_app(sandbox: Sandbox) -> FastAPI:
     async def status() -> dict:
         return sandbox.status()
 
-    app.add_route("/run_code", _json_endpoint(RunCodeRequest, sandbox.run_code), methods=["POST"])
-    app.add_route("/v1/run_batch", _json_endpoint(RunBatchRequest, sandbox.run_batch), methods=["POST"])
+    app.add_route("/run_code", _json_endpoint(sandbox, RunCodeRequest, sandbox.run_code), methods=["POST"])
+    app.add_route("/v1/run_batch", _json_endpoint(sandbox, RunBatchRequest, sandbox.run_batch), methods=["POST"])
     return app
 
 
-def _json_endpoint(model: type[BaseModel], handle: Callable[[Any], Awaitable[BaseModel]]):
-    """A plain Starlette endpoint: the body validated as ``model``, ``handle``'s reply as JSON.
+def _json_endpoint(sandbox: Sandbox, model: type[BaseModel], handle: Callable[[Any], Awaitable[BaseModel]]):
+    """A plain Starlette endpoint: the body validated as ``model`` (``Sandbox.parse``), ``handle``'s reply as JSON.
 
     The two run endpoints take this path rather than FastAPI's parameter
     machinery, which cost ~0.2 ms of the server's ~1 ms per run: pydantic
     parses and validates the raw body in one step, and serializes the
-    reply once. A bad body is a 422 whose ``detail`` names each bad field.
+    reply once. A body over ``INLINE_BODY_BYTES`` is parsed in a thread.
     """
 
     async def endpoint(request: Request) -> Response:
-        try:
-            req = model.model_validate_json(await request.body())
-        except ValidationError as exc:
-            problems = [f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()]
-            raise HTTPException(422, "; ".join(problems)) from None
+        body = await request.body()
+        if len(body) <= INLINE_BODY_BYTES:
+            req = sandbox.parse(model, body)
+        else:
+            req = await asyncio.to_thread(sandbox.parse, model, body)
         reply = await handle(req)
         return Response(reply.model_dump_json(), media_type="application/json")
 
     return endpoint
-
-
-class TokenAuth:
-    """Answer 401 unless the request carries the token (pure ASGI; ``open_paths`` need none).
-
-    Accepted as ``Authorization: Bearer <token>`` or ``?token=<token>``.
-    """
-
-    def __init__(self, app, token: str, open_paths: tuple[str, ...] = ()):
-        self.app = app
-        self.token = token
-        self.open_paths = open_paths
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"] in self.open_paths or self._given(scope) == self.token:
-            return await self.app(scope, receive, send)
-        body = json.dumps({"detail": "missing or wrong token: send 'Authorization: Bearer <token>' "
-                                     "or append '?token=<token>' to the URL"}).encode()
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-        return None
-
-    @staticmethod
-    def _given(scope) -> str | None:
-        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        if header.lower().startswith("bearer "):
-            return header[7:]
-        return parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [None])[0]
-
-
-class BodyLimit:
-    """Answer 413 to a request body over ``limit`` bytes instead of buffering it (pure ASGI).
-
-    The body is read here, up to the limit, and replayed to the app.
-    """
-
-    def __init__(self, app, limit: int):
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.limit:
-            return await self._refuse(send)
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            body += message.get("body", b"")
-            if len(body) > self.limit:
-                return await self._refuse(send)
-            if not message.get("more_body", False):
-                break
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        return await self.app(scope, replay, send)
-
-    async def _refuse(self, send) -> None:
-        body = json.dumps({"detail": f"request body exceeds this server's limit of {self.limit >> 20} MiB"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
 
 
 class WeakIsolation(RuntimeError):
@@ -435,6 +429,9 @@ def serve(settings: ServerSettings) -> int:
     "serving" line followed by a failure.
     """
     try:
+        if settings.token == "":
+            raise ValueError(f"the token (--token or ${SANDBOX_TOKEN_ENV}) is empty: an empty token would be "
+                             "accepted from anyone; set a non-empty one, or unset it to serve without a token")
         check_exposure(settings.host, settings.token, SANDBOX_TOKEN_ENV)
         sock = bind(settings.host, settings.port)
     except (ValueError, OSError) as exc:
@@ -449,7 +446,8 @@ def serve(settings: ServerSettings) -> int:
             return 2
         sandbox = Sandbox(settings, layers, claim.base)
         config = uvicorn.Config(create_app(sandbox), host=settings.host, port=settings.port,
-                                log_level="warning", access_log=False, backlog=4096)
+                                log_level="warning", access_log=False, backlog=4096,
+                                http=bounded_http_protocol(settings.max_head_kb << 10, settings.max_headers))
         print(f"rewardsmith sandbox: http://{settings.host}:{sock.getsockname()[1]} ({settings.workers} workers, "
               f"uids {claim.base}-{claim.base + settings.workers - 1}, "
               f"languages {sorted(sandbox.languages)}, missing layers {sandbox.missing or 'none'})",

@@ -1,6 +1,7 @@
 """A warm sandbox worker: one long-lived process that runs jobs in fresh, isolated children.
 
-Started by the server as ``python -I -S worker.py --uid N [--expose PATH ...]``
+Started by the server as ``python -I -S -c <bootstrap> --uid N [--expose PATH ...]``
+(``pool.worker_argv``; this module and the ones it imports arrive on stdin)
 on the sandbox interpreter, with a minimal environment (``-S``: no ``site``
 start-up, whose ``.pth`` hooks may import megabytes of modules that every
 run would then copy; the worker adds site's paths and builtins itself). It
@@ -48,8 +49,8 @@ import stat
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# Loaded by path on purpose: this interpreter must not import rewardsmith.
+# Loaded from stdin by the bootstrap (pool.worker_argv), not as part of
+# rewardsmith: this interpreter must not import the server's package.
 import cgroups  # noqa: E402
 import jail  # noqa: E402
 import template  # noqa: E402
@@ -199,10 +200,17 @@ class Worker:
     def _run_in_cgroup(self, job: dict, spec: dict, work_fd: int | None,
                        run_cgroup: cgroups.RunCgroup | None) -> dict:
         cpu_seconds = _cpu_seconds(job)
+        if run_cgroup is not None:
+            cgroups.cache_runtime_files(job["runtime_files"])  # charged here, not to the run's limit
         spec_fd = _memfd("spec", pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
         stdin_fd = _memfd("stdin", job["stdin"])
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        if self.is_root:
+            # The program's own: opening /dev/stdout or /dev/stderr (its /proc/self/fd/1 and 2) works, as
+            # anywhere; a pipe made by root is root's, mode 0600.
+            os.fchown(out_w, self.uid, self.uid)
+            os.fchown(err_w, self.uid, self.uid)
         try:
             try:
                 fds = [spec_fd, stdin_fd, out_w, err_w] + ([] if run_cgroup is None else [run_cgroup.join_fd])
@@ -263,14 +271,15 @@ class Worker:
         the kernel's reasons are the CPU limit and the OOM killer (counted by
         the cgroup); the worker's own kills are for the wall-clock timeout and
         for thrashing. An exec'd program (PID 2, under an init) or one without
-        a PID namespace could SIGKILL itself, so the CPU time must show the
-        limit.
+        a PID namespace could send itself SIGXCPU or SIGKILL, so the CPU time
+        must show the limit: a program that signals itself dies by that signal,
+        as it would outside the sandbox, and is not timed out.
         """
         if not os.WIFSIGNALED(status):
             return False
         signum = os.WTERMSIG(status)
         if signum == signal.SIGXCPU:
-            return True
+            return cpu_time >= limit_s
         if signum != signal.SIGKILL or timed_out or memory_killed:
             return False
         return (self.layers["pid_namespace"] and not under_init) or cpu_time >= limit_s
@@ -511,7 +520,3 @@ def main() -> None:
             traceback.print_exc()
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         wire.write_frame(outbox, reply)
-
-
-if __name__ == "__main__":
-    main()

@@ -187,7 +187,8 @@ UNWRITABLE_TREES = {
     "a 300-byte file name": ({"n" * 300: ""}, "longer than the limit of 255 bytes"),
     "a 2,100-deep path": ({"/".join(["d"] * 2100) + "/f": ""}, "is longer than the limit of 1024 bytes"),
     "a 40-deep path": ({"/".join(["d"] * 40) + "/f": ""}, "41 levels deep; the limit is 32"),
-    "17,000 files": ({f"f{i}": "" for i in range(17000)}, "exceed the limit of 4096 files and directories"),
+    # Refused before parsing (issue 28): more JSON values than any valid request holds.
+    "17,000 files": ({f"f{i}": "" for i in range(17000)}, "4096 files"),
     "3,000 files in 3,000 directories": ({f"d{i}/f": "" for i in range(3000)},
                                          "3000 files in 3000 directories exceed the limit of 4096"),
 }
@@ -197,7 +198,7 @@ UNWRITABLE_TREES = {
 def test_finding_14_unwritable_file_trees_are_a_4xx_naming_the_limit(url, name):
     files, limit = UNWRITABLE_TREES[name]
     reply = post(url, code="print(1)", files=files)
-    assert reply.status_code == 422, (name, reply.status_code, reply.text[:300])
+    assert reply.status_code == (413 if name == "17,000 files" else 422), (name, reply.status_code, reply.text[:300])
     assert limit in reply.json()["detail"], (name, reply.json()["detail"][:300])
 
 
