@@ -164,7 +164,8 @@ def _probe_kinds(pool: WorkerPool, ref: FunctionRef, calls: list[tuple[str, Any,
     for kind, probes in PROBE_KINDS.items():
         todo = [i for i, (_k, name) in enumerate(names) if name in probes]
         cases = len({names[i][0] for i in todo})
-        say(f"probing {kind} ({', '.join(probes)}) on {cases} case(s), {timeout:g}s each")
+        listed = f" ({', '.join(probes)})" if probes != (kind,) else ""
+        say(f"probing {kind}{listed} on {cases} case(s), {timeout:g}s each")
         for n, i in enumerate(todo):
             (results[i],) = _run(pool, ref, [calls[i]], kwargs, timeout)
             if results[i].status == "timeout":
@@ -233,10 +234,12 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
         results = _probe_kinds(first, ref, calls, names, kwargs, timeout, say)
         # Probes that hung, crashed or did not run are not asked again.
         again = [i for i, r in enumerate(results) if r is not None and r.status in ("ok", "error")]
-        say(f"calling the {len(again)} probe(s) that returned again, in the same process")
-        repeat = _run(first, ref, [calls[i] for i in again], kwargs, timeout)
-        say("calling them in a second process")
-        other = _run(second, ref, [calls[i] for i in again], kwargs, timeout)
+        repeat, other = [], []
+        if again:
+            say(f"calling the {len(again)} probe(s) that returned again, in the same process")
+            repeat = _run(first, ref, [calls[i] for i in again], kwargs, timeout)
+            say("calling them in a second process")
+            other = _run(second, ref, [calls[i] for i in again], kwargs, timeout)
     verdicts = [_verdict(r) for r in results]
 
     def where(i: int) -> str:
@@ -255,7 +258,7 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
                                                 "so its import there is unconfirmed"))
 
     # Survives: the probes that must score return a score or abstain within the timeout.
-    dead = [f"{where(i)}: {status} {error}".strip() for i, (status, _, error) in enumerate(verdicts)
+    dead = [f"{where(i)}: {error or status}" for i, (status, _, error) in enumerate(verdicts)
             if names[i][1] in MUST_SCORE and status not in ("ok", "abstain", NOT_RUN)]
     not_run = sum(status == NOT_RUN and names[i][1] in MUST_SCORE for i, (status, _, _) in enumerate(verdicts))
     if not_run:
@@ -266,7 +269,7 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
     # None inputs neither hang nor crash the worker. A TypeError or ValueError is a deliberate
     # refusal; anything else on None is a bug waiting for a bad row (a warning: the manager counts it).
     nones = [i for i in range(len(calls)) if names[i][1] not in MUST_SCORE]
-    hung = [f"{where(i)}: {verdicts[i][0]} {verdicts[i][2]}".strip() for i in nones
+    hung = [f"{where(i)}: {verdicts[i][2] or verdicts[i][0]}" for i in nones
             if verdicts[i][0] in ("timeout", "crash", NOT_RUN)]
     refused = [i for i in nones if verdicts[i][0] not in ("ok", "abstain", "timeout", "crash", NOT_RUN)]
     careless = [f"{where(i)}: {verdicts[i][2]}" for i in refused if not verdicts[i][2].startswith(("TypeError", "ValueError"))]
@@ -295,10 +298,10 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
         ok_scores = [v[1] for v in got.values() if v[0] == "ok"]
         gold, empty = got["gold"], got["empty"]
         if gold[0] != "ok":
-            extremes.append(f"case {k}: the gold response did not score ({gold[0]} {gold[2]})".strip())
+            extremes.append(f"case {k}: the gold response did not score ({gold[2] or gold[0]})")
             continue
         if empty[0] != "ok":
-            extremes.append(f"case {k}: the empty response did not score ({empty[0]} {empty[2]})".strip())
+            extremes.append(f"case {k}: the empty response did not score ({empty[2] or empty[0]})")
             continue
         top = score_range[1] if score_range else max(ok_scores)
         bottom = score_range[0] if score_range else min(ok_scores)
