@@ -397,9 +397,13 @@ def validate_manager(manager: Union[str, type], *, cases: Optional[Sequence[Case
         shape.append(f"masked must have shape ({n},)")
     report.checks.append(Check("scores a batch", not shape, "; ".join(shape) or
                                f"{n} samples: scores, token-level scores, extra info and masked all line up"))
+    if shape:
+        for name in ("gold scores above empty and unrelated", "deterministic across calls"):
+            report.checks.append(_skip(name, "the manager's output does not line up with the batch"))
+        return report
     scores = first.scores.tolist()
     # An unscored sample's score is only the fallback placeholder: nothing to compare.
-    masked = first.masked.tolist() if first.masked is not None and tuple(first.masked.shape) == (n,) else [False] * n
+    masked, again_masked = ([False] * n if out.masked is None else out.masked.tolist() for out in (first, second))
     statuses = first.extra_info.get("reward_status") or [None] * n
     low = []
     for k in range(len(cases)):
@@ -410,9 +414,15 @@ def validate_manager(manager: Union[str, type], *, cases: Optional[Sequence[Case
         elif not scores[3 * k] > max(scores[3 * k + 1], scores[3 * k + 2]):
             low.append(f"case {k} ({cases[k].data_source}): gold {scores[3 * k]:g}, empty {scores[3 * k + 1]:g}")
     report.checks.append(Check("gold scores above empty and unrelated", not low, "; ".join(low) or f"on {len(cases)} case(s)"))
-    same = torch.equal(first.scores, second.scores)
-    report.checks.append(Check("deterministic across calls", same, "two calls agree" if same else
-                               f"{first.scores.tolist()} then {second.scores.tolist()}"))
+    scored = [i for i in range(n) if not masked[i]]
+    if not scored:
+        report.checks.append(_skip("deterministic across calls", "no sample was scored, so there was nothing to compare"))
+        return report
+    again = second.scores.tolist()
+    differ = [f"sample {i}: {scores[i]:g} then {'unscored' if again_masked[i] else f'{again[i]:g}'}"
+              for i in scored if again_masked[i] or again[i] != scores[i]]
+    report.checks.append(Check("deterministic across calls", not differ, "; ".join(differ) or
+                               f"two calls agree on {len(scored)} scored sample(s)"))
     return report
 
 

@@ -349,3 +349,17 @@ def test_a_manager_whose_gold_is_unscored_fails_instead_of_comparing_the_placeho
                               overrides=[f"custom_reward_function.path={path}", "reward_model.fallback_score=0"])
     check = next(c for c in report.checks if c.name == "gold scores above empty and unrelated")
     assert not check.ok and "gold unscored (abstain)" in check.detail, report.to_dict()
+
+
+def test_a_manager_that_scores_nothing_is_not_called_deterministic(tmp_path):
+    """Every sample unscored: the two calls' placeholders agree, but nothing was compared."""
+    from rewardsmith.validate import validate_manager
+
+    path = tmp_path / "abstains.py"
+    path.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):\n"
+                    "    return None\n")
+    report = validate_manager("naive", cases=[Case("toy", "42", "so it is 42")],
+                              overrides=[f"custom_reward_function.path={path}"])
+    check = next(c for c in report.checks if c.name == "deterministic across calls")
+    assert check.skipped and not check.ok and "no sample was scored" in check.detail, report.to_dict()
+    assert "SKIP  deterministic across calls" in render([report]) and not report.ok
