@@ -7,7 +7,8 @@ non-ASCII text, the gold after ~100 KB of filler, a ``None`` response and a
 ``None`` ground truth. Every probe runs in a worker process under a hard
 timeout, as the ``parallel`` manager runs it: twice in one process and once
 in another (hash seeds differ), so that the checks below are measured, not
-assumed.
+assumed. The probes run kind by kind (:data:`PROBE_KINDS`), and the first
+timeout of a kind ends that kind.
 
 Checks: the signature takes the managers' call; the scorer can be re-imported
 by worker processes (what the process pool pickles); the gold response
@@ -17,6 +18,8 @@ one is declared; scores are the same across two calls and across processes;
 the empty, unrelated, non-ASCII and very long probes return a score (or
 abstain) within the timeout; ``None`` inputs do not hang or crash the worker
 (raising counts as a warning: the manager would count a failed sample).
+A check that could not run (every probe hung: nothing to compare) is
+skipped, with why; only a check that ran and held passes.
 
 Where cases come from, first found: the ``cases`` argument (``--rows``), the
 scorer's own ``examples`` attribute (a list of dicts with ``data_source``,
