@@ -137,9 +137,9 @@ def stress(rows: list[dict[str, Any]], settings: RewardSettings, reward_fn_key: 
     with build_reward_manager(settings) as manager:
         if getattr(manager, "needs_response_lengths", False):
             if count_tokens is None:
-                raise ValueError(f"stress: reward manager '{manager.name}' reads response lengths in tokens (the dapo "
-                                 "overlong penalty, reward_model.overlong_buffer.enable): name the tokenizer "
-                                 "(data.tokenizer or actor_rollout_ref.model.path), or turn the penalty off")
+                raise ValueError(f"stress: reward manager '{manager.name}' reads response lengths in tokens (dapo: "
+                                 "its overlong penalty, reward_model.overlong_buffer.enable): name the run's tokenizer "
+                                 "with data.tokenizer=DIR (or actor_rollout_ref.model.path=DIR), or turn the penalty off")
             batch.response_lengths = count_tokens(batch.solutions)
         manager.check_rows(batch)
         manager.check_data_sources(batch.data_sources)

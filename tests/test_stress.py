@@ -185,5 +185,5 @@ def test_overlong_penalty_without_a_tokenizer_is_refused_by_name(tmp_path, capsy
     path = tmp_path / "dapo_rows.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["stress", str(path), *OVERLONG]) == 2
-    assert "the dapo overlong penalty (reward_model.overlong_buffer.enable) counts response tokens: name the tokenizer " \
-           "with data.tokenizer=DIR" in capsys.readouterr().err
+    assert "reward manager 'dapo' reads response lengths in tokens (dapo: its overlong penalty, " \
+           "reward_model.overlong_buffer.enable): name the run's tokenizer with data.tokenizer=DIR" in capsys.readouterr().err

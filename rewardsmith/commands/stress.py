@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable
+from typing import Callable, Optional
 
 from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import read_rows
@@ -24,18 +24,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="config overrides, e.g. custom_reward_function.path=my_reward.py")
 
 
-def token_counter(config: Config) -> Callable[[list[str]], list[int]]:
+def token_counter(config: Config) -> Optional[Callable[[list[str]], list[int]]]:
     """Response lengths as training counts them: tokens of the run's tokenizer (``data.tokenizer``,
-    else ``actor_rollout_ref.model.path``), loaded on first use; an error naming both keys when neither is set."""
+    else ``actor_rollout_ref.model.path``), loaded on first use; None when the config names neither."""
+    if not (config.data.tokenizer or config.actor_rollout_ref.model.path):
+        return None
+
     def count(texts: list[str]) -> list[int]:
         from rewardsmith.core.models import run_tokenizer
 
-        if not (config.data.tokenizer or config.actor_rollout_ref.model.path):
-            raise ValueError("stress: the dapo overlong penalty (reward_model.overlong_buffer.enable) counts response "
-                             "tokens: name the tokenizer with data.tokenizer=DIR (or actor_rollout_ref.model.path=DIR), "
-                             "or turn the penalty off with reward_model.overlong_buffer.enable=false")
-        tokenizer = run_tokenizer(config)
-        return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        return [len(ids) for ids in run_tokenizer(config)(texts, add_special_tokens=False)["input_ids"]]
 
     return count
 
