@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: venv demo test test-fast clean vllm-cpu
+.PHONY: venv demo test test-fast clean vllm-cpu docs
 
 venv: $(STAMP)
 
@@ -27,6 +27,11 @@ $(STAMP): pyproject.toml setup.py
 
 demo: $(STAMP)
 	$(BIN)/rewardsmith demo
+
+# The command output pasted into docs/*.md, run again and written back
+# (docs/outputs.py; tests/test_docs_outputs.py fails when a block is stale).
+docs: $(STAMP)
+	$(BIN)/python docs/outputs.py
 
 # verl (its files only, --no-deps) for the compatibility tests: our ports of
 # its scorers and its sandbox client are checked against verl's own code;

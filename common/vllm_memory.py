@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import psutil
-
 
 def kv_cache_bytes(text_config: Any, element_size: int, max_num_seqs: int, max_model_len: int,
                    memory_utilization: float) -> int:
@@ -18,5 +16,7 @@ def kv_cache_bytes(text_config: Any, element_size: int, max_num_seqs: int, max_m
     head = getattr(text_config, "head_dim", None) or text_config.hidden_size // text_config.num_attention_heads
     per_token = 2 * text_config.num_hidden_layers * heads * head * element_size
     wanted = per_token * max_num_seqs * max_model_len
+    import psutil  # a requirement of vLLM, the only caller's engine: not one of rewardsmith's own
+
     cap = int(memory_utilization * psutil.virtual_memory().available)
     return max(per_token * max_model_len, min(wanted, cap))

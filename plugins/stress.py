@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.config import RewardSettings
@@ -118,8 +118,14 @@ def probes_for_rows(rows: list[dict[str, Any]], registry: Any, reward_fn_key: st
 
 
 def stress(rows: list[dict[str, Any]], settings: RewardSettings, reward_fn_key: str = "data_source",
-           prompt_key: str = "prompt", paid_above: float = 0.5, source: str = "rows") -> StressReport:
-    """Derive probes from ``rows``, score them through the configured manager and report."""
+           prompt_key: str = "prompt", paid_above: float = 0.5, source: str = "rows",
+           count_tokens: Optional[Callable[[list[str]], list[int]]] = None) -> StressReport:
+    """Derive probes from ``rows``, score them through the configured manager and report.
+
+    A manager that reads response lengths (the ``dapo`` overlong penalty) gets each probe's
+    length in tokens from ``count_tokens`` (the run's tokenizer); without it, such a manager
+    is refused by name rather than fed a stand-in such as character counts.
+    """
     registry = get_registry(settings.plugins)
     probes = probes_for_rows(rows, registry, reward_fn_key, prompt_key, source)
     if not probes:
@@ -127,9 +133,14 @@ def stress(rows: list[dict[str, Any]], settings: RewardSettings, reward_fn_key: 
     batch = RewardBatch(
         [str(row[reward_fn_key]) for _, row, _ in probes], [p.response for _, _, p in probes],
         [row["reward_model"]["ground_truth"] for _, row, _ in probes], [row.get("extra_info") for _, row, _ in probes],
-        [row["reward_model"].get("style", "rule") for _, row, _ in probes], prompts=[row.get(prompt_key) for _, row, _ in probes],
-        response_lengths=[len(p.response) for _, _, p in probes])
+        [row["reward_model"].get("style", "rule") for _, row, _ in probes], prompts=[row.get(prompt_key) for _, row, _ in probes])
     with build_reward_manager(settings) as manager:
+        if getattr(manager, "needs_response_lengths", False):
+            if count_tokens is None:
+                raise ValueError(f"stress: reward manager '{manager.name}' reads response lengths in tokens (dapo: "
+                                 "its overlong penalty, reward_model.overlong_buffer.enable): name the run's tokenizer "
+                                 "with data.tokenizer=DIR (or actor_rollout_ref.model.path=DIR), or turn the penalty off")
+            batch.response_lengths = count_tokens(batch.solutions)
         manager.check_rows(batch)
         manager.check_data_sources(batch.data_sources)
         out = manager(batch)

@@ -17,6 +17,8 @@ KEY_MAP = {
     "reward.reward_manager.name": "reward_model.reward_manager",
     "reward.reward_model.enable": "reward_model.enable",
     "reward.reward_model.model_path": "reward_model.model.path",
+    # rewardsmith's own per-row routing (verl has no such key): a reward.* config can ask for it too
+    "reward.reward_model.route_by_style": "reward_model.route_by_style",
     "reward.custom_reward_function.path": "custom_reward_function.path",
     "reward.custom_reward_function.name": "custom_reward_function.name",
     "reward.custom_reward_function.reward_kwargs": "custom_reward_function.reward_kwargs",

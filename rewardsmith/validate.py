@@ -7,7 +7,8 @@ non-ASCII text, the gold after ~100 KB of filler, a ``None`` response and a
 ``None`` ground truth. Every probe runs in a worker process under a hard
 timeout, as the ``parallel`` manager runs it: twice in one process and once
 in another (hash seeds differ), so that the checks below are measured, not
-assumed.
+assumed. The probes run kind by kind (:data:`PROBE_KINDS`), and the first
+timeout of a kind ends that kind.
 
 Checks: the signature takes the managers' call; the scorer can be re-imported
 by worker processes (what the process pool pickles); the gold response
@@ -17,6 +18,8 @@ one is declared; scores are the same across two calls and across processes;
 the empty, unrelated, non-ASCII and very long probes return a score (or
 abstain) within the timeout; ``None`` inputs do not hang or crash the worker
 (raising counts as a warning: the manager would count a failed sample).
+A check that could not run (every probe hung: nothing to compare) is
+skipped, with why; only a check that ran and held passes.
 
 Where cases come from, first found: the ``cases`` argument (``--rows``), the
 scorer's own ``examples`` attribute (a list of dicts with ``data_source``,
@@ -33,6 +36,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from rewardsmith.common.function_refs import FunctionRef
 from rewardsmith.common.hard_timeout_pool import Task, TaskResult, WorkerPool
+from rewardsmith.plugins.scoring import INVALID
 
 LONG_FILLER_CHARS = 100_000
 UNRELATED = "The weather was pleasant and nobody mentioned numbers."
@@ -62,12 +66,14 @@ class Case:
 
 @dataclass
 class Check:
-    """One check's verdict; a ``warn`` check never fails the scorer."""
+    """One check's verdict; a ``warn`` check never fails the scorer. A ``skipped`` check could not
+    run (``detail`` says why): it is not ``ok``, and the check that stopped it fails the report."""
 
     name: str
     ok: bool
     detail: str = ""
     level: str = "fail"
+    skipped: bool = False
 
 
 @dataclass
@@ -79,10 +85,10 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return all(c.ok or c.level == "warn" for c in self.checks)
+        return not self.failures()
 
     def failures(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok and c.level != "warn"]
+        return [c for c in self.checks if not c.ok and c.level != "warn" and not c.skipped]
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "ok": self.ok, "checks": [asdict(c) for c in self.checks]}
@@ -115,6 +121,10 @@ def _probes(case: Case) -> list[tuple[str, Any, Any]]:
 
 
 MUST_SCORE = ("gold", "empty", "unrelated", "non-ASCII", "very long")
+# Probes grouped by what they test; a timeout in a group ends that group's probing.
+PROBE_KINDS = {"gold": ("gold",), "odd inputs": ("empty", "unrelated", "non-ASCII", "very long"),
+               "None inputs": ("None response", "None ground truth")}
+NOT_RUN = "not run"
 
 
 def default_cases(fn: Callable[..., Any], data_sources: Sequence[str], builtin_name: Optional[str]) -> list[Case]:
@@ -148,25 +158,58 @@ def _run(pool: WorkerPool, ref: FunctionRef, calls: list[tuple[str, Any, Any, Op
     return pool.map(tasks, timeout=timeout)
 
 
-def _verdict(result: TaskResult) -> tuple[str, Optional[float], str]:
-    """(status, score, error) of one probe: the scorer's outcome, or the worker's timeout/crash."""
+def _probe_kinds(pool: WorkerPool, ref: FunctionRef, calls: list[tuple[str, Any, Any, Optional[dict]]],
+                 names: list[tuple[int, str]], kwargs: dict[str, Any], timeout: float,
+                 say: Callable[[str], None]) -> list[Optional[TaskResult]]:
+    """Every probe once, kind by kind (:data:`PROBE_KINDS`); the first timeout of a kind ends that kind,
+    so a scorer that hangs costs one timeout per kind, not one per probe. Probes not run are None."""
+    results: list[Optional[TaskResult]] = [None] * len(calls)
+    for kind, probes in PROBE_KINDS.items():
+        todo = [i for i, (_k, name) in enumerate(names) if name in probes]
+        cases = len({names[i][0] for i in todo})
+        listed = f" ({', '.join(probes)})" if probes != (kind,) else ""
+        say(f"probing {kind}{listed} on {cases} case(s), {timeout:g}s each")
+        for n, i in enumerate(todo):
+            (results[i],) = _run(pool, ref, [calls[i]], kwargs, timeout)
+            if results[i].status == "timeout":
+                left = len(todo) - n - 1
+                say(f"case {names[i][0]} probe '{names[i][1]}' timed out after {timeout:g}s"
+                    + (f": the other {left} {kind} probe(s) are not run" if left else ""))
+                break
+    return results
+
+
+def _verdict(result: Optional[TaskResult]) -> tuple[str, Optional[float], str]:
+    """(status, score, error) of one probe: the scorer's outcome, the worker's timeout/crash, or not run."""
+    if result is None:
+        return NOT_RUN, None, "not run: an earlier probe of its kind timed out"
     if result.status != "ok":
         return result.status, None, result.error or ""
     outcome = result.value
     return outcome.status, outcome.score, outcome.error or ""
 
 
+def _quiet(_message: str) -> None:
+    """The default progress sink: the Python API prints nothing."""
+
+
 def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Sequence[str] = (),
                     cases: Optional[Sequence[Case]] = None, score_range: Optional[tuple[float, float]] = None,
                     timeout: float = 10.0, builtin_name: Optional[str] = None,
-                    kwargs: Optional[dict[str, Any]] = None) -> Report:
+                    kwargs: Optional[dict[str, Any]] = None,
+                    progress: Callable[[str], None] = _quiet) -> Report:
     """Run every check on ``fn`` (see the module docstring) and return the report; ``kwargs``
-    are the keyword arguments the managers pass it (:func:`scorer_kwargs`)."""
+    are the keyword arguments the managers pass it (:func:`scorer_kwargs`); ``progress`` gets a
+    line as each stage of probing starts and for each timeout."""
     from rewardsmith.plugins.custom import PER_SAMPLE, CustomFunctionError, check_signature
 
     label = label or getattr(fn, "__name__", repr(fn))
     kwargs = dict(kwargs or {})
     report = Report(label)
+
+    def say(message: str) -> None:
+        progress(f"validate {label}: {message}")
+
     try:
         check_signature(fn, PER_SAMPLE, kwargs, f"scorer '{label}'")
         report.checks.append(Check("signature", True, "takes (data_source, solution_str, ground_truth, extra_info=None, **kwargs)"))
@@ -191,40 +234,66 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
             calls.append((case.data_source, solution, truth, case.extra_info))
             names.append((k, name))
     with WorkerPool(1, preload=[ref.module]) as first, WorkerPool(1, preload=[ref.module]) as second:
-        runs = [_run(first, ref, calls, kwargs, timeout)]
-        # Probes that hung or crashed are not asked again.
-        again = [i for i, r in enumerate(runs[0]) if r.status in ("ok", "error")]
-        repeat = _run(first, ref, [calls[i] for i in again], kwargs, timeout)
-        other = _run(second, ref, [calls[i] for i in again], kwargs, timeout)
-    verdicts = [_verdict(r) for r in runs[0]]
-    loaded = not any(r.status == "error" and r.exception is not None and isinstance(r.exception, (ImportError, AttributeError))
-                     for r in runs[0])
-    report.checks.append(Check("picklable", loaded, f"re-imported by worker processes as {ref.module}:{ref.name}"
-                               if loaded else "a worker process could not import it"))
+        results = _probe_kinds(first, ref, calls, names, kwargs, timeout, say)
+        # Probes that hung, crashed or did not run are not asked again.
+        again = [i for i, r in enumerate(results) if r is not None and r.status in ("ok", "error")]
+        repeat, other = [], []
+        if again:
+            say(f"calling the {len(again)} probe(s) that returned again, in the same process")
+            repeat = _run(first, ref, [calls[i] for i in again], kwargs, timeout)
+            say("calling them in a second process")
+            other = _run(second, ref, [calls[i] for i in again], kwargs, timeout)
+    verdicts = [_verdict(r) for r in results]
 
     def where(i: int) -> str:
         k, name = names[i]
         return f"case {k} ({cases[k].data_source}) probe '{name}'"
 
-    # Survives: the probes that must score return a score or abstain; None inputs neither hang nor crash.
-    dead = [f"{where(i)}: {status} {error}".strip() for i, (status, _, error) in enumerate(verdicts)
-            if (names[i][1] in MUST_SCORE and status not in ("ok", "abstain")) or status in ("timeout", "crash")]
+    # Picklable: confirmed only by a probe that came back from a worker without an import failure.
+    returned = [r for r in results if r is not None and r.status in ("ok", "error")]
+    unloaded = [r for r in returned if r.status == "error" and isinstance(r.exception, (ImportError, AttributeError))]
+    if unloaded:
+        report.checks.append(Check("picklable", False, f"a worker process could not import it: {unloaded[0].error}"))
+    elif returned:
+        report.checks.append(Check("picklable", True, f"re-imported by worker processes as {ref.module}:{ref.name}"))
+    else:
+        report.checks.append(_skip("picklable", "no probe came back from a worker process (each hung or crashed), "
+                                                "so its import there is unconfirmed"))
+
+    # Survives: the probes that must score return a score or abstain within the timeout.
+    dead = [f"{where(i)}: {error or status}" for i, (status, _, error) in enumerate(verdicts)
+            if names[i][1] in MUST_SCORE and status not in ("ok", "abstain", NOT_RUN)]
+    not_run = sum(status == NOT_RUN and names[i][1] in MUST_SCORE for i, (status, _, _) in enumerate(verdicts))
+    if not_run:
+        dead.append(f"{not_run} probe(s) not run after a timeout of their kind")
     report.checks.append(Check("survives odd inputs", not dead, "; ".join(dead) or
                                f"empty, unrelated, non-ASCII and {LONG_FILLER_CHARS // 1000} KB inputs scored within {timeout:g}s"))
-    # A TypeError or ValueError is a deliberate refusal; anything else on None is a bug waiting for a bad row.
-    refused = [i for i, (status, _, error) in enumerate(verdicts) if names[i][1] not in MUST_SCORE
-               and status not in ("ok", "abstain", "timeout", "crash")]
-    careless = [f"{where(i)}: {verdicts[i][2]}" for i in refused if not verdicts[i][2].startswith(("TypeError", "ValueError"))]
-    report.checks.append(Check("None inputs", not careless, "; ".join(careless) or
-                               (f"{len(refused)} None probe(s) refused with a TypeError/ValueError (the manager counts a failed sample)"
-                                if refused else "None response and ground truth scored"), level="warn"))
 
+    # None inputs neither hang nor crash the worker. A TypeError or ValueError is a deliberate
+    # refusal; anything else on None is a bug waiting for a bad row (a warning: the manager counts it).
+    nones = [i for i in range(len(calls)) if names[i][1] not in MUST_SCORE]
+    hung = [f"{where(i)}: {verdicts[i][2] or verdicts[i][0]}" for i in nones
+            if verdicts[i][0] in ("timeout", "crash", NOT_RUN)]
+    refused = [i for i in nones if verdicts[i][0] not in ("ok", "abstain", "timeout", "crash", NOT_RUN)]
+    careless = [f"{where(i)}: {verdicts[i][2]}" for i in refused if not verdicts[i][2].startswith(("TypeError", "ValueError"))]
+    if hung:
+        report.checks.append(Check("None inputs", False, "; ".join(hung)))
+    else:
+        report.checks.append(Check("None inputs", not careless, "; ".join(careless) or
+                                   (f"{len(refused)} None probe(s) refused with a TypeError/ValueError (the manager counts a failed sample)"
+                                    if refused else "None response and ground truth scored"), level="warn"))
+
+    # Finite and in range: every score, and every return value that was no score at all (NaN, a string).
     scores = [(i, s) for i, (status, s, _) in enumerate(verdicts) if status == "ok"]
     bad = [f"{where(i)}: {s}" for i, s in scores if not math.isfinite(s)
            or (score_range is not None and not score_range[0] <= s <= score_range[1])]
-    report.checks.append(Check("finite and in range", not bad, "; ".join(bad) or
-                               (f"every score in [{score_range[0]:g}, {score_range[1]:g}]" if score_range else
-                                "every score finite (no score_range declared)")))
+    bad += [f"{where(i)}: {error}" for i, (status, _, error) in enumerate(verdicts) if status == INVALID]
+    if bad or scores:
+        report.checks.append(Check("finite and in range", not bad, "; ".join(bad) or
+                                   (f"{len(scores)} score(s), every one in [{score_range[0]:g}, {score_range[1]:g}]"
+                                    if score_range else f"{len(scores)} score(s), every one finite (no score_range declared)")))
+    else:
+        report.checks.append(_skip("finite and in range", "no probe returned a score"))
 
     extremes = []
     for k in range(min(len(cases), MAX_CASES)):
@@ -232,10 +301,10 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
         ok_scores = [v[1] for v in got.values() if v[0] == "ok"]
         gold, empty = got["gold"], got["empty"]
         if gold[0] != "ok":
-            extremes.append(f"case {k}: the gold response did not score ({gold[0]} {gold[2]})".strip())
+            extremes.append(f"case {k}: the gold response did not score ({gold[2] or gold[0]})")
             continue
         if empty[0] != "ok":
-            extremes.append(f"case {k}: the empty response did not score ({empty[0]})")
+            extremes.append(f"case {k}: the empty response did not score ({empty[2] or empty[0]})")
             continue
         top = score_range[1] if score_range else max(ok_scores)
         bottom = score_range[0] if score_range else min(ok_scores)
@@ -249,15 +318,22 @@ def validate_scorer(fn: Callable[..., Any], *, label: str = "", data_sources: Se
     report.checks.append(Check("gold scores max, empty scores min", not extremes, "; ".join(extremes) or
                                f"on {min(len(cases), MAX_CASES)} case(s)"))
 
-    def differs(run: list[TaskResult]) -> list[str]:
-        return [f"{where(i)}: {verdicts[i][:2]} then {_verdict(r)[:2]}" for i, r in zip(again, run)
-                if verdicts[i][0] in ("ok", "abstain") and _verdict(r)[:2] != verdicts[i][:2]]
-
-    same_process, other_process = differs(repeat), differs(other)
-    report.checks.append(Check("deterministic across calls", not same_process, "; ".join(same_process) or "two calls agree"))
-    report.checks.append(Check("deterministic across processes", not other_process,
-                               "; ".join(other_process) or "a second process agrees"))
+    # Determinism: only probes that scored or abstained the first time can be compared.
+    compared = [(i, r) for i, r in zip(again, repeat) if verdicts[i][0] in ("ok", "abstain")]
+    for check, run, agree in (("deterministic across calls", repeat, "two calls agree"),
+                              ("deterministic across processes", other, "a second process agrees")):
+        if not compared:
+            report.checks.append(_skip(check, "no probe scored or abstained, so there was nothing to compare"))
+            continue
+        differ = [f"{where(i)}: {verdicts[i][:2]} then {_verdict(r)[:2]}" for i, r in zip(again, run)
+                  if verdicts[i][0] in ("ok", "abstain") and _verdict(r)[:2] != verdicts[i][:2]]
+        report.checks.append(Check(check, not differ, "; ".join(differ) or f"{agree} on {len(compared)} probe(s)"))
     return report
+
+
+def _skip(name: str, why: str) -> Check:
+    """A check that could not run: never a pass."""
+    return Check(name, False, why, skipped=True)
 
 
 # Data sources the built-in scorers answer for: the rows a reward manager is checked on by default.
@@ -324,13 +400,32 @@ def validate_manager(manager: Union[str, type], *, cases: Optional[Sequence[Case
         shape.append(f"masked must have shape ({n},)")
     report.checks.append(Check("scores a batch", not shape, "; ".join(shape) or
                                f"{n} samples: scores, token-level scores, extra info and masked all line up"))
+    if shape:
+        for name in ("gold scores above empty and unrelated", "deterministic across calls"):
+            report.checks.append(_skip(name, "the manager's output does not line up with the batch"))
+        return report
     scores = first.scores.tolist()
-    low = [f"case {k} ({cases[k].data_source}): gold {scores[3 * k]:g}, empty {scores[3 * k + 1]:g}"
-           for k in range(len(cases)) if not scores[3 * k] > max(scores[3 * k + 1], scores[3 * k + 2])]
+    # An unscored sample's score is only the fallback placeholder: nothing to compare.
+    masked, again_masked = ([False] * n if out.masked is None else out.masked.tolist() for out in (first, second))
+    statuses = first.extra_info.get("reward_status") or [None] * n
+    low = []
+    for k in range(len(cases)):
+        unscored = [f"{what} unscored ({statuses[3 * k + j]})" for j, what in enumerate(("gold", "empty", "unrelated"))
+                    if masked[3 * k + j]]
+        if unscored:
+            low.append(f"case {k} ({cases[k].data_source}): {', '.join(unscored)}")
+        elif not scores[3 * k] > max(scores[3 * k + 1], scores[3 * k + 2]):
+            low.append(f"case {k} ({cases[k].data_source}): gold {scores[3 * k]:g}, empty {scores[3 * k + 1]:g}")
     report.checks.append(Check("gold scores above empty and unrelated", not low, "; ".join(low) or f"on {len(cases)} case(s)"))
-    same = torch.equal(first.scores, second.scores)
-    report.checks.append(Check("deterministic across calls", same, "two calls agree" if same else
-                               f"{first.scores.tolist()} then {second.scores.tolist()}"))
+    scored = [i for i in range(n) if not masked[i]]
+    if not scored:
+        report.checks.append(_skip("deterministic across calls", "no sample was scored, so there was nothing to compare"))
+        return report
+    again = second.scores.tolist()
+    differ = [f"sample {i}: {scores[i]:g} then {'unscored' if again_masked[i] else f'{again[i]:g}'}"
+              for i in scored if again_masked[i] or again[i] != scores[i]]
+    report.checks.append(Check("deterministic across calls", not differ, "; ".join(differ) or
+                               f"two calls agree on {len(scored)} scored sample(s)"))
     return report
 
 
@@ -411,11 +506,12 @@ def cases_from_rows(rows: Sequence[dict[str, Any]], reward_fn_key: str = "data_s
 
 
 def validate(target: Optional[str] = None, *, rows: Optional[Sequence[dict[str, Any]]] = None,
-             timeout: float = 10.0, plugins_config: Any = None, overrides: Sequence[str] = ()) -> list[Report]:
+             timeout: float = 10.0, plugins_config: Any = None, overrides: Sequence[str] = (),
+             progress: Callable[[str], None] = _quiet) -> list[Report]:
     """Validate ``target`` (see :func:`resolve_targets`); ``rows`` with correct responses give the cases
     (those of each scorer's data sources, or all rows when it names none); ``overrides`` are the
     config a reward manager is built with and a scorer called under (its service settings,
-    a custom file's ``reward_kwargs``)."""
+    a custom file's ``reward_kwargs``); ``progress`` gets a line per stage of a scorer's probing."""
     reports = []
     all_cases = cases_from_rows(rows) if rows else None
     for t in resolve_targets(target, plugins_config):
@@ -427,16 +523,17 @@ def validate(target: Optional[str] = None, *, rows: Optional[Sequence[dict[str, 
             cases = [c for c in all_cases if not t.data_sources or any(fnmatch.fnmatchcase(c.data_source, p) for p in t.data_sources)] \
                 or all_cases
         reports.append(validate_scorer(t.fn, label=t.label, data_sources=t.data_sources, cases=cases, timeout=timeout,
-                                       builtin_name=t.builtin_name, kwargs=scorer_kwargs(t, overrides)))
+                                       builtin_name=t.builtin_name, kwargs=scorer_kwargs(t, overrides),
+                                       progress=progress))
     return reports
 
 
 def render(reports: Sequence[Report]) -> str:
-    """The console form: one line per check, PASS / FAIL / WARN."""
+    """The console form: one line per check, PASS / FAIL / WARN / SKIP."""
     lines = []
     for report in reports:
         lines.append(f"{report.target}: {'ok' if report.ok else 'FAILED'}")
         for c in report.checks:
-            mark = "PASS" if c.ok else ("WARN" if c.level == "warn" else "FAIL")
+            mark = "PASS" if c.ok else "SKIP" if c.skipped else ("WARN" if c.level == "warn" else "FAIL")
             lines.append(f"  {mark}  {c.name}: {c.detail}")
     return "\n".join(lines)

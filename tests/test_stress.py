@@ -134,3 +134,56 @@ def test_target_reads_every_ground_truth_shape():
     assert target_of({"data_source": "x", "reward_model": {"ground_truth": {"target": ["Paris", "paris"]}}}).gold == "Paris"
     code = target_of({"data_source": "apps", "reward_model": {"ground_truth": '{"inputs": ["1"], "outputs": ["1"]}'}})
     assert code.gold is None
+
+
+# -- response lengths under the DAPO overlong penalty --------------------------------------
+OVERLONG = ("reward_model.reward_manager=dapo", "reward_model.overlong_buffer.enable=true",
+            "reward_model.overlong_buffer.len=16", "reward_model.max_resp_len=48")
+
+
+def word_tokenizer(directory: Path) -> Path:
+    """A tokenizer with one token per whitespace-separated word: far fewer tokens than characters."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.WordLevel(vocab={"<unk>": 0, "<eos>": 1}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>", eos_token="<eos>").save_pretrained(directory)
+    return directory
+
+
+def test_overlong_penalty_counts_the_tokens_of_the_runs_tokenizer(tmp_path, capsys):
+    """Controls of a few words but more than 32 characters: the penalty (from token 32 of 48) must
+    not touch them, as it would not in training; counted as characters, they were refused."""
+    rows = [row for row in math_rows() if row["data_source"] == "math_dapo"]
+    plain = stress(rows, settings("reward_model.reward_manager=dapo"))
+    counted = []
+
+    def words(texts):
+        counted.extend(texts)
+        return [len(t.split()) for t in texts]
+
+    report = stress(rows, settings(*OVERLONG), count_tokens=words)
+    assert len(counted) == sum(g.hacks + g.controls for g in report.groups)
+    assert report.correct_refused_rate == plain.correct_refused_rate, format_report(report)
+    # What character counts (the lengths stress used to pass) did to the same controls.
+    chars = stress(rows, settings(*OVERLONG), count_tokens=lambda texts: [len(t) for t in texts])
+    assert chars.correct_refused_rate > plain.correct_refused_rate
+    # The same through the CLI, with the tokenizer the config names.
+    path = tmp_path / "dapo_rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tokenizer = word_tokenizer(tmp_path / "tok")
+    capsys.readouterr()
+    assert main(["stress", str(path), "--json", *OVERLONG, f"data.tokenizer={tokenizer}"]) == 0
+    assert json.loads(capsys.readouterr().out)["correct_refused_rate"] == plain.correct_refused_rate
+
+
+def test_overlong_penalty_without_a_tokenizer_is_refused_by_name(tmp_path, capsys):
+    rows = [row for row in math_rows() if row["data_source"] == "math_dapo"]
+    with pytest.raises(ValueError, match="reward manager 'dapo' reads response lengths in tokens"):
+        stress(rows, settings(*OVERLONG))
+    path = tmp_path / "dapo_rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["stress", str(path), *OVERLONG]) == 2
+    assert "reward manager 'dapo' reads response lengths in tokens (dapo: its overlong penalty, " \
+           "reward_model.overlong_buffer.enable): name the run's tokenizer with data.tokenizer=DIR" in capsys.readouterr().err

@@ -11,7 +11,7 @@ from rewardsmith.cli import main
 from rewardsmith.commands.new_plugin import write_plugin
 from rewardsmith.common.rows import write_rows
 from rewardsmith.testing import assert_valid_scorer
-from rewardsmith.validate import Case, validate, validate_scorer
+from rewardsmith.validate import Case, render, validate, validate_scorer
 
 # One scorer per way of breaking the contract; `good` keeps it.
 SCORERS = '''
@@ -63,6 +63,18 @@ def two_args(solution, truth):
 
 def scaled(data_source, solution_str, ground_truth, extra_info=None, scale=None, **kwargs):
     return scale * _exact(solution_str, ground_truth)
+
+
+def nan_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    return float("nan")
+
+
+def stringy(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    return "1.0"
+
+
+def hangs(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    time.sleep(60)
 '''
 
 CASES = [Case("toy", "42", "so the answer is 42"), Case("toy", "Paris", "It is Paris")]
@@ -118,6 +130,30 @@ def test_a_hang_is_cut_at_the_timeout(scorers):
     assert "very long" in next(c.detail for c in report.checks if c.name == "survives odd inputs")
 
 
+@pytest.mark.parametrize("name, says", [("nan_score", "non-finite score (nan)"), ("stringy", "returned str '1.0'")])
+def test_a_score_that_is_no_finite_number_fails_finite_and_in_range(scorers, name, says):
+    report = validate_scorer(scorers(name), cases=CASES[:1], timeout=5)
+    check = next(c for c in report.checks if c.name == "finite and in range")
+    assert not check.ok and not check.skipped and says in check.detail, report.to_dict()
+
+
+def test_a_scorer_that_always_hangs_passes_nothing_but_its_signature(scorers):
+    """Every probe hangs: no check that needs a probe's answer passes, and each kind of probe
+    costs one timeout, not one per probe (two cases: 14 probes, 3 timeouts)."""
+    lines = []
+    report = validate_scorer(scorers("hangs"), cases=CASES, timeout=1, progress=lines.append)
+    marks = {c.name: ("PASS" if c.ok else "SKIP" if c.skipped else "FAIL") for c in report.checks}
+    assert marks == {"signature": "PASS", "picklable": "SKIP", "survives odd inputs": "FAIL", "None inputs": "FAIL",
+                     "finite and in range": "SKIP", "gold scores max, empty scores min": "FAIL",
+                     "deterministic across calls": "SKIP", "deterministic across processes": "SKIP"}, report.to_dict()
+    assert not report.ok
+    assert [line for line in lines if "timed out" in line] == [
+        "validate hangs: case 0 probe 'gold' timed out after 1s: the other 1 gold probe(s) are not run",
+        "validate hangs: case 0 probe 'empty' timed out after 1s: the other 7 odd inputs probe(s) are not run",
+        "validate hangs: case 0 probe 'None response' timed out after 1s: the other 3 None inputs probe(s) are not run"]
+    assert "SKIP  deterministic across calls: no probe scored or abstained" in render([report])
+
+
 def test_careless_none_handling_is_a_warning(scorers):
     report = validate_scorer(scorers("careless"), cases=CASES[:1])
     assert report.ok  # the manager would count failed samples, not crash
@@ -155,6 +191,24 @@ def test_cli_rows_json_and_exit_status(scorers, tmp_path, capsys):
     assert "FAIL  gold scores max, empty scores min" in capsys.readouterr().out
     assert main(["validate", "no_such_scorer"]) == 2
     assert "no_such_scorer" in capsys.readouterr().err
+
+
+def test_cli_prints_a_progress_line_per_stage_on_stderr(tmp_path, capsys):
+    path = tmp_path / "scorers.py"
+    path.write_text(SCORERS)
+    rows = tmp_path / "gold.jsonl"
+    write_rows(rows, [{"data_source": "toy", "prompt": "q", "reward_model": {"ground_truth": "7"}, "response": "it is 7"}])
+    assert main(["validate", f"{path}:hangs", "--rows", str(rows), "--timeout", "1", "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)[0]["ok"] is False  # stdout stays the report alone
+    label = f"validate {path}:hangs"
+    assert err.splitlines() == [
+        f"{label}: probing gold on 1 case(s), 1s each",
+        f"{label}: case 0 probe 'gold' timed out after 1s",
+        f"{label}: probing odd inputs (empty, unrelated, non-ASCII, very long) on 1 case(s), 1s each",
+        f"{label}: case 0 probe 'empty' timed out after 1s: the other 3 odd inputs probe(s) are not run",
+        f"{label}: probing None inputs (None response, None ground truth) on 1 case(s), 1s each",
+        f"{label}: case 0 probe 'None response' timed out after 1s: the other 1 None inputs probe(s) are not run"]
 
 
 def test_assert_valid_scorer_raises_with_the_report(scorers):
@@ -282,3 +336,30 @@ def test_sandbox_code_validates_against_a_real_sandbox(tmp_path, capsys):
     with running_server("--workers", "1", *weak) as url:
         assert main(["validate", "sandbox_code", "--rows", str(rows), f"reward_model.sandbox_fusion.url={url}"]) == 0
     assert "gold scores max, empty scores min: on 1 case(s)" in capsys.readouterr().out
+
+
+def test_a_manager_whose_gold_is_unscored_fails_instead_of_comparing_the_placeholder(tmp_path):
+    """Gold abstains, the rest score -1: the fallback placeholder (0) must not count as gold paying more."""
+    from rewardsmith.validate import validate_manager
+
+    path = tmp_path / "abstains_on_gold.py"
+    path.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):\n"
+                    "    return None if solution_str.strip().endswith(str(ground_truth)) else -1.0\n")
+    report = validate_manager("naive", cases=[Case("toy", "42", "so it is 42")],
+                              overrides=[f"custom_reward_function.path={path}", "reward_model.fallback_score=0"])
+    check = next(c for c in report.checks if c.name == "gold scores above empty and unrelated")
+    assert not check.ok and "gold unscored (abstain)" in check.detail, report.to_dict()
+
+
+def test_a_manager_that_scores_nothing_is_not_called_deterministic(tmp_path):
+    """Every sample unscored: the two calls' placeholders agree, but nothing was compared."""
+    from rewardsmith.validate import validate_manager
+
+    path = tmp_path / "abstains.py"
+    path.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):\n"
+                    "    return None\n")
+    report = validate_manager("naive", cases=[Case("toy", "42", "so it is 42")],
+                              overrides=[f"custom_reward_function.path={path}"])
+    check = next(c for c in report.checks if c.name == "deterministic across calls")
+    assert check.skipped and not check.ok and "no sample was scored" in check.detail, report.to_dict()
+    assert "SKIP  deterministic across calls" in render([report]) and not report.ok

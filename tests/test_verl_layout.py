@@ -36,3 +36,14 @@ def test_unknown_and_conflicting_keys_are_named():
     with pytest.raises(ConfigError, match=r"'reward.num_workers' \(4\) and 'reward_model.num_workers' \(2\) are both set and disagree"):
         load_config(Config, None, ["reward_model.num_workers=2", "reward.num_workers=4"])
     assert map_reward_layout({"data": {}}) == {"data": {}}
+
+
+def test_route_by_style_is_accepted_in_both_layouts(tmp_path):
+    """rewardsmith's per-row routing (`reward_model.route_by_style`) has a home in the reward.* layout too."""
+    (tmp_path / "c.yaml").write_text("reward:\n  reward_model: {enable: true, model_path: /m, route_by_style: true}\n")
+    new = load_config(Config, tmp_path / "c.yaml", [])
+    old = load_config(Config, None, ["reward_model.enable=true", "reward_model.model.path=/m", "reward_model.route_by_style=true"])
+    assert new.reward_model.route_by_style is True and new.reward_model == old.reward_model
+    assert load_config(Config, None, ["reward.reward_model.route_by_style=false"]).reward_model.route_by_style is False
+    with pytest.raises(ConfigError, match=r"'reward.reward_model.route_by_style' \(True\) and 'reward_model.route_by_style' \(False\)"):
+        load_config(Config, None, ["reward_model.route_by_style=false", "reward.reward_model.route_by_style=true"])

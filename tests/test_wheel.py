@@ -14,9 +14,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"rewardsmith": "rewardsmith", "rewardsmith.common": "common", "rewardsmith.core": "core",
            "rewardsmith.plugins": "plugins", "rewardsmith.reward_fns": "reward_fns", "rewardsmith.sandbox": "sandbox"}
-# Extras the wheel declares but a plain `pip install rewardsmith` leaves out (psutil comes
-# with vllm); a module may need one of these and nothing else to import.
-OPTIONAL = {"ray", "vllm", "psutil", "tensorboard", "trl"}
+# What the wheel's extras other than `test` install (and a plain `pip install rewardsmith`
+# leaves out): a module may need one of these and nothing else to import.
+OPTIONAL = {"ray", "vllm", "tensorboard", "wandb", "mlflow", "swanlab"}
+# The `test` extra: no module of the wheel may need it, so the venv must not have it.
+TEST_ONLY = ["pytest", "trl"]
 # Run by path, not imported as a package module: the sandbox worker puts its own folder
 # first on sys.path and imports the template from there (importing the worker covers it).
 BY_PATH = {"rewardsmith.sandbox.template"}
@@ -77,6 +79,8 @@ def test_the_wheel_installs_and_every_module_and_command_works(tmp_path):
         assert proc.returncode == 0, f"{args}\n{proc.stdout}\n{proc.stderr}"
         return proc.stdout
 
+    absent = run(py, "-c", f"import importlib.util; print([m for m in {TEST_ONLY!r} if importlib.util.find_spec(m)])")
+    assert absent.strip() == "[]", f"the venv must lack the test extras: {absent}"
     failed = json.loads(run(py, "-c", IMPORT_ALL, json.dumps(source_modules())))
     assert {name: missing for name, missing in failed.items() if missing.split(".")[0] not in OPTIONAL} == {}
 

@@ -51,6 +51,11 @@ class DapoRewardManager(RewardManager):
                 f"reward_model.overlong_buffer.len ({self.buffer.len}) must not exceed max_resp_len ({self.max_resp_len})"
             )
 
+    @property
+    def needs_response_lengths(self) -> bool:
+        """Whether scoring reads ``batch.response_lengths``: the overlong penalty counts tokens."""
+        return self.buffer.enable
+
     def make_executor(self) -> Executor:
         workers = self.settings.reward_model.num_workers
         if workers is not None and workers > 1:

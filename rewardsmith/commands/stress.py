@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Callable, Optional
 
 from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import read_rows
@@ -23,6 +24,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="config overrides, e.g. custom_reward_function.path=my_reward.py")
 
 
+def token_counter(config: Config) -> Optional[Callable[[list[str]], list[int]]]:
+    """Response lengths as training counts them: tokens of the run's tokenizer (``data.tokenizer``,
+    else ``actor_rollout_ref.model.path``), loaded on first use; None when the config names neither."""
+    if not (config.data.tokenizer or config.actor_rollout_ref.model.path):
+        return None
+
+    def count(texts: list[str]) -> list[int]:
+        from rewardsmith.core.models import run_tokenizer
+
+        return [len(ids) for ids in run_tokenizer(config)(texts, add_special_tokens=False)["input_ids"]]
+
+    return count
+
+
 def run(args: argparse.Namespace) -> int:
     from rewardsmith.plugins.stress import format_report, stress
 
@@ -34,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         raise ValueError(f"{args.input} has no rows to derive probes from")
     report = stress(rows, config.reward_settings(), config.data.reward_fn_key, config.data.prompt_key,
-                    args.paid_above, source=args.input)
+                    args.paid_above, source=args.input, count_tokens=token_counter(config))
     print(json.dumps(report.as_dict(), indent=2) if args.json else format_report(report))
     if args.max_hack_rate is not None and report.hack_paid_rate > args.max_hack_rate:
         print(f"rewardsmith stress: {100 * report.hack_paid_rate:.1f}% of hacks paid, above --max-hack-rate "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
     if target and "=" in target:  # no target, only overrides
         target, overrides = None, [target, *overrides]
     rows = read_rows(args.rows) if args.rows else None
-    reports = validate(target, rows=rows, timeout=args.timeout, overrides=overrides)
+    # Progress goes to stderr, so that stdout is the report alone (--json stays parseable).
+    reports = validate(target, rows=rows, timeout=args.timeout, overrides=overrides,
+                       progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(json.dumps([r.to_dict() for r in reports], indent=2, default=str) if args.json else render(reports))
     return 0 if all(r.ok for r in reports) else 1
