@@ -1,7 +1,8 @@
 """The hooks a rewardsmith plugin can implement.
 
 Each hook receives a ``register`` callback, in the style of datasette and llm.
-Built-in scorers, reward managers, advantage estimators and policy losses are registered
+Built-in scorers, reward managers, advantage estimators, policy losses, tools and
+interactions are registered
 through these very hooks, so third-party plugins and built-ins share one path.
 """
 from __future__ import annotations
@@ -48,4 +49,22 @@ def register_attacks(register):
     """Register attack families for ``rewardsmith stress``: ``register(name, fn, data_sources=("*",))``.
 
     ``fn(target)`` returns :class:`rewardsmith.reward_fns.attacks.Probe` s for one row (docs/scorers.md).
+    """
+
+
+@hookspec
+def register_tools(register):
+    """Register tools for multi-turn episodes: ``register(name, cls)``.
+
+    ``cls`` subclasses :class:`rewardsmith.reward_fns.tools.BaseTool` (or verl's
+    ``BaseTool``); a tool config's ``class_name`` may name it (docs/environments.md).
+    """
+
+
+@hookspec
+def register_interactions(register):
+    """Register interactions (simulated users, graders): ``register(name, cls)``.
+
+    ``cls`` subclasses :class:`rewardsmith.reward_fns.interactions.BaseInteraction`
+    (or verl's ``BaseInteraction``); see docs/environments.md.
     """
