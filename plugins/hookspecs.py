@@ -52,19 +52,12 @@ def register_attacks(register):
     """
 
 
+
 @hookspec
 def register_tools(register):
-    """Register tools for multi-turn episodes: ``register(name, cls)``.
-
-    ``cls`` subclasses :class:`rewardsmith.reward_fns.tools.BaseTool` (or verl's
-    ``BaseTool``); a tool config's ``class_name`` may name it (docs/environments.md).
-    """
+    """Register tool classes (on ``rewardsmith.reward_fns.tools.BaseTool`` or verl's): ``register(name, cls)``."""
 
 
 @hookspec
 def register_interactions(register):
-    """Register interactions (simulated users, graders): ``register(name, cls)``.
-
-    ``cls`` subclasses :class:`rewardsmith.reward_fns.interactions.BaseInteraction`
-    (or verl's ``BaseInteraction``); see docs/environments.md.
-    """
+    """Register interaction classes (on our or verl's ``BaseInteraction``): ``register(name, cls)``."""

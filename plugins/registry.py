@@ -97,14 +97,10 @@ class Registry:
         plugin.attacks.append(name)
 
     def add_tool(self, plugin: PluginInfo, name: str, cls: type) -> None:
-        if not isinstance(cls, type):
-            raise TypeError(f"tool '{name}' must be a class, got {cls!r}")
         self._claim(self._tools, "tool", name, Claim(name, cls, plugin))
         plugin.tools.append(name)
 
     def add_interaction(self, plugin: PluginInfo, name: str, cls: type) -> None:
-        if not isinstance(cls, type):
-            raise TypeError(f"interaction '{name}' must be a class, got {cls!r}")
         self._claim(self._interactions, "interaction", name, Claim(name, cls, plugin))
         plugin.interactions.append(name)
 
@@ -186,14 +182,6 @@ class Registry:
     def interaction(self, name: str) -> type:
         """The interaction class registered as ``name``."""
         return self._lookup(self._interactions, "interaction", name, "")
-
-    def known_tools(self) -> list[str]:
-        """Every registered tool name."""
-        return sorted(self._tools)
-
-    def known_interactions(self) -> list[str]:
-        """Every registered interaction name."""
-        return sorted(self._interactions)
 
     def _lookup(self, table: dict[str, list[Claim]], kind: str, name: str, where: str) -> Any:
         if name not in table:

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any, Callable, Optional
 
 from rewardsmith.reward_fns.tools.base import BaseTool
+from rewardsmith.reward_fns.tools.config_keys import check_keys
 from rewardsmith.reward_fns.tools.errors import ToolInputError
 from rewardsmith.reward_fns.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
@@ -99,6 +100,7 @@ class CalculatorTool(BaseTool):
     """The ``calculator`` tool: ``{"expression": "..."}`` -> the exact result as text."""
 
     def __init__(self, config: Optional[dict] = None, tool_schema: Optional[OpenAIFunctionToolSchema] = None):
+        check_keys("calculator", config or {}, ("type",))
         super().__init__(config or {}, tool_schema or SCHEMA)
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, float, dict]:

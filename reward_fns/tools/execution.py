@@ -21,7 +21,7 @@ from typing import Any, Mapping, Optional, Sequence
 from rewardsmith.reward_fns.tools.errors import ToolInputError, ToolUnavailable
 from rewardsmith.reward_fns.tools.schemas import ToolResponse
 
-log = logging.getLogger("rewardsmith.tools")
+log = logging.getLogger(__name__)
 
 # A call's outcome; everything but "ok" is counted as a failure of its tool.
 OK, INVALID, FAILED, TIMEOUT, UNAVAILABLE, UNKNOWN_TOOL = "ok", "invalid", "failed", "timeout", "unavailable", "unknown_tool"

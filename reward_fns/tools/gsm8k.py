@@ -13,6 +13,7 @@ from uuid import uuid4
 
 from rewardsmith.reward_fns import gsm8k
 from rewardsmith.reward_fns.tools.base import BaseTool
+from rewardsmith.reward_fns.tools.config_keys import check_keys
 from rewardsmith.reward_fns.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 NO_IMPROVEMENT_PENALTY = -0.05
@@ -35,6 +36,7 @@ class Gsm8kTool(BaseTool):
     """Scores a submitted GSM8K answer; the ground truth comes from the row's ``create_kwargs``."""
 
     def __init__(self, config: Optional[dict] = None, tool_schema: Optional[OpenAIFunctionToolSchema] = None):
+        check_keys("gsm8k", config or {}, ("type",))
         super().__init__(config or {}, tool_schema or SCHEMA)
         self._instances: dict[str, dict[str, Any]] = {}
 
