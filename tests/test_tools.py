@@ -149,7 +149,7 @@ def test_interaction_name_defaults_to_verls_rule(tmp_path):
 
 @pytest.mark.parametrize("text, expected", [
     ("tools:\n  - config: {type: native}\n", "tools[0].class_name is missing"),
-    ("tools:\n  - class_name: no_such_tool\n", "tools[0].class_name: unknown tool 'no_such_tool'"),
+    ("tools:\n  - class_name: no_such_tool\n", "tools[0].class_name: unknown tool 'no_such_tool'; known: calculator, code_interpreter, gsm8k, search"),
     ("tools:\n  - class_name: nowhere.module.Tool\n", "tools[0].class_name: cannot import module 'nowhere.module'"),
     ("tools:\n  - class_name: json.NoSuchClass\n", "tools[0].class_name: module 'json' has no class 'NoSuchClass'"),
     ("tools:\n  - class_name: calculator\n    config: {type: mcp}\n", "tools[0].config.type: 'mcp' is not supported"),
@@ -444,3 +444,18 @@ def test_an_unreachable_sandbox_is_an_unavailable_call(tmp_path):
     [result] = run(call_tools(tools, [ToolCall("code_interpreter", {"code": "print(1)"})], stats=stats))
     assert result.status == "unavailable" and "unavailable" in result.error
     assert stats.summary()["code_interpreter"]["failures"] == 1
+
+
+def test_the_docs_example_prints_what_the_docs_say(tmp_path):
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "environments.md").read_text()
+    code, output = re.search(r"## Running tool calls.*?```python\n(.*?)```\n\nOutput:\n\n```\n(.*?)```", doc, re.S).groups()
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == output
