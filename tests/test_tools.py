@@ -459,3 +459,14 @@ def test_the_docs_example_prints_what_the_docs_say(tmp_path):
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == output
+
+
+@pytest.mark.parametrize("config, expected", [
+    ({}, 10), ({"rate_limit": 3, "num_workers": 8}, 3), ({"rate_limit": 3, "num_workers": 8, "enable_global_rate_limit": False}, 8),
+])
+def test_code_interpreter_caps_requests_in_flight_as_verls_keys_say(config, expected):
+    from rewardsmith.reward_fns.tools.code_interpreter import CodeInterpreterTool
+
+    tool = CodeInterpreterTool({"sandbox_fusion_url": f"http://127.0.0.1:{free_port()}/run_code", **config})
+    assert tool.client.max_concurrency == expected
+    assert tool._pool._max_workers == config.get("num_workers", 10)

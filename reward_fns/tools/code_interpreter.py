@@ -2,9 +2,10 @@
 
 Its config keys are verl's: ``sandbox_fusion_url`` (required; ``rewardsmith
 sandbox serve``'s ``http://host:port/run_code``), ``default_timeout`` (s),
-``default_language``, ``memory_limit_mb``, and ``num_workers`` / ``rate_limit``
-/ ``enable_global_rate_limit``, which cap the requests in flight (the
-process's one shared client per URL; verl's cap is Ray-wide). Our own key
+``default_language``, ``memory_limit_mb``, ``num_workers`` (the tool's
+thread pool, as verl's execution pool) and ``rate_limit`` (requests in flight
+through the process's one shared client per URL, when
+``enable_global_rate_limit`` is true; verl's limiter is Ray-wide). Our own key
 ``retry_backoff`` (s) sets the client's back-off between retries. The model
 passes ``code`` (and optionally ``timeout``, ``language``); the response is
 stdout + stderr of a run that finished, and verl's ``no stdout here`` for one
@@ -14,10 +15,11 @@ raises :class:`ToolUnavailable`.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from rewardsmith.reward_fns.tools.base import BaseTool
-from rewardsmith.reward_fns.tools.config_keys import check_keys
+from rewardsmith.reward_fns.tools.config_keys import check_keys, rate_limit
 from rewardsmith.reward_fns.tools.errors import ToolUnavailable
 from rewardsmith.reward_fns.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from rewardsmith.sandbox.client import SandboxRequestError, SandboxUnavailable, shared_client
@@ -53,8 +55,9 @@ class CodeInterpreterTool(BaseTool):
         self.default_timeout = float(config.get("default_timeout", 30))
         self.default_language = str(config.get("default_language", "python"))
         self.memory_limit_mb = int(config.get("memory_limit_mb", 1024))
-        in_flight = min(int(config.get("num_workers", 10)), int(config.get("rate_limit", 10)))
-        self.client = shared_client(url, max_concurrency=max(1, in_flight),
+        workers = max(1, int(config.get("num_workers", 10)))
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="code_interpreter")
+        self.client = shared_client(url, max_concurrency=rate_limit(config, workers, default=10),
                                     backoff_s=float(config.get("retry_backoff", 0.5)))
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, Optional[float], Optional[dict]]:
@@ -63,8 +66,8 @@ class CodeInterpreterTool(BaseTool):
         timeout = float(parameters.get("timeout", self.default_timeout))
         language = str(parameters.get("language", self.default_language))
         try:
-            reply = await asyncio.to_thread(self.client.run_code, code, language, run_timeout=timeout,
-                                            memory_limit_mb=self.memory_limit_mb)
+            reply = await asyncio.get_running_loop().run_in_executor(self._pool, lambda: self.client.run_code(
+                code, language, run_timeout=timeout, memory_limit_mb=self.memory_limit_mb))
         except SandboxUnavailable as exc:
             raise ToolUnavailable(str(exc)) from exc
         except SandboxRequestError as exc:

@@ -1,4 +1,4 @@
-"""Unknown keys in a built-in tool's config are errors naming the key, not silently ignored."""
+"""Config keys shared by the built-in tools: unknown keys are errors naming the key; verl's rate limit."""
 from __future__ import annotations
 
 from typing import Mapping, Sequence
@@ -10,3 +10,10 @@ def check_keys(tool: str, config: Mapping, known: Sequence[str]) -> None:
     if unknown:
         raise ValueError(f"{tool}: unknown config key(s) {', '.join(map(repr, unknown))}; "
                          f"known: {', '.join(known)}")
+
+
+def rate_limit(config: Mapping, workers: int, default: int) -> int:
+    """Requests in flight: ``rate_limit`` when ``enable_global_rate_limit`` (verl's default, true), else ``workers``."""
+    if not config.get("enable_global_rate_limit", True):
+        return workers
+    return max(1, int(config.get("rate_limit", default)))

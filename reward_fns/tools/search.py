@@ -1,9 +1,10 @@
 """``search``: verl's ``SearchTool`` against a retrieval server (Search-R1's protocol).
 
 Config keys are verl's: ``retrieval_service_url`` (required, e.g.
-``http://127.0.0.1:8000/retrieve``), ``topk`` (3), ``timeout`` (s, 30), and
-``num_workers`` / ``rate_limit`` / ``enable_global_rate_limit``, which cap
-the requests in flight in this process. The model passes ``query_list``; the
+``http://127.0.0.1:8000/retrieve``), ``topk`` (3), ``timeout`` (s, 30),
+``num_workers`` (the tool's thread pool) and ``rate_limit`` (requests in
+flight when ``enable_global_rate_limit`` is true; verl's limiter is
+Ray-wide). The model passes ``query_list``; the
 tool POSTs ``{"queries", "topk", "return_scores": true}`` and answers, as
 verl does, ``{"result": "Doc 1(Title: ..) ..\\n..."}`` with the passages of
 each query joined by ``\\n---\\n``. A server that cannot be reached, times out
@@ -12,6 +13,7 @@ or answers an error raises :class:`ToolUnavailable`.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 import json
 import threading
 from typing import Any, Optional
@@ -19,7 +21,7 @@ from typing import Any, Optional
 import requests
 
 from rewardsmith.reward_fns.tools.base import BaseTool
-from rewardsmith.reward_fns.tools.config_keys import check_keys
+from rewardsmith.reward_fns.tools.config_keys import check_keys, rate_limit
 from rewardsmith.reward_fns.tools.errors import ToolInputError, ToolUnavailable
 from rewardsmith.reward_fns.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
@@ -59,15 +61,16 @@ class SearchTool(BaseTool):
             raise ValueError("search: config.retrieval_service_url is not set (e.g. http://127.0.0.1:8000/retrieve)")
         self.topk = int(config.get("topk", 3))
         self.timeout = float(config.get("timeout", 30))
-        self._in_flight = threading.BoundedSemaphore(max(1, min(int(config.get("num_workers", 120)),
-                                                                int(config.get("rate_limit", 120)))))
+        workers = max(1, int(config.get("num_workers", 120)))
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="search")
+        self._in_flight = threading.BoundedSemaphore(rate_limit(config, workers, default=120))
         self._session = requests.Session()
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, float, dict]:
         queries = parameters.get("query_list")
         if not isinstance(queries, list) or not queries:
             raise ToolInputError("'query_list' is missing, empty, or not a list")
-        results = await asyncio.to_thread(self._retrieve, [str(q) for q in queries])
+        results = await asyncio.get_running_loop().run_in_executor(self._pool, self._retrieve, [str(q) for q in queries])
         total = sum(len(r) for r in results)
         text = "\n---\n".join(passages_to_text(r) for r in results) if total else "No search results found."
         metrics = {"query_count": len(queries), "status": "success" if total else "no_results", "total_results": total}
