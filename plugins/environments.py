@@ -101,7 +101,17 @@ def _entries(path: str | Path, key: str) -> list[dict[str, Any]]:
             raise ConfigError(f"{path}: {key}[{index}] must be a mapping, got {entry!r}")
         if not isinstance(entry.get("class_name"), str) or not entry["class_name"]:
             raise ConfigError(f"{path}: {key}[{index}].class_name is missing")
+        _refuse_interpolation(entry, f"{path}: {key}[{index}]")
     return entries
+
+
+def _refuse_interpolation(value: Any, where: str) -> None:
+    # verl resolves OmegaConf's ${...}; passing the literal on would silently differ from verl.
+    if isinstance(value, str) and "${" in value:
+        raise ConfigError(f"{where}: OmegaConf interpolation {value!r} is not supported here; write the value itself")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _refuse_interpolation(item, f"{where}.{key}" if isinstance(value, dict) else f"{where}[{key}]")
 
 
 def _mapping(entry: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:

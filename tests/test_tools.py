@@ -159,6 +159,8 @@ def test_interaction_name_defaults_to_verls_rule(tmp_path):
      "tools[0] (verl.tools.sandbox_fusion_tools.SandboxFusionTool): ValueError: code_interpreter: config.sandbox_fusion_url is not set"),
     ("tools:\n  - class_name: calculator\n  - class_name: calculator\n", "tools[1]: a second tool named 'calculator'"),
     ("tool:\n  - class_name: calculator\n", "expected a top-level 'tools:' list"),
+    ("tools:\n  - class_name: search\n    config: {retrieval_service_url: '${oc.env:URL}'}\n",
+     "tools[0].config.retrieval_service_url: OmegaConf interpolation '${oc.env:URL}' is not supported"),
 ])
 def test_bad_tool_configs_name_the_file_entry_and_key(tmp_path, text, expected):
     path = write(tmp_path, "bad.yaml", text)
@@ -470,3 +472,28 @@ def test_code_interpreter_caps_requests_in_flight_as_verls_keys_say(config, expe
     tool = CodeInterpreterTool({"sandbox_fusion_url": f"http://127.0.0.1:{free_port()}/run_code", **config})
     assert tool.client.max_concurrency == expected
     assert tool._pool._max_workers == config.get("num_workers", 10)
+
+
+def test_a_users_interaction_class_loads_by_its_dotted_name(tmp_path, monkeypatch):
+    (tmp_path / "user_interactions.py").write_text(textwrap.dedent('''
+        from rewardsmith.reward_fns.interactions import BaseInteraction
+
+        class Counter(BaseInteraction):
+            async def generate_response(self, instance_id, messages, **kwargs):
+                done = len(messages) >= self.config["turns"]
+                return done, f"turn {len(messages)}", float(done), {}
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write(tmp_path, "i.yaml", """\
+        interaction:
+          - class_name: user_interactions.Counter
+            config: {turns: 2}
+    """)
+    interaction = load_interactions(path)["counter"]  # verl's default name: the class name, lower-cased
+    assert interaction.config == {"turns": 2, "name": "counter"}
+
+    async def episode():
+        instance_id = await interaction.start_interaction()
+        return [await interaction.generate_response(instance_id, [{}] * n) for n in (1, 2)]
+
+    assert run(episode()) == [(False, "turn 1", 0.0, {}), (True, "turn 2", 1.0, {})]
