@@ -157,6 +157,8 @@ def test_interaction_name_defaults_to_verls_rule(tmp_path):
     ("tools:\n  - class_name: calculator\n    config: {precision: 3}\n", "unknown config key(s) 'precision'"),
     ("tools:\n  - class_name: verl.tools.sandbox_fusion_tools.SandboxFusionTool\n    config: {type: native}\n",
      "tools[0] (verl.tools.sandbox_fusion_tools.SandboxFusionTool): ValueError: code_interpreter: config.sandbox_fusion_url is not set"),
+    ("tools:\n  - class_name: rewardsmith.reward_fns.tools.BaseTool\n",
+     "tools[0] (rewardsmith.reward_fns.tools.BaseTool): ValueError: BaseTool: no tool_schema given and the class defines none"),
     ("tools:\n  - class_name: calculator\n  - class_name: calculator\n", "tools[1]: a second tool named 'calculator'"),
     ("tool:\n  - class_name: calculator\n", "expected a top-level 'tools:' list"),
     ("tools:\n  - class_name: search\n    config: {retrieval_service_url: '${oc.env:URL}'}\n",
@@ -373,7 +375,11 @@ def search_config(tmp_path, url):
                 parameters:
                   type: object
                   properties:
-                    query_list: {{type: array, description: A list of fully-formed semantic queries.}}
+                    query_list:
+                      type: array
+                      item:
+                        type: string
+                      description: A list of fully-formed semantic queries.
                   required: [query_list]
     """)
 

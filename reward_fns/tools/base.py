@@ -19,7 +19,9 @@ class BaseTool:
 
     def __init__(self, config: dict, tool_schema: Optional[OpenAIFunctionToolSchema]):
         self.config = config
-        self.tool_schema = tool_schema or self.get_openai_tool_schema()
+        self.tool_schema = tool_schema
+        if self.tool_schema is None:  # a subclass may define its schema in get_openai_tool_schema
+            self.tool_schema = self.get_openai_tool_schema()
         if self.tool_schema is None:
             raise ValueError(f"{type(self).__name__}: no tool_schema given and the class defines none")
         self.name = self.tool_schema.function.name
