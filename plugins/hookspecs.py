@@ -1,7 +1,8 @@
 """The hooks a rewardsmith plugin can implement.
 
 Each hook receives a ``register`` callback, in the style of datasette and llm.
-Built-in scorers, reward managers, advantage estimators and policy losses are registered
+Built-in scorers, reward managers, advantage estimators, policy losses, tools and
+interactions are registered
 through these very hooks, so third-party plugins and built-ins share one path.
 """
 from __future__ import annotations
@@ -49,3 +50,14 @@ def register_attacks(register):
 
     ``fn(target)`` returns :class:`rewardsmith.reward_fns.attacks.Probe` s for one row (docs/scorers.md).
     """
+
+
+
+@hookspec
+def register_tools(register):
+    """Register tool classes (on ``rewardsmith.reward_fns.tools.BaseTool`` or verl's): ``register(name, cls)``."""
+
+
+@hookspec
+def register_interactions(register):
+    """Register interaction classes (on our or verl's ``BaseInteraction``): ``register(name, cls)``."""

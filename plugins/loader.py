@@ -27,6 +27,8 @@ _HOOKS = (
     ("register_advantage_estimators", "add_advantage_estimator"),
     ("register_policy_losses", "add_policy_loss"),
     ("register_attacks", "add_attack"),
+    ("register_tools", "add_tool"),
+    ("register_interactions", "add_interaction"),
 )
 
 

@@ -30,6 +30,8 @@ class PluginInfo:
     advantage_estimators: list[str] = field(default_factory=list)
     policy_losses: list[str] = field(default_factory=list)
     attacks: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    interactions: list[str] = field(default_factory=list)
     error: Optional[str] = None
 
     @property
@@ -49,7 +51,7 @@ class Claim:
 
 
 class Registry:
-    """Scorers, data_source routes, reward managers and advantage estimators of all loaded plugins."""
+    """Scorers, data_source routes, reward managers, advantage estimators, tools and interactions of all loaded plugins."""
 
     def __init__(self, plugins: Sequence[PluginInfo], prefer: Optional[dict[str, str]] = None) -> None:
         self.plugins = list(plugins)
@@ -60,6 +62,8 @@ class Registry:
         self._estimators: dict[str, list[Claim]] = {}
         self._attacks: dict[str, list[Claim]] = {}
         self._policy_losses: dict[str, list[Claim]] = {}
+        self._tools: dict[str, list[Claim]] = {}
+        self._interactions: dict[str, list[Claim]] = {}
 
     # -- registration (called through the hooks' register callbacks) -------
     def add_scorer(self, plugin: PluginInfo, name: str, fn: Callable[..., Any], data_sources: Sequence[str] = ()) -> None:
@@ -91,6 +95,14 @@ class Registry:
         patterns = (data_sources,) if isinstance(data_sources, str) else tuple(data_sources)
         self._claim(self._attacks, "attack family", name, Claim(name, fn, plugin, patterns))
         plugin.attacks.append(name)
+
+    def add_tool(self, plugin: PluginInfo, name: str, cls: type) -> None:
+        self._claim(self._tools, "tool", name, Claim(name, cls, plugin))
+        plugin.tools.append(name)
+
+    def add_interaction(self, plugin: PluginInfo, name: str, cls: type) -> None:
+        self._claim(self._interactions, "interaction", name, Claim(name, cls, plugin))
+        plugin.interactions.append(name)
 
     def _claim(self, table: dict[str, list[Claim]], kind: str, key: str, claim: Claim) -> None:
         claims = table.setdefault(key, [])
@@ -162,6 +174,14 @@ class Registry:
     def policy_loss(self, name: str) -> Callable[..., Any]:
         """The policy-loss mode registered as ``name``."""
         return self._lookup(self._policy_losses, "policy loss", name, " (actor_rollout_ref.actor.policy_loss.loss_mode)")
+
+    def tool(self, name: str) -> type:
+        """The tool class registered as ``name``."""
+        return self._lookup(self._tools, "tool", name, "")
+
+    def interaction(self, name: str) -> type:
+        """The interaction class registered as ``name``."""
+        return self._lookup(self._interactions, "interaction", name, "")
 
     def _lookup(self, table: dict[str, list[Claim]], kind: str, name: str, where: str) -> Any:
         if name not in table:

@@ -92,8 +92,9 @@ def test_the_checker_sees_every_kind_of_arrow(tmp_path):
 def test_plugin_core_stays_small():
     # The hooks, loader and registry are the part plugin authors read to see how
     # their plugin is loaded: kept plain, in the style of datasette's and llm's.
-    # Five hooks (scorers, managers, estimators, policy losses, stress attacks) and
-    # the lookups the host needs (receipts name who registered a scorer) fit in 345 lines.
+    # Seven hooks (scorers, managers, estimators, policy losses, stress attacks, tools,
+    # interactions) and the lookups the host needs (receipts name who registered a
+    # scorer) fit in 380 lines.
     core = ["plugins/hookspecs.py", "plugins/loader.py", "plugins/registry.py"]
     lines = sum(len((ROOT / f).read_text().splitlines()) for f in core)
-    assert lines < 345, f"the plugin core grew to {lines} lines"
+    assert lines < 380, f"the plugin core grew to {lines} lines"

@@ -24,6 +24,8 @@ def run(args: argparse.Namespace) -> int:
             "advantage_estimators": p.advantage_estimators,
             "policy_losses": p.policy_losses,
             "attacks": p.attacks,
+            "tools": p.tools,
+            "interactions": p.interactions,
             "error": p.error,
         }
         for p in registry.plugins
@@ -33,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for r in records:
         print(f"{r['name']}  ({r['distribution']} {r['version']}{', built-in' if r['builtin'] else ''})")
-        for kind in ("scorers", "reward_managers", "advantage_estimators", "policy_losses", "attacks"):
+        for kind in ("scorers", "reward_managers", "advantage_estimators", "policy_losses", "attacks", "tools",
+                     "interactions"):
             if r[kind]:
                 print(f"  {kind.replace('_', ' ')}: {', '.join(r[kind])}")
         if r["error"]:
