@@ -1,0 +1,373 @@
+"""What a response commits to as its answer.
+
+A response mentions many values on its way; it *commits* to one as its
+answer. :func:`read_commitment` reads that commitment with one model: a few
+markers, the scope each has, the cues that cancel or qualify a marked value,
+and the cues that supersede one commitment with a later one.
+
+**1. What is read.** The text a reader sees (:func:`~rewardsmith.reward_fns.answer_extraction.visible_text`):
+hidden markup (``\\phantom``, white text, ``%`` comment lines, HTML comments,
+``\\iffalse``, a ``comment`` environment), code blocks (and inline code that
+holds a marker), questions and quoted text holding a marker or a question are
+removed; of a reasoning block ``<think>..</think>`` only what follows counts,
+when something does. A response cut off inside a box (``\\boxed{12`` never
+closed) is read up to that box.
+
+**2. Markers and their scope.** Each marker gives a marked value:
+
+========== ========================================== =============================
+marker     written                                    value (scope)
+========== ========================================== =============================
+box        ``\\boxed{v}``, ``\\fbox{v}``, ``\\boxed v``  the group; boxes joined only by
+                                                      "and"/","/"or" are one value
+                                                      (``2, 3``; ``2 or 3`` a hedge)
+hash       ``#### v``                                 the rest of the line
+colon      ``Answer: v`` (``Final Answer:``,            the rest of the line (a box or
+           ``**Answer:**``)                            "the answer is" in it: its value)
+phrase     "the answer is v", "answer would be v"     the rest of the sentence
+========== ========================================== =============================
+
+An empty marker (``\\boxed{}``, a bare ``Answer:``) marks nothing.
+
+**3. What cancels a marked value** (it is *mentioned*, not committed). The
+cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
+"then"/... before it (within its sentence) up to the marker:
+
+- negated: "not \\boxed{5}", "the answer is not 5", or after it
+  "\\boxed{5} is wrong / incorrect / not the answer";
+- doubted: "maybe", "perhaps", "possibly", "might", "could be", "I guess",
+  "not sure" ("the answer is maybe 5");
+- conditioned: "if it were \\boxed{5}", "suppose", "assuming", "imagine",
+  "what if", "would have been";
+- attributed to someone or something else: "a common mistake is", "an
+  error", "naively", "one might think", "someone / students / my friend /
+  the book says", "according to", "I thought", "at first", "initially",
+  "part (a)";
+- echoed from the question: "the problem states / says / gives", "we are
+  given / told", "given that";
+- listed among candidates: "the candidates / options / possibilities are",
+  "one of", "either", "between".
+
+**4. The commitments in order, and corrections.** The remaining marked
+values are commitments, in text order. A later commitment *supersedes* the
+earlier ones when
+
+- a correction cue stands between them: "wait", "actually", "hmm",
+  "oops", "correction", "correcting", "no,", "on second thought", "let me
+  redo", "I made a mistake", "that's wrong", "scratch that"; or
+- it is final-marked ("final", "finally", "in conclusion", "ultimately",
+  "in the end") and none of the commitments it follows is.
+
+Commitments that nothing separates form one group: the last group is what
+the response commits to. Its commitment in the row's convention (else the
+first convention, in ``boxed``, ``####``, ``Answer:`` order, that it has,
+else its last phrase) is the answer; the group's other values are
+:attr:`Reading.others`, which a grader requires to agree with it (several
+different answers committed side by side are no single answer).
+
+After the last commitment, a correction cue followed by a closing sentence
+that ends on one value ("Wait, no: it is 1/3.") commits to that value; a
+retraction ("that is wrong", "I made a mistake", "scratch that") with no
+value after it leaves nothing committed.
+
+**5. No marker.** When no marker commits, the closing sentence does, if it
+states one value (its last math span, the value after its last ``=``, its one
+number or its last number; a bare list is read whole; several numbers with
+"or"/"maybe" are a hedge; a short sentence of words is a word answer), and
+nothing of section 3 cancels it.
+
+Long text before or after the committed answer changes nothing: length is
+not the verifier's concern (the DAPO overlong penalty handles it).
+
+Every cue is searched in a bounded window around a marker and at most
+:data:`MAX_MARKERS` markers are read, so reading is linear in the response's
+length on any input.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from rewardsmith.reward_fns.answer_extraction import (
+    ANSWER_COLON,
+    BOXED,
+    CONVENTIONS,
+    HASH,
+    MAX_WORD_ANSWER,
+    after_reasoning,
+    boxed_groups,
+    first_sentence,
+    first_unclosed_box,
+    is_blank,
+    joined_boxes,
+    last_sentence,
+    math_spans,
+    numbers,
+    sentence_value,
+    visible_text,
+)
+
+PHRASE, CLOSING = "answer is", "final sentence"
+CORRECTION = "correction"
+MAX_MARKERS = 256  # the last this many markers are read; an answer is never marked more often
+_WINDOW = 240  # characters of a marker's clause read for cues
+_AFTER = 80  # characters after a marked value read for "is wrong"
+
+_HASH = re.compile(r"####\s*((?:(?!####)[^\n])+)")
+_ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*((?:(?!\banswer\**\s*[:：])[^\n])+)")
+_PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s*")
+
+# Section 3: cues in the clause before a marker.
+_CLAUSE_BREAK = re.compile(r"(?i)[,;]|[.!?](?=\s)|\n|\b(?:but|however|so|thus|therefore|hence|then|and so)\b")
+_NEGATED_JUST_BEFORE = re.compile(r"(?i)\b(?:not|never|rather than|instead of|isn't|wasn't|aren't|no longer)[\s$:*(]*$")
+_NEGATED_VALUE = re.compile(r"(?i)^[\s$*]*(?:not|never|no longer)\b")
+_DOUBTED_VALUE = re.compile(r"(?i)^[\s$*]*(?:maybe|perhaps|possibly|probably)\b")
+_CANCELS = {
+    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|might|could be|I guess|guessing|not sure|unsure)\b"),
+    "conditioned": re.compile(r"(?i)\b(?:if|suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|"
+                              r"would have been|were it|had it been)\b"),
+    "attributed": re.compile(r"(?i)\b(?:(?:common|typical|classic|frequent|tempting)\s+(?:mistake|error|wrong answer|"
+                             r"pitfall)|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
+                             r"trap|distractor|naive(?:ly)?|one might|one could|someone|(?:some|many|most) (?:people|"
+                             r"students)|students (?:often|usually|commonly|sometimes|tend)|(?:my|a) friend|the book|"
+                             r"textbook|answer key|according to|claims?|claimed|says|said|believes?|at first|initially|"
+                             r"(?:I|we) (?:first |initially )?thought(?! about)|"
+                             r"part\s*\(?[a-h]\)?(?=[\s:,)]|$))|\([a-h]\)\s*:"),
+    "echoed": re.compile(r"(?i)\b(?:the (?:problem|question) (?:states|says|gives|tells|asks|mentions)|"
+                         r"we are (?:given|told)|given that|restat(?:e|ed|ing))\b"),
+    "listed": re.compile(r"(?i)\b(?:candidates?|possibilities|possible (?:values|answers)|"
+                         r"one of|either|(?:options|choices) (?:are|include))\b"),
+}
+# "\\boxed{5} is wrong": a marked value declared wrong right after it.
+_DECLARED_WRONG = re.compile(r"(?i)^[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was|would be|seems)\s+"
+                             r"(?:wrong|incorrect|not\b|a mistake|false|an error))")
+
+# Section 4.
+_CORRECTION_CUE = re.compile(
+    r"(?i)\b(?:wait|actually|correction|correcting|oops|hmm+|scratch that|on second thought|let me (?:correct|redo|fix)|"
+    r"I made (?:a|an) (?:mistake|error)|that(?:'s| is| was) (?:wrong|incorrect|not right))\b|\bno\s*[,:;!]"
+)
+_RETRACTION = re.compile(
+    r"(?i)(?:^|[.!;:,]\s*|\b(?:no|oh|wait|hmm+|oops|actually)\W+)(?:that(?:'s| is| was) (?:wrong|incorrect|not right)"
+    r"|I made (?:a|an) (?:mistake|error)|scratch that)"
+)
+_SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
+_FINAL = re.compile(r"(?i)\b(?:final(?:ly)?|in conclusion|ultimately|in the end)\b")
+_VALUE_CHAR = re.compile(r"[\d\\]")
+_NOT_A_VALUE = re.compile(r"(?i)^(?:found|given|clear|obvious|simple|easy|below|above|as follows|straightforward|"
+                          r"correct|right|wrong|incorrect|unclear|unknown|the same|this|that)\b")
+_MAX_VALUE_WORDS = 8  # words an answer without digits or math may have ("two thousand and twenty-four")
+_REASON = re.compile(r"\s+(?:since|because|as)\s+")  # "it is -3 since x < 0": the value comes first
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a response commits to.
+
+    ``answer`` is the committed value (``None``: nothing committed), ``rule``
+    the marker that committed it (a convention, ``answer is``, ``correction``
+    or ``final sentence``), ``others`` the other values committed beside it,
+    and ``why`` a short account when nothing is committed.
+    """
+
+    answer: str | None
+    rule: str = ""
+    others: tuple[str, ...] = ()
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class _Mark:
+    start: int  # where the marker starts: its cues are read before this
+    end: int  # where the marked value ends
+    value: str
+    kind: str  # BOXED, HASH, ANSWER_COLON or PHRASE
+
+
+def read_commitment(response: str, convention: str = BOXED) -> Reading:
+    """What ``response`` commits to under the row's ``convention`` (see the module docstring)."""
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown answer convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    text = after_reasoning(visible_text(response))
+    cut = first_unclosed_box(text)
+    if cut is not None:
+        text = text[:cut]
+    clauses = _Clauses(text)
+    commitments, cancelled = [], []
+    for mark in _marks(text):
+        reason = _cancelled(text, mark, clauses)
+        if reason:
+            cancelled.append(f"{reason} {mark.value.strip()}")
+        else:
+            commitments.append(mark)
+    if not commitments:
+        closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
+        if closing:
+            return Reading(closing, CLOSING)
+        return Reading(None, why=_nothing(cancelled, cut))
+    group, superseding = _last_group(text, commitments)
+    tail = text[group[-1].end :]
+    cue = _CORRECTION_CUE.search(tail)
+    if cue:
+        corrected = _corrected_value(tail[cue.start() :])
+        if corrected:
+            return Reading(corrected, CORRECTION)
+        if _RETRACTION.search(tail):
+            return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
+    chosen = _primary(group, convention)
+    others = tuple(dict.fromkeys(m.value.strip() for m in group if m is not chosen and not _same(m.value, chosen.value)))
+    # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
+    rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
+    return Reading(chosen.value.strip(), rule, others)
+
+
+def alternatives(answer: str) -> list[str]:
+    """The values a hedged answer offers ("7 or 8" -> ["7", "8"]); one item when it offers one."""
+    parts = [p.strip() for p in re.split(r"\s+or\s+|\\text\{\s*or\s*\}", answer)]
+    return parts if len(parts) > 1 and all(parts) else [answer]
+
+
+# -- section 2: markers ------------------------------------------------------------------------
+def _marks(text: str) -> list[_Mark]:
+    boxes = [_Mark(s, e, v, BOXED) for s, e, v in joined_boxes(text)[-MAX_MARKERS:]]
+    lines = [_Mark(m.start(), m.end(), m.group(1), kind)
+             for kind, pattern in ((HASH, _HASH), (ANSWER_COLON, _ANSWER_COLON))
+             for m in _last(pattern.finditer(text))]
+    phrases = []
+    for m in _last(_PHRASE.finditer(text)):
+        stated = first_sentence(text[m.end() : m.end() + 4 * _WINDOW])
+        if _states_a_value(stated):
+            phrases.append(_Mark(m.start(), m.end() + len(stated), stated, PHRASE))
+    marks = []
+    for mark in lines + phrases:
+        inner = [b for b in boxes if mark.start <= b.start < mark.end]
+        if mark.kind == PHRASE:
+            if inner or any(o.start < mark.start < o.end for o in lines):
+                continue  # "the answer is \\boxed{5}" is the box; "Answer: the answer is 5" the line
+        elif inner:
+            mark = _Mark(mark.start, inner[-1].end, inner[-1].value, mark.kind)
+        else:
+            inner_phrase = next((p for p in phrases if mark.start < p.start < mark.end), None)
+            if inner_phrase:
+                mark = _Mark(mark.start, mark.end, inner_phrase.value, mark.kind)
+        if not is_blank(mark.value) and not boxed_groups(mark.value):
+            marks.append(mark)
+    inside_lines = {id(b) for b in boxes for m in lines if m.start <= b.start < m.end}
+    marks += [b for b in boxes if id(b) not in inside_lines]
+    return sorted(marks, key=lambda m: m.start)[-MAX_MARKERS:]
+
+
+def _states_a_value(stated: str) -> bool:
+    # "the answer is found by ..." states nothing; "... is 12", "... is $x$", "... is two thousand" do.
+    words = stated.strip(" .*").split()
+    return bool(_VALUE_CHAR.search(stated)) or "$" in stated or (
+        0 < len(words) <= _MAX_VALUE_WORDS and not _NOT_A_VALUE.match(stated.strip(" *")))
+
+
+def _last(matches) -> list[re.Match[str]]:
+    found = list(matches)
+    return found[-MAX_MARKERS:]
+
+
+# -- section 3: what cancels a marked value -----------------------------------------------------
+class _Clauses:
+    """Where the clauses of ``text`` start, to read the cues of the clause a marker stands in."""
+
+    def __init__(self, text: str) -> None:
+        self._breaks = [m.end() for m in _CLAUSE_BREAK.finditer(text)]
+
+    def before(self, text: str, at: int) -> str:
+        i = bisect.bisect_right(self._breaks, at) - 1
+        start = self._breaks[i] if i >= 0 else 0
+        return text[max(start, at - _WINDOW) : at]
+
+
+def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
+    """Why ``mark`` is mentioned rather than committed, or ``None`` when it is a commitment."""
+    before = clauses.before(text, mark.start)
+    value = mark.value
+    if (_NEGATED_JUST_BEFORE.search(before) or _NEGATED_VALUE.match(value)
+            or _DECLARED_WRONG.match(text, mark.end, mark.end + _AFTER)):
+        return "negated"
+    if _DOUBTED_VALUE.match(value):
+        return "doubted"
+    return _clause_cue(before)
+
+
+def _clause_cue(clause: str) -> str | None:
+    return next((name for name, cue in _CANCELS.items() if cue.search(clause)), None)
+
+
+def _nothing(cancelled: list[str], cut: int | None) -> str:
+    if cancelled:
+        return "no committed answer; mentioned only: " + "; ".join(cancelled[-5:])
+    return "cut off inside a box" if cut is not None else "no answer"
+
+
+# -- section 4: order and corrections -----------------------------------------------------------
+def _last_group(text: str, commitments: list[_Mark]) -> tuple[list[_Mark], bool]:
+    """The last group of commitments, and whether it supersedes earlier ones."""
+    group, superseding = [commitments[0]], False
+    final = [_is_final(text, commitments[0])]
+    for previous, mark in zip(commitments, commitments[1:]):
+        is_final = _is_final(text, mark)
+        if _CORRECTION_CUE.search(text, previous.end, mark.start) or (is_final and not any(final)):
+            group, final, superseding = [], [], True
+        group.append(mark)
+        final.append(is_final)
+    return group, superseding
+
+
+def _is_final(text: str, mark: _Mark) -> bool:
+    window = text[max(0, mark.start - _WINDOW) : mark.start]
+    sentence_start = max((m.end() for m in _SENTENCE_BREAK.finditer(window)), default=0)
+    return bool(_FINAL.search(window, sentence_start))
+
+
+def _primary(group: list[_Mark], convention: str) -> _Mark:
+    for kind in (convention, *(c for c in CONVENTIONS if c != convention), PHRASE):
+        found = [m for m in group if m.kind == kind]
+        if found:
+            return found[-1]
+    return group[-1]
+
+
+def _same(value: str, other: str) -> bool:
+    plain = lambda v: re.sub(r"[\s$*]|\.$", "", v)  # noqa: E731
+    return plain(value) == plain(other)
+
+
+def _corrected_value(tail: str) -> str | None:
+    """The value a correction ends on: the closing sentence must end on a single new value.
+
+    "Wait, no: it is 1/3." commits to 1/3; a check that merely mentions
+    numbers ("Wait, 6 of the 10 cases ...") or states none changes nothing.
+    """
+    sentence = _REASON.split(last_sentence(tail) or "", maxsplit=1)[0]
+    if not sentence or _clause_cue(sentence):
+        return None
+    value = sentence_value(sentence)
+    if not value or not _VALUE_CHAR.search(value) or value not in sentence:
+        return None
+    if "=" not in sentence and not math_spans(sentence) and len(set(numbers(sentence))) > 1:
+        return None  # "which is 5 out of 10 options": no single new value
+    after = sentence.rsplit(value, 1)[1].strip(" $.!")
+    return value if len(after.split()) <= MAX_WORD_ANSWER and not _VALUE_CHAR.search(after) else None
+
+
+# -- section 5: no marker -----------------------------------------------------------------------
+def _closing_value(text: str) -> str | None:
+    sentence = last_sentence(text)
+    if not sentence:
+        return None
+    value = sentence_value(sentence)
+    if value is None:
+        return None
+    at = sentence.rfind(value)
+    clause = _Clauses(sentence).before(sentence, at if at >= 0 else len(sentence))
+    if _clause_cue(clause) and " or " not in value:
+        return None  # a hedge stays a hedge; a single doubted, conditioned, ... value is no answer
+    if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
+        return None
+    return value
