@@ -122,9 +122,9 @@ _PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s
 _CLAUSE_BREAK = re.compile(r"(?i)[,;]|[.!?](?=\s)|\n|\b(?:but|however|so|thus|therefore|hence|then|and so)\b")
 _NEGATED_JUST_BEFORE = re.compile(r"(?i)\b(?:not|never|rather than|instead of|isn't|wasn't|aren't|no longer)[\s$:*(]*$")
 _NEGATED_VALUE = re.compile(r"(?i)^[\s$*]*(?:not|never|no longer)\b")
-_DOUBTED_VALUE = re.compile(r"(?i)^[\s$*]*(?:maybe|perhaps|possibly|probably)\b")
+_VALUE_HEAD = re.compile(r"[^\d\\$]*")
 _CANCELS = {
-    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|might|could be|I guess|guessing|not sure|unsure)\b"),
+    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|not sure|unsure)\b"),
     "conditioned": re.compile(r"(?i)\b(?:if|suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|"
                               r"would have been|were it|had it been)\b"),
     "attributed": re.compile(r"(?i)\b(?:(?:common|typical|classic|frequent|tempting)\s+(?:mistake|error|wrong answer|"
@@ -140,7 +140,7 @@ _CANCELS = {
                          r"one of|either|(?:options|choices) (?:are|include))\b"),
 }
 # "\\boxed{5} is wrong": a marked value declared wrong right after it.
-_DECLARED_WRONG = re.compile(r"(?i)^[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was|would be|seems)\s+"
+_DECLARED_WRONG = re.compile(r"(?i)[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was|would be|seems)\s+"
                              r"(?:wrong|incorrect|not\b|a mistake|false|an error))")
 
 # Section 4.
@@ -290,9 +290,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     if (_NEGATED_JUST_BEFORE.search(before) or _NEGATED_VALUE.match(value)
             or _DECLARED_WRONG.match(text, mark.end, mark.end + _AFTER)):
         return "negated"
-    if _DOUBTED_VALUE.match(value):
-        return "doubted"
-    return _clause_cue(before)
+    # "the answer is maybe 5", "... is one of 4 or 5": the words before the value qualify it too.
+    return _clause_cue(before) or _clause_cue(_VALUE_HEAD.match(value).group(0))
 
 
 def _clause_cue(clause: str) -> str | None:
@@ -365,7 +364,10 @@ def _closing_value(text: str) -> str | None:
     if value is None:
         return None
     at = sentence.rfind(value)
-    clause = _Clauses(sentence).before(sentence, at if at >= 0 else len(sentence))
+    # A value picked among several numbers is qualified by the whole sentence ("the candidates are
+    # 3, 5 and 7"); a single one by its clause.
+    several = len(set(numbers(sentence))) > 1
+    clause = sentence[: max(at, 0)] if several else _Clauses(sentence).before(sentence, at if at >= 0 else len(sentence))
     if _clause_cue(clause) and " or " not in value:
         return None  # a hedge stays a hedge; a single doubted, conditioned, ... value is no answer
     if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
