@@ -8,6 +8,7 @@ sentences and clauses end, and which value a plain sentence states.
 """
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import re
 
@@ -56,8 +57,10 @@ _HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 # A question commits to nothing ("Is the answer \\boxed{3}?"); nor does a quoted one. A sentence
-# starts at a line start or after ". ", "! " or ": "; a "." not followed by a space (3.5) stays inside.
-_QUESTION = re.compile(r"(?:^|(?<=[.!:]\s)|(?<=\n))[^\n.!?]*(?:\.(?!\s)[^\n.!?]*)*\?(?=[\s\"”$*]|$)")
+# starts at a line start, after ". ", "! ", "? " or ": ", or after a "!" or "?"; a "." not followed
+# by a space (3.5) stays inside.
+_QUESTION_MARK = re.compile(r"\?(?=[\s\"”$*]|$)")
+_SENTENCE_START = re.compile(r"[.!:?]\s|\n|[!?]")
 _QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”')
 _MARKER = re.compile(r"\\boxed|\\fbox|####|(?i:\banswer\b)|\?")
 
@@ -78,7 +81,22 @@ def visible_text(response: str) -> str:
         text = "".join(kept) + text[at:]
     hides_marker = lambda m: "" if _MARKER.search(m.group(0)) else m.group(0)  # noqa: E731
     text = _INLINE_CODE.sub(hides_marker, _QUOTED.sub(hides_marker, text))
-    return _QUESTION.sub("", text)
+    return _without_questions(text)
+
+
+def _without_questions(text: str) -> str:
+    # One pass over the sentence starts (a regex per question would rescan a line per start).
+    if "?" not in text:
+        return text
+    starts = [m.end() for m in _SENTENCE_START.finditer(text)]
+    kept, at = [], 0
+    for mark in _QUESTION_MARK.finditer(text):
+        i = bisect.bisect_right(starts, mark.start()) - 1
+        start = max(starts[i] if i >= 0 else 0, at)
+        kept.append(text[at:start])
+        at = mark.end()
+    kept.append(text[at:])
+    return "".join(kept)
 
 
 def convention_for(data_source: str) -> str:

@@ -344,6 +344,9 @@ def test_compute_score_result_and_inputs():
         (" ".join(f"${i}" for i in range(20000)), ", ".join(str(i) for i in range(19714, 20000)), "answer too long"),
         ("\\boxed{1} and " * 20000, "1, 1, 1, 1, 1, 1, 1, 1, 1, 1", None),  # joined boxes are capped
         ("\\boxed{" + str(3**9000)[:4290] * 2 + "}", str(3**9000)[:4290] * 2, "answer too long"),
+        ("Answer: " * 20000, None, None),  # a sentence start every 8 characters (the question rule was quadratic)
+        ("Is it 5? " * 20000, None, None),
+        ("wait " * 20000 + "\\boxed{1} " * 3000, "1, 1, 1, 1, 1, 1, 1, 1, 1, 1", None),
     ],
 )
 def test_adversarial_responses_are_read_in_linear_time(response, pred, method):

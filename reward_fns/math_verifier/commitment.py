@@ -230,31 +230,43 @@ def alternatives(answer: str) -> list[str]:
 
 # -- section 2: markers ------------------------------------------------------------------------
 def _marks(text: str) -> list[_Mark]:
+    """The marked values of ``text`` in order; a marker inside a line marker's value is part of it.
+
+    ``Answer: \\boxed{5}``, ``#### Answer: 5`` and ``Answer: the answer is 5``
+    are each one line mark with the value 5; "the answer is \\boxed{5}" is
+    the box.
+    """
     boxes = [_Mark(s, e, v, BOXED) for s, e, v in joined_boxes(text)[-MAX_MARKERS:]]
-    lines = [_Mark(m.start(), m.end(), m.group(1), kind)
-             for kind, pattern in ((HASH, _HASH), (ANSWER_COLON, _ANSWER_COLON))
-             for m in _last(pattern.finditer(text))]
+    found_lines = sorted((_Mark(m.start(), m.end(), m.group(1), kind)
+                          for kind, pattern in ((HASH, _HASH), (ANSWER_COLON, _ANSWER_COLON))
+                          for m in _last(pattern.finditer(text))), key=lambda m: m.start)
     phrases = []
     for m in _last(_PHRASE.finditer(text)):
         stated = first_sentence(text[m.end() : m.end() + 4 * _WINDOW])
         if _states_a_value(stated):
             phrases.append(_Mark(m.start(), m.end() + len(stated), stated, PHRASE))
-    marks = []
-    for mark in lines + phrases:
-        inner = [b for b in boxes if mark.start <= b.start < mark.end]
-        if mark.kind == PHRASE:
-            if inner or any(o.start < mark.start < o.end for o in lines):
-                continue  # "the answer is \\boxed{5}" is the box; "Answer: the answer is 5" the line
+    lines: list[_Mark] = []
+    for line in found_lines:
+        if lines and lines[-1].start < line.start < lines[-1].end:
+            continue
+        lines.append(line)
+    marks, inside = [], set()
+    for line in lines:
+        inner = [m for m in boxes + phrases + found_lines if line.start < m.start < line.end]
+        inside.update(id(m) for m in inner)
+        inner_boxes = [m for m in inner if m.kind == BOXED]
+        inner_phrases = [m for m in inner if m.kind == PHRASE]
+        if inner_boxes:
+            line = _Mark(line.start, inner_boxes[-1].end, inner_boxes[-1].value, line.kind)
+        elif inner_phrases:
+            line = _Mark(line.start, line.end, inner_phrases[-1].value, line.kind)
         elif inner:
-            mark = _Mark(mark.start, inner[-1].end, inner[-1].value, mark.kind)
-        else:
-            inner_phrase = next((p for p in phrases if mark.start < p.start < mark.end), None)
-            if inner_phrase:
-                mark = _Mark(mark.start, mark.end, inner_phrase.value, mark.kind)
-        if not is_blank(mark.value) and not boxed_groups(mark.value):
-            marks.append(mark)
-    inside_lines = {id(b) for b in boxes for m in lines if m.start <= b.start < m.end}
-    marks += [b for b in boxes if id(b) not in inside_lines]
+            line = _Mark(line.start, line.end, inner[-1].value, line.kind)
+        marks.append(line)
+    # "the answer is \\boxed{5}" is the box.
+    marks += [p for p in phrases if id(p) not in inside and not any(p.start < b.start < p.end for b in boxes)]
+    marks += [b for b in boxes if id(b) not in inside]
+    marks = [m for m in marks if not is_blank(m.value) and not boxed_groups(m.value)]
     return sorted(marks, key=lambda m: m.start)[-MAX_MARKERS:]
 
 
