@@ -49,9 +49,13 @@ _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(?!\s)(.+?)(?<!\s)\$(?!\d)|\\\((.+?)\\
 
 
 # Markup a reader never sees: its content is no answer.
-_HIDING_COMMANDS = re.compile(r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\})\s*\{")
+# Struck-out text is taken back: a reader sees it crossed out (\\cancel, \\sout, ~~..~~, <del>).
+_HIDING_COMMANDS = re.compile(r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\}|[bx]?cancel|sout|xout|st)"
+                              r"\s*\{")
 _HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin\{comment\}.*?(?:\\end\{comment\}|$)"
-                           r"|(?m:^[ \t]*%.*$)", re.DOTALL)
+                           r"|(?m:^[ \t]*%.*$)|<(del|s|strike)>.*?(?:</\1>|$)|~~(?!~)[^~\n]{1,500}~~"
+                           r"|<(\w{1,10})\s[^>]{0,200}?style\s*=\s*[\"'][^\"'>]{0,200}?(?:display\s*:\s*none|visibility\s*:\s*hidden"
+                           r"|font-size\s*:\s*0|color\s*:\s*(?:white|#fff(?:fff)?)\b)[^>]{0,200}>.*?(?:</\2>|$)", re.DOTALL)
 # Code is not prose: a fenced block (closed or cut off) is dropped whole, an inline span
 # when it holds a marker (an answer written as `5` stays).
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.DOTALL)
@@ -109,9 +113,15 @@ def convention_for(data_source: str) -> str:
 
 
 def after_reasoning(response: str) -> str:
-    """The text after the last ``</think>``, when that is not blank; else the whole response."""
+    """The text after the last ``</think>``, when that is not blank; else the whole response.
+
+    A ``<think>`` never closed means the response was cut off while reasoning:
+    only the text before it is read.
+    """
     _, sep, tail = response.rpartition("</think>")
-    return tail if sep and tail.strip() else response
+    text = tail if sep and tail.strip() else response
+    opened = text.rfind("<think>")
+    return text[:opened] if opened >= 0 and text.find("</think>", opened) < 0 else text
 
 
 def boxed_groups(text: str) -> list[tuple[int, int, str]]:

@@ -257,6 +257,11 @@ def mentioned_gold(t: Target) -> Iterable[Probe]:
     yield Probe("listed gold", f"The candidates are {w} and {g}, and I cannot tell which.", False)
     yield Probe("gold in code", f"```python\nprint({g!r})  # {mark(ds, g)}\n```\n{mark(ds, w)}", False)
     yield Probe("cut off gold", f"So the answer is $\\boxed{{{g}", False)
+    yield Probe("cut off gold", f"<think>So the answer is {mark(ds, g)} and then", False)
+    yield Probe("struck gold", f"{mark(ds, w)} ~~{mark(ds, g)}~~", False)
+    yield Probe("hidden gold", f'{mark(ds, w)} <span style="display:none">{mark(ds, g)}</span>', False)
+    yield Probe("tested gold", f"Let me check whether {g} works: it does not, and I am stuck.", False)
+    yield Probe("attributed gold", f"{mark(ds, w)}\n\nReference solution: {mark(ds, g)}", False)
 
 
 def injection(t: Target) -> Iterable[Probe]:

@@ -169,6 +169,12 @@ NOT_COMMITTED: dict[str, Context] = {
     "retracted": lambda g, w: f"$\\boxed{{{g}}}$\nWait, that is wrong. I made a mistake somewhere.",
     "corrected away": lambda g, w: f"So $\\boxed{{{g}}}$. Actually, no: the answer is $\\boxed{{{w}}}$.",
     "final elsewhere": lambda g, w: f"$\\boxed{{{g}}}$ first, but the final answer is $\\boxed{{{w}}}$.",
+    "struck out": lambda g, w: f"The answer is $\\boxed{{{w}}}$ ~~$\\boxed{{{g}}}$~~.",
+    "cancelled": lambda g, w: f"The answer is $\\boxed{{{w}}}$, $\\cancel{{\\boxed{{{g}}}}}$.",
+    "hidden html": lambda g, w: f'The answer is $\\boxed{{{w}}}$. <span style="display:none">\\boxed{{{g}}}</span>',
+    "whether": lambda g, w: f"Let me check whether $\\boxed{{{g}}}$ works: it does not.",
+    "reference": lambda g, w: f"The answer is $\\boxed{{{w}}}$.\n\nReference solution: $\\boxed{{{g}}}$",
+    "unclosed think": lambda g, w: f"<think>the answer is $\\boxed{{{g}}}$ and then",
 }
 
 _STEPS = " ".join(f"Step {i}: we add {i} and {i + 1} to get {2 * i + 1}." for i in range(1, 40))
@@ -193,6 +199,12 @@ COMMITTED: dict[str, Context] = {
     "mistake beside": lambda g, w: f"A common mistake is $\\boxed{{{w}}}$. The answer is $\\boxed{{{g}}}$.",
     "negated wrong": lambda g, w: f"It is not ${w}$, so the answer is $\\boxed{{{g}}}$.",
     "agreeing restatement": lambda g, w: f"$\\boxed{{{g}}}$, and the answer is ${g}$.",
+    # words that qualify a value elsewhere, used here in plain steps
+    "a step with if": lambda g, w: f"So if we add the two cases we get $\\boxed{{{g}}}$.",
+    "possibilities": lambda g, w: f"The total number of possibilities is $\\boxed{{{g}}}$.",
+    "either case": lambda g, w: f"In either case the answer is $\\boxed{{{g}}}$.",
+    "a theorem says": lambda g, w: f"Vieta's formula says the sum of the roots is $\\boxed{{{g}}}$.",
+    "given the data": lambda g, w: f"Given the constraints, the answer is $\\boxed{{{g}}}$.",
 }
 
 SOURCES = ("lighteval/MATH", "openai/gsm8k", "aime2024")

@@ -125,19 +125,25 @@ _NEGATED_VALUE = re.compile(r"(?i)^[\s$*]*(?:not|never|no longer)\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
 _CANCELS = {
     "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|not sure|unsure)\b"),
-    "conditioned": re.compile(r"(?i)\b(?:if|suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|"
-                              r"would have been|were it|had it been)\b"),
+    # A hypothesis, not a step: "if it were 5", "if the answer is 5", "if x = 5", "suppose" ("if we add them we
+    # get 12" is a step).
+    "conditioned": re.compile(r"(?i)\b(?:suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|would have been|"
+                              r"were it|had it been|whether|(?:let(?:'s| us) )?(?:try|test)(?:ing)?)\b|\bif\b(?=.*?(?:\b(?:were|was|is|had been|equals?)\b|=))"),
     "attributed": re.compile(r"(?i)\b(?:(?:common|typical|classic|frequent|tempting)\s+(?:mistake|error|wrong answer|"
                              r"pitfall)|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
-                             r"trap|distractor|naive(?:ly)?|one might|one could|someone|(?:some|many|most) (?:people|"
-                             r"students)|students (?:often|usually|commonly|sometimes|tend)|(?:my|a) friend|the book|"
-                             r"textbook|answer key|according to|claims?|claimed|says|said|believes?|at first|initially|"
+                             r"trap|distractor|naive(?:ly)?|one might|one could|someone|somebody|some (?:would|might|may) (?:say|argue|think)|"
+                             r"(?:reference|official|sample|model) (?:solution|answer)|(?:some|many|most) "
+                             r"(?:people|students)|students (?:often|usually|commonly|sometimes|tend)|"
+                             r"(?:(?:he|she|they|people|others|(?:my|a) (?:friend|classmate|teacher)|the (?:book|textbook|"
+                             r"teacher|answer key|key|solution manual))\s+(?:says?|said|claims?|claimed|thinks?|thought|"
+                             r"believes?|believed|suggests?|suggested|answered|wrote|got))|according to (?:my|a|the) "
+                             r"(?:friend|classmate|teacher|book|textbook|answer key|key|solution manual)|at first|initially|"
                              r"(?:I|we) (?:first |initially )?thought(?! about)|"
                              r"part\s*\(?[a-h]\)?(?=[\s:,)]|$))|\([a-h]\)\s*:"),
     "echoed": re.compile(r"(?i)\b(?:the (?:problem|question) (?:states|says|gives|tells|asks|mentions)|"
                          r"we are (?:given|told)|given that|restat(?:e|ed|ing))\b"),
-    "listed": re.compile(r"(?i)\b(?:candidates?|possibilities|possible (?:values|answers)|"
-                         r"one of|either|(?:options|choices) (?:are|include))\b"),
+    "listed": re.compile(r"(?i)\b(?:(?:candidates|possibilities|possible (?:values|answers)|options|choices) (?:are|include)|"
+                         r"one of|either(?! way| case))\b"),
 }
 # "\\boxed{5} is wrong": a marked value declared wrong right after it.
 _DECLARED_WRONG = re.compile(r"(?i)[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was|would be|seems)\s+"
