@@ -6,47 +6,51 @@ markers, the scope each has, the cues that cancel or qualify a marked value,
 and the cues that supersede one commitment with a later one.
 
 **1. What is read.** The text a reader sees (:func:`~rewardsmith.reward_fns.answer_extraction.visible_text`):
-hidden markup (``\\phantom``, white text, ``%`` comment lines, HTML comments,
-``\\iffalse``, a ``comment`` environment), code blocks (and inline code that
-holds a marker), questions and quoted text holding a marker or a question are
-removed; of a reasoning block ``<think>..</think>`` only what follows counts,
-when something does. A response cut off inside a box (``\\boxed{12`` never
-closed) is read up to that box.
+hidden markup (``\\phantom``, white text, CSS ``display:none`` and the like,
+``%`` comment lines, HTML comments, ``\\iffalse``, a ``comment``
+environment), struck-out text (``\\cancel``, ``\\sout``, ``~~..~~``,
+``<del>``), code blocks (and inline code that holds a marker), questions and
+quoted text holding a marker or a question are removed; of a reasoning block
+``<think>..</think>`` only what follows counts, when something does. A
+response cut off inside a box (``\\boxed{12`` never closed) or inside a
+``<think>`` never closed is read up to there.
 
 **2. Markers and their scope.** Each marker gives a marked value:
 
-========== ========================================== =============================
-marker     written                                    value (scope)
-========== ========================================== =============================
-box        ``\\boxed{v}``, ``\\fbox{v}``, ``\\boxed v``  the group; boxes joined only by
-                                                      "and"/","/"or" are one value
-                                                      (``2, 3``; ``2 or 3`` a hedge)
-hash       ``#### v``                                 the rest of the line
-colon      ``Answer: v`` (``Final Answer:``,            the rest of the line (a box or
-           ``**Answer:**``)                            "the answer is" in it: its value)
-phrase     "the answer is v", "answer would be v"     the rest of the sentence
-========== ========================================== =============================
+- box: ``\\boxed{v}``, ``\\fbox{v}``, ``\\boxed v``; the value is the group.
+  Boxes joined only by "and", "," or "or" are one value (``2, 3``; ``2 or
+  3``, a hedge).
+- hash: ``#### v``; the value is the rest of the line.
+- colon: ``Answer: v`` (also ``Final Answer:``, ``**Answer:**``); the rest of
+  the line, or the value of a box or "the answer is" inside it.
+- phrase: "the answer is v", "answer would / will / should be v"; the rest of
+  the sentence (a phrase that states no value, "the answer is found by ...",
+  marks nothing).
 
 An empty marker (``\\boxed{}``, a bare ``Answer:``) marks nothing.
 
 **3. What cancels a marked value** (it is *mentioned*, not committed). The
 cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
-"then"/... before it (within its sentence) up to the marker:
+"then"/... before it (within its sentence) up to the marker, and in the words
+a phrase puts before its value ("the answer is maybe 5"):
 
 - negated: "not \\boxed{5}", "the answer is not 5", or after it
   "\\boxed{5} is wrong / incorrect / not the answer";
-- doubted: "maybe", "perhaps", "possibly", "might", "could be", "I guess",
-  "not sure" ("the answer is maybe 5");
-- conditioned: "if it were \\boxed{5}", "suppose", "assuming", "imagine",
-  "what if", "would have been";
-- attributed to someone or something else: "a common mistake is", "an
-  error", "naively", "one might think", "someone / students / my friend /
-  the book says", "according to", "I thought", "at first", "initially",
-  "part (a)";
+- doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
+  "I guess", "not sure";
+- conditioned or tested: "if it were \\boxed{5}", "if the answer is 5", "if
+  x = 5" (an "if" clause that states a value; "if we add them we get 12" is
+  a step), "suppose", "assuming", "imagine", "what if", "whether", "let us
+  try";
+- attributed to someone or something else: "a common / typical mistake",
+  "mistakenly", "naively", "one might think", "someone", "some would say",
+  "my friend / the book / the answer key says", "according to the book",
+  "reference / official solution", "I thought", "at first", "initially",
+  "part (a)", "(a):";
 - echoed from the question: "the problem states / says / gives", "we are
-  given / told", "given that";
-- listed among candidates: "the candidates / options / possibilities are",
-  "one of", "either", "between".
+  given / told", "given that", "restating";
+- listed among candidates: "the candidates / options / possibilities /
+  possible values are", "one of", "either" (not "either way / case").
 
 **4. The commitments in order, and corrections.** The remaining marked
 values are commitments, in text order. A later commitment *supersedes* the
