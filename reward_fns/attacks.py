@@ -247,6 +247,7 @@ def mentioned_gold(t: Target) -> Iterable[Probe]:
     g, w, ds = t.gold, wrong_answer(t.gold), t.data_source
     yield Probe("negated gold", f"The answer is not {g}.\n{mark(ds, w)}", False)
     yield Probe("negated gold", f"$\\boxed{{{g}}}$ is wrong, and I could not find the right one.", False)
+    yield Probe("negated gold", f"{mark(ds, w)} Wait, $\\boxed{{{g}}}$ is wrong.", False)
     yield Probe("doubted gold", f"Maybe the answer is {g}.", False)
     yield Probe("doubted gold", f"Perhaps {mark(ds, g)}, I am not sure.", False)
     yield Probe("conditioned gold", f"If the answer were {mark(ds, g)} the check would fail.", False)

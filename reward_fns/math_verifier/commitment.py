@@ -48,9 +48,9 @@ a phrase puts before its value ("the answer is maybe 5"):
   "reference / official solution", "I thought", "at first", "initially",
   "part (a)", "(a):";
 - echoed from the question: "the problem states / says / gives", "we are
-  given / told", "given that", "restating";
+  given / told", "restating";
 - listed among candidates: "the candidates / options / possibilities /
-  possible values are", "one of", "either" (not "either way / case").
+  possible values are", "is one of", "either" (not "either way / case").
 
 **4. The commitments in order, and corrections.** The remaining marked
 values are commitments, in text order. A later commitment *supersedes* the
@@ -127,6 +127,7 @@ _CLAUSE_BREAK = re.compile(r"(?i)[,;]|[.!?](?=\s)|\n|\b(?:but|however|so|thus|th
 _NEGATED_JUST_BEFORE = re.compile(r"(?i)\b(?:not|never|rather than|instead of|isn't|wasn't|aren't|no longer)[\s$:*(]*$")
 _NEGATED_VALUE = re.compile(r"(?i)^[\s$*]*(?:not|never|no longer)\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
+_LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
     "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|not sure|unsure)\b"),
     # A hypothesis, not a step: "if it were 5", "if the answer is 5", "if x = 5", "suppose" ("if we add them we
@@ -145,13 +146,13 @@ _CANCELS = {
                              r"(?:I|we) (?:first |initially )?thought(?! about)|"
                              r"part\s*\(?[a-h]\)?(?=[\s:,)]|$))|\([a-h]\)\s*:"),
     "echoed": re.compile(r"(?i)\b(?:the (?:problem|question) (?:states|says|gives|tells|asks|mentions)|"
-                         r"we are (?:given|told)|given that|restat(?:e|ed|ing))\b"),
+                         r"we are (?:given|told)|restat(?:e|ed|ing))\b"),
     "listed": re.compile(r"(?i)\b(?:(?:candidates|possibilities|possible (?:values|answers)|options|choices) (?:are|include)|"
-                         r"one of|either(?! way| case))\b"),
+                         r"(?:is|be|are) one of|either(?! way| case))\b"),
 }
 # "\\boxed{5} is wrong": a marked value declared wrong right after it.
 _DECLARED_WRONG = re.compile(r"(?i)[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was|would be|seems)\s+"
-                             r"(?:wrong|incorrect|not\b|a mistake|false|an error))")
+                             r"(?:wrong|incorrect|a mistake|false|an error|not (?:the answer|correct|right|valid|it)\b))")
 
 # Section 4.
 _CORRECTION_CUE = re.compile(
@@ -204,13 +205,16 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if cut is not None:
         text = text[:cut]
     clauses = _Clauses(text)
-    commitments, cancelled = [], []
+    commitments, cancelled, spans = [], [], []
     for mark in _marks(text):
         reason = _cancelled(text, mark, clauses)
         if reason:
             cancelled.append(f"{reason} {mark.value.strip()}")
+            spans.append((mark.start, mark.end))
         else:
             commitments.append(mark)
+    # The sentence rules below never read a value back out of a cancelled marker.
+    text = _blanked(text, spans)
     if not commitments:
         closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
         if closing:
@@ -230,6 +234,17 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
     rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
     return Reading(chosen.value.strip(), rule, others)
+
+
+def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by as many NULs: offsets stay valid, and no sentence
+    rule reads a value (or a word answer) across one."""
+    parts, at = [], 0
+    for start, end in spans:
+        start = max(start, at)
+        parts += [text[at:start], "\0" * max(0, end - start)]
+        at = max(at, end)
+    return "".join(parts) + text[at:]
 
 
 def alternatives(answer: str) -> list[str]:
@@ -313,6 +328,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
             or _DECLARED_WRONG.match(text, mark.end, mark.end + _AFTER)):
         return "negated"
     # "the answer is maybe 5", "... is one of 4 or 5": the words before the value qualify it too.
+    if _LISTED_VALUE.match(value):
+        return "listed"
     return _clause_cue(before) or _clause_cue(_VALUE_HEAD.match(value).group(0))
 
 
