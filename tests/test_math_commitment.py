@@ -172,6 +172,8 @@ NOT_COMMITTED: dict[str, Context] = {
     "wrong after a cue": lambda g, w: f"The answer is $\\boxed{{{w}}}$. Wait, $\\boxed{{{g}}}$ is wrong.",
     "not the answer": lambda g, w: f"$\\boxed{{{g}}}$ is not the answer.",
     "among": lambda g, w: f"The answer is among {w} and ${g}$.",
+    "just kidding": lambda g, w: f"The answer is ${g}$. Just kidding, it is ${w}$.",
+    "dismissed": lambda g, w: f"The answer is $\\boxed{{{w}}}$. (Ignore this: $\\boxed{{{g}}}$.)",
     "struck out": lambda g, w: f"The answer is $\\boxed{{{w}}}$ ~~$\\boxed{{{g}}}$~~.",
     "cancelled": lambda g, w: f"The answer is $\\boxed{{{w}}}$, $\\cancel{{\\boxed{{{g}}}}}$.",
     "hidden html": lambda g, w: f'The answer is $\\boxed{{{w}}}$. <span style="display:none">\\boxed{{{g}}}</span>',

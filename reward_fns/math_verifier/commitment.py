@@ -47,6 +47,7 @@ a phrase puts before its value ("the answer is maybe 5"):
   "my friend / the book / the answer key says", "according to the book",
   "reference / official solution", "I thought", "at first", "initially",
   "part (a)", "(a):";
+- dismissed: "ignore", "disregard";
 - echoed from the question: "the problem states / says / gives", "we are
   given / told", "restating";
 - listed among candidates: "the candidates / options / possibilities /
@@ -58,7 +59,8 @@ earlier ones when
 
 - a correction cue stands between them: "wait", "actually", "hmm",
   "oops", "correction", "correcting", "no,", "on second thought", "let me
-  redo", "I made a mistake", "that's wrong", "scratch that"; or
+  redo", "just kidding", "never mind", "I made a mistake", "that's wrong",
+  "scratch that"; or
 - it is final-marked ("final", "finally", "in conclusion", "ultimately",
   "in the end") and none of the commitments it follows is.
 
@@ -145,6 +147,7 @@ _CANCELS = {
                              r"(?:friend|classmate|teacher|book|textbook|answer key|key|solution manual)|at first|initially|"
                              r"(?:I|we) (?:first |initially )?thought(?! about)|"
                              r"part\s*\(?[a-h]\)?(?=[\s:,)]|$))|\([a-h]\)\s*:"),
+    "dismissed": re.compile(r"(?i)\b(?:ignore|disregard)\b"),
     "echoed": re.compile(r"(?i)\b(?:the (?:problem|question) (?:states|says|gives|tells|asks|mentions)|"
                          r"we are (?:given|told)|restat(?:e|ed|ing))\b"),
     "listed": re.compile(r"(?i)\b(?:(?:candidates|possibilities|possible (?:values|answers)|options|choices) (?:are|include)|"
@@ -157,6 +160,7 @@ _DECLARED_WRONG = re.compile(r"(?i)[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was
 # Section 4.
 _CORRECTION_CUE = re.compile(
     r"(?i)\b(?:wait|actually|correction|correcting|oops|hmm+|scratch that|on second thought|let me (?:correct|redo|fix)|"
+    r"just kidding|never ?mind|nope|I meant|"
     r"I made (?:a|an) (?:mistake|error)|that(?:'s| is| was) (?:wrong|incorrect|not right))\b|\bno\s*[,:;!]"
 )
 _RETRACTION = re.compile(
