@@ -54,6 +54,8 @@ def test_a_mentioned_value_is_no_commitment(response, why):
         ("So $\\boxed{\\frac{1}{2}}$. Wait, no: it is $\\frac{1}{3}$.", "\\frac{1}{3}", "correction"),
         ("Answer: 11\nNo, I made an error. The answer is 13.", "13", "correction"),
         ("Step 1 gives $\\boxed{12}$. Finally, the answer is $\\boxed{15}$.", "15", "boxed"),
+        # an answer announced as such after intermediate results boxed on the way
+        ("Step 1: $\\boxed{3}$. Step 2: $\\boxed{7}$. So the answer is $\\boxed{18}$.", "18", "boxed"),
         # a check that states no new value changes nothing
         ("The answer is $\\boxed{5}$. Wait, let me double-check: $2 + 3 = 5$. Yes, that is right.", "5", "boxed"),
         # a value that is only mentioned beside a commitment changes nothing
@@ -195,6 +197,7 @@ COMMITTED: dict[str, Context] = {
     "correcting": lambda g, w: f"The answer is $\\boxed{{{w}}}$. Correcting: the answer is $\\boxed{{{g}}}$.",
     "final after first": lambda g, w: f"We get $\\boxed{{{w}}}$ first, but the final is $\\boxed{{{g}}}$.",
     "intermediate boxes": lambda g, w: f"Step 1 gives $\\boxed{{{w}}}$.\nFinally, the answer is $\\boxed{{{g}}}$.",
+    "announced after a box": lambda g, w: f"Step 1 gives $\\boxed{{{w}}}$. So the answer is $\\boxed{{{g}}}$.",
     "long reasoning": lambda g, w: f"{_STEPS}\nSo the answer is $\\boxed{{{g}}}$.",
     "long filler": lambda g, w: f"{_FILLER}\n$\\boxed{{{g}}}$\n{_FILLER}",
     "markup": lambda g, w: f"**Final Answer:** $\\boxed{{{g}}}$",

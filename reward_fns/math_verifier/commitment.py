@@ -61,8 +61,11 @@ earlier ones when
   "oops", "correction", "correcting", "no,", "on second thought", "let me
   redo", "just kidding", "never mind", "I made a mistake", "that's wrong",
   "scratch that"; or
-- it is final-marked ("final", "finally", "in conclusion", "ultimately",
-  "in the end") and none of the commitments it follows is.
+- it is marked more firmly than every commitment of the group it follows:
+  a final-marked one ("final", "finally", "in conclusion", "ultimately",
+  "in the end" in its sentence) over the others, one announced as the
+  answer ("the answer is \\boxed{v}", ``Answer: v``) over a bare box or
+  ``#### v`` (an intermediate result boxed on the way).
 
 Commitments that nothing separates form one group: the last group is what
 the response commits to. Its commitment in the row's convention (else the
@@ -168,6 +171,7 @@ _RETRACTION = re.compile(
     r"|I made (?:a|an) (?:mistake|error)|scratch that)"
 )
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
+_ANNOUNCED = re.compile(r"(?i)\banswer\**\s*(?:is|would be|will be|should be|[:：])\W{0,12}$")
 _FINAL = re.compile(r"(?i)\b(?:final(?:ly)?|in conclusion|ultimately|in the end)\b")
 _VALUE_CHAR = re.compile(r"[\d\\]")
 _NOT_A_VALUE = re.compile(r"(?i)^(?:found|given|clear|obvious|simple|easy|below|above|as follows|straightforward|"
@@ -351,20 +355,23 @@ def _nothing(cancelled: list[str], cut: int | None) -> str:
 def _last_group(text: str, commitments: list[_Mark]) -> tuple[list[_Mark], bool]:
     """The last group of commitments, and whether it supersedes earlier ones."""
     group, superseding = [commitments[0]], False
-    final = [_is_final(text, commitments[0])]
+    strongest = _strength(text, commitments[0])
     for previous, mark in zip(commitments, commitments[1:]):
-        is_final = _is_final(text, mark)
-        if _CORRECTION_CUE.search(text, previous.end, mark.start) or (is_final and not any(final)):
-            group, final, superseding = [], [], True
+        strength = _strength(text, mark)
+        if _CORRECTION_CUE.search(text, previous.end, mark.start) or strength > strongest:
+            group, strongest, superseding = [], strength, True
         group.append(mark)
-        final.append(is_final)
+        strongest = max(strongest, strength)
     return group, superseding
 
 
-def _is_final(text: str, mark: _Mark) -> bool:
+def _strength(text: str, mark: _Mark) -> int:
+    """How firmly a commitment is marked: 3 final-marked, 2 announced as the answer, 1 a bare box or ``####``."""
     window = text[max(0, mark.start - _WINDOW) : mark.start]
     sentence_start = max((m.end() for m in _SENTENCE_BREAK.finditer(window)), default=0)
-    return bool(_FINAL.search(window, sentence_start))
+    if _FINAL.search(window, sentence_start):
+        return 3
+    return 2 if mark.kind in (ANSWER_COLON, PHRASE) or _ANNOUNCED.search(window, sentence_start) else 1
 
 
 def _primary(group: list[_Mark], convention: str) -> _Mark:
