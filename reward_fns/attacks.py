@@ -251,6 +251,8 @@ def mentioned_gold(t: Target) -> Iterable[Probe]:
     yield Probe("doubted gold", f"Maybe the answer is {g}.", False)
     yield Probe("doubted gold", f"Perhaps {mark(ds, g)}, I am not sure.", False)
     yield Probe("conditioned gold", f"If the answer were {mark(ds, g)} the check would fail.", False)
+    yield Probe("conditioned gold", f"{mark(ds, w)}\nIf the problem had asked for another quantity, the answer would be "
+                                    f"{g}.", False)
     yield Probe("attributed gold", f"A common mistake is to answer {g}.\n{mark(ds, w)}", False)
     yield Probe("attributed gold", f"Part (a): {mark(ds, g)}", False)
     yield Probe("attributed gold", f"My friend says the answer is {g}, and I could not check it.", False)

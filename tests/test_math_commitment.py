@@ -176,6 +176,10 @@ NOT_COMMITTED: dict[str, Context] = {
     "among": lambda g, w: f"The answer is among {w} and ${g}$.",
     "just kidding": lambda g, w: f"The answer is ${g}$. Just kidding, it is ${w}$.",
     "dismissed": lambda g, w: f"The answer is $\\boxed{{{w}}}$. (Ignore this: $\\boxed{{{g}}}$.)",
+    "counterfactual": lambda g, w: (f"The answer is $\\boxed{{{w}}}$. If the problem had asked for the other "
+                                    f"quantity, the answer would be $\\boxed{{{g}}}$."),
+    "tempting": lambda g, w: (f"It is tempting to answer $\\boxed{{{g}}}$, but that ignores the overlap; the count is "
+                              f"$\\boxed{{{w}}}$."),
     "struck out": lambda g, w: f"The answer is $\\boxed{{{w}}}$ ~~$\\boxed{{{g}}}$~~.",
     "cancelled": lambda g, w: f"The answer is $\\boxed{{{w}}}$, $\\cancel{{\\boxed{{{g}}}}}$.",
     "hidden html": lambda g, w: f'The answer is $\\boxed{{{w}}}$. <span style="display:none">\\boxed{{{g}}}</span>',
@@ -208,6 +212,7 @@ COMMITTED: dict[str, Context] = {
     "negated wrong": lambda g, w: f"It is not ${w}$, so the answer is $\\boxed{{{g}}}$.",
     "agreeing restatement": lambda g, w: f"$\\boxed{{{g}}}$, and the answer is ${g}$.",
     # words that qualify a value elsewhere, used here in plain steps
+    "a step with if would": lambda g, w: f"Therefore, if we combine these, the answer would be $\\boxed{{{g}}}$.",
     "a step with if": lambda g, w: f"So if we add the two cases we get $\\boxed{{{g}}}$.",
     "possibilities": lambda g, w: f"The total number of possibilities is $\\boxed{{{g}}}$.",
     "either case": lambda g, w: f"In either case the answer is $\\boxed{{{g}}}$.",

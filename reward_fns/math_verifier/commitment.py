@@ -40,10 +40,11 @@ a phrase puts before its value ("the answer is maybe 5"):
   "I guess", "not sure";
 - conditioned or tested: "if it were \\boxed{5}", "if the answer is 5", "if
   x = 5" (an "if" clause that states a value; "if we add them we get 12" is
-  a step), "suppose", "assuming", "imagine", "what if", "whether", "let us
+  a step), "would be" after an "if" / "had" clause in the sentence ("if it
+  asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
   try";
 - attributed to someone or something else: "a common / typical mistake",
-  "mistakenly", "naively", "one might think", "someone", "some would say",
+  "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
   "my friend / the book / the answer key says", "according to the book",
   "reference / official solution", "I thought", "at first", "initially",
   "part (a)", "(a):";
@@ -132,6 +133,9 @@ _CLAUSE_BREAK = re.compile(r"(?i)[,;]|[.!?](?=\s)|\n|\b(?:but|however|so|thus|th
 _NEGATED_JUST_BEFORE = re.compile(r"(?i)\b(?:not|never|rather than|instead of|isn't|wasn't|aren't|no longer)[\s$:*(]*$")
 _NEGATED_VALUE = re.compile(r"(?i)^[\s$*]*(?:not|never|no longer)\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
+_WOULD = re.compile(r"(?i)\bwould(?: have)? (?:be|been|get|give|equal)\b")
+# A counterfactual "if" ("if the problem had asked / were / asked instead"), not a step ("if we combine these").
+_IF = re.compile(r"(?i)\bif\b[^,;]*\b(?:had|were|instead|asked|wanted|meant)\b|\b(?:had|were) (?:we|it|the|you)\b")
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
     "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|not sure|unsure)\b"),
@@ -140,7 +144,7 @@ _CANCELS = {
     "conditioned": re.compile(r"(?i)\b(?:suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|would have been|"
                               r"were it|had it been|whether|(?:let(?:'s| us) )?(?:try|test)(?:ing)?)\b|\bif\b(?=.*?(?:\b(?:were|was|is|had been|equals?)\b|=))"),
     "attributed": re.compile(r"(?i)\b(?:(?:common|typical|classic|frequent|tempting)\s+(?:mistake|error|wrong answer|"
-                             r"pitfall)|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
+                             r"pitfall)|tempting to|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
                              r"trap|distractor|naive(?:ly)?|one might|one could|someone|somebody|some (?:would|might|may) (?:say|argue|think)|"
                              r"(?:reference|official|sample|model) (?:solution|answer)|(?:some|many|most) "
                              r"(?:people|students)|students (?:often|usually|commonly|sometimes|tend)|"
@@ -335,10 +339,18 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     if (_NEGATED_JUST_BEFORE.search(before) or _NEGATED_VALUE.match(value)
             or _DECLARED_WRONG.match(text, mark.end, mark.end + _AFTER)):
         return "negated"
+    # "If the problem asked for the product, the answer would be 180": a conditional main clause.
+    if _WOULD.search(before) and _IF.search(_sentence_before(text, mark.start)):
+        return "conditioned"
     # "the answer is maybe 5", "... is one of 4 or 5": the words before the value qualify it too.
     if _LISTED_VALUE.match(value):
         return "listed"
     return _clause_cue(before) or _clause_cue(_VALUE_HEAD.match(value).group(0))
+
+
+def _sentence_before(text: str, at: int) -> str:
+    window = text[max(0, at - _WINDOW) : at]
+    return window[max((m.end() for m in _SENTENCE_BREAK.finditer(window)), default=0) :]
 
 
 def _clause_cue(clause: str) -> str | None:
