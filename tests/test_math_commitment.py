@@ -178,6 +178,8 @@ NOT_COMMITTED: dict[str, Context] = {
     "dismissed": lambda g, w: f"The answer is $\\boxed{{{w}}}$. (Ignore this: $\\boxed{{{g}}}$.)",
     "counterfactual": lambda g, w: (f"The answer is $\\boxed{{{w}}}$. If the problem had asked for the other "
                                     f"quantity, the answer would be $\\boxed{{{g}}}$."),
+    "counterfactual phrase": lambda g, w: (f"The answer is $\\boxed{{{w}}}$. If the problem had asked for the other "
+                                           f"quantity, the answer would be ${g}$."),
     "tempting": lambda g, w: (f"It is tempting to answer $\\boxed{{{g}}}$, but that ignores the overlap; the count is "
                               f"$\\boxed{{{w}}}$."),
     "struck out": lambda g, w: f"The answer is $\\boxed{{{w}}}$ ~~$\\boxed{{{g}}}$~~.",

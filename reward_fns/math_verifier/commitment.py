@@ -340,7 +340,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
             or _DECLARED_WRONG.match(text, mark.end, mark.end + _AFTER)):
         return "negated"
     # "If the problem asked for the product, the answer would be 180": a conditional main clause.
-    if _WOULD.search(before) and _IF.search(_sentence_before(text, mark.start)):
+    lead = before + (text[mark.start : mark.end - len(value)] if mark.kind == PHRASE else "")  # "answer would be"
+    if _WOULD.search(lead) and _IF.search(_sentence_before(text, mark.start)):
         return "conditioned"
     # "the answer is maybe 5", "... is one of 4 or 5": the words before the value qualify it too.
     if _LISTED_VALUE.match(value):
