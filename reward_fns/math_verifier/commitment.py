@@ -343,9 +343,9 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     lead = before + (text[mark.start : mark.end - len(value)] if mark.kind == PHRASE else "")  # "answer would be"
     if _WOULD.search(lead) and _IF.search(_sentence_before(text, mark.start)):
         return "conditioned"
-    # "the answer is maybe 5", "... is one of 4 or 5": the words before the value qualify it too.
     if _LISTED_VALUE.match(value):
         return "listed"
+    # "the answer is maybe 5": the words before the value qualify it too.
     return _clause_cue(before) or _clause_cue(_VALUE_HEAD.match(value).group(0))
 
 
