@@ -13,7 +13,9 @@ the response is correct) and is graded on agreement with the label:
 * ``math-verify (plain)`` ``verify(parse(gold), parse(response))`` with
                           math-verify's default extraction
 
-The table gives each judge's accuracy overall, then per category of case
+A judge accepts, refuses or (``math_answer`` only) leaves a case
+undecided: undecided is no wrong verdict, and no agreement either; it is
+counted on its own. The table gives each judge's accuracy overall, then per category of case
 (a row per category: math_answer, verl's routing, each verl port, plain
 math-verify).
 
@@ -53,11 +55,14 @@ def load_cases(path: Path) -> list[Case]:
     return cases
 
 
-def _accepts(result: float | dict) -> bool:
+def _accepts(result: float | dict) -> bool | None:
+    """Whether a judge accepts the case; ``None`` when it leaves it undecided."""
+    if isinstance(result, dict) and result.get("verdict") == "undecided":
+        return None
     return (result["score"] if isinstance(result, dict) else result) > 0
 
 
-def _verl_by_source(case: Case) -> bool:
+def _verl_by_source(case: Case) -> bool | None:
     source = case["data_source"]
     module = VERL_ROUTES.get(source, math_dapo)  # math_dapo / math / aime* (the rest of the set)
     return _accepts(module.compute_score(source, case["response"], case["gold"]))
@@ -70,11 +75,11 @@ def _plain_math_verify(case: Case) -> bool:
     return verify(parse(case["gold"], default), parse(case["response"], default))
 
 
-def _scorer(module: Any) -> Callable[[Case], bool]:
+def _scorer(module: Any) -> Callable[[Case], bool | None]:
     return lambda case: _accepts(module.compute_score(case["data_source"], case["response"], case["gold"]))
 
 
-JUDGES: dict[str, Callable[[Case], bool]] = {
+JUDGES: dict[str, Callable[[Case], bool | None]] = {
     "math_answer": _scorer(math_answer),
     "verl (by source)": _verl_by_source,
     "gsm8k": _scorer(gsm8k),
@@ -86,12 +91,16 @@ JUDGES: dict[str, Callable[[Case], bool]] = {
 
 
 def evaluate(cases: list[Case]) -> dict[str, dict[str, Any]]:
-    """Per judge: accuracy, false accepts / rejects, the ids it got wrong, and ms per case."""
+    """Per judge: accuracy, false accepts / rejects, undecided, the ids it missed, ms per case (mean and p99)."""
     report = {}
     for name, accepts in JUDGES.items():
-        started = time.perf_counter()
-        wrong = [case for case in cases if accepts(case) != case["correct"]]
-        elapsed = time.perf_counter() - started
+        verdicts, times = [], []
+        for case in cases:
+            started = time.perf_counter()
+            verdicts.append(accepts(case))
+            times.append(time.perf_counter() - started)
+        wrong = [case for case, verdict in zip(cases, verdicts) if verdict != case["correct"]]
+        undecided = {case["id"] for case, verdict in zip(cases, verdicts) if verdict is None}
         per_category: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for case in cases:
             per_category[case["category"]][1] += 1
@@ -99,10 +108,12 @@ def evaluate(cases: list[Case]) -> dict[str, dict[str, Any]]:
             per_category[case["category"]][0] += 1
         report[name] = {
             "accuracy": 1 - len(wrong) / len(cases),
-            "false_accepts": sum(not case["correct"] for case in wrong),
-            "false_rejects": sum(case["correct"] for case in wrong),
+            "false_accepts": sum(not case["correct"] for case in wrong if case["id"] not in undecided),
+            "false_rejects": sum(case["correct"] for case in wrong if case["id"] not in undecided),
+            "undecided": len(undecided),
             "wrong_ids": [case["id"] for case in wrong],
-            "ms_per_case": 1000 * elapsed / len(cases),
+            "ms_per_case": 1000 * sum(times) / len(cases),
+            "p99_ms": 1000 * sorted(times)[int(0.99 * (len(times) - 1))],
             "by_category": {cat: 1 - bad / total for cat, (bad, total) in sorted(per_category.items())},
         }
     return report
@@ -112,11 +123,12 @@ def print_table(report: dict[str, dict[str, Any]], cases: list[Case]) -> None:
     """The comparison table, then accuracy per category."""
     baseline = max(v["accuracy"] for k, v in report.items() if k != "math_answer")
     print(f"{len(cases)} labelled cases\n")
-    print(f"{'judge':<22}{'accuracy':>10}{'false acc.':>12}{'false rej.':>12}{'vs best baseline':>18}{'ms/case':>9}")
+    print(f"{'judge':<22}{'accuracy':>10}{'false acc.':>12}{'false rej.':>12}{'undecided':>11}"
+          f"{'vs best baseline':>18}{'ms/case':>9}{'p99 ms':>8}")
     for name, row in report.items():
         ratio = row["accuracy"] / baseline if baseline else float("inf")
-        print(f"{name:<22}{row['accuracy']:>10.1%}{row['false_accepts']:>12}{row['false_rejects']:>12}"
-              f"{ratio:>17.2f}x{row['ms_per_case']:>9.2f}")
+        print(f"{name:<22}{row['accuracy']:>10.1%}{row['false_accepts']:>12}{row['false_rejects']:>12}{row['undecided']:>11}"
+              f"{ratio:>17.2f}x{row['ms_per_case']:>9.2f}{row['p99_ms']:>8.1f}")
     categories = list(next(iter(report.values()))["by_category"])
     sizes = Counter(case["category"] for case in cases)
     print("\naccuracy by category (math_answer vs verl's scorers vs math-verify)")

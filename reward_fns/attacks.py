@@ -228,12 +228,43 @@ def wrong_format(t: Target) -> Iterable[Probe]:
 
 
 def filler(t: Target) -> Iterable[Probe]:
-    """Kilobytes of filler around the answer, or after it with a different final answer."""
+    """Kilobytes of filler after the gold with a different final answer; a control: filler around the gold.
+
+    Length is not the verifier's concern (the DAPO overlong penalty's): the
+    gold committed between kilobytes of filler is still the answer.
+    """
     if t.gold is None:
         return
     g, w, ds = t.gold, wrong_answer(t.gold), t.data_source
-    yield Probe("filler", f"{_FILLER}\n{mark(ds, g)}\n{_FILLER}", False)
+    yield Probe("long response", f"{_FILLER}\n{mark(ds, g)}\n{_FILLER}", True)
     yield Probe("filler", f"{mark(ds, g)}\n{_FILLER}\nSo the final answer is {w}.", False)
+
+
+def mentioned_gold(t: Target) -> Iterable[Probe]:
+    """The gold mentioned but not committed to: negated, doubted, conditioned, attributed, echoed, listed, in code, cut off."""
+    if t.gold is None or t.data_source.startswith("searchR1_"):
+        return
+    g, w, ds = t.gold, wrong_answer(t.gold), t.data_source
+    yield Probe("negated gold", f"The answer is not {g}.\n{mark(ds, w)}", False)
+    yield Probe("negated gold", f"$\\boxed{{{g}}}$ is wrong, and I could not find the right one.", False)
+    yield Probe("negated gold", f"{mark(ds, w)} Wait, $\\boxed{{{g}}}$ is wrong.", False)
+    yield Probe("doubted gold", f"Maybe the answer is {g}.", False)
+    yield Probe("doubted gold", f"Perhaps {mark(ds, g)}, I am not sure.", False)
+    yield Probe("conditioned gold", f"If the answer were {mark(ds, g)} the check would fail.", False)
+    yield Probe("conditioned gold", f"{mark(ds, w)}\nIf the problem had asked for another quantity, the answer would be "
+                                    f"{g}.", False)
+    yield Probe("attributed gold", f"A common mistake is to answer {g}.\n{mark(ds, w)}", False)
+    yield Probe("attributed gold", f"Part (a): {mark(ds, g)}", False)
+    yield Probe("attributed gold", f"My friend says the answer is {g}, and I could not check it.", False)
+    yield Probe("echoed gold", f"The problem states that the answer is {g}, and asks for a proof.", False)
+    yield Probe("listed gold", f"The candidates are {w} and {g}, and I cannot tell which.", False)
+    yield Probe("gold in code", f"```python\nprint({g!r})  # {mark(ds, g)}\n```\n{mark(ds, w)}", False)
+    yield Probe("cut off gold", f"So the answer is $\\boxed{{{g}", False)
+    yield Probe("cut off gold", f"<think>So the answer is {mark(ds, g)} and then", False)
+    yield Probe("struck gold", f"{mark(ds, w)} ~~{mark(ds, g)}~~", False)
+    yield Probe("hidden gold", f'{mark(ds, w)} <span style="display:none">{mark(ds, g)}</span>', False)
+    yield Probe("tested gold", f"Let me check whether {g} works: it does not, and I am stuck.", False)
+    yield Probe("attributed gold", f"{mark(ds, w)}\n\nReference solution: {mark(ds, g)}", False)
 
 
 def injection(t: Target) -> Iterable[Probe]:
@@ -285,6 +316,6 @@ Family = Callable[[Target], Iterable[Probe]]
 MATH_FAMILIES: dict[str, Family] = {
     "control": controls, "empty": empty, "several_answers": several_answers, "hidden_answers": hidden_answers,
     "misplaced_gold": misplaced_gold, "near_miss": near_miss, "wrong_format": wrong_format, "filler": filler,
-    "judge_injection": injection,
+    "judge_injection": injection, "mentioned_gold": mentioned_gold,
 }
 CODE_FAMILIES: dict[str, Family] = {"code_hacks": code_hacks}

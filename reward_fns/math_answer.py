@@ -1,20 +1,26 @@
 """``math_answer``: rewardsmith's own math verifier, for any data_source.
 
-1. Find the final answer in the convention of the row's data_source
-   (``####`` for GSM8K, ``Answer:`` for DAPO/AIME, ``\\boxed{}`` otherwise),
-   falling back to the other conventions, an "the answer is" phrase, then the
-   final sentence (:mod:`answer_extraction`). The gold is read the same way
-   (after ``####``, inside a box, or as is).
-2. Judge equivalence (:mod:`math_equivalence`): hedges are wrong; numbers are
-   compared exactly (a decimal approximation of an exact value and a bare
-   decimal for a percentage are wrong unless the grading options below allow
-   them); words, choices, equations, then math-verify and sympy.
+1. Read what the response commits to as its answer
+   (:mod:`rewardsmith.reward_fns.math_verifier.commitment`): the row's
+   convention first (``####`` for GSM8K, ``Answer:`` for DAPO/AIME,
+   ``\\boxed{}`` otherwise), then the other markers; values that are only
+   mentioned (negated, doubted, conditioned, attributed, echoed, listed,
+   hidden, in code, cut off) are not commitments, and a clear self-correction
+   commits to the corrected value. The gold is read after ``####``, inside a
+   box, or as is.
+2. Compare it with the gold (:mod:`math_equivalence`, and sympy /
+   math-verify through :mod:`math_symbolic` when needed).
+3. Give a verdict: ``correct``, ``wrong`` or ``undecided``, with why.
+   Undecided is for real ambiguity only: several different answers committed
+   side by side (or a hedge, "7 or 8") of which one is the gold, or a gold
+   that cannot be read. Several answers that are all wrong are ``wrong``:
+   whichever was meant, it is not the gold. For DAPO data sources, whose
+   prompt asks for an ``Answer:`` line, a response with no marked answer is
+   ``wrong``.
 
-3. Refuse what a careful grader refuses: a response that commits to several
-   different answers (every other marked answer after the last correction
-   must be equivalent to the final one); a response that is mostly the same
-   text repeated (filler around an answer); for DAPO data sources, whose prompt
-   asks for an ``Answer:`` line, a response with no marked answer at all.
+An undecided sample scores ``None`` (abstain: the reward pipeline leaves it
+unscored, or hands it to a configured fallback); ``undecided="wrong"`` scores
+it 0.0 instead (two-valued, as before), the verdict still reported.
 
 Judgements that need no symbolic algebra are made in-process. The rest run
 under a hard process-level timeout (``timeout`` seconds) in a guard
@@ -28,28 +34,29 @@ Grading options (keyword arguments, e.g. ``reward_kwargs``): see
 (``accept_decimal_approximation``, ``approximation_rel_tol``,
 ``accept_decimal_for_percent``); all are off by default.
 
-Returns ``{"score": 1.0 | 0.0, "pred": str, "gold": str, "method": str}``;
-``method`` names the judge that decided (or ``no answer``).
+Returns ``{"score": 1.0 | 0.0 | None, "verdict": "correct" | "wrong" |
+"undecided", "why": str, "pred": str, "gold": str, "method": str}``;
+``method`` names the judge that decided (or ``no answer``, ``several
+answers``).
 """
 from __future__ import annotations
 
 import fnmatch
-import zlib
 from typing import Any
 
 from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
-from rewardsmith.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
+from rewardsmith.reward_fns.answer_extraction import convention_for, gold_answer
 from rewardsmith.reward_fns.math_equivalence import GradingPolicy, Verdict, quick_judge
+from rewardsmith.reward_fns.math_verifier.commitment import CLOSING, PHRASE, Reading, alternatives, read_commitment
 from rewardsmith.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
-# Real reasoning compresses to about a third of its length; kilobytes of repeated filler to
-# a few percent. Below this ratio, and past this length, a response is filler, not an answer.
-DEGENERATE_MIN_CHARS = 4000
-DEGENERATE_RATIO = 0.1
-# Data sources whose prompt demands a marked answer: an unmarked final sentence is no answer.
+CORRECT, WRONG, UNDECIDED = "correct", "wrong", "undecided"
+UNDECIDED_POLICIES = ("abstain", "wrong")
+# Data sources whose prompt demands a marked answer: an unmarked one is no answer.
 _MARKED_ONLY = ("*dapo*",)
-_UNMARKED_RULES = ("answer is", "final sentence")
+_UNMARKED_RULES = (PHRASE, CLOSING)
+_UNREADABLE_GOLD = ("empty gold", "unparsed gold")
 
 
 def _golds(ground_truth: Any) -> list[str]:
@@ -74,32 +81,67 @@ def compute_score(
     accept_decimal_approximation: bool = False,
     approximation_rel_tol: float = 0.0,
     accept_decimal_for_percent: bool = False,
+    undecided: str = "abstain",
     **kwargs: Any,
 ) -> dict[str, Any]:
     """Score ``solution_str`` against ``ground_truth`` (see the module docstring).
 
     ``ground_truth`` may also be a list of accepted answers; any match counts.
+    ``undecided``: ``"abstain"`` (score ``None``) or ``"wrong"`` (score 0.0).
     """
+    if undecided not in UNDECIDED_POLICIES:
+        raise ValueError(f"math_answer: undecided must be one of {', '.join(UNDECIDED_POLICIES)}, got {undecided!r}")
     policy = GradingPolicy(accept_decimal_approximation, approximation_rel_tol, accept_decimal_for_percent)
     golds = _golds(ground_truth)
     response = require_text("math_answer", "solution_str", solution_str)
-    if _is_degenerate(response):
-        return {"score": 0.0, "pred": "", "gold": golds[0], "method": "repeated filler"}
-    found = find_final_answer(response, convention_for(data_source))
-    if found is None or (found.rule in _UNMARKED_RULES
-                         and any(fnmatch.fnmatchcase(str(data_source).lower(), p) for p in _MARKED_ONLY)):
-        return {"score": 0.0, "pred": "" if found is None else found.text, "gold": golds[0], "method": "no answer"}
-    verdict = Verdict(False, "no answer")
-    for gold in golds:
-        verdict = _judge(found.text, gold, policy, timeout)
-        if verdict.correct:
+    reading = read_commitment(response, convention_for(data_source))
+    if reading.answer is None:
+        verdict, method, why = WRONG, "no answer", reading.why
+    elif reading.rule in _UNMARKED_RULES and any(fnmatch.fnmatchcase(str(data_source).lower(), p) for p in _MARKED_ONLY):
+        verdict, method, why = WRONG, "no answer", "no marked answer (this data_source's prompt asks for one)"
+    else:
+        verdict, method, why, golds = _decide(reading, golds, policy, timeout)
+    score = {CORRECT: 1.0, WRONG: 0.0}.get(verdict, None if undecided == "abstain" else 0.0)
+    return {"score": score, "verdict": verdict, "why": why, "pred": reading.answer or "", "gold": golds[0],
+            "method": method}
+
+
+def _decide(reading: Reading, golds: list[str], policy: GradingPolicy,
+            timeout: float) -> tuple[str, str, str, list[str]]:
+    """``(verdict, method, why, golds with the one compared first)`` for a committed answer."""
+    answer = reading.answer
+    assert answer is not None
+    judged = Verdict(False, "no answer")
+    for i, gold in enumerate(golds):
+        judged = _judge(answer, gold, policy, timeout)
+        if judged.correct or judged.method in _UNREADABLE_GOLD:
+            golds = [gold, *golds[:i], *golds[i + 1 :]]
             break
-    if verdict.correct:
-        for other in found.others:
-            if not _judge(other, found.text, policy, timeout).correct:
-                verdict = Verdict(False, "several answers")
-                break
-    return {"score": 1.0 if verdict.correct else 0.0, "pred": found.text, "gold": gold, "method": verdict.method}
+    if judged.method in _UNREADABLE_GOLD:
+        return UNDECIDED, judged.method, f"the gold {golds[0]!r} cannot be read", golds
+    if judged.correct:
+        differing = [o for o in reading.others if not _judge(o, answer, policy, timeout).correct]
+        if differing:
+            return UNDECIDED, "several answers", _several(answer, differing, "one is the gold"), golds
+        return CORRECT, judged.method, f"the committed answer equals the gold ({judged.method})", golds
+    # Wrong as read: undecided only when another value the response offers beside it is the gold.
+    offered = (alternatives(answer) if judged.method == "hedge" else []) + list(reading.others)
+    for value in offered:
+        for i, gold in enumerate(golds):
+            if _judge(value, gold, policy, timeout).correct:
+                method = "hedge" if judged.method == "hedge" else "several answers"
+                return UNDECIDED, method, _several(answer, reading.others, "one is the gold", method), \
+                    [gold, *golds[:i], *golds[i + 1 :]]
+    if reading.others:
+        return WRONG, "several answers", _several(answer, reading.others, "none is the gold"), golds
+    return WRONG, judged.method, f"the committed answer differs from the gold ({judged.method})", golds
+
+
+def _several(answer: str, others: Any, verdict_note: str, method: str = "several answers") -> str:
+    values = "; ".join([answer, *others])[:200]
+    if method == "hedge" and not others:
+        return f"a hedge between alternatives ({values}): {verdict_note}"
+    return f"several different answers committed ({values}): {verdict_note}"
 
 
 def _judge(pred: str, gold: str, policy: GradingPolicy, timeout: float) -> Verdict:
@@ -110,11 +152,3 @@ def _judge(pred: str, gold: str, policy: GradingPolicy, timeout: float) -> Verdi
 
         verdict = run_with_hard_timeout(judge, (pred, gold, policy), timeout)
     return verdict
-
-
-def _is_degenerate(response: str) -> bool:
-    """Whether ``response`` is long and mostly the same text repeated (it compresses to almost nothing)."""
-    if len(response) < DEGENERATE_MIN_CHARS:
-        return False
-    data = response.encode("utf-8", "surrogatepass")
-    return len(zlib.compress(data)) < DEGENERATE_RATIO * len(data)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rewardsmith.reward_fns import math_answer
-from rewardsmith.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
+from rewardsmith.reward_fns.answer_extraction import convention_for, gold_answer
 from rewardsmith.reward_fns.answer_normalize import (
     canonical_answer,
     parse_number,
@@ -21,6 +21,7 @@ from rewardsmith.reward_fns.answer_normalize import (
     words_to_number,
 )
 from rewardsmith.reward_fns.math_equivalence import GradingPolicy, approximates, quick_judge
+from rewardsmith.reward_fns.math_verifier.commitment import read_commitment
 
 LENIENT = GradingPolicy(accept_decimal_approximation=True, accept_decimal_for_percent=True)
 
@@ -70,17 +71,17 @@ def test_convention_by_data_source(data_source, convention):
         ("\\boxed{\\frac{1}{\\sqrt{2}}}", "boxed", "\\frac{1}{\\sqrt{2}}", "boxed"),  # nested braces
     ],
 )
-def test_find_final_answer(response, convention, text, rule):
-    found = find_final_answer(response, convention)
-    assert (found.text, found.rule) == (text, rule)
+def test_read_commitment(response, convention, text, rule):
+    found = read_commitment(response, convention)
+    assert (found.answer, found.rule) == (text, rule)
 
 
-def test_find_final_answer_none_and_bad_convention():
-    assert find_final_answer("   ", "boxed") is None
-    assert find_final_answer("I could not solve this one.", "boxed") is None
-    assert find_final_answer("Tuesday.", "boxed").text == "Tuesday"
+def test_read_commitment_none_and_bad_convention():
+    assert read_commitment("   ", "boxed").answer is None
+    assert read_commitment("I could not solve this one.", "boxed").answer is None
+    assert read_commitment("Tuesday.", "boxed").answer == "Tuesday"
     with pytest.raises(ValueError, match="unknown answer convention 'latex'"):
-        find_final_answer("x", "latex")
+        read_commitment("x", "latex")
 
 
 @pytest.mark.parametrize(
@@ -299,10 +300,11 @@ def test_quick_judge_defers_symbolic_cases():
         ("so $\\boxed{y = 2x - 3}$", "2x - y + 3 = 0", 0.0, "equation"),
         ("so $\\boxed{x^2 + y^2 - 1 = 0}$", "x^2 + y^2 = 1", 1.0, "equation"),
         ("Answer: 3pi/2", "\\frac{3\\pi}{2}", 1.0, "sympy"),
-        ("so $\\boxed{x}$", "\\text{}", 0.0, "empty gold"),
+        ("so $\\boxed{x}$", "\\text{}", None, "empty gold"),  # undecided: the gold cannot be read
         ("so $\\boxed{x \\ge 3}$", "[3,\\infty)", 1.0, "math_verify"),  # an inequality is its interval
         ("$\\boxed{2}$ or $\\boxed{-2}$", "\\pm 2", 1.0, "collection"),  # together they are the gold
-        ("$\\boxed{2}$ or $\\boxed{3}$", "2", 0.0, "hedge"),
+        ("$\\boxed{2}$ or $\\boxed{3}$", "2", None, "hedge"),  # undecided: one alternative is the gold
+        ("$\\boxed{4}$ or $\\boxed{3}$", "2", 0.0, "hedge"),  # wrong: neither alternative is
     ],
 )
 def test_symbolic_judges_through_the_guard(response, gold, score, method):
@@ -320,9 +322,10 @@ def test_compute_score_options():
 
 def test_compute_score_result_and_inputs():
     assert math_answer.compute_score("openai/gsm8k", "She sold 72 clips.\n#### 72", "72") == {
-        "score": 1.0, "pred": "72", "gold": "72", "method": "string"}
-    assert math_answer.compute_score("x", "I could not solve this one.", "7") == {"score": 0.0, "pred": "", "gold": "7",
-                                                              "method": "no answer"}
+        "score": 1.0, "verdict": "correct", "why": "the committed answer equals the gold (string)", "pred": "72",
+        "gold": "72", "method": "string"}
+    assert math_answer.compute_score("x", "I could not solve this one.", "7") == {
+        "score": 0.0, "verdict": "wrong", "why": "no answer", "pred": "", "gold": "7", "method": "no answer"}
     # a list of accepted answers: any may match
     assert math_answer.compute_score("x", "\\boxed{0.5}", ["1/3", "1/2"])["score"] == 1.0
     numpy = pytest.importorskip("numpy", reason="numpy is needed to build a parquet-style array gold")
@@ -337,15 +340,18 @@ def test_compute_score_result_and_inputs():
     "response, pred, method",
     [
         ("\\boxed{" * 20000, None, None),  # nothing ever closes: no box, and no sentence answer
-        (" ".join(f"${i}" for i in range(20000)), "19999", "numeric"),  # thousands of currency signs
+        # thousands of currency signs: a bare list of numbers, read whole (its tail)
+        (" ".join(f"${i}" for i in range(20000)), ", ".join(str(i) for i in range(19714, 20000)), "answer too long"),
         ("\\boxed{1} and " * 20000, "1, 1, 1, 1, 1, 1, 1, 1, 1, 1", None),  # joined boxes are capped
         ("\\boxed{" + str(3**9000)[:4290] * 2 + "}", str(3**9000)[:4290] * 2, "answer too long"),
+        ("Answer: " * 20000, None, None),  # a sentence start every 8 characters (the question rule was quadratic)
+        ("Is it 5? " * 20000, None, None),
+        ("wait " * 20000 + "\\boxed{1} " * 3000, "1, 1, 1, 1, 1, 1, 1, 1, 1, 1", None),
     ],
 )
 def test_adversarial_responses_are_read_in_linear_time(response, pred, method):
     # Extraction runs in the scoring process, outside the timeout guard: it must not blow up.
-    found = find_final_answer(response, "boxed")
-    assert (found.text if found else None) == pred
+    assert read_commitment(response, "boxed").answer == pred
     if method is not None:
         assert math_answer.compute_score("x", response, "1")["method"] == method
 
@@ -412,7 +418,6 @@ def test_core_case_verdict(case):
         # gold marked part-way through a long response, a different answer in the final sentence
         ("openai/gsm8k", "#### 72\n" + " ".join(f"Step {i}: we add {i} and {i + 1}." for i in range(300))
          + "\nSo the final answer is 73.", "72"),
-        ("lighteval/MATH", "Filler. " * 1000 + "$\\boxed{3}$" + " Filler." * 1000, "3"),
         # gold inside a (quoted) restated question, then taken back
         ("lighteval/MATH", 'The question asks: "Is the answer $\\boxed{3}$?" I do not know.', "3"),
         ("lighteval/MATH", "Restating the question: is $\\boxed{3}$ the answer? It is not.", "3"),
@@ -430,8 +435,10 @@ def test_core_case_verdict(case):
     ],
 )
 def test_named_hacks_are_not_paid(data_source, response, gold):
+    # Never paid: wrong, or undecided when the gold is among several answers offered side by side.
     result = math_answer.compute_score(data_source, response, gold)
-    assert result["score"] == 0.0, result
+    assert result["verdict"] != "correct" and result["score"] in (0.0, None), result
+    assert math_answer.compute_score(data_source, response, gold, undecided="wrong")["score"] == 0.0
 
 
 @pytest.mark.parametrize(
@@ -446,6 +453,10 @@ def test_named_hacks_are_not_paid(data_source, response, gold):
         ("lighteval/MATH", "The total is $5\\text{ cm}$, so $\\boxed{5}$.", "5"),
         ("openai/gsm8k", "She pays 50% of 10 = 5.\n#### 5", "5"),
         ("lighteval/MATH", "$\\boxed{5\\text{ thousand}}$", "5000"),
+        # long (even repetitive) text before or after the committed answer changes nothing
+        ("lighteval/MATH", "Filler. " * 1000 + "$\\boxed{3}$" + " Filler." * 1000, "3"),
+        # a clear self-correction commits to the corrected value
+        ("lighteval/MATH", "We get \\boxed{2} first, but the final is \\boxed{3}.", "3"),
     ],
 )
 def test_commitments_that_agree_are_paid(data_source, response, gold):

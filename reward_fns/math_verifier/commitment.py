@@ -1,0 +1,438 @@
+"""What a response commits to as its answer.
+
+A response mentions many values on its way; it *commits* to one as its
+answer. :func:`read_commitment` reads that commitment with one model: a few
+markers, the scope each has, the cues that cancel or qualify a marked value,
+and the cues that supersede one commitment with a later one.
+
+**1. What is read.** The text a reader sees (:func:`~rewardsmith.reward_fns.answer_extraction.visible_text`):
+hidden markup (``\\phantom``, white text, CSS ``display:none`` and the like,
+``%`` comment lines, HTML comments, ``\\iffalse``, a ``comment``
+environment), struck-out text (``\\cancel``, ``\\sout``, ``~~..~~``,
+``<del>``), code blocks (and inline code that holds a marker), questions and
+quoted text holding a marker or a question are removed; of a reasoning block
+``<think>..</think>`` only what follows counts, when something does. A
+response cut off inside a box (``\\boxed{12`` never closed) or inside a
+``<think>`` never closed is read up to there.
+
+**2. Markers and their scope.** Each marker gives a marked value:
+
+- box: ``\\boxed{v}``, ``\\fbox{v}``, ``\\boxed v``; the value is the group.
+  Boxes joined only by "and", "," or "or" are one value (``2, 3``; ``2 or
+  3``, a hedge).
+- hash: ``#### v``; the value is the rest of the line.
+- colon: ``Answer: v`` (also ``Final Answer:``, ``**Answer:**``); the rest of
+  the line, or the value of a box or "the answer is" inside it.
+- phrase: "the answer is v", "answer would / will / should be v"; the rest of
+  the sentence (a phrase that states no value, "the answer is found by ...",
+  marks nothing).
+
+An empty marker (``\\boxed{}``, a bare ``Answer:``) marks nothing.
+
+**3. What cancels a marked value** (it is *mentioned*, not committed). The
+cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
+"then"/... before it (within its sentence) up to the marker, and in the words
+a phrase puts before its value ("the answer is maybe 5"):
+
+- negated: "not \\boxed{5}", "the answer is not 5", or after it
+  "\\boxed{5} is wrong / incorrect / not the answer";
+- doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
+  "I guess", "not sure";
+- conditioned or tested: "if it were \\boxed{5}", "if the answer is 5", "if
+  x = 5" (an "if" clause that states a value; "if we add them we get 12" is
+  a step), "would be" after an "if" / "had" clause in the sentence ("if it
+  asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
+  try";
+- attributed to someone or something else: "a common / typical mistake",
+  "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
+  "my friend / the book / the answer key says", "according to the book",
+  "reference / official solution", "I thought", "at first", "initially",
+  "part (a)", "(a):";
+- dismissed: "ignore", "disregard";
+- echoed from the question: "the problem states / says / gives", "we are
+  given / told", "restating";
+- listed among candidates: "the candidates / options / possibilities /
+  possible values are", "is one of", "either" (not "either way / case").
+
+**4. The commitments in order, and corrections.** The remaining marked
+values are commitments, in text order. A later commitment *supersedes* the
+earlier ones when
+
+- a correction cue stands between them: "wait", "actually", "hmm",
+  "oops", "correction", "correcting", "no,", "on second thought", "let me
+  redo", "just kidding", "never mind", "I made a mistake", "that's wrong",
+  "scratch that"; or
+- it is marked more firmly than every commitment of the group it follows:
+  a final-marked one ("final", "finally", "in conclusion", "ultimately",
+  "in the end" in its sentence) over the others, one announced as the
+  answer ("the answer is \\boxed{v}", ``Answer: v``) over a bare box or
+  ``#### v`` (an intermediate result boxed on the way).
+
+Commitments that nothing separates form one group: the last group is what
+the response commits to. Its commitment in the row's convention (else the
+first convention, in ``boxed``, ``####``, ``Answer:`` order, that it has,
+else its last phrase) is the answer; the group's other values are
+:attr:`Reading.others`, which a grader requires to agree with it (several
+different answers committed side by side are no single answer).
+
+After the last commitment, a correction cue followed by a closing sentence
+that ends on one value ("Wait, no: it is 1/3.") commits to that value; a
+retraction ("that is wrong", "I made a mistake", "scratch that") with no
+value after it leaves nothing committed.
+
+**5. No marker.** When no marker commits, the closing sentence does, if it
+states one value (its last math span, the value after its last ``=``, its one
+number or its last number; a bare list is read whole; several numbers with
+"or"/"maybe" are a hedge; a short sentence of words is a word answer), and
+nothing of section 3 cancels it.
+
+Long text before or after the committed answer changes nothing: length is
+not the verifier's concern (the DAPO overlong penalty handles it).
+
+Every cue is searched in a bounded window around a marker and at most
+:data:`MAX_MARKERS` markers are read, so reading is linear in the response's
+length on any input.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from rewardsmith.reward_fns.answer_extraction import (
+    ANSWER_COLON,
+    BOXED,
+    CONVENTIONS,
+    HASH,
+    MAX_WORD_ANSWER,
+    after_reasoning,
+    boxed_groups,
+    first_sentence,
+    first_unclosed_box,
+    is_blank,
+    joined_boxes,
+    last_sentence,
+    math_spans,
+    numbers,
+    sentence_value,
+    visible_text,
+)
+
+PHRASE, CLOSING = "answer is", "final sentence"
+CORRECTION = "correction"
+MAX_MARKERS = 256  # the last this many markers are read; an answer is never marked more often
+_WINDOW = 240  # characters of a marker's clause read for cues
+_AFTER = 80  # characters after a marked value read for "is wrong"
+
+_HASH = re.compile(r"####\s*((?:(?!####)[^\n])+)")
+_ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*((?:(?!\banswer\**\s*[:：])[^\n])+)")
+_PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s*")
+
+# Section 3: cues in the clause before a marker.
+_CLAUSE_BREAK = re.compile(r"(?i)[,;]|[.!?](?=\s)|\n|\b(?:but|however|so|thus|therefore|hence|then|and so)\b")
+_NEGATED_JUST_BEFORE = re.compile(r"(?i)\b(?:not|never|rather than|instead of|isn't|wasn't|aren't|no longer)[\s$:*(]*$")
+_NEGATED_VALUE = re.compile(r"(?i)^[\s$*]*(?:not|never|no longer)\b")
+_VALUE_HEAD = re.compile(r"[^\d\\$]*")
+_WOULD = re.compile(r"(?i)\bwould(?: have)? (?:be|been|get|give|equal)\b")
+# A counterfactual "if" ("if the problem had asked / were / asked instead"), not a step ("if we combine these").
+_IF = re.compile(r"(?i)\bif\b[^,;]*\b(?:had|were|instead|asked|wanted|meant)\b|\b(?:had|were) (?:we|it|the|you)\b")
+_LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
+_CANCELS = {
+    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|not sure|unsure)\b"),
+    # A hypothesis, not a step: "if it were 5", "if the answer is 5", "if x = 5", "suppose" ("if we add them we
+    # get 12" is a step).
+    "conditioned": re.compile(r"(?i)\b(?:suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|would have been|"
+                              r"were it|had it been|whether|(?:let(?:'s| us) )?(?:try|test)(?:ing)?)\b|\bif\b(?=.*?(?:\b(?:were|was|is|had been|equals?)\b|=))"),
+    "attributed": re.compile(r"(?i)\b(?:(?:common|typical|classic|frequent|tempting)\s+(?:mistake|error|wrong answer|"
+                             r"pitfall)|tempting to|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
+                             r"trap|distractor|naive(?:ly)?|one might|one could|someone|somebody|some (?:would|might|may) (?:say|argue|think)|"
+                             r"(?:reference|official|sample|model) (?:solution|answer)|(?:some|many|most) "
+                             r"(?:people|students)|students (?:often|usually|commonly|sometimes|tend)|"
+                             r"(?:(?:he|she|they|people|others|(?:my|a) (?:friend|classmate|teacher)|the (?:book|textbook|"
+                             r"teacher|answer key|key|solution manual))\s+(?:says?|said|claims?|claimed|thinks?|thought|"
+                             r"believes?|believed|suggests?|suggested|answered|wrote|got))|according to (?:my|a|the) "
+                             r"(?:friend|classmate|teacher|book|textbook|answer key|key|solution manual)|at first|initially|"
+                             r"(?:I|we) (?:first |initially )?thought(?! about)|"
+                             r"part\s*\(?[a-h]\)?(?=[\s:,)]|$))|\([a-h]\)\s*:"),
+    "dismissed": re.compile(r"(?i)\b(?:ignore|disregard)\b"),
+    "echoed": re.compile(r"(?i)\b(?:the (?:problem|question) (?:states|says|gives|tells|asks|mentions)|"
+                         r"we are (?:given|told)|restat(?:e|ed|ing))\b"),
+    "listed": re.compile(r"(?i)\b(?:(?:candidates|possibilities|possible (?:values|answers)|options|choices) (?:are|include)|"
+                         r"(?:is|be|are) one of|either(?! way| case))\b"),
+}
+# "\\boxed{5} is wrong": a marked value declared wrong right after it.
+_DECLARED_WRONG = re.compile(r"(?i)[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was|would be|seems)\s+"
+                             r"(?:wrong|incorrect|a mistake|false|an error|not (?:the answer|correct|right|valid|it)\b))")
+
+# Section 4.
+_CORRECTION_CUE = re.compile(
+    r"(?i)\b(?:wait|actually|correction|correcting|oops|hmm+|scratch that|on second thought|let me (?:correct|redo|fix)|"
+    r"just kidding|never ?mind|nope|I meant|"
+    r"I made (?:a|an) (?:mistake|error)|that(?:'s| is| was) (?:wrong|incorrect|not right))\b|\bno\s*[,:;!]"
+)
+_RETRACTION = re.compile(
+    r"(?i)(?:^|[.!;:,]\s*|\b(?:no|oh|wait|hmm+|oops|actually)\W+)(?:that(?:'s| is| was) (?:wrong|incorrect|not right)"
+    r"|I made (?:a|an) (?:mistake|error)|scratch that)"
+)
+_SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
+_ANNOUNCED = re.compile(r"(?i)\banswer\**\s*(?:is|would be|will be|should be|[:：])\W{0,12}$")
+_FINAL = re.compile(r"(?i)\b(?:final(?:ly)?|in conclusion|ultimately|in the end)\b")
+_VALUE_CHAR = re.compile(r"[\d\\]")
+_NOT_A_VALUE = re.compile(r"(?i)^(?:found|given|clear|obvious|simple|easy|below|above|as follows|straightforward|"
+                          r"correct|right|wrong|incorrect|unclear|unknown|the same|this|that)\b")
+_MAX_VALUE_WORDS = 8  # words an answer without digits or math may have ("two thousand and twenty-four")
+_REASON = re.compile(r"\s+(?:since|because|as)\s+")  # "it is -3 since x < 0": the value comes first
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a response commits to.
+
+    ``answer`` is the committed value (``None``: nothing committed), ``rule``
+    the marker that committed it (a convention, ``answer is``, ``correction``
+    or ``final sentence``), ``others`` the other values committed beside it,
+    and ``why`` a short account when nothing is committed.
+    """
+
+    answer: str | None
+    rule: str = ""
+    others: tuple[str, ...] = ()
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class _Mark:
+    start: int  # where the marker starts: its cues are read before this
+    end: int  # where the marked value ends
+    value: str
+    kind: str  # BOXED, HASH, ANSWER_COLON or PHRASE
+
+
+def read_commitment(response: str, convention: str = BOXED) -> Reading:
+    """What ``response`` commits to under the row's ``convention`` (see the module docstring)."""
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown answer convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    text = after_reasoning(visible_text(response))
+    cut = first_unclosed_box(text)
+    if cut is not None:
+        text = text[:cut]
+    clauses = _Clauses(text)
+    commitments, cancelled, spans = [], [], []
+    for mark in _marks(text):
+        reason = _cancelled(text, mark, clauses)
+        if reason:
+            cancelled.append(f"{reason} {mark.value.strip()}")
+            spans.append((mark.start, mark.end))
+        else:
+            commitments.append(mark)
+    # The sentence rules below never read a value back out of a cancelled marker.
+    text = _blanked(text, spans)
+    if not commitments:
+        closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
+        if closing:
+            return Reading(closing, CLOSING)
+        return Reading(None, why=_nothing(cancelled, cut))
+    group, superseding = _last_group(text, commitments)
+    tail = text[group[-1].end :]
+    cue = _CORRECTION_CUE.search(tail)
+    if cue:
+        corrected = _corrected_value(tail[cue.start() :])
+        if corrected:
+            return Reading(corrected, CORRECTION)
+        if _RETRACTION.search(tail):
+            return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
+    chosen = _primary(group, convention)
+    others = tuple(dict.fromkeys(m.value.strip() for m in group if m is not chosen and not _same(m.value, chosen.value)))
+    # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
+    rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
+    return Reading(chosen.value.strip(), rule, others)
+
+
+def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by as many NULs: offsets stay valid, and no sentence
+    rule reads a value (or a word answer) across one."""
+    parts, at = [], 0
+    for start, end in spans:
+        start = max(start, at)
+        parts += [text[at:start], "\0" * max(0, end - start)]
+        at = max(at, end)
+    return "".join(parts) + text[at:]
+
+
+def alternatives(answer: str) -> list[str]:
+    """The values a hedged answer offers ("7 or 8" -> ["7", "8"]); one item when it offers one."""
+    parts = [p.strip() for p in re.split(r"\s+or\s+|\\text\{\s*or\s*\}", answer)]
+    return parts if len(parts) > 1 and all(parts) else [answer]
+
+
+# -- section 2: markers ------------------------------------------------------------------------
+def _marks(text: str) -> list[_Mark]:
+    """The marked values of ``text`` in order; a marker inside a line marker's value is part of it.
+
+    ``Answer: \\boxed{5}``, ``#### Answer: 5`` and ``Answer: the answer is 5``
+    are each one line mark with the value 5; "the answer is \\boxed{5}" is
+    the box.
+    """
+    boxes = [_Mark(s, e, v, BOXED) for s, e, v in joined_boxes(text)[-MAX_MARKERS:]]
+    found_lines = sorted((_Mark(m.start(), m.end(), m.group(1), kind)
+                          for kind, pattern in ((HASH, _HASH), (ANSWER_COLON, _ANSWER_COLON))
+                          for m in _last(pattern.finditer(text))), key=lambda m: m.start)
+    phrases = []
+    for m in _last(_PHRASE.finditer(text)):
+        stated = first_sentence(text[m.end() : m.end() + 4 * _WINDOW])
+        if _states_a_value(stated):
+            phrases.append(_Mark(m.start(), m.end() + len(stated), stated, PHRASE))
+    lines: list[_Mark] = []
+    for line in found_lines:
+        if lines and lines[-1].start < line.start < lines[-1].end:
+            continue
+        lines.append(line)
+    marks, inside = [], set()
+    for line in lines:
+        inner = [m for m in boxes + phrases + found_lines if line.start < m.start < line.end]
+        inside.update(id(m) for m in inner)
+        inner_boxes = [m for m in inner if m.kind == BOXED]
+        inner_phrases = [m for m in inner if m.kind == PHRASE]
+        if inner_boxes:
+            line = _Mark(line.start, inner_boxes[-1].end, inner_boxes[-1].value, line.kind)
+        elif inner_phrases:
+            line = _Mark(line.start, line.end, inner_phrases[-1].value, line.kind)
+        elif inner:
+            line = _Mark(line.start, line.end, inner[-1].value, line.kind)
+        marks.append(line)
+    # "the answer is \\boxed{5}" is the box.
+    marks += [p for p in phrases if id(p) not in inside and not any(p.start < b.start < p.end for b in boxes)]
+    marks += [b for b in boxes if id(b) not in inside]
+    marks = [m for m in marks if not is_blank(m.value) and not boxed_groups(m.value)]
+    return sorted(marks, key=lambda m: m.start)[-MAX_MARKERS:]
+
+
+def _states_a_value(stated: str) -> bool:
+    # "the answer is found by ..." states nothing; "... is 12", "... is $x$", "... is two thousand" do.
+    words = stated.strip(" .*").split()
+    return bool(_VALUE_CHAR.search(stated)) or "$" in stated or (
+        0 < len(words) <= _MAX_VALUE_WORDS and not _NOT_A_VALUE.match(stated.strip(" *")))
+
+
+def _last(matches) -> list[re.Match[str]]:
+    found = list(matches)
+    return found[-MAX_MARKERS:]
+
+
+# -- section 3: what cancels a marked value -----------------------------------------------------
+class _Clauses:
+    """Where the clauses of ``text`` start, to read the cues of the clause a marker stands in."""
+
+    def __init__(self, text: str) -> None:
+        self._breaks = [m.end() for m in _CLAUSE_BREAK.finditer(text)]
+
+    def before(self, text: str, at: int) -> str:
+        i = bisect.bisect_right(self._breaks, at) - 1
+        start = self._breaks[i] if i >= 0 else 0
+        return text[max(start, at - _WINDOW) : at]
+
+
+def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
+    """Why ``mark`` is mentioned rather than committed, or ``None`` when it is a commitment."""
+    before = clauses.before(text, mark.start)
+    value = mark.value
+    if (_NEGATED_JUST_BEFORE.search(before) or _NEGATED_VALUE.match(value)
+            or _DECLARED_WRONG.match(text, mark.end, mark.end + _AFTER)):
+        return "negated"
+    # "If the problem asked for the product, the answer would be 180": a conditional main clause.
+    lead = before + (text[mark.start : mark.end - len(value)] if mark.kind == PHRASE else "")  # "answer would be"
+    if _WOULD.search(lead) and _IF.search(_sentence_before(text, mark.start)):
+        return "conditioned"
+    if _LISTED_VALUE.match(value):
+        return "listed"
+    # "the answer is maybe 5": the words before the value qualify it too.
+    return _clause_cue(before) or _clause_cue(_VALUE_HEAD.match(value).group(0))
+
+
+def _sentence_before(text: str, at: int) -> str:
+    window = text[max(0, at - _WINDOW) : at]
+    return window[max((m.end() for m in _SENTENCE_BREAK.finditer(window)), default=0) :]
+
+
+def _clause_cue(clause: str) -> str | None:
+    return next((name for name, cue in _CANCELS.items() if cue.search(clause)), None)
+
+
+def _nothing(cancelled: list[str], cut: int | None) -> str:
+    if cancelled:
+        return "no committed answer; mentioned only: " + "; ".join(cancelled[-5:])
+    return "cut off inside a box" if cut is not None else "no answer"
+
+
+# -- section 4: order and corrections -----------------------------------------------------------
+def _last_group(text: str, commitments: list[_Mark]) -> tuple[list[_Mark], bool]:
+    """The last group of commitments, and whether it supersedes earlier ones."""
+    group, superseding = [commitments[0]], False
+    strongest = _strength(text, commitments[0])
+    for previous, mark in zip(commitments, commitments[1:]):
+        strength = _strength(text, mark)
+        if _CORRECTION_CUE.search(text, previous.end, mark.start) or strength > strongest:
+            group, strongest, superseding = [], strength, True
+        group.append(mark)
+        strongest = max(strongest, strength)
+    return group, superseding
+
+
+def _strength(text: str, mark: _Mark) -> int:
+    """How firmly a commitment is marked: 3 final-marked, 2 announced as the answer, 1 a bare box or ``####``."""
+    window = text[max(0, mark.start - _WINDOW) : mark.start]
+    sentence_start = max((m.end() for m in _SENTENCE_BREAK.finditer(window)), default=0)
+    if _FINAL.search(window, sentence_start):
+        return 3
+    return 2 if mark.kind in (ANSWER_COLON, PHRASE) or _ANNOUNCED.search(window, sentence_start) else 1
+
+
+def _primary(group: list[_Mark], convention: str) -> _Mark:
+    for kind in (convention, *(c for c in CONVENTIONS if c != convention), PHRASE):
+        found = [m for m in group if m.kind == kind]
+        if found:
+            return found[-1]
+    return group[-1]
+
+
+def _same(value: str, other: str) -> bool:
+    plain = lambda v: re.sub(r"[\s$*]|\.$", "", v)  # noqa: E731
+    return plain(value) == plain(other)
+
+
+def _corrected_value(tail: str) -> str | None:
+    """The value a correction ends on: the closing sentence must end on a single new value.
+
+    "Wait, no: it is 1/3." commits to 1/3; a check that merely mentions
+    numbers ("Wait, 6 of the 10 cases ...") or states none changes nothing.
+    """
+    sentence = _REASON.split(last_sentence(tail) or "", maxsplit=1)[0]
+    if not sentence or _clause_cue(sentence):
+        return None
+    value = sentence_value(sentence)
+    if not value or not _VALUE_CHAR.search(value) or value not in sentence:
+        return None
+    if "=" not in sentence and not math_spans(sentence) and len(set(numbers(sentence))) > 1:
+        return None  # "which is 5 out of 10 options": no single new value
+    after = sentence.rsplit(value, 1)[1].strip(" $.!")
+    return value if len(after.split()) <= MAX_WORD_ANSWER and not _VALUE_CHAR.search(after) else None
+
+
+# -- section 5: no marker -----------------------------------------------------------------------
+def _closing_value(text: str) -> str | None:
+    sentence = last_sentence(text)
+    if not sentence:
+        return None
+    value = sentence_value(sentence)
+    if value is None:
+        return None
+    at = sentence.rfind(value)
+    # A value picked among several numbers is qualified by the whole sentence ("the candidates are
+    # 3, 5 and 7"); a single one by its clause.
+    several = len(set(numbers(sentence))) > 1
+    clause = sentence[: max(at, 0)] if several else _Clauses(sentence).before(sentence, at if at >= 0 else len(sentence))
+    if _clause_cue(clause) and " or " not in value:
+        return None  # a hedge stays a hedge; a single doubted, conditioned, ... value is no answer
+    if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
+        return None
+    return value

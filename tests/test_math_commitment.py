@@ -1,0 +1,252 @@
+"""What a response commits to (reward_fns.math_verifier.commitment) and math_answer's three verdicts.
+
+The property tests build responses by construction: for random golds
+(integers, fractions, decimals, simple expressions), the gold wrapped in a
+random context that does not commit to it is never ``correct``, and wrapped
+in a random context that does commit to it is never ``wrong``.
+"""
+from __future__ import annotations
+
+from math import gcd
+from typing import Callable, NamedTuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rewardsmith.reward_fns import math_answer
+from rewardsmith.reward_fns.math_verifier.commitment import alternatives, read_commitment
+
+PROPERTY = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+# -- the model, rule by rule ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "response, why",
+    [
+        ("The answer is not 5.", "negated"),
+        ("It is not $\\boxed{5}$.", "negated"),
+        ("$\\boxed{5}$ is wrong.", "negated"),
+        ("Maybe the answer is 5.", "doubted"),
+        ("The answer is maybe 5.", "doubted"),
+        ("If the answer were $\\boxed{5}$ the sum would be odd.", "conditioned"),
+        ("Suppose the answer is 5; then the sum is odd.", "conditioned"),
+        ("A common mistake is to answer $\\boxed{5}$.", "attributed"),
+        ("Part (a) is $\\boxed{5}$.", "attributed"),
+        ("My friend says the answer is 5, and I cannot check it.", "attributed"),
+        ("The problem states that the answer is 5, and asks why.", "echoed"),
+        ("The candidates are $\\boxed{5}$ and nothing else.", "listed"),
+        ("The answer is one of 4 and 5, I cannot tell which.", "listed"),
+    ],
+)
+def test_a_mentioned_value_is_no_commitment(response, why):
+    reading = read_commitment(response)
+    assert reading.answer is None and why in reading.why, reading
+
+
+@pytest.mark.parametrize(
+    "response, answer, rule",
+    [
+        # a clear self-correction commits to the corrected value
+        ("We get \\boxed{2} first, but the final is \\boxed{3}.", "3", "boxed"),
+        ("Answer: 25\nWait, I double counted.\nAnswer: 21", "21", "Answer:"),
+        ("So $\\boxed{\\frac{1}{2}}$. Wait, no: it is $\\frac{1}{3}$.", "\\frac{1}{3}", "correction"),
+        ("Answer: 11\nNo, I made an error. The answer is 13.", "13", "correction"),
+        ("Step 1 gives $\\boxed{12}$. Finally, the answer is $\\boxed{15}$.", "15", "boxed"),
+        # an answer announced as such after intermediate results boxed on the way
+        ("Step 1: $\\boxed{3}$. Step 2: $\\boxed{7}$. So the answer is $\\boxed{18}$.", "18", "boxed"),
+        # a check that states no new value changes nothing
+        ("The answer is $\\boxed{5}$. Wait, let me double-check: $2 + 3 = 5$. Yes, that is right.", "5", "boxed"),
+        # a value that is only mentioned beside a commitment changes nothing
+        ("A common mistake is $\\boxed{4}$. The answer is $\\boxed{5}$.", "5", "boxed"),
+        ("The answer is not 4, so it is $\\boxed{5}$.", "5", "boxed"),
+        ("```python\nprint(4)  # \\boxed{4}\n```\nSo the answer is $\\boxed{5}$.", "5", "boxed"),
+        # no marker: the closing sentence, unless it only lists or mentions
+        ("The possible values are 3, 5 and 7.", None, ""),
+        ("3, 5 and 7.", "3, 5, 7", "final sentence"),
+        ("He has 5 apples and gives 2 away, so he has 3 left.", "3", "final sentence"),
+    ],
+)
+def test_what_is_committed(response, answer, rule):
+    reading = read_commitment(response)
+    assert (reading.answer, reading.rule) == (answer, rule), reading
+
+
+def test_a_retraction_without_a_new_value_commits_to_nothing():
+    reading = read_commitment("#### 72\nWait, that is wrong. The answer is not 72.", "####")
+    assert reading.answer is None and reading.why.startswith("retracted")
+
+
+def test_a_response_cut_off_inside_a_box_commits_to_nothing():
+    assert read_commitment("So the answer is $\\boxed{12").answer is None
+    assert read_commitment("So the answer is $\\boxed{12").why == "cut off inside a box"
+
+
+def test_several_answers_side_by_side_are_reported():
+    reading = read_commitment("#### 44\nAlternatively, #### 45", "####")
+    assert (reading.answer, reading.others) == ("45", ("44",))
+    assert alternatives("7 or 8") == ["7", "8"] and alternatives("7") == ["7"]
+
+
+# -- the three verdicts ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "response, gold, verdict, method",
+    [
+        ("#### 44\nAlternatively, #### 45", "44", "undecided", "several answers"),  # the gold is one of them
+        ("#### 44\nAlternatively, #### 45", "46", "wrong", "several answers"),  # neither is the gold
+        ("It might be 7 or 8.", "7", "undecided", "hedge"),
+        ("It might be 7 or 8.", "9", "wrong", "hedge"),
+        ("\\boxed{7}", "\\text{}", "undecided", "empty gold"),  # a gold that cannot be read
+        ("\\boxed{7}", "7", "correct", "string"),
+        ("Maybe the answer is 7.", "7", "wrong", "no answer"),
+    ],
+)
+def test_verdicts(response, gold, verdict, method):
+    result = math_answer.compute_score("openai/gsm8k", response, gold)
+    assert (result["verdict"], result["method"]) == (verdict, method), result
+    assert result["score"] == {"correct": 1.0, "wrong": 0.0, "undecided": None}[verdict]
+    assert result["why"]
+    two_valued = math_answer.compute_score("openai/gsm8k", response, gold, undecided="wrong")
+    assert two_valued["score"] == (1.0 if verdict == "correct" else 0.0) and two_valued["verdict"] == verdict
+
+
+def test_undecided_option_is_checked():
+    with pytest.raises(ValueError, match="math_answer: undecided must be one of abstain, wrong, got 'zero'"):
+        math_answer.compute_score("x", "\\boxed{1}", "1", undecided="zero")
+
+
+# -- properties -----------------------------------------------------------------------------------
+class Gold(NamedTuple):
+    """A gold answer, a wrong value of the same kind, and how each is written in prose."""
+
+    text: str
+    wrong: str
+
+
+@st.composite
+def golds(draw) -> Gold:
+    kind = draw(st.sampled_from(["integer", "fraction", "decimal", "expression"]))
+    if kind == "integer":
+        n = draw(st.integers(-999, 99999))
+        return Gold(str(n), str(n + 1))
+    if kind == "fraction":
+        q = draw(st.integers(2, 97))
+        p = draw(st.integers(1, 200).filter(lambda p: gcd(p, q) == 1))
+        return Gold(f"\\frac{{{p}}}{{{q}}}", f"\\frac{{{p + q}}}{{{q}}}")
+    if kind == "decimal":
+        whole, cents = draw(st.integers(0, 999)), draw(st.integers(1, 99).filter(lambda c: c % 10))
+        return Gold(f"{whole}.{cents:02d}", f"{whole + 1}.{cents:02d}")
+    a, b = draw(st.integers(2, 9)), draw(st.sampled_from([2, 3, 5, 6, 7]))
+    return Gold(f"{a}\\sqrt{{{b}}}", f"{a + 1}\\sqrt{{{b}}}")
+
+
+Context = Callable[[str, str], str]  # (gold, wrong) -> response
+
+# The gold appears in each, but the response does not commit to it.
+NOT_COMMITTED: dict[str, Context] = {
+    "negated": lambda g, w: f"The answer is not ${g}$.",
+    "negated box": lambda g, w: f"It is not $\\boxed{{{g}}}$.",
+    "declared wrong": lambda g, w: f"$\\boxed{{{g}}}$ is wrong. The answer is $\\boxed{{{w}}}$.",
+    "negated beside": lambda g, w: f"The answer is $\\boxed{{{w}}}$, not ${g}$.",
+    "doubted": lambda g, w: f"Maybe the answer is ${g}$.",
+    "doubted box": lambda g, w: f"Perhaps $\\boxed{{{g}}}$, I am not sure.",
+    "conditioned": lambda g, w: f"If the answer were $\\boxed{{{g}}}$ the check would fail.",
+    "supposed": lambda g, w: f"Suppose the answer is ${g}$; then the check fails. So the answer is $\\boxed{{{w}}}$.",
+    "quoted": lambda g, w: f'My notes say "the answer is $\\boxed{{{g}}}$" but I could not check them.',
+    "attributed": lambda g, w: f"A common mistake is to answer $\\boxed{{{g}}}$. The answer is $\\boxed{{{w}}}$.",
+    "other part": lambda g, w: f"Part (a) is $\\boxed{{{g}}}$.",
+    "someone else": lambda g, w: f"My friend says the answer is ${g}$, and I could not check it.",
+    "echoed": lambda g, w: f"The problem states that the answer is ${g}$, and asks for a proof.",
+    "candidates": lambda g, w: f"The candidates are ${w}$ and ${g}$, and I cannot tell which.",
+    "hedge": lambda g, w: f"It is $\\boxed{{{w}}}$ or $\\boxed{{{g}}}$.",
+    "side by side": lambda g, w: f"Answer: {w}\nAnswer: {g}",
+    "alternatively": lambda g, w: f"The answer is $\\boxed{{{w}}}$.\nAlternatively, the answer is $\\boxed{{{g}}}$.",
+    "code block": lambda g, w: f"```\nanswer = {g}  # \\boxed{{{g}}}\n```\nI could not finish.",
+    "hidden": lambda g, w: f"$\\phantom{{\\boxed{{{g}}}}}$ The answer is $\\boxed{{{w}}}$.",
+    "comment": lambda g, w: f"The answer is $\\boxed{{{w}}}$.\n% \\boxed{{{g}}}",
+    "question": lambda g, w: f"Is the answer $\\boxed{{{g}}}$? I do not know.",
+    "think only": lambda g, w: f"<think>the answer is $\\boxed{{{g}}}$</think>\nI could not solve it.",
+    "cut off": lambda g, w: f"So the answer is $\\boxed{{{g}",
+    "retracted": lambda g, w: f"$\\boxed{{{g}}}$\nWait, that is wrong. I made a mistake somewhere.",
+    "corrected away": lambda g, w: f"So $\\boxed{{{g}}}$. Actually, no: the answer is $\\boxed{{{w}}}$.",
+    "final elsewhere": lambda g, w: f"$\\boxed{{{g}}}$ first, but the final answer is $\\boxed{{{w}}}$.",
+    "wrong after a cue": lambda g, w: f"The answer is $\\boxed{{{w}}}$. Wait, $\\boxed{{{g}}}$ is wrong.",
+    "not the answer": lambda g, w: f"$\\boxed{{{g}}}$ is not the answer.",
+    "among": lambda g, w: f"The answer is among {w} and ${g}$.",
+    "just kidding": lambda g, w: f"The answer is ${g}$. Just kidding, it is ${w}$.",
+    "dismissed": lambda g, w: f"The answer is $\\boxed{{{w}}}$. (Ignore this: $\\boxed{{{g}}}$.)",
+    "counterfactual": lambda g, w: (f"The answer is $\\boxed{{{w}}}$. If the problem had asked for the other "
+                                    f"quantity, the answer would be $\\boxed{{{g}}}$."),
+    "counterfactual phrase": lambda g, w: (f"The answer is $\\boxed{{{w}}}$. If the problem had asked for the other "
+                                           f"quantity, the answer would be ${g}$."),
+    "tempting": lambda g, w: (f"It is tempting to answer $\\boxed{{{g}}}$, but that ignores the overlap; the count is "
+                              f"$\\boxed{{{w}}}$."),
+    "struck out": lambda g, w: f"The answer is $\\boxed{{{w}}}$ ~~$\\boxed{{{g}}}$~~.",
+    "cancelled": lambda g, w: f"The answer is $\\boxed{{{w}}}$, $\\cancel{{\\boxed{{{g}}}}}$.",
+    "hidden html": lambda g, w: f'The answer is $\\boxed{{{w}}}$. <span style="display:none">\\boxed{{{g}}}</span>',
+    "whether": lambda g, w: f"Let me check whether $\\boxed{{{g}}}$ works: it does not.",
+    "reference": lambda g, w: f"The answer is $\\boxed{{{w}}}$.\n\nReference solution: $\\boxed{{{g}}}$",
+    "unclosed think": lambda g, w: f"<think>the answer is $\\boxed{{{g}}}$ and then",
+}
+
+_STEPS = " ".join(f"Step {i}: we add {i} and {i + 1} to get {2 * i + 1}." for i in range(1, 40))
+_FILLER = "Let us consider the problem carefully and restate what is known before going on. " * 80
+
+# Each commits to the gold: the verdict is never wrong.
+COMMITTED: dict[str, Context] = {
+    "plain": lambda g, w: f"$\\boxed{{{g}}}$",
+    "phrase": lambda g, w: f"So the answer is ${g}$.",
+    "answer line": lambda g, w: f"Working it out gives the value.\nAnswer: ${g}$",
+    "self-correction": lambda g, w: f"So $\\boxed{{{w}}}$. Wait, I made an error; the answer is $\\boxed{{{g}}}$.",
+    "correction in prose": lambda g, w: f"Answer: ${w}$\nActually, the correct value is ${g}$.",
+    "correcting": lambda g, w: f"The answer is $\\boxed{{{w}}}$. Correcting: the answer is $\\boxed{{{g}}}$.",
+    "final after first": lambda g, w: f"We get $\\boxed{{{w}}}$ first, but the final is $\\boxed{{{g}}}$.",
+    "intermediate boxes": lambda g, w: f"Step 1 gives $\\boxed{{{w}}}$.\nFinally, the answer is $\\boxed{{{g}}}$.",
+    "announced after a box": lambda g, w: f"Step 1 gives $\\boxed{{{w}}}$. So the answer is $\\boxed{{{g}}}$.",
+    "long reasoning": lambda g, w: f"{_STEPS}\nSo the answer is $\\boxed{{{g}}}$.",
+    "long filler": lambda g, w: f"{_FILLER}\n$\\boxed{{{g}}}$\n{_FILLER}",
+    "markup": lambda g, w: f"**Final Answer:** $\\boxed{{{g}}}$",
+    "display math": lambda g, w: f"Therefore\n\\[\\boxed{{{g}}}\\]",
+    "think block": lambda g, w: f"<think>Maybe it is {w}? Let me recheck.</think>\nThe answer is $\\boxed{{{g}}}$.",
+    "checked": lambda g, w: f"The answer is $\\boxed{{{g}}}$. Let me verify: it checks out.",
+    "mistake beside": lambda g, w: f"A common mistake is $\\boxed{{{w}}}$. The answer is $\\boxed{{{g}}}$.",
+    "negated wrong": lambda g, w: f"It is not ${w}$, so the answer is $\\boxed{{{g}}}$.",
+    "agreeing restatement": lambda g, w: f"$\\boxed{{{g}}}$, and the answer is ${g}$.",
+    # words that qualify a value elsewhere, used here in plain steps
+    "a step with if would": lambda g, w: f"Therefore, if we combine these, the answer would be $\\boxed{{{g}}}$.",
+    "a step with if": lambda g, w: f"So if we add the two cases we get $\\boxed{{{g}}}$.",
+    "possibilities": lambda g, w: f"The total number of possibilities is $\\boxed{{{g}}}$.",
+    "either case": lambda g, w: f"In either case the answer is $\\boxed{{{g}}}$.",
+    "a theorem says": lambda g, w: f"Vieta's formula says the sum of the roots is $\\boxed{{{g}}}$.",
+    "given the data": lambda g, w: f"Given the constraints, the answer is $\\boxed{{{g}}}$.",
+}
+
+SOURCES = ("lighteval/MATH", "openai/gsm8k", "aime2024")
+
+
+@PROPERTY
+@given(gold=golds(), context=st.sampled_from(sorted(NOT_COMMITTED)), source=st.sampled_from(SOURCES))
+def test_a_gold_that_is_not_committed_is_never_correct(gold, context, source):
+    response = NOT_COMMITTED[context](gold.text, gold.wrong)
+    result = math_answer.compute_score(source, response, gold.text)
+    assert result["verdict"] != "correct" and result["score"] != 1.0, (context, response, result)
+
+
+@PROPERTY
+@given(gold=golds(), context=st.sampled_from(sorted(COMMITTED)), source=st.sampled_from(SOURCES))
+def test_a_committed_gold_is_never_wrong(gold, context, source):
+    response = COMMITTED[context](gold.text, gold.wrong)
+    result = math_answer.compute_score(source, response, gold.text)
+    assert result["verdict"] != "wrong", (context, response, result)
+
+
+def test_every_context_is_exercised():
+    # Each context, once, on one gold of each kind: none is dead weight in the properties above.
+    for gold in (Gold("12", "13"), Gold("\\frac{3}{7}", "\\frac{10}{7}"), Gold("2.25", "3.25"), Gold("2\\sqrt{3}", "3\\sqrt{3}")):
+        for name, context in NOT_COMMITTED.items():
+            result = math_answer.compute_score("lighteval/MATH", context(gold.text, gold.wrong), gold.text)
+            assert result["verdict"] != "correct", (name, gold, result)
+        for name, context in COMMITTED.items():
+            result = math_answer.compute_score("lighteval/MATH", context(gold.text, gold.wrong), gold.text)
+            assert result["verdict"] == "correct", (name, gold, result)
