@@ -165,9 +165,11 @@ class WorkerPool:
 
     def _map(self, tasks, timeout, on_done) -> list[TaskResult]:
         results: list[Optional[TaskResult]] = [None] * len(tasks)
-        # A worker may have died while idle (OOM killer, kill -9 from outside).
+        # A worker may have died while idle (OOM killer, kill -9 from outside), or
+        # still hold tasks of a call that an exception (Ctrl-C, a raising on_done)
+        # stopped: their late replies would be read as this call's.
         for i, worker in enumerate(self._workers):
-            if not worker.alive():
+            if not worker.alive() or worker.inflight:
                 worker.kill()
                 self._workers[i] = self._spawn()
         while len(self._workers) < min(self.size, max(len(tasks), 1)):
