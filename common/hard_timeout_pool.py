@@ -11,6 +11,7 @@ breaks every user script without an ``if __name__ == "__main__"`` guard.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from collections import deque
 import subprocess
@@ -110,7 +111,10 @@ class _Worker:
             "import sys; from rewardsmith.common.hard_timeout_pool import _worker_entry; "
             f"_worker_entry({child.fileno()}, {preload!r}, {path!r})"
         )
-        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
+        # A process group of its own: a Ctrl-C at the terminal reaches the parent, which stops
+        # its workers, not the workers themselves (a KeyboardInterrupt traceback from each).
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
+                                     process_group=0)
         child.close()
         self.conn = Connection(parent.detach())
         self.inflight: deque[int] = deque()  # task indices sent, oldest (running) first
@@ -122,7 +126,8 @@ class _Worker:
 
     def kill(self) -> None:
         if self.alive():
-            self.proc.kill()
+            # The whole group: what a hung scorer started (a subprocess) goes with it.
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self.conn.close()
 
@@ -262,7 +267,10 @@ class WorkerPool:
         """Stop every worker."""
         with self._lock:
             for worker in self._workers:
-                worker.stop()
+                if worker.inflight:  # still running a task of a map stopped by Ctrl-C: not waited for
+                    worker.kill()
+                else:
+                    worker.stop()
             self._workers.clear()
 
     def __enter__(self) -> "WorkerPool":
