@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from rewardsmith.commands.score_summary import component_columns, failure_report, summary_table
+from rewardsmith.commands.score_summary import component_columns, failure_report, summary_table, unscored_report
 from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import read_rows, write_rows
 from rewardsmith.core.schema import Config
@@ -146,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
     failures, unreachable = failure_report(batch.data_sources, out.extra_info)
     for line in failures:
         print(line, file=sys.stderr)
+    none_scored = unscored_report(out.extra_info["reward_status"], out.extra_info["reward_components"])
+    if none_scored:
+        print(f"rewardsmith score: error: {none_scored}; their scores in {output} are "
+              "reward_model.fallback_score, not results", file=sys.stderr)
+        return 1
     if unreachable:
         print(f"rewardsmith score: error: every sample of component {', '.join(map(repr, unreachable))} was "
               "unavailable: its service (sandbox, reward model or judge) could not be reached; see the first "

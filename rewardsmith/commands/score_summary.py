@@ -1,9 +1,9 @@
 """What ``rewardsmith score`` prints once scoring is done: the per-data_source table,
-the first failure of each component on each data_source, and which components
-could not reach their service at all."""
+the first failure of each component on each data_source, which components
+could not reach their service at all, and whether any sample was scored."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Optional
 
 from rewardsmith.common.redaction import redact_text
@@ -89,3 +89,14 @@ def failure_report(sources: list[str], extra_info: dict[str, list]) -> tuple[lis
         lines.append(f"component '{name}' on data_source '{source}': {failed} of {total} samples failed; "
                      f"first ({status}): {redact_text(error or 'no message')}")
     return lines, sorted(name for name, ok in reachable.items() if not ok)
+
+
+def unscored_report(statuses: list[str], components: list[dict]) -> Optional[str]:
+    """When no sample was scored (no component of any sample gave it a score: each one failed,
+    timed out, was unavailable or abstained), a line saying so with how many of each status;
+    None when some sample has a score."""
+    if not statuses or any(v is not None for sample in components for v in (sample or {}).values()):
+        return None
+    counts = Counter(statuses)
+    why = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"every one of the {len(statuses)} samples is unscored ({why})"
