@@ -30,9 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "train":
-        from rewardsmith.commands.config_args import require_model_dir
+        from rewardsmith.commands.config_args import require_files, require_model_dir
         from rewardsmith.common.config import load_config
-        from rewardsmith.core.reward_model_training import RMTrainConfig, train_reward_model
+        from rewardsmith.core.reward_model_config import RMTrainConfig
 
         path, overrides = args.config, list(args.overrides)
         if path is not None and "=" in path:  # no config file: the first argument is already an override
@@ -40,6 +40,11 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(RMTrainConfig, path, overrides)
         require_model_dir("model.path", config.model.path)
         require_model_dir("model.tokenizer", config.model.tokenizer)
+        require_files("data.train_files", config.data.train_files)
+        require_files("data.val_files", config.data.val_files)
+        # The engine (torch, transformers: seconds) loads only once the config and its files are known good.
+        from rewardsmith.core.reward_model_training import train_reward_model
+
         metrics = train_reward_model(config, stream=sys.stderr)
         accuracy = metrics.get("val/accuracy")
         held_out = f"held-out pairwise accuracy {accuracy:.3f}" if accuracy is not None else "no held-out pairs"
