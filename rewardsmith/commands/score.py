@@ -146,14 +146,16 @@ def run(args: argparse.Namespace) -> int:
     failures, unreachable = failure_report(batch.data_sources, out.extra_info)
     for line in failures:
         print(line, file=sys.stderr)
+    if unreachable:
+        # One line: which service, why, and where the details are (each row's reward_error).
+        names = ", ".join(f"'{name}' ({error})" for name, error in unreachable.items())
+        print(f"rewardsmith score: error: every sample of component {names} was unavailable: its service "
+              f"(sandbox, reward model or judge) could not be reached; each row's reward_error in {output} "
+              "says why", file=sys.stderr)
+        return 1
     none_scored = unscored_report(out.extra_info["reward_status"], out.extra_info["reward_components"])
     if none_scored:
         print(f"rewardsmith score: error: {none_scored}; their scores in {output} are "
               "reward_model.fallback_score, not results", file=sys.stderr)
-        return 1
-    if unreachable:
-        print(f"rewardsmith score: error: every sample of component {', '.join(map(repr, unreachable))} was "
-              "unavailable: its service (sandbox, reward model or judge) could not be reached; see the first "
-              "error above", file=sys.stderr)
         return 1
     return 0
