@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from rewardsmith.common.rows import read_rows
-from rewardsmith.core.models import DTYPES, _config_from_mapping, load_tokenizer
+from rewardsmith.core.models import DTYPES, _config_from_mapping, load_tokenizer, load_with_new_head
 from rewardsmith.core.reward_model_config import Files, RMDataConfig, RMModelConfig, RMTrainConfig
 from rewardsmith.plugins.model_scoring.interface import render_chat
 from rewardsmith.plugins.model_scoring.local_rm import pad_right, sequence_rewards, truncate_left
@@ -92,7 +92,8 @@ def build_reward_model(cfg: RMModelConfig, tokenizer: Any) -> Any:
 
     dtype = DTYPES[cfg.dtype]
     if cfg.path:
-        model = AutoModelForSequenceClassification.from_pretrained(cfg.path, num_labels=1, dtype=dtype)
+        model = load_with_new_head(AutoModelForSequenceClassification, cfg.path, "rm train", "score head",
+                                   num_labels=1, dtype=dtype)
     elif cfg.config:
         if "model_type" not in cfg.config:
             raise ValueError("model.config must name a model_type (e.g. qwen2)")
