@@ -193,3 +193,12 @@ def test_score_with_no_sample_scored_exits_non_zero_in_one_line(tmp_path, manage
     assert errors == [f"rewardsmith score: error: every one of the 2 samples is unscored ({why}); their scores "
                       f"in {out} are reward_model.fallback_score, not results"]
     assert len(read_rows(out)) == 2  # the rows and their reward_error are still written
+
+
+def test_rm_subcommands_have_a_description_and_show_their_defaults():
+    serve = rewardsmith("rm", "serve", "--help").stdout
+    assert "Serve a local reward model with OpenRLHF's /get_reward protocol." in serve.split("positional arguments")[0]
+    assert "port to listen on (default: 5000)" in " ".join(serve.split())
+    train = rewardsmith("rm", "train", "--help").stdout
+    assert "Train a reward model on preference pairs" in train.split("positional arguments")[0]
+    assert "examples/data/rm_pairs.jsonl" in " ".join(train.split())
