@@ -48,6 +48,23 @@ class Claim:
     data_sources: tuple[str, ...] = ()
 
 
+# data_sources of plugins that ship in rewardsmith's repository but are installed on their own.
+SHIPPED_PLUGINS: dict[tuple[str, ...], str] = {
+    ("example/keywords", "example_*"): "the example plugin's: install it with `pip install ./examples/plugin` "
+                                       "(from a clone of rewardsmith's repository; see docs/plugins.md)",
+}
+
+
+def install_hint(data_source: str) -> str:
+    """What to install for a ``data_source`` no loaded plugin scores: the shipped plugin that
+    scores it, or where to look."""
+    for patterns, plugin in SHIPPED_PLUGINS.items():
+        if any(fnmatch.fnmatchcase(data_source, p) for p in patterns):
+            return f"'{data_source}' is {plugin}"
+    return ("A plugin may score it: install that plugin's package (`rewardsmith plugins` lists the installed "
+            "plugins and what they register), or set custom_reward_function.path")
+
+
 class Registry:
     """Scorers, data_source routes, reward managers and advantage estimators of all loaded plugins."""
 
@@ -132,7 +149,7 @@ class Registry:
         if key is None:
             raise NotRegistered(
                 f"no scorer for data_source '{data_source}'; known data sources: "
-                f"{', '.join(self.known_data_sources()) or 'none'}{self._load_errors()}"
+                f"{', '.join(self.known_data_sources()) or 'none'}{self._load_errors()}. {install_hint(data_source)}"
             )
         claim = self._resolve(self._routes, "data_source", key)
         return claim.name, claim.obj
