@@ -4,8 +4,9 @@ As in verl: every sample is scored in parallel in a process pool of up to 64
 workers (here ``reward_model.num_workers``, else min(64, CPU count)), each
 sample under a hard 300-second timeout (verl's fixed value; a hung scorer's
 worker is killed and replaced; another ``reward_model.timeout`` is refused by
-name), and the score lands on the last valid response token. verl also stores the scores as the batch's ``acc``; here they are the
-per-sample extra info ``acc`` (unless the scorer reports its own ``acc``).
+name), and the score lands on the last valid response token. verl also
+stores the scores as the batch's ``acc``; here they are the per-sample extra
+info ``acc`` (unless the scorer reports its own ``acc``).
 
 A failed or timed-out sample scores ``reward_model.fallback_score`` (default
 0.0, verl's value) and, unlike verl, is counted (``reward_status``,
