@@ -153,7 +153,9 @@ def test_ctrl_c_inside_a_finalizer_still_stops_the_command(tmp_path):
     scorer.write_text(FINALIZER_SCORER)
     src = tmp_path / "in.jsonl"
     write_rows(src, [{"data_source": "x", "prompt": "p", "reward_model": {"ground_truth": "1"}, "response": "r"}])
-    done = subprocess.run([sys.executable, "-m", "rewardsmith", "score", str(src), f"custom_reward_function.path={scorer}"],
+    # reward_model.timeout=null: naive scores in this process, where the finalizer must not swallow the Ctrl-C.
+    done = subprocess.run([sys.executable, "-m", "rewardsmith", "score", str(src), f"custom_reward_function.path={scorer}",
+                           "reward_model.timeout=null"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert done.returncode == 130, done.stderr
