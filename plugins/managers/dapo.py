@@ -10,8 +10,7 @@ from rewardsmith.common.config import build
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.config import OverlongBufferConfig, RewardSettings
 from rewardsmith.plugins.executors import Executor
-from rewardsmith.plugins.managers.base import RewardManager
-from rewardsmith.plugins.managers.naive import serial_executor
+from rewardsmith.plugins.managers.base import RewardManager, serial_executor
 from rewardsmith.plugins.managers.parallel import pool_executor
 from rewardsmith.plugins.scoring_plan import ScoringPlan
 
