@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from rewardsmith.common.errors import PluginConflict, NotRegistered
+from rewardsmith.plugins.install_hints import install_hint
 
 log = logging.getLogger("rewardsmith.plugins")
 
@@ -46,23 +47,6 @@ class Claim:
     obj: Any
     plugin: PluginInfo
     data_sources: tuple[str, ...] = ()
-
-
-# data_sources of plugins that ship in rewardsmith's repository but are installed on their own.
-SHIPPED_PLUGINS: dict[tuple[str, ...], str] = {
-    ("example/keywords", "example_*"): "the example plugin's: install it with `pip install ./examples/plugin` "
-                                       "(from a clone of rewardsmith's repository; see docs/plugins.md)",
-}
-
-
-def install_hint(data_source: str) -> str:
-    """What to install for a ``data_source`` no loaded plugin scores: the shipped plugin that
-    scores it, or where to look."""
-    for patterns, plugin in SHIPPED_PLUGINS.items():
-        if any(fnmatch.fnmatchcase(data_source, p) for p in patterns):
-            return f"'{data_source}' is {plugin}"
-    return ("A plugin may score it: install that plugin's package (`rewardsmith plugins` lists the installed "
-            "plugins and what they register), or set custom_reward_function.path")
 
 
 class Registry:
