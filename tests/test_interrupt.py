@@ -18,7 +18,7 @@ import yaml
 from core_helpers import TINY_MODEL, write_inputs
 
 from rewardsmith.common.rows import write_rows
-from rewardsmith.sandbox.testing import free_port
+from rewardsmith.sandbox.testing import free_port, isolation_unavailable
 
 SLOW_SCORER = '''
 import time
@@ -120,6 +120,7 @@ def _answers(url: str) -> bool:
         return False
 
 
+@pytest.mark.skipif(isolation_unavailable() is not None, reason=str(isolation_unavailable()))
 def test_ctrl_c_at_the_terminal_stops_sandbox_serve_in_one_line(tmp_path):
     port = free_port()
     code, stderr = interrupt_when(["sandbox", "serve", "--port", str(port), "--workers", "2", "--allow-weak-isolation"],
