@@ -11,6 +11,7 @@ breaks every user script without an ``if __name__ == "__main__"`` guard.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from collections import deque
 import subprocess
@@ -110,7 +111,10 @@ class _Worker:
             "import sys; from rewardsmith.common.hard_timeout_pool import _worker_entry; "
             f"_worker_entry({child.fileno()}, {preload!r}, {path!r})"
         )
-        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL)
+        # A process group of its own: a Ctrl-C at the terminal reaches the parent, which stops
+        # its workers, not the workers themselves (a KeyboardInterrupt traceback from each).
+        self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], stdin=subprocess.DEVNULL,
+                                     process_group=0)
         child.close()
         self.conn = Connection(parent.detach())
         self.inflight: deque[int] = deque()  # task indices sent, oldest (running) first
@@ -122,7 +126,8 @@ class _Worker:
 
     def kill(self) -> None:
         if self.alive():
-            self.proc.kill()
+            # The whole group: what a hung scorer started (a subprocess) goes with it.
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self.conn.close()
 
@@ -165,9 +170,11 @@ class WorkerPool:
 
     def _map(self, tasks, timeout, on_done) -> list[TaskResult]:
         results: list[Optional[TaskResult]] = [None] * len(tasks)
-        # A worker may have died while idle (OOM killer, kill -9 from outside).
+        # A worker may have died while idle (OOM killer, kill -9 from outside), or
+        # still hold tasks of a call that an exception (Ctrl-C, a raising on_done)
+        # stopped: their late replies would be read as this call's.
         for i, worker in enumerate(self._workers):
-            if not worker.alive():
+            if not worker.alive() or worker.inflight:
                 worker.kill()
                 self._workers[i] = self._spawn()
         while len(self._workers) < min(self.size, max(len(tasks), 1)):
@@ -260,7 +267,10 @@ class WorkerPool:
         """Stop every worker."""
         with self._lock:
             for worker in self._workers:
-                worker.stop()
+                if worker.inflight:  # still running a task of a map stopped by Ctrl-C: not waited for
+                    worker.kill()
+                else:
+                    worker.stop()
             self._workers.clear()
 
     def __enter__(self) -> "WorkerPool":

@@ -1,7 +1,9 @@
-"""Who can reach a server: loopback hosts, and the rule that any other host needs a token."""
+"""Who can reach a server (loopback hosts, and the rule that any other host needs a token), and a
+failed connection said in a few words."""
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from typing import Optional
 
@@ -30,3 +32,10 @@ def check_exposure(host: str, token: Optional[str], token_env: str) -> None:
     if not is_loopback(host) and not token:
         raise ValueError(f"refusing to serve on non-loopback host {host!r} without a token (anyone who can reach it "
                          f"could use it): set ${token_env} (or --token), or bind to 127.0.0.1")
+
+
+def network_error_summary(exc: BaseException) -> str:
+    """``ExceptionType: reason`` for a failed network call, the reason being the operating system's
+    (``Connection refused``, ``Name or service not known``) when the message carries one."""
+    reason = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(exc))
+    return f"{type(exc).__name__}: {reason.group(1).strip()}" if reason else type(exc).__name__

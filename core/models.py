@@ -7,6 +7,8 @@ or is built from a config mapping with random weights.
 """
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any, Optional
 
 import torch
@@ -114,6 +116,36 @@ def build_causal_lm(model_cfg: Any, tokenizer: PreTrainedTokenizerBase, path: Op
     return _finish(model, model_cfg)
 
 
+def _drop_load_report(record: logging.LogRecord) -> bool:
+    return "LOAD REPORT" not in record.getMessage()
+
+
+def load_with_new_head(auto_class: Any, path: str, what: str, head: str, **kwargs: Any) -> PreTrainedModel:
+    """``auto_class.from_pretrained(path, **kwargs)`` for a model that adds a head to a checkpoint
+    (a critic's value head, a reward model's score head), saying so in one line on stderr.
+
+    A head missing from the checkpoint is expected, so transformers' load report (a table in
+    terminal colours) is silenced; weights missing from the backbone are a warning naming them.
+    """
+    logger = logging.getLogger("transformers.modeling_utils")
+    logger.addFilter(_drop_load_report)  # only the report: a level would change what transformers checks
+    try:
+        model, info = auto_class.from_pretrained(path, output_loading_info=True, **kwargs)
+    finally:
+        logger.removeFilter(_drop_load_report)
+    backbone = model.base_model_prefix + "."
+    missing = sorted(info["missing_keys"])
+    new = [k for k in missing if not k.startswith(backbone)]
+    lost = [k for k in missing if k.startswith(backbone)]
+    if new:
+        print(f"{what}: a new {head} ({', '.join(new)}) on the weights of {path}, starting from random values "
+              "(expected when the checkpoint has no such head, e.g. a causal LM)", file=sys.stderr)
+    if lost:
+        print(f"warning: {what}: {len(lost)} weights of the model are not in {path} and start from random values: "
+              f"{', '.join(lost[:5])}{', ...' if len(lost) > 5 else ''}", file=sys.stderr)
+    return model
+
+
 def build_value_model(
     model_cfg: Any, tokenizer: PreTrainedTokenizerBase, path: Optional[str] = None, config: Optional[dict] = None
 ) -> PreTrainedModel:
@@ -126,10 +158,9 @@ def build_value_model(
     key = "critic.model.override_config"
     if path:
         loaded = AutoConfig.from_pretrained(path, num_labels=1, trust_remote_code=model_cfg.trust_remote_code)
-        model = AutoModelForTokenClassification.from_pretrained(
-            path, config=apply_overrides(loaded, model_cfg.override_config, key),
-            trust_remote_code=model_cfg.trust_remote_code, **kwargs
-        )
+        model = load_with_new_head(AutoModelForTokenClassification, path, "critic", "value head",
+                                   config=apply_overrides(loaded, model_cfg.override_config, key),
+                                   trust_remote_code=model_cfg.trust_remote_code, **kwargs)
     else:
         mapping = config or model_cfg.config
         if not mapping:

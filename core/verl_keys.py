@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rewardsmith.common.config import InvalidValue
-from rewardsmith.core.packing import PACKED_ATTENTION, packs
+from rewardsmith.core.packed_attention import PACKED_ATTENTION, packs
 from rewardsmith.core.verl_refusals import refusal
 
 

@@ -33,7 +33,8 @@ from rewardsmith.core.policy_losses import LossContext
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches, micro_batching
 from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
 from rewardsmith.core.optim import build_optimizer
-from rewardsmith.core.packing import packs, unpackable
+from rewardsmith.core.packed_attention import packs
+from rewardsmith.core.packing import unpackable
 from rewardsmith.core.rollout import SamplingParams, build_rollout_engine
 from rewardsmith.core.strategy import LocalStrategy, Strategy
 from rewardsmith.core.tensor_ops import masked_mean

@@ -182,13 +182,17 @@ class ComponentConfig:
             raise InvalidValue("gate_value", "is not used with gate_when: abstained (where the gate has a value, that value counts)")
 
 
+# reward_model.timeout's default, seconds per sample.
+DEFAULT_TIMEOUT_S = 30.0
+
+
 @dataclass
 class RewardModelConfig:
     enable: bool = opt(False, "Model-based scoring on, with reward_model.model / .remote / .judge: as in verl, the model scores every row (see route_by_style), and model components use it. Off: a row or component that needs a model is an error.")
     reward_manager: str = opt("naive", "Reward manager: naive, parallel, dapo, batch, sandbox, prime (verl's), or one a plugin registers.")
     reward_kwargs: dict[str, Any] = opt({}, "Keyword arguments for the reward manager, as in verl (e.g. dapo: overlong_buffer_cfg, max_resp_len).")
     num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
-    timeout: Optional[float] = opt(30.0, "Hard per-sample timeout in seconds for process-pool execution; null = none.")
+    timeout: Optional[float] = opt(DEFAULT_TIMEOUT_S, "Hard per-sample timeout in seconds, every manager (naive and dapo score in one worker process for it; prime keeps verl's fixed 300 s and refuses another value); null = none (naive: scores in this process).")
     fallback_score: float = opt(0.0, "Score given to a sample whose scorer failed, hung, crashed or returned an invalid value.")
     stop_when_all_fail: bool = opt(True, "Stop (rewardsmith score: non-zero exit; training: before the update) when a scorer fails with the same exception on at least 3 distinct inputs and scores none in between (one input shared by many samples, or fewer rows, costs only those samples); false = give them fallback_score.")
     scorer: Optional[str] = opt(None, "Score every row with this scorer name instead of routing by data_source.")

@@ -54,10 +54,3 @@ def _is_network(exc: BaseException) -> bool:
     # An HTTP client's status error (raise_for_status, openai's APIStatusError) on a busy or failing server.
     status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
     return status in _RETRYABLE_HTTP
-
-
-def network_error_summary(exc: BaseException) -> str:
-    """``ExceptionType: reason`` for a failed network call, the reason being the operating system's
-    (``Connection refused``, ``Name or service not known``) when the message carries one."""
-    reason = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(exc))
-    return f"{type(exc).__name__}: {reason.group(1).strip()}" if reason else type(exc).__name__

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from rewardsmith.common.errors import PluginConflict, NotRegistered
+from rewardsmith.plugins.install_hints import install_hint
 
 log = logging.getLogger("rewardsmith.plugins")
 
@@ -144,7 +145,7 @@ class Registry:
         if key is None:
             raise NotRegistered(
                 f"no scorer for data_source '{data_source}'; known data sources: "
-                f"{', '.join(self.known_data_sources()) or 'none'}{self._load_errors()}"
+                f"{', '.join(self.known_data_sources()) or 'none'}{self._load_errors()}. {install_hint(data_source)}"
             )
         claim = self._resolve(self._routes, "data_source", key)
         return claim.name, claim.obj

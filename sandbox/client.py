@@ -3,7 +3,8 @@
 ``requests`` with a pooled session, a cap on requests in flight (not
 samples: against a plain SandboxFusion every test case is a request), and
 retries with exponential backoff on connection errors, 5xx and 429
-(honouring ``Retry-After``). Read timeouts follow the request's own compile
+(honouring ``Retry-After``); a server that has never answered is not retried
+(a wrong URL fails within the connect timeout). Read timeouts follow the request's own compile
 and run timeouts. The URL may be the server's base URL or verl-style
 ``http://host:8080/run_code``, with an optional ``?token=`` (what verl users
 write, since verl sends no headers).
@@ -31,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 import requests
 from requests.adapters import HTTPAdapter
 
+from rewardsmith.common.network import network_error_summary
 from rewardsmith.common.redaction import redact_text, redact_url
 
 
@@ -154,6 +156,7 @@ class SandboxClient:
         self._batch_supported: Optional[bool] = None
         self._detect_lock = threading.Lock()
         self._probe_failed_at = -float("inf")
+        self._answered = False  # whether the server has ever answered this client
 
     # -- endpoints ---------------------------------------------------------------
 
@@ -238,6 +241,7 @@ class SandboxClient:
                     # Undecided (asked again later): /run_code will report the server's state.
                     self._probe_failed_at = time.monotonic()
                     return False
+                self._answered = True
                 try:
                     body = reply.json() if reply.ok else None
                 except ValueError:
@@ -297,8 +301,12 @@ class SandboxClient:
                 reply = self._session.request(method, url, json=body, timeout=timeout)
             except requests.RequestException as exc:
                 self.limit.release(overloaded=isinstance(exc, (requests.ConnectionError, requests.Timeout)))
-                last_problem = redact_text(f"{type(exc).__name__}: {exc}")
+                last_problem = redact_text(network_error_summary(exc))
+                if isinstance(exc, requests.ConnectionError) and not self._answered:
+                    # Never reached (a wrong URL, a server not started): retrying would only add the back-off.
+                    raise SandboxUnavailable(f"sandbox at {self.shown_url} cannot be reached: {last_problem}") from None
             else:
+                self._answered = True
                 self.limit.release(time.perf_counter() - started, overloaded=reply.status_code in _OVERLOAD_STATUS)
                 if reply.status_code < 400:
                     try:

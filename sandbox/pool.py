@@ -102,7 +102,7 @@ def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-
     Synchronous so ``serve`` can refuse to start before binding a port.
     """
     proc = subprocess.Popen(worker_argv(python, uid, expose, netns), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env=WORKER_ENV)
+                            env=WORKER_ENV, start_new_session=True)  # as Worker.start: Ctrl-C is the server's
     try:
         proc.stdin.write(worker_code())
         proc.stdin.flush()
@@ -187,8 +187,11 @@ class _WorkerProcess:
     runs: int = 0
 
     async def start(self) -> dict:
+        # A session of its own: a Ctrl-C at the terminal reaches the server, which stops
+        # its workers, not the workers themselves (a KeyboardInterrupt traceback from each).
         self.proc = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=WORKER_ENV
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=WORKER_ENV,
+            start_new_session=True,
         )
         self.proc.stdin.write(worker_code())
         await self.proc.stdin.drain()

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,71 @@ def test_score_with_the_batched_example_file(tmp_path):
     first = read_rows(out)[0]  # gsm8k: one of three responses right -> bonus 0.5 * (1 - 1/3)
     assert first["score"] == [pytest.approx(1 + 0.5 * 2 / 3), 0.0, 0.0]
     assert first["reward_extra_info"][0]["solved_share"] == pytest.approx(1 / 3)
+
+
+SLEEPY_SCORER = '''
+import time
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    if solution_str.startswith("sleep"):
+        time.sleep(30)
+    if solution_str == "abstain":
+        return None
+    return 1.0
+'''
+
+
+def _sleepy_rows(tmp_path: Path, responses: list[str]) -> tuple[Path, Path]:
+    scorer = tmp_path / "sleepy.py"
+    scorer.write_text(SLEEPY_SCORER)
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [{"data_source": "x", "prompt": "p", "reward_model": {"ground_truth": "1"}, "response": r}
+                     for r in responses])
+    return scorer, src
+
+
+@pytest.mark.parametrize("manager", ["naive", "dapo"])
+def test_score_serial_managers_enforce_reward_model_timeout(tmp_path, manager):
+    scorer, src = _sleepy_rows(tmp_path, ["sleep 1", "fast", "sleep 2"])
+    out = tmp_path / "out.jsonl"
+    start = time.monotonic()
+    proc = rewardsmith("score", src, "-o", out, f"custom_reward_function.path={scorer}",
+                       f"reward_model.reward_manager={manager}", "reward_model.timeout=1")
+    assert time.monotonic() - start < 25  # two 30 s sleeps cut at 1 s each
+    statuses = [r["reward_extra_info"]["reward_status"] for r in read_rows(out)]
+    assert statuses == ["timeout", "ok", "timeout"]
+    assert "2 of 3 samples failed; first (timeout): timed out after 1s" in proc.stderr
+
+
+def test_prime_refuses_another_reward_model_timeout(tmp_path):
+    scorer, src = _sleepy_rows(tmp_path, ["fast"])
+    proc = rewardsmith("score", src, f"custom_reward_function.path={scorer}", "reward_model.reward_manager=prime",
+                       "reward_model.timeout=1", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "rewardsmith score: error: reward_model.timeout=1: the prime manager keeps verl's fixed 300 s per sample")
+
+
+@pytest.mark.parametrize("manager, responses, why", [
+    ("parallel", ["sleep 1", "sleep 2"], "2 timeout"),
+    ("naive", ["abstain", "sleep"], "1 abstain, 1 timeout"),
+])
+def test_score_with_no_sample_scored_exits_non_zero_in_one_line(tmp_path, manager, responses, why):
+    scorer, src = _sleepy_rows(tmp_path, responses)
+    out = tmp_path / "out.jsonl"
+    proc = rewardsmith("score", src, "-o", out, f"custom_reward_function.path={scorer}",
+                       f"reward_model.reward_manager={manager}", "reward_model.timeout=1", check=False)
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert errors == [f"rewardsmith score: error: every one of the 2 samples is unscored ({why}); their scores "
+                      f"in {out} are reward_model.fallback_score, not results"]
+    assert len(read_rows(out)) == 2  # the rows and their reward_error are still written
+
+
+def test_rm_subcommands_have_a_description_and_show_their_defaults():
+    serve = rewardsmith("rm", "serve", "--help").stdout
+    assert "Serve a local reward model with OpenRLHF's /get_reward protocol." in serve.split("positional arguments")[0]
+    assert "port to listen on (default: 5000)" in " ".join(serve.split())
+    train = rewardsmith("rm", "train", "--help").stdout
+    assert "Train a reward model on preference pairs" in train.split("positional arguments")[0]
+    assert "examples/data/rm_pairs.jsonl" in " ".join(train.split())

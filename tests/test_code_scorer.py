@@ -124,7 +124,7 @@ def test_no_code_block_scores_zero_without_calling_the_sandbox():
 
 def test_unreachable_sandbox_is_an_infrastructure_error_not_a_wrong_answer():
     dead = f"http://127.0.0.1:{free_port()}/run_code"
-    with pytest.raises(ScorerInfrastructureError, match="unavailable"):
+    with pytest.raises(ScorerInfrastructureError, match="cannot be reached: ConnectionError: Connection refused"):
         compute_score("codecontests", fenced("print(3)"), ADD, sandbox_fusion_url=dead)
 
 

@@ -1,6 +1,10 @@
 """Tokenizer, models and the Hugging Face rollout, with real (tiny) transformers models."""
 
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +21,8 @@ from rewardsmith.core.models import (
 )
 from rewardsmith.core.rollout import HFRollout, SamplingParams, response_mask_from_eos
 from rewardsmith.core.schema import Config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 from core_helpers import TINY_MODEL
 
@@ -215,3 +221,31 @@ def test_sampling_params_come_from_the_one_sampling_section():
     with pytest.raises(ValueError, match="temperature must be > 0"):
         SamplingParams(temperature=0.0)
     assert build_rollout_engine(rollout, None, build_char_tokenizer(), None).eos_token_ids == [build_char_tokenizer().eos_token_id]
+
+
+_CRITIC_FROM_A_CAUSAL_LM = """
+import sys, yaml
+sys.path.insert(0, "tests")
+from core_helpers import TINY_MODEL
+from rewardsmith.common.config import load_config
+from rewardsmith.core.models import build_causal_lm, build_value_model, load_tokenizer
+from rewardsmith.core.schema import Config
+model_cfg = load_config(Config, None, []).actor_rollout_ref.model
+model_cfg.config = yaml.safe_load(TINY_MODEL)
+tokenizer = load_tokenizer("examples/data/arith_tokenizer")
+build_causal_lm(model_cfg, tokenizer).save_pretrained(sys.argv[1])
+print("building the critic", file=sys.stderr)
+build_value_model(model_cfg, tokenizer, path=sys.argv[1])
+"""
+
+
+def test_a_critic_from_a_causal_lm_says_its_new_head_in_one_line(tmp_path):
+    # A fresh process, as `rewardsmith train` is: transformers' logging writes to the stderr it starts with.
+    done = subprocess.run([sys.executable, "-c", _CRITIC_FROM_A_CAUSAL_LM, str(tmp_path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300, env={**os.environ, "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
+    assert done.returncode == 0, done.stderr
+    err = done.stderr.split("building the critic\n", 1)[1]
+    assert "LOAD REPORT" not in err and "\x1b[" not in err and "MISSING" not in err, err
+    lines = [line for line in err.replace("\r", "\n").splitlines() if line and not line.startswith("Loading weights")]
+    assert lines == [f"critic: a new value head (score.bias, score.weight) on the weights of {tmp_path}, starting "
+                     "from random values (expected when the checkpoint has no such head, e.g. a causal LM)"]

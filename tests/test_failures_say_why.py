@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -97,29 +98,35 @@ MODEL_ROW = {"data_source": "chat", "prompt": [{"role": "user", "content": "hi"}
 
 @pytest.mark.parametrize("row,component,overrides", [
     (CODE_ROW, "sandbox_code", ["reward_model.sandbox_fusion.url=http://user:s3cret@127.0.0.1:{port}/run_code",
-                                "reward_model.sandbox_fusion.retry_backoff=0"]),
+                                "reward_model.sandbox_fusion.retry_backoff=5"]),
     (MODEL_ROW, "remote_rm", ["reward_model.enable=true", "reward_model.route_by_style=true", "reward_model.remote.urls=[http://user:s3cret@127.0.0.1:{port}/get_reward]",
-                              "reward_model.remote.backoff=0"]),
+                              "reward_model.remote.backoff=5"]),
     (MODEL_ROW, "judge", ["reward_model.enable=true", "reward_model.route_by_style=true", "reward_model.judge.base_url=http://user:s3cret@127.0.0.1:{port}/v1",
-                          "reward_model.judge.model=m", "reward_model.judge.backoff=0"]),
+                          "reward_model.judge.model=m", "reward_model.judge.backoff=5"]),
 ])
 def test_unreachable_service_is_named_on_the_console_and_fails_the_run(tmp_path, capfd, row, component, overrides):
     port = _refused_port()
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     write_rows(src, [row, {**row, "response": row["response"] + " "}, ROW])
+    start = time.monotonic()
     code = main(["score", str(src), "-o", str(out), *(o.format(port=port) for o in overrides)])
+    # A server that never answered is not retried: no 5 s back-off (at least 2.5 s with jitter) before failing.
+    assert time.monotonic() - start < 2.5
     stdout, stderr = capfd.readouterr()
     assert code != 0
     header = stdout.splitlines()[0].split()
     assert "unavailable" in header and component in header
     line = next(l for l in stdout.splitlines() if l.startswith(row["data_source"])).split()
     assert line[header.index("unavailable")] == "2"
-    first = [l for l in stderr.splitlines() if l.startswith(f"component '{component}' on data_source '{row['data_source']}'")]
-    assert len(first) == 1 and "2 of 2" in first[0] and f"127.0.0.1:{port}" in first[0]
-    assert "Connection refused" in first[0]
+    # One line says it all (the service, the URL, why); no urllib3 connection-pool text, no line per data_source.
+    lines = [l for l in stderr.replace("\r", "\n").splitlines() if l.strip() and not l.startswith("scoring:")]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(f"rewardsmith score: error: every sample of component '{component}' (")
+    assert f"127.0.0.1:{port}" in lines[0] and "Connection refused" in lines[0]
+    assert "HTTPConnectionPool" not in stderr and "Max retries" not in stderr
     assert "s3cret" not in stdout + stderr
-    assert f"error: every sample of component '{component}' was unavailable" in stderr
-    assert "Traceback" not in stderr
+    errors = [r["reward_extra_info"]["reward_error"] for r in read_rows(out)[:2]]
+    assert all("Connection refused" in e and f"127.0.0.1:{port}" in e for e in errors)
     assert [r["score"] for r in read_rows(out)][2] == 1.0  # what could be scored was, and written
 
 

@@ -1,5 +1,6 @@
-"""Ctrl-C (a real SIGINT to a real `rewardsmith` process) during score, sft and train: one line, no
-traceback, exit status 130, and for training where the last checkpoint is."""
+"""Ctrl-C (a real SIGINT to a real `rewardsmith` process, or to its process group as a terminal sends it)
+during score, sft, train and sandbox serve: one line, no traceback, exit status 130, and for training
+where the last checkpoint is."""
 from __future__ import annotations
 
 import os
@@ -11,11 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 import yaml
 
 from core_helpers import TINY_MODEL, write_inputs
 
 from rewardsmith.common.rows import write_rows
+from rewardsmith.sandbox.testing import free_port, isolation_unavailable
 
 SLOW_SCORER = '''
 import time
@@ -26,8 +29,12 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
 '''
 
 
-def interrupt_when(args: list[str], ready, cwd: Path, timeout: float = 120) -> tuple[int, str]:
-    """Run ``rewardsmith ARGS``, send SIGINT once ``ready(stderr so far)`` holds; (exit status, stderr)."""
+def interrupt_when(args: list[str], ready, cwd: Path, timeout: float = 120, group: bool = False) -> tuple[int, str]:
+    """Run ``rewardsmith ARGS``, send SIGINT once ``ready(stderr so far)`` holds; (exit status, stderr).
+
+    ``group``: send it to the command's whole process group, as a terminal's Ctrl-C does (every
+    child process not in a group of its own gets it too), not to the command alone.
+    """
     err_path = cwd / "stderr.txt"
     with err_path.open("w") as err:
         # As from a terminal: SIGINT at its default, even where this test runs with it ignored (a job started
@@ -35,14 +42,18 @@ def interrupt_when(args: list[str], ready, cwd: Path, timeout: float = 120) -> t
         # KeyboardInterrupt).
         proc = subprocess.Popen([sys.executable, "-m", "rewardsmith", *args], stdout=subprocess.DEVNULL, stderr=err,
                                 cwd=cwd, env={**os.environ, "PYTHONWARNINGS": "ignore"},
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                                process_group=0 if group else None)
         deadline = time.monotonic() + timeout
         try:
             while not ready(err_path.read_text()):
                 assert proc.poll() is None, f"exited {proc.returncode} before it was interrupted:\n{err_path.read_text()}"
                 assert time.monotonic() < deadline, err_path.read_text()
                 time.sleep(0.1)
-            proc.send_signal(signal.SIGINT)
+            if group:
+                os.killpg(proc.pid, signal.SIGINT)
+            else:
+                proc.send_signal(signal.SIGINT)
             code = proc.wait(timeout=60)
         finally:
             if proc.poll() is None:
@@ -69,6 +80,56 @@ def test_ctrl_c_during_score(tmp_path, manager):
     assert not (tmp_path / "in.scored.jsonl").exists()
 
 
+# One slow sample: the worker that scored the fast ones waits idle for work when Ctrl-C comes.
+ONE_SLOW_SCORER = '''
+import time
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    if solution_str == "slow":
+        time.sleep(60)
+    open(f"scored.{solution_str}", "w").close()
+    return 1.0
+'''
+
+
+def _scored_fast_ones(cwd: Path) -> bool:
+    if len(list(cwd.glob("scored.*"))) < 2:
+        return False
+    time.sleep(0.5)  # the worker's reply is sent, and it waits for work
+    return True
+
+
+def test_ctrl_c_at_the_terminal_during_score_stops_pool_workers_quietly(tmp_path):
+    scorer = tmp_path / "one_slow.py"
+    scorer.write_text(ONE_SLOW_SCORER)
+    src = tmp_path / "in.jsonl"
+    write_rows(src, [{"data_source": "x", "prompt": "p", "reward_model": {"ground_truth": "1"}, "response": r}
+                     for r in ("fast", "quick", "slow")])
+    code, stderr = interrupt_when(["score", str(src), f"custom_reward_function.path={scorer}",
+                                   "reward_model.reward_manager=parallel", "reward_model.num_workers=2"],
+                                  lambda err: _scored_fast_ones(tmp_path), tmp_path, group=True)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert last_line(stderr) == "rewardsmith score: interrupted"
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=1).ok
+    except requests.RequestException:
+        return False
+
+
+@pytest.mark.skipif(isolation_unavailable() is not None, reason=str(isolation_unavailable()))
+def test_ctrl_c_at_the_terminal_stops_sandbox_serve_in_one_line(tmp_path):
+    port = free_port()
+    code, stderr = interrupt_when(["sandbox", "serve", "--port", str(port), "--workers", "2", "--allow-weak-isolation"],
+                                  lambda err: _answers(f"http://127.0.0.1:{port}/v1/ping"), tmp_path, group=True)
+    assert code == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert last_line(stderr) == "rewardsmith sandbox: interrupted"
+
+
 # A library object whose finalizer is running when Ctrl-C comes (the SIGINT is
 # raised inside __del__, where Python only prints an exception).
 FINALIZER_SCORER = '''
@@ -93,7 +154,9 @@ def test_ctrl_c_inside_a_finalizer_still_stops_the_command(tmp_path):
     scorer.write_text(FINALIZER_SCORER)
     src = tmp_path / "in.jsonl"
     write_rows(src, [{"data_source": "x", "prompt": "p", "reward_model": {"ground_truth": "1"}, "response": "r"}])
-    done = subprocess.run([sys.executable, "-m", "rewardsmith", "score", str(src), f"custom_reward_function.path={scorer}"],
+    # reward_model.timeout=null: naive scores in this process, where the finalizer must not swallow the Ctrl-C.
+    done = subprocess.run([sys.executable, "-m", "rewardsmith", "score", str(src), f"custom_reward_function.path={scorer}",
+                           "reward_model.timeout=null"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert done.returncode == 130, done.stderr
@@ -133,7 +196,7 @@ def test_ctrl_c_during_train_names_the_last_checkpoint(tmp_path):
 
 def test_ctrl_c_during_train_before_any_checkpoint(tmp_path):
     config = _config(tmp_path, save_freq=-1)
-    code, stderr = interrupt_when(["train", str(config)], lambda err: "it/s" in err, tmp_path)
+    code, stderr = interrupt_when(["train", str(config)], lambda err: "it/s" in err, tmp_path, group=True)
     assert code == 130, stderr
     assert "Traceback" not in stderr
     assert last_line(stderr) == f"rewardsmith train: interrupted; no checkpoint was written under {tmp_path / 'run'}"

@@ -8,6 +8,8 @@ from rewardsmith.common.errors import ConfigError
 from rewardsmith.plugins.batch import RewardBatch, token_level_scores
 from rewardsmith.common.errors import RewardError, NotRegistered
 from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.plugins.executors import SerialExecutor
+from rewardsmith.plugins.managers.base import RewardManager
 from rewardsmith.plugins.managers.dapo import overlong_penalty
 
 FAULTY = '''
@@ -85,6 +87,33 @@ def test_parallel_hang_and_crashes_cost_one_sample_each(make_config, faulty):
         # the pool replaced its dead workers and keeps scoring
         again = manager(batch_of(["42", "1"]))
         assert again.scores.tolist() == [1.0, 0.0]
+
+
+class _PluginManager(RewardManager):
+    """A third-party manager that changes nothing about where scorers run."""
+
+    name = "plugin_style"
+
+
+@pytest.mark.parametrize("manager_class", [None, _PluginManager], ids=["naive", "a plugin's subclass"])
+def test_serial_managers_keep_reward_model_timeout_and_survive_crashes(make_config, faulty, manager_class):
+    cfg = make_config(f"custom_reward_function.path={faulty}", "reward_model.timeout=1",
+                      "reward_model.fallback_score=-1")
+    with build_reward_manager(cfg.reward_settings()) as naive:
+        manager = naive if manager_class is None else manager_class(naive.plan, naive.settings)
+        try:
+            out = manager(batch_of(["42", "hang", "segfault", "exit", "7"]))
+        finally:
+            manager.close()
+    assert out.extra_info["reward_status"] == ["ok", "timeout", "crash", "crash", "ok"]
+    assert out.scores.tolist() == [1.0, -1.0, -1.0, -1.0, 0.0]
+    assert out.metrics["reward/timeouts"] == 1.0
+
+
+def test_naive_with_no_timeout_scores_in_this_process(make_config):
+    cfg = make_config("reward_model.timeout=null")
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        assert isinstance(manager.executor, SerialExecutor)
 
 
 def test_identical_samples_are_scored_once(make_config, faulty, tmp_path):

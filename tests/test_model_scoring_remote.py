@@ -15,10 +15,12 @@ from model_scoring_helpers import ScriptedServer, rm_serve, save_random_rm, vllm
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.config import RemoteRewardModelConfig, RewardModelPathConfig
 from rewardsmith.plugins.factory import build_reward_manager
+from rewardsmith.plugins.model_scoring.http_client import JsonClient, RequestFailed
 from rewardsmith.plugins.model_scoring.interface import ModelRequest, render_chat
 from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
 from rewardsmith.plugins.model_scoring.remote_rm import RemoteRewardModel
 from rewardsmith.plugins.model_scoring.rm_server import make_server
+from rewardsmith.sandbox.testing import free_port
 
 torch.set_num_threads(1)
 PROMPT = [{"role": "user", "content": "Say something."}]
@@ -162,3 +164,16 @@ def test_scripted_server_stays_quiet_when_a_client_gives_up(capfd):
         time.sleep(0.8)  # the server's answer meets the closed socket
     assert len(server.requests) == 1
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_server_never_reached_fails_at_once_and_a_dead_url_beside_a_live_one_is_retried():
+    dead = f"http://127.0.0.1:{free_port()}"
+    client = JsonClient([dead], timeout=30, max_retries=3, backoff=2)
+    start = time.monotonic()
+    with pytest.raises(RequestFailed, match="Connection refused") as failed:
+        client.post({"query": ["x"]})
+    assert time.monotonic() - start < 1.0  # retried, the back-off alone would be 14 s
+    assert failed.value.status == "unavailable" and client.take_retries() == 0
+    with ScriptedServer(lambda path, body, headers: (200, {"rewards": [1.0]})) as server:
+        both = JsonClient([dead, server.url], timeout=30, max_retries=3, backoff=0)
+        assert [both.post({"query": ["x"]}) for _ in range(2)] == [{"rewards": [1.0]}] * 2

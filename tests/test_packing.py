@@ -10,7 +10,8 @@ from core_helpers import TINY_MODEL
 
 from rewardsmith.common.config import load_config
 from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values
-from rewardsmith.core.packing import pack, packs
+from rewardsmith.core.packed_attention import packs
+from rewardsmith.core.packing import pack
 from rewardsmith.core.schema import Config
 from rewardsmith.demo.char_tokenizer import build_char_tokenizer
 

@@ -68,6 +68,25 @@ def test_unknown_data_source_lists_known_ones():
         load_registry().route("nope")
 
 
+def test_a_missing_data_source_says_what_to_install(capsys):
+    from pathlib import Path
+
+    from rewardsmith.cli import main
+
+    registry = load_registry()
+    if "example/keywords" in registry.known_data_sources():
+        pytest.skip("the example plugin is installed here")
+    with pytest.raises(NotRegistered, match=r"A plugin may score it: install that plugin's package \(`rewardsmith plugins` lists"):
+        registry.route("nope")
+    keywords = Path(__file__).resolve().parents[1] / "examples" / "data" / "keywords.jsonl"
+    assert main(["score", str(keywords)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rewardsmith score: error: dataset row 0: no scorer for data_source "
+                                               "'example/keywords'")
+    assert err[0].endswith("'example/keywords' is the example plugin's: install it with `pip install ./examples/plugin` "
+                           "(from a clone of rewardsmith's repository; see docs/plugins.md)")
+
+
 def test_two_third_party_plugins_clash_unless_preferred(installed_plugins):
     installed_plugins({
         "fake-plugin-a": ("fakeplug_a", scorer_plugin("same", ["fake/shared"], 1.0)),

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -47,3 +50,17 @@ def test_rm_train_learns_a_preference_saves_and_loads_by_path(tmp_path, capsys):
     texts = ["bcdxyz", "abcxyz", "aabxya", "aaaaaa"]
     scores = [o.score for o in rm.score([ModelRequest("open", [{"role": "user", "content": "Say something."}], t) for t in texts])]
     assert sorted(range(4), key=scores.__getitem__) == sorted(range(4), key=lambda i: a_share(texts[i]))
+
+
+def test_rm_train_runs_on_the_shipped_sample_pairs(tmp_path):
+    # What docs/reward_models.md tells a newcomer to run, from the repository root.
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "rewardsmith", "rm", "train", "examples/configs/rm_arith.yaml",
+                           f"save_dir={tmp_path / 'rm'}", "epochs=1", "progress_bar=false", "cpu_threads=1"],
+                          capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"saved reward model to {tmp_path / 'rm'} (held-out pairwise accuracy ")
+    assert "epoch 1: held-out pairwise accuracy" in done.stderr and "(16 pairs)" in done.stderr
+    rm = LocalRewardModel(RewardModelPathConfig(path=str(tmp_path / "rm")))
+    (outcome,) = rm.score([ModelRequest("openai/gsm8k", [{"role": "user", "content": "2+2?"}], "2+2=4\n#### 4")])
+    assert outcome.status == "ok" and math.isfinite(outcome.score)

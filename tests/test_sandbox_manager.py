@@ -85,7 +85,7 @@ def test_unreachable_sandbox_marks_rows_unavailable_not_wrong(make_config):
     assert out.extra_info["reward_status"] == ["unavailable", "unavailable"]
     assert out.scores.tolist() == [-1.0, -1.0]
     assert out.metrics["reward/unavailable"] == 2.0
-    assert "unavailable" in out.extra_info["reward_error"][0]
+    assert f"sandbox at {dead} cannot be reached" in out.extra_info["reward_error"][0]
 
 
 @pytest.mark.slow

@@ -1,6 +1,10 @@
 """`rewardsmith train` and `rewardsmith sft` end to end, through the real command line entry point."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 import yaml
 
 from core_helpers import TINY_MODEL, write_inputs
@@ -9,6 +13,8 @@ from rewardsmith.cli import main
 from rewardsmith.core.models import build_causal_lm, load_tokenizer
 from rewardsmith.common.config import load_config
 from rewardsmith.core.schema import Config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def write_config(tmp_path, paths, **extra):
@@ -102,3 +108,27 @@ def test_train_under_verl_reward_model_keys_scores_rule_rows_with_the_model_and_
     assert records[1]["reward/local_rm/count"] == 8.0
     components = {k.split("/")[1] for k in records[1] if k.startswith("reward/") and k.endswith("/count") and k.count("/") == 2}
     assert components == {"local_rm"}  # no rule scorer (gsm8k, MATH) was asked
+
+
+# Runs the command in a fresh interpreter, then reports whether the engine's heavy libraries were imported.
+_WITHOUT_ENGINE = ("import sys; from rewardsmith.cli import main; code = main(sys.argv[1:]); "
+                   "print('imported:', sorted({'torch', 'transformers'} & set(sys.modules))); sys.exit(code)")
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["train", str(ROOT / "examples/configs/arith_ppo.yaml"), "trainer.total_traning_steps=3"],
+     "trainer.total_traning_steps"),
+    (["train", str(ROOT / "examples/configs/arith_ppo.yaml"), "data.train_files=no/such.jsonl"],
+     "actor_rollout_ref.model.path: directory outputs/arith/sft_model does not exist"),
+    (["train", str(ROOT / "examples/configs/arith_ppo.yaml"), "data.train_files=no/such.jsonl",
+      "actor_rollout_ref.model.path=examples/data/arith_tokenizer"],  # a directory, so the data file is next
+     "data.train_files: dataset file not found: no/such.jsonl"),
+    (["rm", "train", "data.train_files=pairs.jsonl", "epoch=2"], "epoch"),
+    (["rm", "train", "data.train_files=no/such.jsonl"], "data.train_files: dataset file not found: no/such.jsonl"),
+])
+def test_config_typos_and_missing_files_are_reported_before_the_engine_loads(argv, error):
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_ENGINE, *argv], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert error in done.stderr.strip().splitlines()[-1]
+    assert done.stdout.strip() == "imported: []"

@@ -77,3 +77,21 @@ def test_script_without_main_guard_can_use_the_pool(tmp_path):
 def test_function_that_cannot_be_reimported_is_rejected():
     with pytest.raises(ValueError, match="cannot be re-imported"):
         FunctionRef.of(lambda: 0)
+
+
+def test_a_map_stopped_by_an_exception_leaves_no_reply_for_the_next_map():
+    # The first map stops (its on_done raises) while tasks are still queued at
+    # the worker; their late replies must not be read as the next map's.
+    class Stop(Exception):
+        pass
+
+    def stop(index, result):
+        raise Stop
+
+    with WorkerPool(1) as pool:
+        with pytest.raises(Stop):
+            pool.map([Task(SQRT, (4,)), Task(SLEEP, (0.3,)), Task(SQRT, (100,))], on_done=stop)
+        seen = []
+        results = pool.map([Task(SQRT, (9,))], timeout=10.0, on_done=lambda i, r: seen.append((i, r.value)))
+    assert [(r.status, r.value) for r in results] == [("ok", 3.0)]
+    assert seen == [(0, 3.0)]

@@ -19,7 +19,7 @@ from rewardsmith.plugins.config import RewardSettings
 from rewardsmith.plugins.batch import RewardBatch, RewardOutput, scored_mean, token_level_scores
 from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import RewardError
-from rewardsmith.plugins.executors import BrokenScorerCheck, Executor, Progress, ScoreJob, SerialExecutor
+from rewardsmith.plugins.executors import BrokenScorerCheck, Executor, ProcessExecutor, Progress, ScoreJob, SerialExecutor
 from rewardsmith.plugins.model_scoring.interface import ModelRequest
 from rewardsmith.plugins.scoring_plan import Component, ScoringPlan
 from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome, is_undecided
@@ -31,8 +31,15 @@ _SEVERITY = [OK, GATED, ABSTAIN, INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT]
 _FAILED = (INVALID, ERROR, UNAVAILABLE, CRASH, TIMEOUT)
 
 
+def serial_executor(settings: RewardSettings) -> Executor:
+    """One sample at a time: in one worker process under the hard per-sample ``reward_model.timeout``
+    (a hang costs that sample, and the worker is replaced), or in this process when it is null."""
+    timeout = settings.reward_model.timeout
+    return SerialExecutor() if timeout is None else ProcessExecutor(1, timeout)
+
+
 class RewardManager:
-    """Base reward manager: serial, in-process scoring.
+    """Base reward manager: serial scoring within ``reward_model.timeout`` (:func:`serial_executor`).
 
     ``settings`` are the run's reward settings; ``options`` are
     ``reward_model.reward_kwargs`` (verl passes those to the manager), and a
@@ -58,8 +65,8 @@ class RewardManager:
         self.broken_scorers = BrokenScorerCheck()
 
     def make_executor(self) -> Executor:
-        """Where scorer calls run."""
-        return SerialExecutor()
+        """Where scorer calls run: by default one after another, each within ``reward_model.timeout``."""
+        return serial_executor(self.settings)
 
     def check_data_sources(self, data_sources: list[str]) -> None:
         """Raise, listing the known data sources, if any of ``data_sources`` has no scorer."""

@@ -9,8 +9,8 @@ from rewardsmith.common.errors import ConfigError
 from rewardsmith.common.config import build
 from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.config import OverlongBufferConfig, RewardSettings
-from rewardsmith.plugins.executors import Executor, SerialExecutor
-from rewardsmith.plugins.managers.base import RewardManager
+from rewardsmith.plugins.executors import Executor
+from rewardsmith.plugins.managers.base import RewardManager, serial_executor
 from rewardsmith.plugins.managers.parallel import pool_executor
 from rewardsmith.plugins.scoring_plan import ScoringPlan
 
@@ -31,8 +31,9 @@ class DapoRewardManager(RewardManager):
 
     verl's spelling also works: ``reward_model.reward_kwargs.overlong_buffer_cfg``
     and ``reward_model.reward_kwargs.max_resp_len``. With
-    ``reward_model.num_workers`` > 1 it scores in a process pool with the
-    ``parallel`` manager's hard timeout.
+    ``reward_model.num_workers`` > 1 it scores in a process pool as ``parallel``
+    does, else one sample after another as ``naive`` does; both within
+    ``reward_model.timeout``.
     """
 
     name = "dapo"
@@ -60,7 +61,7 @@ class DapoRewardManager(RewardManager):
         workers = self.settings.reward_model.num_workers
         if workers is not None and workers > 1:
             return pool_executor(self.settings, workers)
-        return SerialExecutor()
+        return serial_executor(self.settings)
 
     def postprocess(self, batch: RewardBatch, scores: torch.Tensor, extra_info: dict[str, list]) -> torch.Tensor:
         if not self.buffer.enable:

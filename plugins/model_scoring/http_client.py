@@ -1,7 +1,8 @@
 """JSON over HTTP to model servers: load-balanced URLs, timeouts, retries with back-off.
 
 Retried: connection errors, timeouts, 5xx and 429. Never retried: other 4xx
-(the request itself is wrong). A request that finally fails raises
+(the request itself is wrong), and a connection that no URL has accepted yet
+(a wrong address, or a server not started: it fails within the connect time). A request that finally fails raises
 :class:`RequestFailed` with the status the sample gets (timeout, unavailable,
 error); the message never contains request headers, and URLs in it are
 redacted (no ``user:pass@``, no ``?token=``), so credentials stay out of logs,
@@ -15,8 +16,8 @@ from typing import Any, Optional
 
 import requests
 
+from rewardsmith.common.network import network_error_summary
 from rewardsmith.common.redaction import redact_text
-from rewardsmith.plugins.network_errors import network_error_summary
 from rewardsmith.plugins.scoring import ERROR, INVALID, TIMEOUT, UNAVAILABLE
 
 
@@ -54,6 +55,7 @@ class JsonClient:
         self._turn = 0
         self._local = threading.local()
         self.retries = 0
+        self._answered = False  # whether any URL has answered: until then, a refused connection is not retried
 
     def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
@@ -73,6 +75,7 @@ class JsonClient:
     def post(self, payload: Any, path: str = "") -> Any:
         """The decoded JSON answer to ``payload`` POSTed to ``url + path``; raises :class:`RequestFailed`."""
         last = RequestFailed(UNAVAILABLE, "no attempt made")
+        refused: set[int] = set()
         for attempt in range(self.max_retries + 1):
             if attempt:
                 with self._lock:
@@ -82,6 +85,12 @@ class JsonClient:
             url = self.urls[index].rstrip("/") + path
             try:
                 response = self._session().post(url, json=payload, headers=self._headers, timeout=self.timeout)
+            except requests.ConnectionError as exc:  # a connection refused or not made in time (ConnectTimeout)
+                last = RequestFailed(UNAVAILABLE, f"{url}: {network_error_summary(exc)}")
+                refused.add(index)
+                if not self._answered and len(refused) == len(self.urls):
+                    raise last from None  # no URL has ever answered: a wrong address or a server not started
+                continue
             except requests.Timeout:
                 last = RequestFailed(TIMEOUT, f"{url}: no answer within {self.timeout:g}s")
                 continue
@@ -91,6 +100,7 @@ class JsonClient:
             finally:
                 with self._lock:
                     self._in_flight[index] -= 1
+            self._answered = True
             if response.status_code >= 400:
                 last = RequestFailed(UNAVAILABLE if retryable(response.status_code) else ERROR,
                                      f"{url}: HTTP {response.status_code}: {response.text[:200]}")

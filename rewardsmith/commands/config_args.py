@@ -1,12 +1,15 @@
 """What `rewardsmith train`, `sft` and `rm train` share: ``[CONFIG] [key=value ...]`` arguments,
-and a check, before anything loads, that the model directories they name exist."""
+and a check, before anything loads, that the model directories and data files they name exist.
+
+Nothing here imports torch or transformers: a typo or a missing file is reported at once, not
+after the engine's imports."""
 from __future__ import annotations
 
 import argparse
 import os
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from rewardsmith.common.config import load_config
 from rewardsmith.common.errors import ConfigError
@@ -57,3 +60,10 @@ def require_model_dirs(config: Config) -> None:
                       " (a warm start's output? run `rewardsmith sft` first)")
     require_model_dir("data.tokenizer", config.data.tokenizer)
     require_model_dir("critic.model.path", config.critic.model.path)
+
+
+def require_files(key: str, files: Union[str, list[str], None]) -> None:
+    """Raise ``FileNotFoundError`` naming ``key`` when a data file it lists does not exist."""
+    for path in [files] if isinstance(files, str) else list(files or []):
+        if not Path(path).expanduser().is_file():
+            raise FileNotFoundError(f"{key}: dataset file not found: {path}")

@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from rewardsmith.commands.score_summary import component_columns, failure_report, summary_table
+from rewardsmith.commands.score_summary import component_columns, failure_report, summary_table, unscored_report
 from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import read_rows, write_rows
 from rewardsmith.core.schema import Config
@@ -148,8 +148,15 @@ def run(args: argparse.Namespace) -> int:
     for line in failures:
         print(line, file=sys.stderr)
     if unreachable:
-        print(f"rewardsmith score: error: every sample of component {', '.join(map(repr, unreachable))} was "
-              "unavailable: its service (sandbox, reward model or judge) could not be reached; see the first "
-              "error above", file=sys.stderr)
+        # One line: which service, why, and where the details are (each row's reward_error).
+        names = ", ".join(f"'{name}' ({error})" for name, error in unreachable.items())
+        print(f"rewardsmith score: error: every sample of component {names} was unavailable: its service "
+              f"(sandbox, reward model or judge) could not be reached; each row's reward_error in {output} "
+              "says why", file=sys.stderr)
+        return 1
+    none_scored = unscored_report(out.extra_info["reward_status"], out.extra_info["reward_components"])
+    if none_scored:
+        print(f"rewardsmith score: error: {none_scored}; their scores in {output} are "
+              "reward_model.fallback_score, not results", file=sys.stderr)
         return 1
     return 0

@@ -1,9 +1,9 @@
 """What ``rewardsmith score`` prints once scoring is done: the per-data_source table,
-the first failure of each component on each data_source, and which components
-could not reach their service at all."""
+the first failure of each component on each data_source, which components
+could not reach their service at all, and whether any sample was scored."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Optional
 
 from rewardsmith.common.redaction import redact_text
@@ -75,9 +75,10 @@ def component_outcomes(extra_info: dict[str, list], k: int) -> dict[str, tuple[s
     return {name: (value(f"{name}/status") or "ok", value(f"{name}/error")) for name in components}
 
 
-def failure_report(sources: list[str], extra_info: dict[str, list]) -> tuple[list[str], list[str]]:
+def failure_report(sources: list[str], extra_info: dict[str, list]) -> tuple[list[str], dict[str, str]]:
     """Lines naming the first failure of each component on each data_source (credentials masked),
-    and the components every one of whose samples was ``unavailable`` (their service never answered)."""
+    and the components every one of whose samples was ``unavailable`` (their service never
+    answered), each with its first error; those get no lines of their own (one error says it)."""
     seen: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (component, source) -> [failed, total]
     first: dict[tuple[str, str], tuple[str, Optional[str]]] = {}
     reachable: dict[str, bool] = {}
@@ -89,9 +90,25 @@ def failure_report(sources: list[str], extra_info: dict[str, list]) -> tuple[lis
             if status in FAILED:
                 counts[0] += 1
                 first.setdefault((name, source), (status, error))
+    unreachable = {name: redact_text(next(error or "no message" for (n, _s), (_st, error) in sorted(first.items())
+                                          if n == name))
+                   for name, ok in sorted(reachable.items()) if not ok}
     lines = []
     for (name, source), (status, error) in sorted(first.items()):
+        if name in unreachable:
+            continue
         failed, total = seen[(name, source)]
         lines.append(f"component '{name}' on data_source '{source}': {failed} of {total} samples failed; "
                      f"first ({status}): {redact_text(error or 'no message')}")
-    return lines, sorted(name for name, ok in reachable.items() if not ok)
+    return lines, unreachable
+
+
+def unscored_report(statuses: list[str], components: list[dict]) -> Optional[str]:
+    """When no sample was scored (no component of any sample gave it a score: each one failed,
+    timed out, was unavailable or abstained), a line saying so with how many of each status;
+    None when some sample has a score."""
+    if not statuses or any(v is not None for sample in components for v in (sample or {}).values()):
+        return None
+    counts = Counter(statuses)
+    why = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"every one of the {len(statuses)} samples is unscored ({why})"

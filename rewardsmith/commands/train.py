@@ -5,7 +5,7 @@ import argparse
 
 import yaml
 
-from rewardsmith.commands.config_args import add_config_arguments, load_from_args, require_model_dirs
+from rewardsmith.commands.config_args import add_config_arguments, load_from_args, require_files, require_model_dirs
 from rewardsmith.common.config import to_dict
 from rewardsmith.common.redaction import redact_config
 
@@ -15,13 +15,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rewardsmith.core.checkpoint import latest_checkpoint
-    from rewardsmith.core.trainer import PPOTrainer, output_dir
-
     config = load_from_args(args)
     require_model_dirs(config)
     if not config.data.train_files:
         raise ValueError("data.train_files is empty: give a config file or data.train_files=PATH")
+    require_files("data.train_files", config.data.train_files)
+    require_files("data.val_files", config.data.val_files)
+    # The engine (torch, transformers: seconds) loads only once the config and its files are known good.
+    from rewardsmith.core.checkpoint import latest_checkpoint
+    from rewardsmith.core.trainer import PPOTrainer, output_dir
+
     out = output_dir(config)
     trainer = PPOTrainer(config)
     # Under torchrun every rank runs this command; rank 0 speaks for the run.
