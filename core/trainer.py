@@ -41,6 +41,7 @@ from rewardsmith.core.reward_masking import (
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
+from rewardsmith.core.seqlen_balancing import balance_batch
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.verl_keys import notices
@@ -243,6 +244,9 @@ class PPOTrainer:
         else:
             with self._timer(timing, "gen"), self._rollout_phase():
                 batch = self.actor.generate(prompts, self.sampling)
+        if self.config.trainer.balance_batch:
+            batch, reward, balance = balance_batch(batch, reward, self.world_size, self.actor_mini_batch_size)
+            metrics.update(balance)
         mask = batch["response_mask"].float()
         if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):

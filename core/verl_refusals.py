@@ -130,7 +130,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("data.dataloader_num_workers", "rows are loaded in the trainer's process: drop the key"),
     ("data.apply_chat_template_kwargs.*", "extra chat-template arguments are not passed here: drop the key, or bake them "
                                           "into the tokenizer's chat template"),
-    ("trainer.balance_batch", "verl's reordering of samples across data-parallel ranks is not done here: drop the key"),
     ("trainer.max_*_ckpt_to_keep", "use trainer.max_ckpt_to_keep (one checkpoint holds actor and critic)"),
     ("trainer.val_only", "validation without training is not a mode of `rewardsmith train`: score saved responses with "
                          "`rewardsmith score`"),

@@ -28,6 +28,9 @@ OPTIONS = [
     "data.train_batch_size=4",
     "data.val_files=[]",
     "trainer.total_training_steps=3",
+    # Balancing sorts the samples into one group per rank, so one process and two ranks would train on
+    # different mini-batches (as in verl); these runs compare the data-parallel arithmetic on the same ones.
+    "trainer.balance_batch=false",
 ]
 FSDP2 = ["actor_rollout_ref.actor.strategy=fsdp2", "critic.strategy=fsdp2", "trainer.n_gpus_per_node=2"]
 # A rank samples its share of the prompts from its own stream, so comparing
