@@ -290,6 +290,17 @@ class ValKwargsConfig(SamplingConfig):
 
 
 @dataclass
+class CheckpointEngineConfig:
+    backend: Optional[str] = opt(None, "verl 0.9: how weights travel from the trainer to the rollout engine (naive, nccl, nixl, hccl); here they reach the engine in memory in every case, the same weights (a notice).")
+    update_weights_bucket_megabytes: Optional[int] = opt(None, "verl 0.9's place of rollout.update_weights_bucket_megabytes; when set it wins.")
+    engine_kwargs: dict[str, Any] = opt({}, "verl 0.9: arguments of the weight-transfer backend; there is none to pass them to here (a notice).")
+    custom_backend_module: Optional[str] = opt(None, "verl 0.9: a module that registers a weight-transfer backend; not imported here, where weights reach the engine in memory (a notice).")
+
+    def __post_init__(self) -> None:
+        require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes)
+
+
+@dataclass
 class RolloutConfig(LogProbBatching, SamplingConfig):
     name: Literal["hf", "vllm", "sglang"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate) or vllm (a vLLM engine; docs/training.md#vllm-rollout). verl's sglang samples on the vllm engine here (a notice).")
     val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
@@ -310,6 +321,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     multi_stage_wake_up: Optional[bool] = opt(None, "verl: wake the engine's weights and KV cache in two stages; a memory key of sleep mode (a notice).")
     layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
     multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout: only enable=false is supported.")
+    checkpoint_engine: CheckpointEngineConfig = section(CheckpointEngineConfig, "verl 0.9's weight transfer from the trainer to the rollout engine.")
 
     @property
     def engine(self) -> str:
@@ -324,6 +336,8 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
             raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
         require_positive("max_num_seqs", self.max_num_seqs, allow_none=False)
         require_positive("max_model_len", self.max_model_len)
+        if self.checkpoint_engine.update_weights_bucket_megabytes is not None:
+            self.update_weights_bucket_megabytes = self.checkpoint_engine.update_weights_bucket_megabytes
         require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes, allow_none=False)
         for engine, kwargs in self.engine_kwargs.items():
             if engine not in ("vllm", "sglang") or not isinstance(kwargs, dict):

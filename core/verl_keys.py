@@ -76,6 +76,8 @@ _OFFLOAD = "a memory key: the model already lives in CPU memory, there is nothin
 _HF_ENGINE = "a vLLM engine setting, and this run rolls out with rollout.name=hf"
 _COMPILE = "a speed key: log-probs and entropy are computed uncompiled here, with the same values"
 _CHUNKED = "a memory key: the entropy is computed over whole micro-batches here, with the same values"
+_TRANSFER = ("a weight-transfer key (verl 0.9's checkpoint engine): the actor's weights reach the rollout engine in memory "
+             "here, the same weights by any route")
 _PREFETCH = "a speed key of FSDP's all-gathers; the same parameters arrive either way"
 
 NOTICES: tuple[Notice, ...] = (
@@ -145,6 +147,9 @@ NOTICES: tuple[Notice, ...] = (
            "actor and rollout share their workers, which is how every run here is laid out"),
     Notice("actor_rollout_ref.nccl_timeout", _is_set,
            "a timeout for stuck collectives; the backend's default applies, and a healthy run computes the same"),
+    Notice("actor_rollout_ref.rollout.checkpoint_engine.backend", _is_set, _TRANSFER),
+    Notice("actor_rollout_ref.rollout.checkpoint_engine.engine_kwargs", lambda v, c: bool(v), _TRANSFER),
+    Notice("actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module", _is_set, _TRANSFER),
     Notice("data.filter_overlong_prompts_workers", _is_set,
            "a speed key: rows are filtered in the trainer's process, the same rows"),
 )

