@@ -21,8 +21,8 @@ from tqdm import tqdm
 
 from rewardsmith.common.config import to_dict
 from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
-from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, latest_checkpoint, partial_dir, prune, rng_state, set_aside,
-                                         set_rng_state, step_of)
+from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, copy_checkpoint, latest_checkpoint, partial_dir, prune,
+                                         rng_state, set_aside, set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
@@ -185,9 +185,12 @@ class PPOTrainer:
                           project=t.project_name, experiment=t.experiment_name, config=to_dict(self.config))
         last: dict[str, float] = {}
         try:
-            if t.val_before_train and self.global_step == 0 and self.val_set is not None:
+            # verl's val_only validates the model it starts with (a resumed one too), then stops.
+            if t.val_before_train and self.val_set is not None and (self.global_step == 0 or t.val_only):
                 last = self.validate()
-                tracker.log(0, last)
+                tracker.log(self.global_step, last)
+                if t.val_only:
+                    return last
             self.prompt_batches = iter(self.loader)
             with tqdm(total=self.total_steps, initial=self.global_step, desc="training", disable=not (t.progress_bar and self.is_main),
                       file=self.stream, dynamic_ncols=True) as bar:
@@ -502,6 +505,8 @@ class PPOTrainer:
             "world_size": self.world_size,
         }, path / TRAINER_STATE)
         path = commit(self.out_dir, self.global_step)
+        if self.config.trainer.default_hdfs_dir:
+            copy_checkpoint(path, Path(self.config.trainer.default_hdfs_dir).expanduser())
         self.own_steps = prune(self.out_dir, [*self.own_steps, self.global_step], self.config.trainer.max_ckpt_to_keep)
         return path
 

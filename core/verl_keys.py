@@ -78,6 +78,8 @@ _COMPILE = "a speed key: log-probs and entropy are computed uncompiled here, wit
 _CHUNKED = "a memory key: the entropy is computed over whole micro-batches here, with the same values"
 _TRANSFER = ("a weight-transfer key (verl 0.9's checkpoint engine): the actor's weights reach the rollout engine in memory "
              "here, the same weights by any route")
+_GRAD_OFFLOAD = ("verl <= v0.2's gradient offload, dropped in verl v0.3: a memory key, the gradients are the same "
+                 "wherever they are kept")
 _PREFETCH = "a speed key of FSDP's all-gathers; the same parameters arrive either way"
 
 NOTICES: tuple[Notice, ...] = (
@@ -150,8 +152,30 @@ NOTICES: tuple[Notice, ...] = (
     Notice("actor_rollout_ref.rollout.checkpoint_engine.backend", _is_set, _TRANSFER),
     Notice("actor_rollout_ref.rollout.checkpoint_engine.engine_kwargs", lambda v, c: bool(v), _TRANSFER),
     Notice("actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module", _is_set, _TRANSFER),
+    Notice("actor_rollout_ref.actor.fsdp_config.grad_offload", _is_set, _GRAD_OFFLOAD),
+    Notice("actor_rollout_ref.ref.fsdp_config.grad_offload", _is_set, _GRAD_OFFLOAD),
+    Notice("critic.fsdp_config.grad_offload", _is_set, _GRAD_OFFLOAD),
+    Notice("critic.model.fsdp_config.grad_offload", _is_set, _GRAD_OFFLOAD),
+    Notice("trainer.val_only", lambda v, c: v and not c.trainer.val_before_train,
+           "verl validates and stops only before training (trainer.val_before_train=true); without it training runs, "
+           "as in verl", "validation, then the run stops (as verl, with trainer.val_before_train=true)"),
     Notice("data.filter_overlong_prompts_workers", _is_set,
            "a speed key: rows are filtered in the trainer's process, the same rows"),
+)
+
+
+@dataclass(frozen=True)
+class Moved:
+    """``key`` is an older spelling (a past verl release's, or a verl fork's) of ``to``; its value is applied there."""
+
+    key: str
+    to: str
+
+
+MOVED: tuple[Moved, ...] = (
+    Moved("actor_rollout_ref.rollout.val_temperature",
+          "actor_rollout_ref.rollout.val_kwargs.temperature (with val_kwargs.do_sample=true when it is above 0)"),
+    Moved("actor_rollout_ref.rollout.n_val", "actor_rollout_ref.rollout.val_kwargs.n"),
 )
 
 
@@ -167,6 +191,10 @@ def notices(config: Any) -> list[str]:
         value = _value(config, notice.key)
         if notice.applies(value, config):
             lines.append(f"notice: {notice.key}={value} changes nothing here: {notice.why}")
+    for moved in MOVED:
+        value = _value(config, moved.key)
+        if value is not None:
+            lines.append(f"notice: {moved.key}={value} is an older spelling of {moved.to}; applied there, use that key")
     return lines + [f"notice: {line}" for line in config.reward_model.notices()]
 
 
@@ -177,6 +205,9 @@ def _world_size(config: Any) -> int:
 def check_verl_keys(config: Any) -> None:
     """Refuse, before any work, what this run cannot do as the config asks (:class:`InvalidValue` naming the key)."""
     world = _world_size(config)
+    t = config.trainer
+    if t.val_only and t.val_before_train and not config.data.val_files:
+        raise InvalidValue("trainer.val_only", "validates and stops, but data.val_files is empty: set data.val_files")
     for key in ("actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp_config.fsdp_size"):
         size = _value(config, key)
         # verl builds a plain FSDP mesh whenever fsdp_size is negative or covers every rank.
@@ -259,10 +290,13 @@ REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
     """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`; ``schema_keys`` are the keys the schema has."""
     notes = {n.key: n for n in NOTICES}
+    moved = {m.key: m for m in MOVED}
     rows = []
     for key in VERL_SCRIPT_KEYS:
         if key in notes and notes[key].implemented:
             rows.append((key, f"implemented: {notes[key].implemented}; elsewhere a notice ({notes[key].why})"))
+        elif key in moved:
+            rows.append((key, f"accepted: an older spelling of {moved[key].to}, applied there (a notice names it)"))
         elif key in notes:
             rows.append((key, f"accepted; a notice when it changes nothing here ({notes[key].why})"))
         elif key in REWARD_SIDE_NOTICES:

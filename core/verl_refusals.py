@@ -56,7 +56,9 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("data.max_length", _SFT),
     ("data.pad_mode", _SFT),
     ("data.path", _GENERATION),
-    ("data.n_samples", _GENERATION),
+    ("data.n_samples", "responses per prompt: in verl's offline generation entry point (main_generation) score saved "
+                       "responses with `rewardsmith score` (docs/scoring.md); in a training script (verl's PRIME recipe) "
+                       "set actor_rollout_ref.rollout.n instead"),
     ("data.output_path", _GENERATION),
     ("data.batch_size", _GENERATION),
     ("async_training.*", _ASYNC),
@@ -131,8 +133,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("data.apply_chat_template_kwargs.*", "extra chat-template arguments are not passed here: drop the key, or bake them "
                                           "into the tokenizer's chat template"),
     ("trainer.max_*_ckpt_to_keep", "use trainer.max_ckpt_to_keep (one checkpoint holds actor and critic)"),
-    ("trainer.val_only", "validation without training is not a mode of `rewardsmith train`: score saved responses with "
-                         "`rewardsmith score`"),
     ("trainer.log_freq", "metrics are logged every step: drop the key"),
     ("trainer.ref_update_freq", "the reference is frozen here: drop the key"),
     ("trainer.scheduler", "verl's alternative schedulers are not here: drop the key"),

@@ -14,7 +14,7 @@ from rewardsmith.common.config import ConfigError, describe
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches
 from rewardsmith.core.trainer import TIMING_PREFIXES, PPOTrainer
 from rewardsmith.core.schema import Config
-from rewardsmith.core.verl_keys import NOTICES, VERL_SCRIPT_KEYS, key_statuses, notices
+from rewardsmith.core.verl_keys import MOVED, NOTICES, VERL_SCRIPT_KEYS, key_statuses, notices
 from rewardsmith.core.verl_refusals import refusal
 from rewardsmith.core.workers import build_strategy
 
@@ -34,6 +34,7 @@ def test_the_key_list_holds_the_corpus_keys_and_every_key_has_a_status():
     statuses = dict(key_statuses(schema_keys))
     assert [k for k, status in statuses.items() if status.startswith("not accepted")] == []
     assert all(n.key in schema_keys for n in NOTICES)
+    assert all(m.key in schema_keys for m in MOVED)
 
 
 def test_no_schema_key_is_a_refused_verl_feature():
