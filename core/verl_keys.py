@@ -27,6 +27,7 @@ from typing import Any, Callable
 from rewardsmith.common.config import InvalidValue
 from rewardsmith.core.packing import PACKED_ATTENTION, packs
 from rewardsmith.core.verl_refusals import refusal
+from rewardsmith.plugins.verl_layout import KEY_MAP
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,27 @@ def _script_keys() -> tuple[str, ...]:
 VERL_SCRIPT_KEYS: tuple[str, ...] = _script_keys()
 
 
+def _release_keys() -> dict[str, tuple[str, str]]:
+    rows = (line.split("\t") for line in Path(__file__).with_name("verl_release_keys.tsv").read_text().splitlines()
+            if line and not line.startswith("#"))
+    return {key: (first, last) for key, first, last in rows}
+
+
+# Every key of verl's PPO trainer config in each release, with the first and last release that has it
+# (verl_release_keys.tsv, written by benchmarks/verl_release_keys.py from verl's git and its 0.9.1 package).
+VERL_RELEASE_KEYS: dict[str, tuple[str, str]] = _release_keys()
+
+
+def release_of(key: str) -> str:
+    """The verl releases whose trainer config has ``key``, or where else it comes from."""
+    if key in VERL_RELEASE_KEYS:
+        first, last = VERL_RELEASE_KEYS[key]
+        return first if first == last else f"{first} to {last}"
+    if any(m.key == key for m in MOVED):
+        return "verl forks"
+    return "v0.7.0 scripts"
+
+
 # reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
 REWARD_SIDE_NOTICES = ("reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
                        "reward_model.rollout.free_cache_engine")
@@ -288,11 +310,12 @@ REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",
 
 
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
-    """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`; ``schema_keys`` are the keys the schema has."""
+    """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`, :data:`VERL_RELEASE_KEYS` and
+    :data:`MOVED`, sorted; ``schema_keys`` are the keys the schema has."""
     notes = {n.key: n for n in NOTICES}
     moved = {m.key: m for m in MOVED}
     rows = []
-    for key in VERL_SCRIPT_KEYS:
+    for key in sorted({*VERL_SCRIPT_KEYS, *VERL_RELEASE_KEYS, *moved}):
         if key in notes and notes[key].implemented:
             rows.append((key, f"implemented: {notes[key].implemented}; elsewhere a notice ({notes[key].why})"))
         elif key in moved:
@@ -306,6 +329,8 @@ def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
             rows.append((key, "implemented: with reward_model.use_reward_loop=true and rollout.name=vllm, vLLM serves "
                               "the reward model ([reward_models.md](reward_models.md#verls-reward-loop-the-reward-model-served-by-vllm)); "
                               "a notice when nothing is served"))
+        elif key in KEY_MAP:
+            rows.append((key, f"implemented: verl's reward.* layout of {KEY_MAP[key]}"))
         elif key in schema_keys or any(key.startswith(k + ".") for k in schema_keys):
             rows.append((key, "implemented"))
         elif refusal(key) is not None:
