@@ -338,6 +338,9 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("reward.reward_model.enable_resource_pool", "the reward model shares the trainer's devices here: drop the key"),
     ("reward.reward_model.n_gpus_per_node", "the reward model shares the trainer's devices here: drop the key"),
     ("reward.reward_model.nnodes", "the reward model shares the trainer's devices here: drop the key"),
+    ("reward.reward_model.rollout.free_cache_engine", "set it in verl's older layout, reward_model.rollout.free_cache_engine "
+                                                      "(accepted there with a notice); the reward.* layout here does not "
+                                                      "carry it"),
     ("reward.reward_model.rollout.*", _RM_WORKER),
     *((f"reward_model.rollout.{name}", _RM_WORKER) for name in _RM_ENGINE),
     ("reward_model.model.use_shm", "a load-speed key: the weights are read from the model's path as they are; drop the key"),
