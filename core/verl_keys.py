@@ -207,6 +207,11 @@ def check_verl_keys(config: Any) -> None:
     """Refuse, before any work, what this run cannot do as the config asks (:class:`InvalidValue` naming the key)."""
     world = _world_size(config)
     t = config.trainer
+    samples = config.data.train_batch_size * config.actor_rollout_ref.rollout.n
+    if t.balance_batch and samples % world:
+        raise InvalidValue("trainer.balance_batch", f"splits each step's {samples} samples (data.train_batch_size * "
+                           f"rollout.n) into equal groups for the {world} data-parallel ranks, which {samples} is not a "
+                           "multiple of: change the batch size or the rank count, or set trainer.balance_batch=false")
     if t.val_only and t.val_before_train and not config.data.val_files:
         raise InvalidValue("trainer.val_only", "validates and stops, but data.val_files is empty: set data.val_files")
     for key in ("actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp_config.fsdp_size"):

@@ -93,6 +93,15 @@ def test_an_uneven_batch_is_refused_naming_the_key():
         balance_batch(batch, None, 2, 4)
 
 
+def test_a_batch_the_ranks_cannot_share_evenly_is_refused_at_start(tmp_path):
+    from rewardsmith.common.config import ConfigError
+
+    with pytest.raises(ConfigError, match="trainer.balance_batch splits each step's 8 samples .* for the 3 data-parallel "
+                                          "ranks, which 8 is not a multiple of"):
+        tiny_config(tmp_path, "trainer.n_gpus_per_node=3")
+    assert tiny_config(tmp_path / "off", "trainer.n_gpus_per_node=3", "trainer.balance_batch=false").trainer.n_gpus_per_node == 3
+
+
 def _run(config) -> list[dict]:
     trainer = PPOTrainer(config)
     try:
