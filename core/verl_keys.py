@@ -13,8 +13,11 @@ Every key verl's scripts pass does one of three things (issue 16):
 docs/config.md's "verl's keys" section is generated from this table and the
 schema (:func:`key_statuses`), for the keys of verl's example and recipe
 scripts (:data:`VERL_SCRIPT_KEYS`, from verl_script_keys.txt: every key of verl
-v0.7.0's examples and recipes; tests/test_verl_keys.py checks that each has a
-status and that the launch-script corpus in tests/data/verl_scripts is among them).
+v0.7.0's examples and recipes), the keys of verl's trainer config in every
+release (:data:`VERL_RELEASE_KEYS`, from verl_release_keys.tsv, which
+benchmarks/verl_release_keys.py writes from verl's git) and the older spellings
+of verl forks (:data:`MOVED`); tests/test_verl_keys.py checks that each has a
+status and that the launch-script corpus in tests/data/verl_scripts is among them.
 """
 from __future__ import annotations
 

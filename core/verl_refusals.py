@@ -1,7 +1,8 @@
 """verl keys of features rewardsmith does not have: each refused by name, saying what to do instead.
 
-verl's example and recipe scripts (core/verl_script_keys.txt) pass keys of
-engines, entry points and recipes that are not here: Megatron-LM, the SFT and
+verl's example and recipe scripts (core/verl_script_keys.txt) and its trainer
+config across releases (core/verl_release_keys.tsv) have keys of engines,
+entry points and recipes that are not here: Megatron-LM, the SFT and
 generation trainers, the fully-async and embodied recipes, multi-turn agent
 loops, profilers. Without this table such a key would fail as an unknown key
 listing the allowed ones; with it the error says which verl feature the key
