@@ -201,6 +201,25 @@ def commit(root: Path, step: int) -> Path:
     return final
 
 
+def copy_checkpoint(checkpoint: Path, destination: Path) -> Path:
+    """Copy the committed ``checkpoint`` (a ``global_step_<N>`` directory) to ``destination/global_step_<N>``
+    (verl's ``trainer.default_hdfs_dir`` on a local path); an earlier copy of that step is replaced.
+
+    The copy is made under a ``.partial`` name and renamed, so ``destination`` never holds half a checkpoint.
+    """
+    destination.mkdir(parents=True, exist_ok=True)
+    final = destination / checkpoint.name
+    partial = final.with_name(final.name + PARTIAL)
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(checkpoint, partial)
+    _fsync_tree(partial)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(partial, final)
+    _fsync(destination)
+    return final
+
+
 def prune(root: Path, steps: Iterable[int], keep: Optional[int]) -> list[int]:
     """Delete all but the newest ``keep`` of ``steps`` (this run's checkpoints); returns the steps kept.
 

@@ -119,6 +119,7 @@ class FSDPConfig:
     param_offload: bool = opt(False, "verl: keep parameters in CPU memory between uses. On a CUDA device with strategy fsdp2 it turns on offload_policy; on the CPU there is nothing to move (a notice).")
     optimizer_offload: bool = opt(False, "verl: keep the optimizer state in CPU memory; as param_offload (offload_policy moves both).")
     forward_prefetch: bool = opt(False, "verl: prefetch the next FSDP all-gather during the forward; a speed key (a notice: the same results).")
+    grad_offload: Optional[bool] = opt(None, "verl <= v0.2: keep gradients in CPU memory between uses; verl dropped it in v0.3 (a memory key: the same gradients; a notice).")
     fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP, as verl). A smaller number (hybrid sharding) is refused.")
 
     def __post_init__(self) -> None:
@@ -133,6 +134,7 @@ class OffloadConfig:
     param_offload: bool = opt(False, "See actor_rollout_ref.actor.fsdp_config.param_offload.")
     optimizer_offload: bool = opt(False, "See actor_rollout_ref.actor.fsdp_config.optimizer_offload.")
     forward_prefetch: bool = opt(False, "See actor_rollout_ref.actor.fsdp_config.forward_prefetch (a notice).")
+    grad_offload: Optional[bool] = opt(None, "verl <= v0.2: keep gradients in CPU memory between uses; verl dropped it in v0.3 (a memory key: the same gradients; a notice).")
 
 
 StrategyName = Literal["local", "fsdp", "fsdp2"]
@@ -290,6 +292,17 @@ class ValKwargsConfig(SamplingConfig):
 
 
 @dataclass
+class CheckpointEngineConfig:
+    backend: Optional[str] = opt(None, "verl 0.9: how weights travel from the trainer to the rollout engine (naive, nccl, nixl, hccl); here they reach the engine in memory in every case, the same weights (a notice).")
+    update_weights_bucket_megabytes: Optional[int] = opt(None, "verl 0.9's place of rollout.update_weights_bucket_megabytes; when set it wins.")
+    engine_kwargs: dict[str, Any] = opt({}, "verl 0.9: arguments of the weight-transfer backend; there is none to pass them to here (a notice).")
+    custom_backend_module: Optional[str] = opt(None, "verl 0.9: a module that registers a weight-transfer backend; not imported here, where weights reach the engine in memory (a notice).")
+
+    def __post_init__(self) -> None:
+        require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes)
+
+
+@dataclass
 class RolloutConfig(LogProbBatching, SamplingConfig):
     name: Literal["hf", "vllm", "sglang"] = opt("hf", "Rollout engine: hf (embedded Hugging Face generate) or vllm (a vLLM engine; docs/training.md#vllm-rollout). verl's sglang samples on the vllm engine here (a notice).")
     val_kwargs: ValKwargsConfig = section(ValKwargsConfig, "Sampling during validation.")
@@ -310,6 +323,9 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     multi_stage_wake_up: Optional[bool] = opt(None, "verl: wake the engine's weights and KV cache in two stages; a memory key of sleep mode (a notice).")
     layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
     multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout: only enable=false is supported.")
+    val_temperature: Optional[float] = opt(None, "the spelling of verl forks' scripts (projects built on older verl) for val_kwargs.temperature: sets it, and val_kwargs.do_sample to temperature > 0 (a notice names the new keys).")
+    n_val: Optional[int] = opt(None, "verl forks' spelling of val_kwargs.n: sets it (a notice names the new key).")
+    checkpoint_engine: CheckpointEngineConfig = section(CheckpointEngineConfig, "verl 0.9's weight transfer from the trainer to the rollout engine.")
 
     @property
     def engine(self) -> str:
@@ -324,6 +340,16 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
             raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
         require_positive("max_num_seqs", self.max_num_seqs, allow_none=False)
         require_positive("max_model_len", self.max_model_len)
+        if self.val_temperature is not None:
+            if self.val_temperature < 0:
+                raise InvalidValue("val_temperature", f"must be >= 0, got {self.val_temperature}")
+            self.val_kwargs.temperature = self.val_temperature
+            self.val_kwargs.do_sample = self.val_temperature > 0
+        require_positive("n_val", self.n_val)
+        if self.n_val is not None:
+            self.val_kwargs.n = self.n_val
+        if self.checkpoint_engine.update_weights_bucket_megabytes is not None:
+            self.update_weights_bucket_megabytes = self.checkpoint_engine.update_weights_bucket_megabytes
         require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes, allow_none=False)
         for engine, kwargs in self.engine_kwargs.items():
             if engine not in ("vllm", "sglang") or not isinstance(kwargs, dict):
@@ -456,6 +482,9 @@ class TrainerConfig:
     resume_from_path: Optional[str] = opt(None, "A global_step_N checkpoint directory (with resume_mode=resume_path).")
     max_ckpt_to_keep: Optional[int] = opt(None, "Keep only this run's newest N checkpoints (another run's are set aside in stale_<time>/, never deleted); null or 0 = all.")
     critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
+    val_only: bool = opt(False, "verl: validate before training, then stop (with val_before_train, as in verl; a notice says it does nothing without it). Needs data.val_files; after a resume it validates the resumed model.")
+    default_hdfs_dir: Optional[str] = opt(None, "verl: a second place for checkpoints: each committed global_step_N is copied to <default_hdfs_dir>/global_step_N. A local or mounted directory; hdfs:// and other URLs are refused (no HDFS client here). Resumes read default_local_dir.")
+    balance_batch: bool = opt(True, "verl's default: before the log-probs and updates, reorder each step's samples so that every data-parallel rank gets a like workload (Karmarkar-Karp over verl's per-sample cost estimate, index for index as verl 0.9.1, metrics global_seqlen/*). It reorders on one rank too, as verl, which changes which samples share a mini-batch; false keeps the rollout's order.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     rollout_data_dir: Optional[str] = opt(None, "Write each step's rollouts to <dir>/<step>.jsonl (verl's key): prompt, response, data_source, ground truth, score, reward, per-component scores; readable by `rewardsmith score` and `diff`. null = off.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
@@ -476,6 +505,10 @@ class TrainerConfig:
         require_positive("cpu_threads", self.cpu_threads)
         require_positive("nnodes", self.nnodes, allow_none=False)
         require_positive("n_gpus_per_node", self.n_gpus_per_node, allow_none=False)
+        if self.default_hdfs_dir is not None and "://" in self.default_hdfs_dir:
+            raise InvalidValue("default_hdfs_dir", f"is {self.default_hdfs_dir}: copying checkpoints to HDFS or another URL "
+                               "needs its client, which rewardsmith does not run: use a local or mounted directory (or "
+                               "copy default_local_dir yourself), or null")
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
         check_packages(self.logger)

@@ -21,8 +21,8 @@ from tqdm import tqdm
 
 from rewardsmith.common.config import to_dict
 from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
-from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, latest_checkpoint, partial_dir, prune, rng_state, set_aside,
-                                         set_rng_state, step_of)
+from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, copy_checkpoint, latest_checkpoint, partial_dir, prune,
+                                         rng_state, set_aside, set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
@@ -41,6 +41,7 @@ from rewardsmith.core.reward_masking import (
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
+from rewardsmith.core.seqlen_balancing import balance_batch
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.verl_keys import notices
@@ -194,9 +195,12 @@ class PPOTrainer:
                           project=t.project_name, experiment=t.experiment_name, config=to_dict(self.config))
         last: dict[str, float] = {}
         try:
-            if t.val_before_train and self.global_step == 0 and self.val_set is not None:
+            # verl's val_only validates the model it starts with (a resumed one too), then stops.
+            if t.val_before_train and self.val_set is not None and (self.global_step == 0 or t.val_only):
                 last = self.validate()
-                tracker.log(0, last)
+                tracker.log(self.global_step, last)
+                if t.val_only:
+                    return last
             self.prompt_batches = iter(self.loader)
             with tqdm(total=self.total_steps, initial=self.global_step, desc="training", disable=not (t.progress_bar and self.is_main),
                       file=self.stream, dynamic_ncols=True) as bar:
@@ -254,6 +258,9 @@ class PPOTrainer:
         else:
             with self._timer(timing, "gen"), self._rollout_phase():
                 batch = self.actor.generate(prompts, self.sampling)
+        if self.config.trainer.balance_batch:
+            batch, reward, balance = balance_batch(batch, reward, self.world_size, self.actor_mini_batch_size)
+            metrics.update(balance)
         mask = batch["response_mask"].float()
         if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
@@ -526,6 +533,8 @@ class PPOTrainer:
             "world_size": self.world_size,
         }, path / TRAINER_STATE)
         path = commit(self.out_dir, self.global_step)
+        if self.config.trainer.default_hdfs_dir:
+            copy_checkpoint(path, Path(self.config.trainer.default_hdfs_dir).expanduser())
         self.own_steps = prune(self.out_dir, [*self.own_steps, self.global_step], self.config.trainer.max_ckpt_to_keep)
         return path
 

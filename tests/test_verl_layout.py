@@ -28,7 +28,8 @@ def test_old_layout_still_loads_and_agreeing_layouts_mix():
 
 
 def test_unknown_and_conflicting_keys_are_named():
-    with pytest.raises(ConfigError, match=r"unknown config key 'reward.reward_model.rollout.free_cache_engine' \(verl's reward.\* layout\)"):
+    with pytest.raises(ConfigError, match=r"reward.reward_model.rollout.free_cache_engine: set it in verl's older layout, "
+                                          r"reward_model.rollout.free_cache_engine"):
         load_config(Config, None, ["reward.reward_model.rollout.free_cache_engine=true"])
     cfg = load_config(Config, None, ["reward.reward_model.rollout.name=vllm", "reward.reward_model.rollout.prompt_length=30",
                                      "reward.reward_model.rollout.response_length=20"])
