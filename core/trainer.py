@@ -40,6 +40,7 @@ from rewardsmith.core.reward_masking import (
     sample_reward_mask,
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
+from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
@@ -220,6 +221,9 @@ class PPOTrainer:
         metrics["perf/tokens_per_s"] = tokens / timing["step"]
         metrics["training/global_step"] = float(self.global_step)
         metrics["training/epoch"] = float(self.loader.epoch)
+        line = slow_reward_line(metrics)
+        if line:
+            self._write(line)
         return metrics
 
     def make_experience(self, prompts: Batch, timing: Optional[dict[str, float]] = None) -> tuple[Batch, dict[str, float]]:
@@ -243,6 +247,8 @@ class PPOTrainer:
         else:
             with self._timer(timing, "gen"), self._rollout_phase():
                 batch = self.actor.generate(prompts, self.sampling)
+        # The rewards need only the responses: with overlap they run beside the passes below.
+        pending = self.start_scoring(batch, self.overlap_rewards) if reward is None else None
         mask = batch["response_mask"].float()
         if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
@@ -257,9 +263,9 @@ class PPOTrainer:
             with self._timer(timing, "values"):
                 values = batch["values"] = self.critic.compute_values(batch)
 
-        if reward is None:
-            with self._timer(timing, "reward"):
-                reward = self.score(batch)
+        if pending is not None:
+            reward = self.finish_scoring(pending, timing)
+            metrics.update(pending.metrics)
         metrics.update(reward.metrics)
         if algo.reward_source == "critic":
             scores = critic_token_level_scores(values, batch["response_mask"])
@@ -331,16 +337,14 @@ class PPOTrainer:
         batches of prompts until ``data.train_batch_size`` groups whose metric varies are kept."""
         fg, wanted = self.config.algorithm.filter_groups, self.config.data.train_batch_size
         batches, rewards, kept, generated = [], [], 0, 0
-        timing["gen"] = timing["reward"] = 0.0
+        timing["gen"] = 0.0
         while True:
             generated += 1
             start = time.perf_counter()
             with self._rollout_phase():
                 batch = self.actor.generate(prompts, self.sampling)
-            scored = time.perf_counter()
-            reward = self.score(batch)
-            timing["gen"] += scored - start
-            timing["reward"] += time.perf_counter() - scored
+            timing["gen"] += time.perf_counter() - start
+            reward = self.score(batch, timing)
             batch, reward, groups = keep_varied(batch, reward, fg.metric)
             batches.append(batch)
             rewards.append(reward)
@@ -398,13 +402,33 @@ class PPOTrainer:
         greedy = dataclasses.replace(self.sampling, n=1, do_sample=False)
         with self._timer(timing, "gen_baseline"), self._rollout_phase():
             responses = self.actor.generate(prompts, greedy)
-        scores = self.score(responses).token_level_scores.sum(-1)
+        scores = self.score(responses, timing).token_level_scores.sum(-1)
         by_uid = dict(zip(responses.meta["uid"], scores.tolist()))
         return torch.tensor([by_uid[uid] for uid in uids])
 
-    def score(self, batch: Batch):
-        """The reward managers' verdict on a generated batch (decoded responses, token-level scores)."""
-        return self.score_texts(batch, self.decode_responses(batch), batch["response_mask"])
+    def score(self, batch: Batch, timing: Optional[dict[str, float]] = None):
+        """The reward managers' verdict on a generated batch (decoded responses, token-level scores),
+        under the step's budget (``reward_model.step_budget_s``)."""
+        return self.finish_scoring(self.start_scoring(batch, overlap=False), {} if timing is None else timing)
+
+    def start_scoring(self, batch: Batch, overlap: bool) -> PendingReward:
+        """Start scoring a generated batch, on a background thread when ``overlap``; see :meth:`finish_scoring`."""
+        rows = None
+        if self.reward_manager is not None:
+            rows = reward_batch(batch, self.decode_responses(batch), batch["response_mask"])
+        return PendingReward.start(self.reward_manager, rows, overlap, self.config.reward_model.step_budget_s)
+
+    def finish_scoring(self, pending: PendingReward, timing: dict[str, float]):
+        """Wait for ``pending`` (adding ``reward_wait``/``reward_total`` to ``timing``); rank 0 shares the verdict."""
+        return broadcast_object(pending.join(timing), self.topology)
+
+    @property
+    def overlap_rewards(self) -> bool:
+        """``reward_model.launch_reward_fn_async``, its null resolved by :func:`overlaps_by_default`."""
+        choice = self.config.reward_model.launch_reward_fn_async
+        if choice is not None or self.reward_manager is None:
+            return bool(choice)
+        return overlaps_by_default(self.reward_manager)
 
     def decode_responses(self, batch: Batch) -> list[str]:
         """Each sample's response text, up to and including its EOS, special tokens dropped."""
