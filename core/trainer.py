@@ -56,6 +56,12 @@ RAY_RNG_FILE = "actor_rank_rng.pt"
 
 # Metrics that measure the machine, not the run (a resumed run differs only in these).
 TIMING_PREFIXES = ("timing_s/", "perf/")
+LATENCY_SUFFIXES = ("/latency_p50_ms", "/latency_p99_ms")
+
+
+def measures_machine(key: str) -> bool:
+    """Whether metric ``key`` measures the machine (a time, a speed, a latency) rather than the run."""
+    return key.startswith(TIMING_PREFIXES) or key.endswith(LATENCY_SUFFIXES)
 
 
 def output_dir(config: Any) -> Path:
