@@ -30,6 +30,9 @@ _READY = "ready"  # a worker's first message: imports done, the task clock may s
 # Tasks queued ahead at each worker (hides the parent round trip between tasks).
 PIPELINE = 2
 
+# With a deadline that may move (a cancelled step), the pool looks at it this often.
+DEADLINE_POLL_S = 0.2
+
 # True inside a pool worker whose current task runs under a hard timeout, so
 # nested guards (run_with_hard_timeout) can run inline instead of forking again.
 _GUARDED = False
@@ -156,20 +159,26 @@ class WorkerPool:
         tasks: Sequence[Task],
         timeout: Optional[float] = None,
         on_done: Optional[Callable[[int, TaskResult], None]] = None,
-        deadline: Optional[float] = None,
+        deadline: Optional[Callable[[], Optional[float]]] = None,
     ) -> list[TaskResult]:
         """Run ``tasks``; each gets at most ``timeout`` seconds of wall clock (None: no limit).
 
         ``on_done(index, result)`` is called in the parent as each task ends.
-        At ``deadline`` (a ``time.perf_counter()`` time) the tasks not finished are
-        ``cancelled``: queued ones never start, and the workers running one are
-        killed (fresh ones replace them at the next map).
+        ``deadline()`` gives a ``time.perf_counter()`` time (or None) and is read
+        at least every ``DEADLINE_POLL_S``, so it may be brought forward while the
+        map runs. At that time the tasks not finished are ``cancelled``: queued
+        ones never start, and the workers running one are killed (fresh ones
+        replace them at the next map).
         """
         with self._lock:
             return self._map(tasks, timeout, on_done, deadline)
 
     def _map(self, tasks, timeout, on_done, deadline=None) -> list[TaskResult]:
-        if deadline is not None and time.perf_counter() >= deadline:
+        def expired() -> bool:
+            at = deadline() if deadline is not None else None
+            return at is not None and time.perf_counter() >= at
+
+        if expired():
             return [TaskResult("cancelled", error="cancelled at the deadline") for _ in tasks]
         results: list[Optional[TaskResult]] = [None] * len(tasks)
         # A worker may have died while idle (OOM killer, kill -9 from outside).
@@ -245,13 +254,13 @@ class WorkerPool:
         for worker in self._workers:
             feed(worker)
         while any(w.inflight for w in self._workers):
-            if deadline is not None and time.perf_counter() >= deadline:
+            if expired():
                 cancel_rest()
                 break
             busy = {w.conn: w for w in self._workers if w.inflight}
             running = [w.started for w in busy.values() if w.ready]
             limits = [min(running) + timeout] if timeout is not None and running else []
-            limits += [deadline] if deadline is not None else []
+            limits += [time.perf_counter() + DEADLINE_POLL_S] if deadline is not None else []
             wait_for = max(0.0, min(limits) - time.perf_counter()) if limits else None
             # A dead worker's socket reads EOF, so the connections alone tell us of crashes.
             ready = wait(list(busy), timeout=wait_for)

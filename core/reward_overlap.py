@@ -90,6 +90,13 @@ class PendingReward:
             self.error = exc
         self.finished = time.perf_counter()
 
+    def cancel(self, wait_s: float = 5.0) -> None:
+        """Stop scoring (an interrupted step): pool workers are killed, queued calls never start;
+        waits up to ``wait_s`` for the reward thread to let go of the manager."""
+        self.step.cancel()
+        if self.thread is not None:
+            self.thread.join(wait_s)
+
     def join(self, timing: dict[str, float]) -> Any:
         """The manager's output (None on a rank that does not score); adds ``timing['reward_wait']``
         (the time this thread waited for it) and ``timing['reward_total']`` (from start to result)."""

@@ -157,6 +157,7 @@ class PPOTrainer:
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
+        self._scoring: Optional[PendingReward] = None  # a reward call not yet joined (an interrupted step's)
         # Last, so that nothing after it can fail and leave its worker processes behind.
         # Rank 0 scores and shares the verdict, so every rank's controller sees the same rewards.
         self.reward_manager = build_reward_manager(config.reward_settings()) if self.is_main else None
@@ -422,11 +423,14 @@ class PPOTrainer:
         rows = None
         if self.reward_manager is not None:
             rows = reward_batch(batch, self.decode_responses(batch), batch["response_mask"])
-        return PendingReward.start(self.reward_manager, rows, overlap, self.config.reward_model.step_budget_s)
+        self._scoring = PendingReward.start(self.reward_manager, rows, overlap, self.config.reward_model.step_budget_s)
+        return self._scoring
 
     def finish_scoring(self, pending: PendingReward, timing: dict[str, float]):
         """Wait for ``pending`` (adding ``reward_wait``/``reward_total`` to ``timing``); rank 0 shares the verdict."""
-        return broadcast_object(pending.join(timing), self.topology)
+        result = pending.join(timing)
+        self._scoring = None
+        return broadcast_object(result, self.topology)
 
     @property
     def overlap_rewards(self) -> bool:
@@ -570,6 +574,8 @@ class PPOTrainer:
 
     def close(self) -> None:
         """Stop the reward workers, the rollout engines and, on Ray, every rank (the cluster itself stays up)."""
+        if self._scoring is not None:
+            self._scoring.cancel()  # an interrupted step's rewards: the manager is closed under them
         if self.reward_manager is not None:
             self.reward_manager.close()
         try:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional, Protocol, Sequence
 
 from rewardsmith.common.errors import SystematicScorerError
 from rewardsmith.common.function_refs import FILE_PREFIX, FunctionRef
-from rewardsmith.common.hard_timeout_pool import Task, TaskResult, WorkerPool
+from rewardsmith.common.hard_timeout_pool import DEADLINE_POLL_S, Task, TaskResult, WorkerPool
 from rewardsmith.plugins.reward_step import RewardStep, current_step
 from rewardsmith.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
 
@@ -122,7 +122,7 @@ class ProcessExecutor:
             self._pool = WorkerPool(self.num_workers, preload=preload_modules(tasks))
         on_done = (lambda i, r: progress.update(1)) if progress is not None else None
         step = current_step()
-        results = self._pool.map(tasks, timeout=self.timeout, on_done=on_done, deadline=step.deadline)
+        results = self._pool.map(tasks, timeout=self.timeout, on_done=on_done, deadline=step.current_deadline)
         for job, r in zip(jobs, results):
             if r.status != "cancelled":
                 step.record(job.scorer, r.seconds)
@@ -176,7 +176,8 @@ class ThreadExecutor:
                 threading.Thread(target=work, args=(next_job,), daemon=True).start()
                 next_job += 1
             limits = [min(started.values()) + self.timeout] if self.timeout is not None else []
-            limits += [step.deadline] if step.deadline is not None else []
+            # The deadline is looked at often: it may be brought forward (a cancelled step).
+            limits += [time.perf_counter() + DEADLINE_POLL_S]
             try:
                 wait = max(0.0, min(limits) - time.perf_counter()) if limits else None
                 i, outcome = done.get(timeout=wait)
@@ -232,7 +233,7 @@ class BatchCallExecutor:
             self._pool = WorkerPool(1, preload=preload_modules([task]))
         limit = None if self.timeout is None else self.timeout * len(jobs)
         step = current_step()
-        (result,) = self._pool.map([task], timeout=limit, deadline=step.deadline)
+        (result,) = self._pool.map([task], timeout=limit, deadline=step.current_deadline)
         if result.status != "cancelled":
             step.record(first.scorer, result.seconds)
         if result.status == "ok":

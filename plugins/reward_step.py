@@ -37,6 +37,14 @@ class RewardStep:
         with self._lock:
             self.latencies[scorer].append(seconds)
 
+    def current_deadline(self) -> Optional[float]:
+        """The deadline as it stands now (:meth:`cancel` brings it forward)."""
+        return self.deadline
+
+    def cancel(self) -> None:
+        """Stop the step's scoring now: what is not finished is cut as if over budget."""
+        self.deadline = time.perf_counter()
+
     def remaining(self) -> Optional[float]:
         """Seconds left before the deadline (never negative); None without a budget."""
         return None if self.deadline is None else max(0.0, self.deadline - time.perf_counter())
@@ -47,8 +55,9 @@ class RewardStep:
 
     def over_budget(self) -> ScoreOutcome:
         """The outcome of a sample not scored when the budget ran out: it abstains (unscored), marked."""
-        return ScoreOutcome(ABSTAIN, extras={OVER_BUDGET: True},
-                            error=f"not scored within the step's reward budget (reward_model.step_budget_s={self.budget_s:g})")
+        why = "scoring was cancelled" if self.budget_s is None else \
+            f"not scored within the step's reward budget (reward_model.step_budget_s={self.budget_s:g})"
+        return ScoreOutcome(ABSTAIN, extras={OVER_BUDGET: True}, error=why)
 
 
 _NO_STEP = RewardStep()
