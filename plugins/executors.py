@@ -179,7 +179,7 @@ class ThreadExecutor:
             # The deadline is looked at often: it may be brought forward (a cancelled step).
             limits += [time.perf_counter() + DEADLINE_POLL_S]
             try:
-                wait = max(0.0, min(limits) - time.perf_counter()) if limits else None
+                wait = max(0.0, min(limits) - time.perf_counter())
                 i, outcome = done.get(timeout=wait)
             except queue.Empty:
                 now = time.perf_counter()

@@ -179,3 +179,4 @@ def test_profile_is_in_every_sink_and_the_console_names_the_slow_scorer(tmp_path
             assert key in json.dumps(row), key
     console = stream.getvalue()
     assert f"slowest scorer: {scorer}" in console
+    assert "timing_s/reward_wait=" in console
