@@ -31,6 +31,9 @@ _READY = "ready"  # a worker's first message: imports done, the task clock may s
 # Tasks queued ahead at each worker (hides the parent round trip between tasks).
 PIPELINE = 2
 
+# With a deadline that may move (a cancelled step), the pool looks at it this often.
+DEADLINE_POLL_S = 0.2
+
 # True inside a pool worker whose current task runs under a hard timeout, so
 # nested guards (run_with_hard_timeout) can run inline instead of forking again.
 _GUARDED = False
@@ -47,7 +50,8 @@ class Task:
 
 @dataclass
 class TaskResult:
-    """What became of a task: ``status`` is ``ok``, ``error``, ``timeout`` or ``crash``."""
+    """What became of a task: ``status`` is ``ok``, ``error``, ``timeout``, ``crash`` or ``cancelled``
+    (not finished by the map's ``deadline``)."""
 
     status: str
     value: Any = None
@@ -160,15 +164,27 @@ class WorkerPool:
         tasks: Sequence[Task],
         timeout: Optional[float] = None,
         on_done: Optional[Callable[[int, TaskResult], None]] = None,
+        deadline: Optional[Callable[[], Optional[float]]] = None,
     ) -> list[TaskResult]:
         """Run ``tasks``; each gets at most ``timeout`` seconds of wall clock (None: no limit).
 
         ``on_done(index, result)`` is called in the parent as each task ends.
+        ``deadline()`` gives a ``time.perf_counter()`` time (or None) and is read
+        at least every ``DEADLINE_POLL_S``, so it may be brought forward while the
+        map runs. At that time the tasks not finished are ``cancelled``: queued
+        ones never start, and the workers running one are killed (fresh ones
+        replace them at the next map).
         """
         with self._lock:
-            return self._map(tasks, timeout, on_done)
+            return self._map(tasks, timeout, on_done, deadline)
 
-    def _map(self, tasks, timeout, on_done) -> list[TaskResult]:
+    def _map(self, tasks, timeout, on_done, deadline=None) -> list[TaskResult]:
+        def expired() -> bool:
+            at = deadline() if deadline is not None else None
+            return at is not None and time.perf_counter() >= at
+
+        if expired():
+            return [TaskResult("cancelled", error="cancelled at the deadline") for _ in tasks]
         results: list[Optional[TaskResult]] = [None] * len(tasks)
         # A worker may have died while idle (OOM killer, kill -9 from outside), or
         # still hold tasks of a call that an exception (Ctrl-C, a raising on_done)
@@ -230,13 +246,29 @@ class WorkerPool:
             pending.extendleft(reversed(worker.inflight))
             replace(worker)
 
+        def cancel_rest() -> None:
+            now = time.perf_counter()
+            for worker in self._workers:
+                if worker.inflight:
+                    worker.kill()  # its late result is never read
+                    head = worker.inflight.popleft()
+                    finish(head, TaskResult("cancelled", error="cancelled at the deadline", seconds=now - worker.started))
+                    pending.extendleft(reversed(worker.inflight))
+                    worker.inflight.clear()
+            while pending:
+                finish(pending.popleft(), TaskResult("cancelled", error="cancelled at the deadline"))
+
         for worker in self._workers:
             feed(worker)
         while any(w.inflight for w in self._workers):
+            if expired():
+                cancel_rest()
+                break
             busy = {w.conn: w for w in self._workers if w.inflight}
             running = [w.started for w in busy.values() if w.ready]
-            deadline = min(running) + timeout if timeout is not None and running else None
-            wait_for = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            limits = [min(running) + timeout] if timeout is not None and running else []
+            limits += [time.perf_counter() + DEADLINE_POLL_S] if deadline is not None else []
+            wait_for = max(0.0, min(limits) - time.perf_counter()) if limits else None
             # A dead worker's socket reads EOF, so the connections alone tell us of crashes.
             ready = wait(list(busy), timeout=wait_for)
             for conn, worker in busy.items():

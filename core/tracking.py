@@ -14,7 +14,7 @@ from rewardsmith.core.tracking_sinks import open_sinks
 METRICS_FILE = "metrics.jsonl"
 # Console lines show these first, then the rest is in metrics.jsonl.
 CONSOLE_KEYS = ("critic/score/mean", "val/reward/mean", "response_length/mean", "actor/pg_loss", "actor/entropy",
-                "actor/ppo_kl", "critic/vf_loss", "perf/tokens_per_s", "timing_s/step")
+                "actor/ppo_kl", "critic/vf_loss", "perf/tokens_per_s", "timing_s/step", "timing_s/reward_wait")
 
 
 def _clean(value: Any) -> Any:

@@ -40,6 +40,7 @@ from rewardsmith.core.reward_masking import (
     sample_reward_mask,
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
+from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
 from rewardsmith.core.seqlen_balancing import balance_batch
 from rewardsmith.core.strategy import pick_device
@@ -56,6 +57,12 @@ RAY_RNG_FILE = "actor_rank_rng.pt"
 
 # Metrics that measure the machine, not the run (a resumed run differs only in these).
 TIMING_PREFIXES = ("timing_s/", "perf/")
+LATENCY_SUFFIXES = ("/latency_p50_ms", "/latency_p99_ms")
+
+
+def measures_machine(key: str) -> bool:
+    """Whether metric ``key`` measures the machine (a time, a speed, a latency) rather than the run."""
+    return key.startswith(TIMING_PREFIXES) or key.endswith(LATENCY_SUFFIXES)
 
 
 def output_dir(config: Any) -> Path:
@@ -138,6 +145,7 @@ class PPOTrainer:
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
+        self._scoring: Optional[PendingReward] = None  # a reward call not yet joined (an interrupted step's)
         self.ray = None
         self.reward_manager = None
         # What starts processes comes last; a failure on the way stops whatever had started
@@ -234,6 +242,9 @@ class PPOTrainer:
         metrics["perf/tokens_per_s"] = tokens / timing["step"]
         metrics["training/global_step"] = float(self.global_step)
         metrics["training/epoch"] = float(self.loader.epoch)
+        line = slow_reward_line(metrics)
+        if line:
+            self._write(line)
         return metrics
 
     def make_experience(self, prompts: Batch, timing: Optional[dict[str, float]] = None) -> tuple[Batch, dict[str, float]]:
@@ -261,6 +272,8 @@ class PPOTrainer:
         if self.config.trainer.balance_batch:
             batch, reward, balance = balance_batch(batch, reward, self.world_size, self.actor_mini_batch_size)
             metrics.update(balance)
+        # The rewards need only the responses: with overlap they run beside the passes below.
+        pending = self.start_scoring(batch, self.overlap_rewards) if reward is None else None
         mask = batch["response_mask"].float()
         if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
@@ -275,9 +288,9 @@ class PPOTrainer:
             with self._timer(timing, "values"):
                 values = batch["values"] = self.critic.compute_values(batch)
 
-        if reward is None:
-            with self._timer(timing, "reward"):
-                reward = self.score(batch)
+        if pending is not None:
+            reward = self.finish_scoring(pending, timing)
+            metrics.update(pending.metrics)
         metrics.update(reward.metrics)
         if algo.reward_source == "critic":
             scores = critic_token_level_scores(values, batch["response_mask"])
@@ -354,16 +367,14 @@ class PPOTrainer:
         batches of prompts until ``data.train_batch_size`` groups whose metric varies are kept."""
         fg, wanted = self.config.algorithm.filter_groups, self.config.data.train_batch_size
         batches, rewards, kept, generated = [], [], 0, 0
-        timing["gen"] = timing["reward"] = 0.0
+        timing["gen"] = 0.0
         while True:
             generated += 1
             start = time.perf_counter()
             with self._rollout_phase():
                 batch = self.actor.generate(prompts, self.sampling)
-            scored = time.perf_counter()
-            reward = self.score(batch)
-            timing["gen"] += scored - start
-            timing["reward"] += time.perf_counter() - scored
+            timing["gen"] += time.perf_counter() - start
+            reward = self.score(batch, timing)
             batch, reward, groups = keep_varied(batch, reward, fg.metric)
             batches.append(batch)
             rewards.append(reward)
@@ -422,15 +433,38 @@ class PPOTrainer:
         greedy = dataclasses.replace(self.sampling, n=1, do_sample=False)
         with self._timer(timing, "gen_baseline"), self._rollout_phase():
             responses = self.actor.generate(prompts, greedy)
-        reward = self.score(responses)
+        reward = self.score(responses, timing)
         scores = reward.token_level_scores.sum(-1).tolist()
         unscored = reward.masked.tolist() if reward.masked is not None else [False] * len(scores)
         by_uid = {uid: (score, bad) for uid, score, bad in zip(responses.meta["uid"], scores, unscored)}
         return (torch.tensor([by_uid[uid][0] for uid in uids]), torch.tensor([by_uid[uid][1] for uid in uids], dtype=torch.bool))
 
-    def score(self, batch: Batch):
-        """The reward managers' verdict on a generated batch (decoded responses, token-level scores)."""
-        return self.score_texts(batch, self.decode_responses(batch), batch["response_mask"])
+    def score(self, batch: Batch, timing: Optional[dict[str, float]] = None):
+        """The reward managers' verdict on a generated batch (decoded responses, token-level scores),
+        under the step's budget (``reward_model.step_budget_s``)."""
+        return self.finish_scoring(self.start_scoring(batch, overlap=False), {} if timing is None else timing)
+
+    def start_scoring(self, batch: Batch, overlap: bool) -> PendingReward:
+        """Start scoring a generated batch, on a background thread when ``overlap``; see :meth:`finish_scoring`."""
+        rows = None
+        if self.reward_manager is not None:
+            rows = reward_batch(batch, self.decode_responses(batch), batch["response_mask"])
+        self._scoring = PendingReward.start(self.reward_manager, rows, overlap, self.config.reward_model.step_budget_s)
+        return self._scoring
+
+    def finish_scoring(self, pending: PendingReward, timing: dict[str, float]):
+        """Wait for ``pending`` (adding ``reward_wait``/``reward_total`` to ``timing``); rank 0 shares the verdict."""
+        result = pending.join(timing)
+        self._scoring = None
+        return broadcast_object(result, self.topology)
+
+    @property
+    def overlap_rewards(self) -> bool:
+        """``reward_model.launch_reward_fn_async``, its null resolved by :func:`overlaps_by_default`."""
+        choice = self.config.reward_model.launch_reward_fn_async
+        if choice is not None or self.reward_manager is None:
+            return bool(choice)
+        return overlaps_by_default(self.reward_manager)
 
     def decode_responses(self, batch: Batch) -> list[str]:
         """Each sample's response text, up to and including its EOS, special tokens dropped."""
@@ -577,6 +611,8 @@ class PPOTrainer:
 
     def close(self) -> None:
         """Stop the reward workers, the rollout engines and, on Ray, every rank (the cluster itself stays up)."""
+        if self._scoring is not None:
+            self._scoring.cancel()  # an interrupted step's rewards: the manager is closed under them
         if self.reward_manager is not None:
             self.reward_manager.close()
         try:

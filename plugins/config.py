@@ -210,12 +210,16 @@ class RewardModelConfig:
     micro_batch_size_per_gpu: Optional[int] = opt(None, "verl's per-rank reward-model micro-batch; the local reward model runs on one rank here, so it sets reward_model.model.micro_batch_size.")
     use_reward_loop: bool = opt(False, "verl's reward loop: with reward_model.rollout.name=vllm the reward model (reward_model.model.path) is served by vLLM and scored over HTTP; with rollout.name hf or unset it scores in-process (a notice when unset).")
     rollout: RewardModelRolloutConfig = section(RewardModelRolloutConfig, "verl's serving settings of the reward model in its reward loop.")
+    launch_reward_fn_async: Optional[bool] = opt(None, "verl's key: score each step's responses on a background thread while the old-policy, reference and value passes run, joining before the advantages (results are identical either way). null (default) = on when the manager scores outside the trainer's thread (parallel, prime, dapo with num_workers > 1, sandbox, batch, or only model scorers over HTTP), off for scorers in the trainer's process (naive, a local reward model), whose Python would hold the GIL the passes need; true/false force it.")
+    step_budget_s: Optional[float] = opt(None, "Seconds a training step's reward call may take; samples not scored by then abstain (unscored, counted reward/over_budget), their pool workers are killed and queued calls never start. Calls on the trainer's thread (naive) cannot be interrupted: only the ones not yet started are cut. null = no budget.")
 
     def __post_init__(self) -> None:
         if self.num_workers is not None and self.num_workers < 1:
             raise InvalidValue("num_workers", f"must be >= 1 or null, got {self.num_workers}")
         if self.timeout is not None and not self.timeout > 0:
             raise InvalidValue("timeout", f"must be > 0 or null, got {self.timeout}")
+        if self.step_budget_s is not None and not self.step_budget_s > 0:
+            raise InvalidValue("step_budget_s", f"must be > 0 or null, got {self.step_budget_s}")
         for pattern, components in self.components.items():
             if not components:
                 raise InvalidValue(f"components.{pattern}", "must name at least one component")

@@ -15,7 +15,8 @@ from typing import Any, Callable, Optional, Protocol, Sequence
 from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import SystematicScorerError
 from rewardsmith.common.function_refs import FILE_PREFIX, FunctionRef
-from rewardsmith.common.hard_timeout_pool import Task, TaskResult, WorkerPool
+from rewardsmith.common.hard_timeout_pool import DEADLINE_POLL_S, Task, TaskResult, WorkerPool
+from rewardsmith.plugins.reward_step import RewardStep, current_step
 from rewardsmith.plugins.scoring import CRASH, ERROR, TIMEOUT, ScoreOutcome, score_sample
 
 
@@ -41,7 +42,12 @@ class ScoreJob:
 
 
 class Executor(Protocol):
-    """Runs score jobs; ``progress.update(1)`` is called as each job ends."""
+    """Runs score jobs; ``progress.update(1)`` is called as each job ends.
+
+    Inside a training step (:mod:`rewardsmith.plugins.reward_step`) an executor
+    records each job's latency under its scorer's name, and the jobs not
+    finished by the step's deadline get :meth:`RewardStep.over_budget`.
+    """
 
     def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]: ...
 
@@ -56,9 +62,15 @@ class SerialExecutor:
     """Scores in this process, one sample at a time (no timeout: a hang blocks the run)."""
 
     def run(self, jobs: Sequence[ScoreJob], progress: Optional[Progress] = None) -> list[ScoreOutcome]:
+        step = current_step()
         out = []
         for job in jobs:
-            out.append(_call(job))
+            # A call in this thread cannot be interrupted: the budget stops only the ones not started.
+            if step.expired():
+                out.append(step.over_budget())
+            else:
+                out.append(_call(job))
+                step.record(job.scorer, out[-1].seconds)
             if progress is not None:
                 progress.update(1)
         return out
@@ -76,10 +88,13 @@ def score_task(job: ScoreJob) -> Task:
                                 job.extra_info, job.kwargs))
 
 
-def outcome_of(result: TaskResult) -> ScoreOutcome:
-    """A pool task's result as the sample's outcome (a dead or hung worker is a crash or timeout)."""
+def outcome_of(result: TaskResult, step: Optional[RewardStep] = None) -> ScoreOutcome:
+    """A pool task's result as the sample's outcome (a dead or hung worker is a crash or timeout,
+    one cancelled at ``step``'s deadline is over budget)."""
     if result.status == "ok":
         return result.value
+    if result.status == "cancelled" and step is not None:
+        return step.over_budget()
     status = {"timeout": TIMEOUT, "crash": CRASH}.get(result.status, ERROR)
     return ScoreOutcome(status, error=result.error, seconds=result.seconds)
 
@@ -107,7 +122,12 @@ class ProcessExecutor:
         if self._pool is None:
             self._pool = WorkerPool(self.num_workers, preload=preload_modules(tasks))
         on_done = (lambda i, r: progress.update(1)) if progress is not None else None
-        return [outcome_of(r) for r in self._pool.map(tasks, timeout=self.timeout, on_done=on_done)]
+        step = current_step()
+        results = self._pool.map(tasks, timeout=self.timeout, on_done=on_done, deadline=step.current_deadline)
+        for job, r in zip(jobs, results):
+            if r.status != "cancelled":
+                step.record(job.scorer, r.seconds)
+        return [outcome_of(r, step) for r in results]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -138,23 +158,34 @@ class ThreadExecutor:
         started: dict[int, float] = {}
         next_job = 0
         remaining = len(jobs)
+        step = current_step()
 
         def work(i: int) -> None:
             done.put((i, _call(jobs[i])))
 
         while remaining:
+            if step.expired():
+                # The jobs not started never start; the running ones are abandoned (daemon
+                # threads, their requests bounded by their own timeouts) and their results dropped.
+                for i in [*started, *range(next_job, len(jobs))]:
+                    results[i] = step.over_budget()
+                    if progress is not None:
+                        progress.update(1)
+                break
             while next_job < len(jobs) and len(started) < self._cap():
                 started[next_job] = time.perf_counter()
                 threading.Thread(target=work, args=(next_job,), daemon=True).start()
                 next_job += 1
-            deadline = min(started.values()) + self.timeout if self.timeout is not None else None
+            limits = [min(started.values()) + self.timeout] if self.timeout is not None else []
+            # The deadline is looked at often: it may be brought forward (a cancelled step).
+            limits += [time.perf_counter() + DEADLINE_POLL_S]
             try:
-                wait = None if deadline is None else max(0.0, deadline - time.perf_counter())
+                wait = max(0.0, min(limits) - time.perf_counter())
                 i, outcome = done.get(timeout=wait)
             except queue.Empty:
                 now = time.perf_counter()
                 for i, t0 in list(started.items()):
-                    if now - t0 >= self.timeout:
+                    if self.timeout is not None and now - t0 >= self.timeout:
                         del started[i]
                         results[i] = ScoreOutcome(TIMEOUT, error=f"timed out after {self.timeout:g}s", seconds=now - t0)
                         remaining -= 1
@@ -164,6 +195,7 @@ class ThreadExecutor:
             if i not in started:  # finished after being declared timed out
                 continue
             del started[i]
+            step.record(jobs[i].scorer, outcome.seconds)
             results[i] = outcome
             remaining -= 1
             if progress is not None:
@@ -201,9 +233,14 @@ class BatchCallExecutor:
         if self._pool is None:
             self._pool = WorkerPool(1, preload=preload_modules([task]))
         limit = None if self.timeout is None else self.timeout * len(jobs)
-        (result,) = self._pool.map([task], timeout=limit)
+        step = current_step()
+        (result,) = self._pool.map([task], timeout=limit, deadline=step.current_deadline)
+        if result.status != "cancelled":
+            step.record(first.scorer, result.seconds)
         if result.status == "ok":
             outcomes = result.value
+        elif result.status == "cancelled":
+            outcomes = [step.over_budget() for _ in jobs]
         else:
             failed = outcome_of(result)
             error = f"the batched call for {len(jobs)} samples failed: {failed.error}"

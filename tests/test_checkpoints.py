@@ -15,7 +15,7 @@ import pytest
 from core_helpers import tiny_config
 
 from rewardsmith.core.checkpoint import LATEST, CheckpointError, latest_checkpoint
-from rewardsmith.core.trainer import TIMING_PREFIXES, PPOTrainer
+from rewardsmith.core.trainer import PPOTrainer, measures_machine
 
 TESTS = Path(__file__).resolve().parent
 SAVING = ("trainer.save_freq=1", "algorithm.adv_estimator=grpo")
@@ -30,7 +30,7 @@ def fit(config) -> tuple[dict[int, dict], str]:
     finally:
         trainer.close()
     records = [json.loads(line) for line in (trainer.out_dir / "metrics.jsonl").read_text().splitlines()]
-    return {r["step"]: {k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records}, stream.getvalue()
+    return {r["step"]: {k: v for k, v in r.items() if not measures_machine(k)} for r in records}, stream.getvalue()
 
 
 def names(path: Path, pattern: str = "global_step_*") -> list[str]:

@@ -210,3 +210,43 @@ def test_ctrl_c_during_sft(tmp_path):
     assert last_line(stderr) == ("rewardsmith sft: interrupted; no checkpoint was written "
                                  "(sft saves its model only when it finishes)")
     assert not (tmp_path / "sft").exists()
+
+
+HANGING_SCORER = '''
+import os, time
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    with open(os.path.join(PID_DIR, str(os.getpid())), "w"):
+        pass
+    time.sleep(60)
+    return 1.0
+'''
+
+
+def test_ctrl_c_while_rewards_overlap_the_passes(tmp_path):
+    """The parallel manager scores on a background thread (launch_reward_fn_async's default); Ctrl-C
+    in the middle stops the run at once, and the workers stuck in the scorer are killed."""
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    scorer = tmp_path / "hanging.py"
+    scorer.write_text(f"PID_DIR = {str(pid_dir)!r}\n" + HANGING_SCORER)
+    config = _config(tmp_path, save_freq=-1)
+    tree = yaml.safe_load(config.read_text())
+    tree["reward_model"] = {"reward_manager": "parallel", "num_workers": 2, "timeout": 120}
+    tree["custom_reward_function"] = {"path": str(scorer)}
+    config.write_text(yaml.safe_dump(tree))
+    start = [0.0]
+
+    def scoring(err: str) -> bool:
+        start[0] = time.monotonic()
+        return any(pid_dir.iterdir())
+
+    code, stderr = interrupt_when(["train", str(config)], scoring, tmp_path)
+    assert time.monotonic() - start[0] < 30, "the stuck scorers were waited for"
+    assert code == 130, stderr
+    assert "Traceback" not in stderr
+    assert last_line(stderr) == f"rewardsmith train: interrupted; no checkpoint was written under {tmp_path / 'run'}"
+    time.sleep(1)
+    for pid in (int(p.name) for p in pid_dir.iterdir()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

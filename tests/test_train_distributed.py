@@ -10,7 +10,7 @@ import torch
 
 from core_helpers import tiny_overrides, write_inputs
 
-from rewardsmith.core.trainer import TIMING_PREFIXES
+from rewardsmith.core.trainer import measures_machine
 from rewardsmith.sandbox.testing import free_port
 
 pytestmark = pytest.mark.slow
@@ -57,7 +57,7 @@ def train(overrides, ranks: int) -> str:
 
 def metrics(out_dir) -> dict[int, dict]:
     records = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
-    return {r["step"]: {k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records}
+    return {r["step"]: {k: v for k, v in r.items() if not measures_machine(k)} for r in records}
 
 
 @pytest.mark.parametrize("offload, packed", [(False, False), (True, False), (False, True)],

@@ -5,7 +5,7 @@ import pytest
 
 from core_helpers import tiny_config
 
-from rewardsmith.core.trainer import TIMING_PREFIXES, PPOTrainer
+from rewardsmith.core.trainer import PPOTrainer, measures_machine
 
 # Everything a checkpoint must carry: critic and actor optimizers, the adaptive
 # KL controller, the reward-mask generator, gradient accumulation, data position.
@@ -42,7 +42,7 @@ def run_metrics(config) -> dict[int, dict]:
     finally:
         trainer.close()
     records = [json.loads(line) for line in (trainer.out_dir / "metrics.jsonl").read_text().splitlines()]
-    return {r["step"]: {k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records}
+    return {r["step"]: {k: v for k, v in r.items() if not measures_machine(k)} for r in records}
 
 
 def test_resumed_run_matches_uninterrupted_run(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ from core_helpers import tiny_config, tiny_overrides, write_inputs
 
 from rewardsmith.common.config import ConfigError, describe
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches
-from rewardsmith.core.trainer import TIMING_PREFIXES, PPOTrainer
+from rewardsmith.core.trainer import PPOTrainer, measures_machine
 from rewardsmith.core.schema import Config
 from rewardsmith.core.verl_keys import MOVED, NOTICES, VERL_SCRIPT_KEYS, key_statuses, notices
 from rewardsmith.core.verl_refusals import refusal
@@ -104,7 +104,7 @@ SPEED_KEYS = (
 
 def _metrics(out_dir: Path) -> list[dict]:
     records = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in r.items() if not k.startswith(TIMING_PREFIXES)} for r in records]
+    return [{k: v for k, v in r.items() if not measures_machine(k)} for r in records]
 
 
 def test_speed_keys_print_one_notice_each_and_change_nothing(tmp_path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Callable, Optional
 
 from rewardsmith.common.errors import ConfigError
@@ -22,6 +22,7 @@ from rewardsmith.plugins.model_scoring.interface import ModelRequest, plain_prom
 from rewardsmith.plugins.model_scoring.judge_cache import JudgeCache, request_key
 from rewardsmith.plugins.model_scoring.rate_limit import RateLimiter
 from rewardsmith.plugins.model_scoring.remote_rm import bearer_headers
+from rewardsmith.plugins.reward_step import current_step
 from rewardsmith.plugins.scoring import INVALID, OK, ScoreOutcome
 
 FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
@@ -133,6 +134,10 @@ class LLMJudge:
         except (KeyError, IndexError, TypeError):
             raise RequestFailed(INVALID, f"answer has no choices[0].message.content: {str(answer)[:200]}") from None
 
+    def _timed_ask(self, payload: dict[str, Any]) -> tuple[str, float]:
+        start = time.perf_counter()
+        return self._ask(payload), time.perf_counter() - start
+
     def _outcome(self, text: str, seconds: float) -> ScoreOutcome:
         value = self.parse(text)
         if value is None:
@@ -164,11 +169,19 @@ class LLMJudge:
                 cached[n] = True
             else:
                 to_ask[key] = p  # type: ignore[assignment]
-        futures = {key: self._pool.submit(self._ask, p) for key, p in to_ask.items()}
+        step = current_step()
+        futures = {key: self._pool.submit(self._timed_ask, p) for key, p in to_ask.items()}
+        late = set()
         for key, future in futures.items():
             try:
-                texts[key] = future.result()
+                texts[key], took = future.result(timeout=step.remaining())
+                step.record("judge", took)
                 self.cache.put(key, texts[key])
+            except FutureTimeout:
+                # Over the step's budget: a queued request never starts; one in flight ends
+                # at the client's own timeout and its answer is never read.
+                future.cancel()
+                late.add(key)
             except RequestFailed as exc:
                 texts[key] = exc
         seconds = time.perf_counter() - start
@@ -176,6 +189,8 @@ class LLMJudge:
         for key, p, hit in zip(keys, payloads, cached):
             if key is None:
                 out.append(ScoreOutcome(INVALID, error=f"judge: {p.args[0]}", seconds=0.0))
+            elif key in late:
+                out.append(step.over_budget())
             elif isinstance(texts[key], RequestFailed):
                 out.append(ScoreOutcome(texts[key].status, error=f"judge: {texts[key]}", seconds=seconds))
             else:

@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any
 
 from rewardsmith.common.errors import ConfigError
@@ -33,6 +33,7 @@ from rewardsmith.common.tokenizer_files import load_tokenizer_dir
 from rewardsmith.plugins.model_scoring.http_client import JsonClient, RequestFailed
 from rewardsmith.plugins.model_scoring.interface import ModelRequest, render_chat
 from rewardsmith.plugins.model_scoring.local_rm import encode_chat
+from rewardsmith.plugins.reward_step import current_step
 from rewardsmith.plugins.scoring import INVALID, OK, ScoreOutcome
 
 
@@ -130,7 +131,19 @@ class RemoteRewardModel:
     def score(self, requests: list[ModelRequest]) -> list[ScoreOutcome]:
         size = self.cfg.batch_size
         chunks = [requests[s:s + size] for s in range(0, len(requests), size)]
-        return [o for part in self._pool.map(self._score_chunk, chunks) for o in part]
+        step = current_step()
+        futures = [self._pool.submit(self._score_chunk, chunk) for chunk in chunks]
+        out: list[ScoreOutcome] = []
+        for chunk, future in zip(chunks, futures):
+            try:
+                part = future.result(timeout=step.remaining())
+                step.record("remote_rm", sum(o.seconds for o in part))
+            except FutureTimeout:
+                # Over the step's budget: a queued request never starts; one in flight is never read.
+                future.cancel()
+                part = [step.over_budget() for _ in chunk]
+            out += part
+        return out
 
     def metrics(self) -> dict[str, float]:
         with self._counts_lock:

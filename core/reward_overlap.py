@@ -1,0 +1,128 @@
+"""A step's reward call beside the passes that do not need it, under the step's budget, profiled.
+
+:meth:`PendingReward.start` begins scoring as soon as the responses exist:
+on a background thread when the rewards overlap (``reward_model.launch_reward_fn_async``),
+inline otherwise. The trainer runs the old-policy, reference and value passes
+meanwhile and calls :meth:`PendingReward.join` just before the advantages.
+Overlap changes when the scores are computed, never what they are.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from rewardsmith.plugins.executors import SerialExecutor
+from rewardsmith.plugins.reward_step import RewardStep, count_over_budget, reward_step
+
+# The console names the slowest scorer when the step waited on rewards for more than this share of it.
+SLOW_REWARD_SHARE = 0.1
+
+
+def overlaps_by_default(manager: Any) -> bool:
+    """Whether ``reward_model.launch_reward_fn_async: null`` overlaps for ``manager``.
+
+    Yes when its work happens outside the trainer's thread: rule scorers on a
+    pool of processes or threads (parallel, prime, dapo with workers, sandbox,
+    batch), or only model scorers over HTTP (judge, remote reward model). No
+    for scorers in this thread (naive, dapo without workers) or a local
+    reward model: their Python holds the GIL the torch passes need, so
+    overlapping them gains nothing and costs a thread switch per bytecode slice.
+    """
+    from rewardsmith.plugins.model_scoring.local_rm import LocalRewardModel
+
+    if any(isinstance(m, LocalRewardModel) for m in manager.plan.models.values()):
+        return False
+    return not isinstance(manager.executor, SerialExecutor) or bool(manager.plan.models)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values`` by the nearest-rank method."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def profile_metrics(step: RewardStep) -> dict[str, float]:
+    """``reward/<scorer>/calls``, ``latency_p50_ms`` and ``latency_p99_ms`` per scorer of ``step``."""
+    out: dict[str, float] = {}
+    for scorer, seconds in sorted(step.latencies.items()):
+        out[f"reward/{scorer}/calls"] = float(len(seconds))
+        out[f"reward/{scorer}/latency_p50_ms"] = 1000 * percentile(seconds, 50)
+        out[f"reward/{scorer}/latency_p99_ms"] = 1000 * percentile(seconds, 99)
+    return out
+
+
+@dataclass
+class PendingReward:
+    """A reward call in flight (or done, when it ran inline)."""
+
+    step: RewardStep
+    started: float
+    thread: Optional[threading.Thread] = None
+    result: Any = None
+    error: Optional[BaseException] = None
+    finished: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, manager: Any, batch: Any, overlap: bool, budget_s: Optional[float]) -> "PendingReward":
+        """Score ``batch`` (a RewardBatch) with ``manager``; ``manager`` None (another rank) scores nothing."""
+        now = time.perf_counter()
+        step = RewardStep(budget_s, None if budget_s is None else now + budget_s)
+        pending = cls(step, now)
+        if manager is None:
+            pending.finished = now
+        elif overlap:
+            # A daemon: an interrupted run exits without waiting for it (closing the manager stops its workers).
+            pending.thread = threading.Thread(target=pending._run, args=(manager, batch), daemon=True, name="rewards")
+            pending.thread.start()
+        else:
+            pending._run(manager, batch)
+        return pending
+
+    def _run(self, manager: Any, batch: Any) -> None:
+        try:
+            with reward_step(self.step):
+                self.result = manager(batch)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the trainer's thread by join()
+            self.error = exc
+        self.finished = time.perf_counter()
+
+    def cancel(self, wait_s: float = 5.0) -> None:
+        """Stop scoring (an interrupted step): pool workers are killed, queued calls never start;
+        waits up to ``wait_s`` for the reward thread to let go of the manager."""
+        self.step.cancel()
+        if self.thread is not None:
+            self.thread.join(wait_s)
+
+    def join(self, timing: dict[str, float]) -> Any:
+        """The manager's output (None on a rank that does not score); adds ``timing['reward_wait']``
+        (the time this thread waited for it) and ``timing['reward_total']`` (from start to result)."""
+        waited_from = time.perf_counter()
+        if self.thread is not None:
+            self.thread.join()
+            timing["reward_wait"] = timing.get("reward_wait", 0.0) + time.perf_counter() - waited_from
+        else:
+            timing["reward_wait"] = timing.get("reward_wait", 0.0) + self.finished - self.started
+        timing["reward_total"] = timing.get("reward_total", 0.0) + self.finished - self.started
+        if self.error is not None:
+            raise self.error
+        if self.result is not None:
+            self.metrics = profile_metrics(self.step)
+            if self.step.budget_s is not None:
+                self.metrics["reward/over_budget"] = float(count_over_budget(self.result.extra_info))
+        return self.result
+
+
+def slow_reward_line(metrics: dict[str, float]) -> Optional[str]:
+    """One console line when the step waited on rewards for more than a tenth of it, naming the slowest scorer."""
+    step, wait = metrics.get("timing_s/step", 0.0), metrics.get("timing_s/reward_wait", 0.0)
+    if step <= 0 or wait <= SLOW_REWARD_SHARE * step:
+        return None
+    p99 = {k[len("reward/"):-len("/latency_p99_ms")]: v for k, v in metrics.items() if k.endswith("/latency_p99_ms")}
+    slowest = f"; slowest scorer: {max(p99, key=p99.get)} (p99 {max(p99.values()):.0f} ms)" if p99 else ""
+    total = metrics.get("timing_s/reward_total", wait)
+    return (f"[rewards] step waited {wait:.2f}s of {step:.2f}s on rewards ({total:.2f}s in all, "
+            f"{max(0.0, total - wait):.2f}s hidden){slowest}")

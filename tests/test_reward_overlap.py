@@ -1,0 +1,182 @@
+"""Rewards beside the log-prob passes (reward_model.launch_reward_fn_async), the step's reward
+budget (reward_model.step_budget_s) and the live reward profile, on a tiny real model."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+import zlib
+
+import pytest
+import torch
+
+from rewardsmith.core.trainer import PPOTrainer
+from core_helpers import tiny_config
+
+GRPO = ("algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.ppo_epochs=2")
+
+# The digits reward, slowed down so that scoring outlasts the passes it overlaps.
+SLOW_DIGITS = '''
+import time
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    time.sleep(0.2)
+    return sum(ch.isdigit() for ch in solution_str) / max(1, len(solution_str))
+'''
+
+# Hangs (30 s) on about half of the responses, after writing its process id where the test can find it.
+HANGING = '''
+import os, time, zlib
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    if zlib.crc32(solution_str.encode()) % 2 == 0:
+        with open(os.path.join(PID_DIR, str(os.getpid())), "w"):
+            pass
+        time.sleep(30)
+    return 1.0
+'''
+
+
+def hangs(text: str) -> bool:
+    return zlib.crc32(text.encode()) % 2 == 0
+
+
+def write_reward(tmp_path, source: str) -> str:
+    path = tmp_path / "reward.py"
+    path.write_text(source)
+    return f"custom_reward_function.path={path}"
+
+
+def two_steps(trainer: PPOTrainer) -> list[dict]:
+    """Experience and update of two steps: what the overlap must not change."""
+    out = []
+    for step in (1, 2):
+        trainer.global_step = step
+        timing: dict[str, float] = {}
+        batch, metrics = trainer.make_experience(next(trainer.prompt_batches), timing)
+        metrics.update(trainer.update(batch))
+        out.append({"scores": batch["token_level_scores"], "advantages": batch["advantages"],
+                    "old_log_probs": batch["old_log_probs"], "metrics": metrics, "timing": timing})
+    return out
+
+
+def test_overlap_on_and_off_give_the_same_rewards_advantages_and_losses(tmp_path):
+    reward = write_reward(tmp_path, SLOW_DIGITS)
+    runs = {}
+    for overlap in (True, False):
+        cfg = tiny_config(tmp_path / str(overlap), reward, *GRPO, "reward_model.reward_manager=parallel",
+                          "reward_model.num_workers=2", f"reward_model.launch_reward_fn_async={overlap}")
+        trainer = PPOTrainer(cfg)
+        try:
+            assert trainer.overlap_rewards is overlap
+            runs[overlap] = two_steps(trainer)
+        finally:
+            trainer.close()
+    for on, off in zip(runs[True], runs[False]):
+        torch.testing.assert_close(on["scores"], off["scores"])
+        torch.testing.assert_close(on["advantages"], off["advantages"])
+        torch.testing.assert_close(on["old_log_probs"], off["old_log_probs"])
+        for key in ("actor/pg_loss", "actor/kl_loss", "actor/grad_norm", "reward/mean"):
+            assert on["metrics"][key] == pytest.approx(off["metrics"][key], rel=1e-5, abs=1e-7), key
+        assert on["scores"].abs().sum() > 0  # the reward really scored something
+        # Overlapped, the passes ran while the rewards were scored: that time is hidden, not waited.
+        # (All of the reward time when the scoring ended first, else the passes' time.)
+        passes, total = on["timing"]["old_log_prob"] + on["timing"]["ref"], on["timing"]["reward_total"]
+        assert total - on["timing"]["reward_wait"] >= 0.9 * min(passes, total) > 0
+        # Sequential, the step waits for all of it.
+        assert off["timing"]["reward_wait"] == pytest.approx(off["timing"]["reward_total"])
+
+
+@pytest.mark.parametrize("manager, extra, expected", [
+    ("naive", (), False),
+    ("parallel", (), True),
+    ("prime", (), True),
+    ("dapo", ("reward_model.num_workers=2",), True),
+    ("dapo", (), False),
+    ("sandbox", (), True),
+    ("parallel", ("reward_model.launch_reward_fn_async=false",), False),
+    ("naive", ("reward_model.launch_reward_fn_async=true",), True),
+])
+def test_overlap_default_follows_where_the_manager_scores(tmp_path, manager, extra, expected):
+    trainer = PPOTrainer(tiny_config(tmp_path, f"reward_model.reward_manager={manager}", *extra))
+    try:
+        assert trainer.overlap_rewards is expected
+    finally:
+        trainer.close()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A killed worker may linger as a zombie of this process until reaped; that is not running.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_budget_runs_out_mid_step_in_the_process_pool(tmp_path, overlap):
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    reward = write_reward(tmp_path, f"PID_DIR = {str(pid_dir)!r}\n" + HANGING)
+    cfg = tiny_config(tmp_path, reward, *GRPO, "reward_model.reward_manager=parallel", "reward_model.num_workers=2",
+                      "reward_model.timeout=60", "reward_model.step_budget_s=3", "data.train_batch_size=8",
+                      "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+                      f"reward_model.launch_reward_fn_async={overlap}")
+    trainer = PPOTrainer(cfg)
+    try:
+        trainer.global_step = 1
+        timing: dict[str, float] = {}
+        start = time.perf_counter()
+        batch, metrics = trainer.make_experience(next(trainer.prompt_batches), timing)
+        assert time.perf_counter() - start < 20  # the budget, not the 30 s hangs, ended the step
+        slow = torch.tensor([hangs(t) for t in trainer.decode_responses(batch)])
+        assert slow.any() and not slow.all(), "the seed must give hanging and quick responses"
+        # Every hanging sample is over budget and unscored; the quick ones that ran scored. Two workers,
+        # each stuck on a hanging sample, stop the queue behind them: those quick samples are over budget too.
+        assert batch["unscored"][slow].all()
+        assert metrics["reward/over_budget"] == float(batch["unscored"].sum())
+        assert metrics["reward/masked"] == float(batch["unscored"].sum())
+        assert torch.count_nonzero(batch["advantages"][batch["unscored"]]) == 0
+        assert timing["reward_total"] == pytest.approx(3, abs=1.5)
+        pids = [int(p.name) for p in pid_dir.iterdir()]
+        assert pids, "a hanging scorer must have started"
+        deadline = time.time() + 5
+        while any(alive(p) for p in pids) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(p) for p in pids), "the workers stuck past the budget must be killed"
+        # The pool is whole again for the next step.
+        trainer.global_step = 2
+        batch, metrics = trainer.make_experience(next(trainer.prompt_batches), {})
+        assert metrics["reward/over_budget"] == float(batch["unscored"].sum())
+    finally:
+        trainer.close()
+
+
+def test_profile_is_in_every_sink_and_the_console_names_the_slow_scorer(tmp_path):
+    reward = write_reward(tmp_path, SLOW_DIGITS)
+    stream = io.StringIO()
+    cfg = tiny_config(tmp_path, reward, *GRPO, "reward_model.launch_reward_fn_async=false", "trainer.logger=[jsonl,console]")
+    trainer = PPOTrainer(cfg, stream=stream)
+    try:
+        last = trainer.fit()
+    finally:
+        trainer.close()
+    latency = [k for k in last if k.endswith("/latency_p99_ms")]
+    assert len(latency) == 1, latency
+    scorer = latency[0][len("reward/"):-len("/latency_p99_ms")]
+    assert last[f"reward/{scorer}/calls"] >= 1
+    assert 200 <= last[f"reward/{scorer}/latency_p50_ms"] <= last[f"reward/{scorer}/latency_p99_ms"] < 2000
+    assert last["timing_s/reward_wait"] == pytest.approx(last["timing_s/reward_total"])
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    for row in rows:
+        for key in ("timing_s/reward_wait", "timing_s/reward_total", f"reward/{scorer}/latency_p99_ms"):
+            assert key in json.dumps(row), key
+    console = stream.getvalue()
+    assert f"slowest scorer: {scorer}" in console
+    assert "timing_s/reward_wait=" in console
