@@ -355,8 +355,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("reward_model.model.use_fused_kernels", _RM_WORKER),
     ("reward_model.reward_loop_*", "a custom reward-loop class of verl's: register a reward manager through a plugin "
                                    "(docs/plugins.md)"),
-    ("reward_model.launch_reward_fn_async", "scoring already overlaps the passes that do not need the scores here: drop "
-                                            "the key"),
     ("trainer.checkpoint_callback_class", "verl's checkpoint callback hook: not here; drop the key"),
     ("trainer.del_local_ckpt_after_load", "checkpoints are kept after a resume here: drop the key"),
     ("trainer.esi_redundant_time", "verl's save deadline before an elastic instance expires: not here; drop the key"),

@@ -89,11 +89,13 @@ def test_overlap_on_and_off_give_the_same_rewards_advantages_and_losses(tmp_path
 
 
 @pytest.mark.parametrize("manager, extra, expected", [
-    ("naive", (), False),
+    ("naive", (), True),  # one worker process, under reward_model.timeout
+    ("naive", ("reward_model.timeout=null",), False),  # in the trainer's process
     ("parallel", (), True),
     ("prime", (), True),
     ("dapo", ("reward_model.num_workers=2",), True),
-    ("dapo", (), False),
+    ("dapo", (), True),
+    ("dapo", ("reward_model.timeout=null",), False),
     ("sandbox", (), True),
     ("parallel", ("reward_model.launch_reward_fn_async=false",), False),
     ("naive", ("reward_model.launch_reward_fn_async=true",), True),
@@ -141,7 +143,7 @@ def test_budget_runs_out_mid_step_in_the_process_pool(tmp_path, overlap):
         # each stuck on a hanging sample, stop the queue behind them: those quick samples are over budget too.
         assert batch["unscored"][slow].all()
         assert metrics["reward/over_budget"] == float(batch["unscored"].sum())
-        assert metrics["reward/masked"] == float(batch["unscored"].sum())
+        assert metrics["reward/unscored"] == float(batch["unscored"].sum())
         assert torch.count_nonzero(batch["advantages"][batch["unscored"]]) == 0
         assert timing["reward_total"] == pytest.approx(3, abs=1.5)
         pids = [int(p.name) for p in pid_dir.iterdir()]
