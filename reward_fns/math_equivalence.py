@@ -69,6 +69,7 @@ from rewardsmith.reward_fns.answer_normalize import (
     restated_numbers,
     split_assignment,
 )
+from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
 # A final answer longer than this is judged wrong unread: no math answer is that long, and
@@ -111,12 +112,60 @@ class GradingPolicy:
 STRICT = GradingPolicy()
 
 
+VERDICTS = ("correct", "wrong", "undecided")
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """Whether the answer is correct, and which judge decided."""
+    """The verdict on an answer (one of :data:`VERDICTS`), the judge that gave it and why.
 
-    correct: bool
+    ``undecided`` means the verifier cannot tell: the gold or the answer cannot
+    be read as any type, or the comparison cannot be decided (sympy cannot
+    simplify the difference). ``Verdict(True, m)`` / ``Verdict(False, m)`` are
+    read as ``correct`` / ``wrong``.
+    """
+
+    verdict: str
     method: str
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.verdict, bool):
+            object.__setattr__(self, "verdict", "correct" if self.verdict else "wrong")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if not self.why:
+            object.__setattr__(self, "why", _WHY.get(self.method, self.method))
+
+    @property
+    def correct(self) -> bool:
+        """Whether the verdict is ``correct`` (``wrong`` and ``undecided`` are not)."""
+        return self.verdict == "correct"
+
+
+# The reason a judge gives when it has nothing more specific to say.
+_WHY = {
+    "answer too long": "the answer is over 1,000 characters",
+    "string": "the same canonical form",
+    "hedge": "the answer offers alternatives that are not all equal",
+    "collection": "compared as a collection of items, in any order",
+    "numeric": "compared as exact numbers",
+    "spaced digits": "digit groups separated by spaces are several numbers",
+    "restatement": "a quantity restated in other units, compared by its numbers",
+    "approximation": "a decimal against a value whose expansion does not terminate",
+    "ellipsis": "digits before an ellipsis that is no repeating pattern are no exact number",
+    "choice": "compared as a multiple-choice letter",
+    "text": "compared as words (case, punctuation and articles ignored)",
+    "equation": "compared as equations (lhs - rhs up to a nonzero factor)",
+    "math_verify": "compared by math-verify (sympy)",
+    "sympy": "compared by sympy on plain-text math",
+    "quantity": "compared as quantities with units (pint)",
+    "no answer": "there is no answer to compare",
+    "empty gold": "the gold answer is empty",
+    "unparsed gold": "the gold cannot be read as any answer type",
+    "unparsed answer": "the answer cannot be read as any answer type",
+    "undecidable": "sympy cannot decide whether the difference is zero",
+}
 
 
 # Decides two canonical, single answers that the plain judges could not: (answer, target,
@@ -137,9 +186,12 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     """
     if len(pred) > MAX_ANSWER_CHARS:
         return Verdict(False, "answer too long")
+    quantities = quantity_verdict(pred, gold)
+    if quantities is not None:
+        return Verdict(quantities[0], "quantity", quantities[1])
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
-        return Verdict(False, "empty gold")
+        return Verdict("undecided", "empty gold")
     if not answer:
         return Verdict(False, "no answer")
     gold_options = _split(_OR, target)
