@@ -22,6 +22,7 @@ from fractions import Fraction
 
 from rewardsmith.reward_fns.answer_notation import spelled_number, typeset_quantities
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
+from rewardsmith.reward_fns.math_verifier.answer_types import vector_as_tuple
 from rewardsmith.reward_fns.math_verifier.numerals import chinese_number, plain_digits, roman_number, words_to_number
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
@@ -192,7 +193,7 @@ def canonical_answer(text: str) -> str:
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
     text = _scaled_number(text) or _number_in_prose(text) or spelled_number(text) or text
-    return " ".join(text.split()).rstrip(".").strip()
+    return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 
 
 def split_assignment(text: str) -> tuple[str, str] | None:

@@ -69,6 +69,7 @@ from rewardsmith.reward_fns.answer_normalize import (
     restated_numbers,
     split_assignment,
 )
+from rewardsmith.reward_fns.math_verifier.answer_types import type_verdict
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
@@ -160,6 +161,7 @@ _WHY = {
     "math_verify": "compared by math-verify (sympy)",
     "sympy": "compared by sympy on plain-text math",
     "quantity": "compared as quantities with units (pint)",
+    "type": "the answer's type cannot be the gold's",
     "no answer": "there is no answer to compare",
     "empty gold": "the gold answer is empty",
     "unparsed gold": "the gold cannot be read as any answer type",
@@ -294,6 +296,9 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
         return Verdict(picked is not None and picked.group(1).upper() == choice.group(1), "choice")
     if _is_text(target) or _is_text(answer):
         return Verdict(_text_key(answer) == _text_key(target), "text")
+    mismatch = type_verdict(answer, target)
+    if mismatch is not None:
+        return Verdict(False, "type", mismatch)
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)

@@ -36,6 +36,12 @@ _UNBASED_LOG = re.compile(r"\\log(?![_A-Za-z])")
 _RELATIONS = re.compile(r"\\(?:le|ge|leq|geq|neq|ne|lt|gt)(?![A-Za-z])|[<>!]")
 
 
+def _warm_up() -> None:
+    # The first LaTeX parse builds latex2sympy's parser (about half a second): done at import,
+    # which the timeout guard runs before its clock starts, not inside the first judgement.
+    _math_verify_parse("\\frac{1}{2}")
+
+
 def judge(pred: str, gold: str, policy: GradingPolicy = STRICT) -> Verdict:
     """Full judgement of answer ``pred`` against ``gold``; may take unbounded time."""
     verdict = run_judges(pred, gold, partial(symbolic_equal, policy=policy), policy)
@@ -148,9 +154,51 @@ def symbolic_equal(
     preds = [plain_answer] if plain_answer is not None else pred_parsed
     if (plain_answer is not None or plain_target is not None) and golds and preds and verify(golds, preds):
         return Verdict(True, "sympy")
-    if not gold_parsed and plain_target is None:
-        return Verdict(False, "unparsed gold")
-    return Verdict(False, "math_verify")
+    if not golds:
+        return Verdict("undecided", "unparsed gold")
+    if not preds:
+        return Verdict("undecided", "unparsed answer")
+    return _decided_difference(_first_expression(preds), _first_expression(golds))
+
+
+def _evaluate(expression: Any, values: dict[str, Any]) -> complex | None:
+    """``expression`` as a complex number with each symbol set to the value of its name, else ``None``."""
+    try:
+        substituted = expression.subs({symbol: values[str(symbol)] for symbol in expression.free_symbols})
+        return complex(substituted.evalf(_PROBE_DIGITS))
+    except Exception:  # noqa: BLE001 - sympy raises many types for what has no numeric value
+        return None
+
+
+# Points at which two expressions that sympy could not prove equal are told apart: numbers
+# no simple answer is built around, so a difference that vanishes at all of them is a real doubt.
+_PROBE_POINTS = (sympy.Rational(37, 100), sympy.Rational(-113, 70), sympy.Rational(271, 100))
+_PROBE_DIGITS = 30
+
+
+def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
+    """``wrong`` when ``answer - target`` is numerically nonzero somewhere, else ``undecided``.
+
+    math-verify says only "not shown equal"; it may be equal in a form sympy
+    cannot simplify. Anything but two expressions (sets, intervals, matrices,
+    relations) is compared structurally by math-verify, whose "no" stands.
+    """
+    if answer is None or target is None:
+        return Verdict(False, "math_verify")
+    difference = answer - target
+    # The two sides may spell one variable as symbols with different assumptions: one value per name.
+    names = sorted({str(symbol) for symbol in answer.free_symbols | target.free_symbols})
+    for point in _PROBE_POINTS if names else (None,):
+        values = {name: point * (index + 1) for index, name in enumerate(names)}
+        value, scale = _evaluate(difference, values), _evaluate(target, values)
+        if value is None:
+            continue  # not a number here (a pole, an undefined function): try the next point
+        if abs(value) > 1e-12 * (1.0 + abs(scale or 0.0)):
+            where = "" if not names else " at " + ", ".join(f"{name} = {v}" for name, v in values.items())
+            return Verdict(False, "math_verify", f"math-verify (sympy) finds them different; their difference is "
+                           f"{value.real:.6g}{'' if value.imag == 0 else f'{value.imag:+.6g}i'}{where}")
+    return Verdict("undecided", "undecidable", "sympy cannot simplify the difference to zero, and it does not "
+                   "differ from zero where it was evaluated")
 
 
 def _exactly(literal: ParsedNumber, parsed: list[Any]) -> bool:
@@ -173,3 +221,6 @@ def _approximation(
         exact = _exact_real(pred_parsed)
         return None if exact is None else approximation_verdict(target_number, exact, policy, literal_is_answer=False)
     return None
+
+
+_warm_up()

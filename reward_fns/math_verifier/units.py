@@ -105,9 +105,8 @@ def read_quantity(text: str) -> Quantity | None:
     if len(text) > 200:
         return None
     pieces = _NUMBER.split(_plain(text))
-    if len(pieces) < 4 or pieces[0].strip():
-        return None
-    registry = _registry()
+    if len(pieces) < 4 or pieces[0].strip() or not pieces[-1].strip():
+        return None  # no number first, or nothing after the last number: no quantity (and no pint to load)
     total: Any = None
     for number_text, exponent, unit_text in zip(pieces[1::3], pieces[2::3], pieces[3::3]):
         unit_text = _JOINER.sub("", unit_text.strip()).strip()
@@ -116,7 +115,7 @@ def read_quantity(text: str) -> Quantity | None:
         if number is None or unit is None:
             return None
         value = number.value * Fraction(10) ** int(exponent or 0)  # 3 \times 10^8 m/s
-        part = registry.Quantity(float(value), unit)
+        part = _registry().Quantity(float(value), unit)
         if total is None:
             total, first = part, (value, unit)
             continue
