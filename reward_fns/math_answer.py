@@ -39,7 +39,7 @@ from typing import Any
 
 from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
 from rewardsmith.reward_fns.answer_extraction import convention_for, find_final_answer, gold_answer
-from rewardsmith.reward_fns.math_equivalence import GradingPolicy, Verdict, quick_judge
+from rewardsmith.reward_fns.math_verifier.judges import GradingPolicy, Verdict, quick_judge
 from rewardsmith.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -106,7 +106,7 @@ def _judge(pred: str, gold: str, policy: GradingPolicy, timeout: float) -> Verdi
     verdict = quick_judge(pred, gold, policy)
     if verdict is None:
         # Imported only when needed: it brings in math-verify and sympy.
-        from rewardsmith.reward_fns.math_symbolic import judge
+        from rewardsmith.reward_fns.math_verifier.symbolic import judge
 
         verdict = run_with_hard_timeout(judge, (pred, gold, policy), timeout)
     return verdict

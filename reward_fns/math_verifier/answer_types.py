@@ -1,6 +1,6 @@
 """The type of a canonical answer, and the type rules that decide before any value is compared.
 
-:func:`answer_type` names what a canonical answer (``answer_normalize``) is:
+:func:`answer_type` names what a canonical answer (``normalize``) is:
 
 ========== =====================================================================
 type        written as

@@ -17,7 +17,7 @@ Each reading is done by a maintained library, imported when first needed
   ("１２．５" -> "12.5", "𝐱" -> "x"); and these look-alikes become ASCII:
   minus and dashes before a digit, no-break / thin / narrow spaces, the Arabic
   decimal and thousands separators. Superscripts and subscripts are left alone
-  (they are powers and indices, not digits; ``answer_notation`` reads them).
+  (they are powers and indices, not digits; ``notation`` reads them).
 """
 from __future__ import annotations
 

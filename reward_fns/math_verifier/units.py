@@ -31,8 +31,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from rewardsmith.reward_fns.answer_normalize import parse_number, unwrap_command
-from rewardsmith.reward_fns.answer_notation import typeset_quantities
+from rewardsmith.reward_fns.math_verifier.normalize import parse_number, unwrap_command
+from rewardsmith.reward_fns.math_verifier.notation import typeset_quantities
 from rewardsmith.reward_fns.math_verifier.numerals import plain_digits
 
 REL_TOL = 1e-9

@@ -1,6 +1,6 @@
 """Judging whether a final answer equals the gold answer, for ``math_answer``.
 
-Both sides are put in canonical form (:mod:`answer_normalize`), then the first
+Both sides are put in canonical form (:mod:`~rewardsmith.reward_fns.math_verifier.normalize`), then the first
 judge that applies decides, and its name is reported as ``method``:
 
 ``answer too long`` a final answer over 1,000 characters: wrong, unread.
@@ -50,7 +50,7 @@ judge that applies decides, and its name is reported as ``method``:
 
 ``quick_judge`` runs the judges that need no symbolic algebra and answers
 ``None`` when only math-verify / sympy could decide.
-:func:`rewardsmith.reward_fns.math_symbolic.judge` runs them all (the last two
+:func:`rewardsmith.reward_fns.math_verifier.symbolic.judge` runs them all (the last two
 live in that module) and may take unbounded time, so callers run it under a
 hard timeout.
 """
@@ -62,7 +62,7 @@ from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
-from rewardsmith.reward_fns.answer_normalize import (
+from rewardsmith.reward_fns.math_verifier.normalize import (
     ParsedNumber,
     canonical_answer,
     parse_number,

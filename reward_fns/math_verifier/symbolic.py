@@ -3,7 +3,7 @@
 Importing this module imports math-verify and sympy, so the parent process
 of a reward run only pays for it when a case needs symbolic algebra, and the
 timeout guard subprocess preloads it before its clock starts. :func:`judge`
-is the entry point the guard runs (see :mod:`math_equivalence` for the order
+is the entry point the guard runs (see :mod:`~rewardsmith.reward_fns.math_verifier.judges` for the order
 of the judges).
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from sympy.parsing.sympy_parser import (
     standard_transformations,
 )
 
-from rewardsmith.reward_fns.answer_normalize import ParsedNumber
-from rewardsmith.reward_fns.math_equivalence import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
+from rewardsmith.reward_fns.math_verifier.normalize import ParsedNumber
+from rewardsmith.reward_fns.math_verifier.judges import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
 from rewardsmith.reward_fns.math_verify_lib import parse, verify
 
 _PLAIN_MATH = re.compile(r"^[0-9a-zA-Z+\-*/^(). ]+$")

@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rewardsmith.reward_fns.answer_notation import spelled_number, typeset_quantities
+from rewardsmith.reward_fns.math_verifier.notation import spelled_number, typeset_quantities
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
 from rewardsmith.reward_fns.math_verifier.answer_types import vector_as_tuple
 from rewardsmith.reward_fns.math_verifier.numerals import chinese_number, plain_digits, roman_number, words_to_number
