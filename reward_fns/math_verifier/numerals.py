@@ -28,7 +28,7 @@ from functools import lru_cache
 
 # The languages text2num reads, English first (the most common answer language).
 WORD_LANGUAGES = ("en", "fr", "es", "de", "pt", "it", "nl")
-_SIGN_WORDS = frozenset({"negative", "minus", "moins", "menos", "negativo", "meno"})
+_SIGN_WORDS = frozenset({"negative", "minus", "moins", "menos", "negativo", "meno", "min"})
 _WORD = re.compile(r"^[^\W\d_]+(?:[\s-]+[^\W\d_]+)*$")
 _ROMAN = re.compile(r"^[IVXLCDM]{2,15}$")
 _CHINESE_DIGITS = "零〇一二两三四五六七八九十百千万亿壹贰叁肆伍陆柒捌玖拾佰仟点负"
