@@ -86,6 +86,22 @@ def test_quantities(pred, gold, verdict):
     assert _verdict(pred, gold).verdict == verdict
 
 
+@pytest.mark.parametrize(
+    "pred, gold, verdict",
+    [("3:45 p.m.", "3:45 \\text{ PM}", "correct"), ("15:45", "3:45 \\text{ PM}", "correct"),
+     ("9:00 AM", "9 \\text{ AM}", "correct"), ("3:45 pm", "3:45", "correct"),  # no meridiem: either half of the day
+     ("3:45 AM", "3:45 \\text{ PM}", "wrong"), ("3:54 pm", "3:45", "wrong"), ("9 pm", "9:00 \\text{ AM}", "wrong")],
+)
+def test_times_of_day(pred, gold, verdict):
+    result = _verdict(pred, gold)
+    assert (result.verdict, result.method) == (verdict, "time of day"), result
+
+
+def test_a_ratio_is_no_time_of_day():
+    assert _verdict("3:4", "3:4").method == "string"
+    assert _verdict("4:3", "3:4").verdict == "wrong"
+
+
 def test_quantity_reading():
     assert read_quantity("5 apples") is None  # not a unit
     assert read_quantity("5 a") is None  # pint's "a" (a year) is no unit here

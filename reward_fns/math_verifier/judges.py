@@ -70,6 +70,7 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
     split_assignment,
 )
 from rewardsmith.reward_fns.math_verifier.answer_types import type_verdict
+from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
@@ -162,6 +163,7 @@ _WHY = {
     "sympy": "compared by sympy on plain-text math",
     "quantity": "compared as quantities with units (pint)",
     "type": "the answer's type cannot be the gold's",
+    "time of day": "compared as times of day",
     "no answer": "there is no answer to compare",
     "empty gold": "the gold answer is empty",
     "unparsed gold": "the gold cannot be read as any answer type",
@@ -191,6 +193,9 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     quantities = quantity_verdict(pred, gold)
     if quantities is not None:
         return Verdict(quantities[0], "quantity", quantities[1])
+    times = clock_verdict(pred, gold)
+    if times is not None:
+        return Verdict(times[0], "time of day", times[1])
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
         return Verdict("undecided", "empty gold")
