@@ -263,3 +263,16 @@ def test_polynomials(a, b, c):
     _assert_none_correct(gold, [f"{a}x^2 + {b}x + {c + 1}".replace("+ -", "- "),
                                 f"{a}x^2 + {-b}x + {c}".replace("+ -", "- "),
                                 f"{a}x^3 + {b}x + {c}".replace("+ -", "- ")])
+
+
+@FAST
+@given(st.integers(min_value=0, max_value=23), st.integers(min_value=0, max_value=59))
+def test_times_of_day(hour, minute):
+    twelve = hour % 12 or 12
+    meridiem = "AM" if hour < 12 else "PM"
+    gold = f"{twelve}:{minute:02d} \\text{{ {meridiem}}}"
+    _assert_all_correct(gold, [f"{twelve}:{minute:02d} {meridiem.lower()}", f"{twelve}:{minute:02d} {meridiem[0]}.m.",
+                               f"{hour}:{minute:02d}" if hour > 12 or hour == 0 else f"{twelve}:{minute:02d} {meridiem}"])
+    other = "PM" if meridiem == "AM" else "AM"
+    _assert_none_correct(gold, [f"{twelve}:{minute:02d} {other}", f"{twelve}:{(minute + 1) % 60:02d} {meridiem}",
+                                f"{twelve % 12 + 1}:{minute:02d} {meridiem}"])

@@ -190,12 +190,12 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     """
     if len(pred) > MAX_ANSWER_CHARS:
         return Verdict(False, "answer too long")
+    times = clock_verdict(pred, gold)  # before units: "2 pm" is a time, not two picometres
+    if times is not None:
+        return Verdict(times[0], "time of day", times[1])
     quantities = quantity_verdict(pred, gold)
     if quantities is not None:
         return Verdict(quantities[0], "quantity", quantities[1])
-    times = clock_verdict(pred, gold)
-    if times is not None:
-        return Verdict(times[0], "time of day", times[1])
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
         return Verdict("undecided", "empty gold")

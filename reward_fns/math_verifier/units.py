@@ -38,7 +38,8 @@ from rewardsmith.reward_fns.math_verifier.numerals import plain_digits
 REL_TOL = 1e-9
 _PHYSICAL = frozenset({"[length]", "[mass]", "[time]", "[temperature]", "[substance]", "[current]"})
 # pint names that are ordinary words, constants or letters more often than units.
-_NOT_UNITS = frozenset({"a", "at", "c", "e", "pi", "unit", "units", "t", "u", "b", "B", "to", "per", "and", "of"})
+_NOT_UNITS = frozenset({"a", "at", "c", "e", "pi", "unit", "units", "t", "u", "b", "B", "to", "per", "and", "of", "am",
+                        "pm", "AM", "PM"})
 _SI_PREFIXES = ("yotta", "zetta", "exa", "peta", "tera", "giga", "mega", "kilo", "hecto", "deca", "deci", "centi",
                 "milli", "micro", "nano", "pico", "femto")
 _TEXT_GROUP = re.compile(r"\\(?:text|textrm|mathrm|mbox|operatorname)\s*\{([^{}]*)\}")
