@@ -36,10 +36,18 @@ _UNBASED_LOG = re.compile(r"\\log(?![_A-Za-z])")
 _RELATIONS = re.compile(r"\\(?:le|ge|leq|geq|neq|ne|lt|gt)(?![A-Za-z])|[<>!]")
 
 
+# One judgement of each kind, made at import: the first LaTeX parse builds latex2sympy's parser
+# and sympy fills its caches on first use (together about a second), which the timeout guard
+# pays when it loads this module, before its clock starts, not inside the first samples.
+_WARM_UP = (("\\sqrt{3}", "\\sqrt{2}"), ("x^2 + 2x + 1", "(x+1)^2"), ("y = 2x + 3", "2x - y + 3 = 0"),
+            ("\\begin{pmatrix}1 & 2\\\\3 & 4\\end{pmatrix}", "\\begin{bmatrix}1 & 2\\\\3 & 4\\end{bmatrix}"),
+            ("[1, 2)", "x \\ge 1"), ("\\{1, 2\\}", "1, 2"), ("\\sin 60^\\circ", "\\frac{\\sqrt{3}}{2}"),
+            ("e^{i\\pi}", "-1"), ("\\ln 2", "\\log 2"))
+
+
 def _warm_up() -> None:
-    # The first LaTeX parse builds latex2sympy's parser (about half a second): done at import,
-    # which the timeout guard runs before its clock starts, not inside the first judgement.
-    _math_verify_parse("\\frac{1}{2}")
+    for pred, gold in _WARM_UP:
+        judge(pred, gold)
 
 
 def judge(pred: str, gold: str, policy: GradingPolicy = STRICT) -> Verdict:
