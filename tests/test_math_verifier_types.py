@@ -111,7 +111,8 @@ def test_quantity_reading():
 
 @pytest.mark.parametrize(
     "canonical, kind",
-    [("C", "choice"), ("\\{1, 2\\}", "set"), ("[1, 2)", "interval"), ("(0, 1) \\cup (2, 3)", "interval"),
+    [("C", "choice"), ("-12", "number"), ("\\frac{3}{4}", "number"), ("XIV", "number"), ("\\{1, 2\\}", "set"),
+     ("[1, 2)", "interval"), ("(0, 1) \\cup (2, 3)", "interval"),
      ("(1, 2, 3)", "tuple"), ("(-\\infty, 2)", "interval"), ("\\begin{pmatrix}1 & 2\\end{pmatrix}", "matrix"),
      ("1, 2, 3", "list"), ("x \\ge 3", "inequality"), ("y = 2x + 3", "equation"), ("Monday", "text"),
      ("2\\sqrt{3}", "expression")],

@@ -56,14 +56,14 @@ def _top_level_commas(text: str) -> int:
     return commas
 
 
-def answer_type(canonical: str, is_number: bool = False) -> str:
-    """The type of canonical answer ``canonical`` (one of :data:`ANSWER_TYPES`; see the module docstring).
+def answer_type(canonical: str) -> str:
+    """The type of canonical answer ``canonical`` (one of :data:`ANSWER_TYPES`; see the module docstring)."""
+    # Imported here: normalize imports this module (for vector_as_tuple).
+    from rewardsmith.reward_fns.math_verifier.normalize import parse_number
 
-    ``is_number``: the caller already read it as a plain number.
-    """
     if _CHOICE.match(canonical):
         return "choice"
-    if is_number:
+    if parse_number(canonical) is not None:
         return "number"
     if _MATRIX.match(canonical):
         return "matrix"
