@@ -165,7 +165,8 @@ def test_decimals_and_percentages(mantissa, decimals):
 
 
 # (unit, how many of the base unit it holds, other spellings); the gold is written in the first unit.
-_LENGTHS = [("m", 1, ["m", "meters", "\\text{ m}", "\\,\\mathrm{m}"]), ("km", 1000, ["km", "kilometers", "\\text{ km}"]),
+_LENGTHS = [("m", 1, ["m", "meters", "\\text{ m}", "\\,\\mathrm{m}"]),
+            ("km", 1000, ["km", "kilometers", "\\text{ km}"]),
             ("cm", Fraction(1, 100), ["cm", "centimeters", "\\text{ cm}"]), ("mm", Fraction(1, 1000), ["mm"])]
 _TIMES = [("s", 1, ["s", "seconds", "\\text{ s}"]), ("min", 60, ["min", "minutes"]), ("h", 3600, ["h", "hours", "hr"])]
 _MASSES = [("g", 1, ["g", "grams"]), ("kg", 1000, ["kg", "kilograms", "\\text{ kg}"])]
@@ -271,8 +272,9 @@ def test_times_of_day(hour, minute):
     twelve = hour % 12 or 12
     meridiem = "AM" if hour < 12 else "PM"
     gold = f"{twelve}:{minute:02d} \\text{{ {meridiem}}}"
+    twenty_four = f"{hour}:{minute:02d}" if hour > 12 or hour == 0 else f"{twelve}:{minute:02d} {meridiem}"
     _assert_all_correct(gold, [f"{twelve}:{minute:02d} {meridiem.lower()}", f"{twelve}:{minute:02d} {meridiem[0]}.m.",
-                               f"{hour}:{minute:02d}" if hour > 12 or hour == 0 else f"{twelve}:{minute:02d} {meridiem}"])
+                               twenty_four])
     other = "PM" if meridiem == "AM" else "AM"
     _assert_none_correct(gold, [f"{twelve}:{minute:02d} {other}", f"{twelve}:{(minute + 1) % 60:02d} {meridiem}",
                                 f"{twelve % 12 + 1}:{minute:02d} {meridiem}"])

@@ -1,9 +1,17 @@
 """Judging whether a final answer equals the gold answer, for ``math_answer``.
 
-Both sides are put in canonical form (:mod:`~rewardsmith.reward_fns.math_verifier.normalize`), then the first
-judge that applies decides, and its name is reported as ``method``:
+Each judgement is a :class:`Verdict`: ``correct``, ``wrong`` or ``undecided``,
+the judge that gave it (``method``) and why. Times of day and quantities
+with units are read from the answers as written (:mod:`.clock`,
+:mod:`.units`); then both sides are put in canonical form
+(:mod:`~rewardsmith.reward_fns.math_verifier.normalize`), and the first judge
+that applies decides:
 
 ``answer too long`` a final answer over 1,000 characters: wrong, unread.
+``time of day``    both are times of day, one with AM/PM: the same time.
+``quantity``       the gold and the answer are quantities with units: the same
+                   value once converted to the gold's unit (pint).
+``empty gold``     undecided.
 ``string``         identical canonical strings.
 ``hedge``          the answer offers alternatives ("42 or 43") that are not all
                    equal: wrong, unless together they are the gold ("2 or -2"
@@ -36,6 +44,8 @@ judge that applies decides, and its name is reported as ``method``:
 ``text``           word answers (Monday, yes): case, punctuation and articles
                    ignored, never handed to a symbolic parser (which reads
                    "Monday" as a product of symbols).
+``type``           a set against a tuple, interval or matrix, or the reverse:
+                   wrong (:mod:`.answer_types`).
 ``equation``       two equations (``y = 2x + 3``, ``2x - y + 3 = 0``): equal when
                    ``lhs - rhs`` of one is a nonzero constant times the other's.
                    An assignment ``x = 5`` against a value compares ``5``.
@@ -47,6 +57,11 @@ judge that applies decides, and its name is reported as ``method``:
                    unbased ``\\log`` read as the natural log (``\\log 2`` = ``\\ln 2``)
                    and ``i`` as the imaginary unit when nothing else is
                    symbolic (``e^{i\\pi}`` = -1).
+``unparsed gold``, ``unparsed answer``
+                   a side math-verify and sympy cannot read: undecided.
+``undecidable``    math-verify cannot show two expressions equal and their
+                   difference is zero wherever it is evaluated: undecided (a
+                   nonzero value at a probe point makes it ``math_verify``, wrong).
 
 ``quick_judge`` runs the judges that need no symbolic algebra and answers
 ``None`` when only math-verify / sympy could decide.

@@ -130,7 +130,7 @@ def read_quantity(text: str) -> Quantity | None:
 
 
 def quantity_verdict(pred: str, gold: str) -> tuple[bool, str] | None:
-    """``(correct, why)`` when the gold is a quantity and the answer one too, else ``None`` (see the module docstring)."""
+    """``(correct, why)`` when the gold and the answer are quantities, else ``None`` (see the module docstring)."""
     target = read_quantity(gold)
     if target is None:
         return None
