@@ -141,6 +141,7 @@ def test_vector_as_tuple():
         ("", "5", "wrong", "no answer"),
         ("5", "", "undecided", "empty gold"),
         ("x^2 + 2x + 2", "(x+1)^2", "wrong", "math_verify"),  # decided: the difference is 1
+        ("-\\infty", "\\infty", "wrong", "math_verify"),  # no numeric difference, still decided
     ],
 )
 def test_typed_verdicts(pred, gold, verdict, method):

@@ -193,6 +193,8 @@ def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
     """
     if answer is None or target is None:
         return Verdict(False, "math_verify")
+    if answer.is_infinite or target.is_infinite:  # oo - oo has no value; two different infinities differ
+        return Verdict(answer == target, "math_verify", f"{answer} and {target}: an infinity equals only itself")
     difference = answer - target
     # The two sides may spell one variable as symbols with different assumptions: one value per name.
     names = sorted({str(symbol) for symbol in answer.free_symbols | target.free_symbols})
