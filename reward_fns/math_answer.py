@@ -8,12 +8,15 @@
    hidden, in code, cut off) are not commitments, and a clear self-correction
    commits to the corrected value. The gold is read after ``####``, inside a
    box, or as is.
-2. Compare it with the gold (:mod:`math_equivalence`, and sympy /
-   math-verify through :mod:`math_symbolic` when needed).
+2. Compare it with the gold by the answer's type
+   (:func:`rewardsmith.reward_fns.math_verifier.compare.compare`: numbers,
+   quantities with units, sets, tuples, intervals, matrices, expressions,
+   equations, choices, text; sympy / math-verify when needed).
 3. Give a verdict: ``correct``, ``wrong`` or ``undecided``, with why.
    Undecided is for real ambiguity only: several different answers committed
    side by side (or a hedge, "7 or 8") of which one is the gold, or a gold
-   that cannot be read. Several answers that are all wrong are ``wrong``:
+   that cannot be read, or an answer the comparison cannot decide (it cannot
+   be read as any type, or sympy cannot tell). Several answers that are all wrong are ``wrong``:
    whichever was meant, it is not the gold. For DAPO data sources, whose
    prompt asks for an ``Answer:`` line, a response with no marked answer is
    ``wrong``.
@@ -30,7 +33,7 @@ work; an overrun raises ``TimeoutError`` so the reward manager records a
 timeout for that sample.
 
 Grading options (keyword arguments, e.g. ``reward_kwargs``): see
-:class:`~rewardsmith.reward_fns.math_equivalence.GradingPolicy`
+:class:`~rewardsmith.reward_fns.math_verifier.judges.GradingPolicy`
 (``accept_decimal_approximation``, ``approximation_rel_tol``,
 ``accept_decimal_for_percent``); all are off by default.
 
@@ -44,10 +47,9 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
 from rewardsmith.reward_fns.answer_extraction import convention_for, gold_answer
-from rewardsmith.reward_fns.math_equivalence import GradingPolicy, Verdict, quick_judge
 from rewardsmith.reward_fns.math_verifier.commitment import CLOSING, PHRASE, Reading, alternatives, read_commitment
+from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
 from rewardsmith.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -112,15 +114,18 @@ def _decide(reading: Reading, golds: list[str], policy: GradingPolicy,
     answer = reading.answer
     assert answer is not None
     judged = Verdict(False, "no answer")
+    undecided = None  # a comparison the verifier could not decide, when no gold matched
     for i, gold in enumerate(golds):
-        judged = _judge(answer, gold, policy, timeout)
+        judged = compare(answer, gold, policy, timeout=timeout)
         if judged.correct or judged.method in _UNREADABLE_GOLD:
             golds = [gold, *golds[:i], *golds[i + 1 :]]
             break
+        if judged.verdict == UNDECIDED and undecided is None:
+            undecided = judged
     if judged.method in _UNREADABLE_GOLD:
         return UNDECIDED, judged.method, f"the gold {golds[0]!r} cannot be read", golds
     if judged.correct:
-        differing = [o for o in reading.others if not _judge(o, answer, policy, timeout).correct]
+        differing = [o for o in reading.others if not compare(o, answer, policy, timeout=timeout).correct]
         if differing:
             return UNDECIDED, "several answers", _several(answer, differing, "one is the gold"), golds
         return CORRECT, judged.method, f"the committed answer equals the gold ({judged.method})", golds
@@ -128,12 +133,14 @@ def _decide(reading: Reading, golds: list[str], policy: GradingPolicy,
     offered = (alternatives(answer) if judged.method == "hedge" else []) + list(reading.others)
     for value in offered:
         for i, gold in enumerate(golds):
-            if _judge(value, gold, policy, timeout).correct:
+            if compare(value, gold, policy, timeout=timeout).correct:
                 method = "hedge" if judged.method == "hedge" else "several answers"
                 return UNDECIDED, method, _several(answer, reading.others, "one is the gold", method), \
                     [gold, *golds[:i], *golds[i + 1 :]]
     if reading.others:
         return WRONG, "several answers", _several(answer, reading.others, "none is the gold"), golds
+    if undecided is not None:
+        return UNDECIDED, undecided.method, undecided.why, golds
     return WRONG, judged.method, f"the committed answer differs from the gold ({judged.method})", golds
 
 
@@ -142,13 +149,3 @@ def _several(answer: str, others: Any, verdict_note: str, method: str = "several
     if method == "hedge" and not others:
         return f"a hedge between alternatives ({values}): {verdict_note}"
     return f"several different answers committed ({values}): {verdict_note}"
-
-
-def _judge(pred: str, gold: str, policy: GradingPolicy, timeout: float) -> Verdict:
-    verdict = quick_judge(pred, gold, policy)
-    if verdict is None:
-        # Imported only when needed: it brings in math-verify and sympy.
-        from rewardsmith.reward_fns.math_symbolic import judge
-
-        verdict = run_with_hard_timeout(judge, (pred, gold, policy), timeout)
-    return verdict

@@ -1,12 +1,12 @@
-"""Notations rewritten before an answer is canonicalised (reward_fns/answer_notation.py)."""
+"""Notations rewritten before an answer is canonicalised (reward_fns/math_verifier/notation.py)."""
 import json
 from pathlib import Path
 
 import pytest
 
-from rewardsmith.reward_fns.answer_normalize import canonical_answer, parse_number
-from rewardsmith.reward_fns.answer_notation import spelled_number, typeset_quantities
-from rewardsmith.reward_fns.math_equivalence import quick_judge
+from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer, parse_number
+from rewardsmith.reward_fns.math_verifier.notation import spelled_number, typeset_quantities
+from rewardsmith.reward_fns.math_verifier.judges import quick_judge
 
 CASES = Path(__file__).parent / "data" / "math_answer_cases.jsonl"
 

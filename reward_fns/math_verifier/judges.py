@@ -1,9 +1,17 @@
 """Judging whether a final answer equals the gold answer, for ``math_answer``.
 
-Both sides are put in canonical form (:mod:`answer_normalize`), then the first
-judge that applies decides, and its name is reported as ``method``:
+Each judgement is a :class:`Verdict`: ``correct``, ``wrong`` or ``undecided``,
+the judge that gave it (``method``) and why. Times of day and quantities
+with units are read from the answers as written (:mod:`.clock`,
+:mod:`.units`); then both sides are put in canonical form
+(:mod:`~rewardsmith.reward_fns.math_verifier.normalize`), and the first judge
+that applies decides:
 
 ``answer too long`` a final answer over 1,000 characters: wrong, unread.
+``time of day``    both are times of day, one with AM/PM: the same time.
+``quantity``       the gold and the answer are quantities with units: the same
+                   value once converted to the gold's unit (pint).
+``empty gold``     undecided.
 ``string``         identical canonical strings.
 ``hedge``          the answer offers alternatives ("42 or 43") that are not all
                    equal: wrong, unless together they are the gold ("2 or -2"
@@ -36,6 +44,8 @@ judge that applies decides, and its name is reported as ``method``:
 ``text``           word answers (Monday, yes): case, punctuation and articles
                    ignored, never handed to a symbolic parser (which reads
                    "Monday" as a product of symbols).
+``type``           a set against a tuple, interval or matrix, or the reverse:
+                   wrong (:mod:`.answer_types`).
 ``equation``       two equations (``y = 2x + 3``, ``2x - y + 3 = 0``): equal when
                    ``lhs - rhs`` of one is a nonzero constant times the other's.
                    An assignment ``x = 5`` against a value compares ``5``.
@@ -47,10 +57,15 @@ judge that applies decides, and its name is reported as ``method``:
                    unbased ``\\log`` read as the natural log (``\\log 2`` = ``\\ln 2``)
                    and ``i`` as the imaginary unit when nothing else is
                    symbolic (``e^{i\\pi}`` = -1).
+``unparsed gold``, ``unparsed answer``
+                   a side math-verify and sympy cannot read: undecided.
+``undecidable``    math-verify cannot show two expressions equal and their
+                   difference is zero wherever it is evaluated: undecided (a
+                   nonzero value at a probe point makes it ``math_verify``, wrong).
 
 ``quick_judge`` runs the judges that need no symbolic algebra and answers
 ``None`` when only math-verify / sympy could decide.
-:func:`rewardsmith.reward_fns.math_symbolic.judge` runs them all (the last two
+:func:`rewardsmith.reward_fns.math_verifier.symbolic.judge` runs them all (the last two
 live in that module) and may take unbounded time, so callers run it under a
 hard timeout.
 """
@@ -62,13 +77,16 @@ from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Callable, Optional
 
-from rewardsmith.reward_fns.answer_normalize import (
+from rewardsmith.reward_fns.math_verifier.normalize import (
     ParsedNumber,
     canonical_answer,
     parse_number,
     restated_numbers,
     split_assignment,
 )
+from rewardsmith.reward_fns.math_verifier.answer_types import type_verdict
+from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
+from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
 # A final answer longer than this is judged wrong unread: no math answer is that long, and
@@ -111,12 +129,62 @@ class GradingPolicy:
 STRICT = GradingPolicy()
 
 
+VERDICTS = ("correct", "wrong", "undecided")
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """Whether the answer is correct, and which judge decided."""
+    """The verdict on an answer (one of :data:`VERDICTS`), the judge that gave it and why.
 
-    correct: bool
+    ``undecided`` means the verifier cannot tell: the gold or the answer cannot
+    be read as any type, or the comparison cannot be decided (sympy cannot
+    simplify the difference). ``Verdict(True, m)`` / ``Verdict(False, m)`` are
+    read as ``correct`` / ``wrong``.
+    """
+
+    verdict: str
     method: str
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.verdict, bool):
+            object.__setattr__(self, "verdict", "correct" if self.verdict else "wrong")
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if not self.why:
+            object.__setattr__(self, "why", _WHY.get(self.method, self.method))
+
+    @property
+    def correct(self) -> bool:
+        """Whether the verdict is ``correct`` (``wrong`` and ``undecided`` are not)."""
+        return self.verdict == "correct"
+
+
+# The reason a judge gives when it has nothing more specific to say.
+_WHY = {
+    "answer too long": "the answer is over 1,000 characters",
+    "string": "the same canonical form",
+    "hedge": "the answer offers alternatives that are not all equal",
+    "collection": "compared as a collection of items, in any order",
+    "numeric": "compared as exact numbers",
+    "spaced digits": "digit groups separated by spaces are several numbers",
+    "restatement": "a quantity restated in other units, compared by its numbers",
+    "approximation": "a decimal against a value whose expansion does not terminate",
+    "ellipsis": "digits before an ellipsis that is no repeating pattern are no exact number",
+    "choice": "compared as a multiple-choice letter",
+    "text": "compared as words (case, punctuation and articles ignored)",
+    "equation": "compared as equations (lhs - rhs up to a nonzero factor)",
+    "math_verify": "compared by math-verify (sympy)",
+    "sympy": "compared by sympy on plain-text math",
+    "quantity": "compared as quantities with units (pint)",
+    "type": "the answer's type cannot be the gold's",
+    "time of day": "compared as times of day",
+    "no answer": "there is no answer to compare",
+    "empty gold": "the gold answer is empty",
+    "unparsed gold": "the gold cannot be read as any answer type",
+    "unparsed answer": "the answer cannot be read as any answer type",
+    "undecidable": "sympy cannot decide whether the difference is zero",
+}
 
 
 # Decides two canonical, single answers that the plain judges could not: (answer, target,
@@ -137,9 +205,15 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     """
     if len(pred) > MAX_ANSWER_CHARS:
         return Verdict(False, "answer too long")
+    times = clock_verdict(pred, gold)  # before units: "2 pm" is a time, not two picometres
+    if times is not None:
+        return Verdict(times[0], "time of day", times[1])
+    quantities = quantity_verdict(pred, gold)
+    if quantities is not None:
+        return Verdict(quantities[0], "quantity", quantities[1])
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
-        return Verdict(False, "empty gold")
+        return Verdict("undecided", "empty gold")
     if not answer:
         return Verdict(False, "no answer")
     gold_options = _split(_OR, target)
@@ -242,6 +316,9 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
         return Verdict(picked is not None and picked.group(1).upper() == choice.group(1), "choice")
     if _is_text(target) or _is_text(answer):
         return Verdict(_text_key(answer) == _text_key(target), "text")
+    mismatch = type_verdict(answer, target)
+    if mismatch is not None:
+        return Verdict(False, "type", mismatch)
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)

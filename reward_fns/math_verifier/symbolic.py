@@ -3,7 +3,7 @@
 Importing this module imports math-verify and sympy, so the parent process
 of a reward run only pays for it when a case needs symbolic algebra, and the
 timeout guard subprocess preloads it before its clock starts. :func:`judge`
-is the entry point the guard runs (see :mod:`math_equivalence` for the order
+is the entry point the guard runs (see :mod:`~rewardsmith.reward_fns.math_verifier.judges` for the order
 of the judges).
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from sympy.parsing.sympy_parser import (
     standard_transformations,
 )
 
-from rewardsmith.reward_fns.answer_normalize import ParsedNumber
-from rewardsmith.reward_fns.math_equivalence import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
+from rewardsmith.reward_fns.math_verifier.normalize import ParsedNumber
+from rewardsmith.reward_fns.math_verifier.judges import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
 from rewardsmith.reward_fns.math_verify_lib import parse, verify
 
 _PLAIN_MATH = re.compile(r"^[0-9a-zA-Z+\-*/^(). ]+$")
@@ -34,6 +34,20 @@ _TRANSFORMATIONS = (*standard_transformations, implicit_multiplication_applicati
 # math-verify reads an unbased \log as base 10; answers and golds often mean the natural log.
 _UNBASED_LOG = re.compile(r"\\log(?![_A-Za-z])")
 _RELATIONS = re.compile(r"\\(?:le|ge|leq|geq|neq|ne|lt|gt)(?![A-Za-z])|[<>!]")
+
+
+# One judgement of each kind, made at import: the first LaTeX parse builds latex2sympy's parser
+# and sympy fills its caches on first use (together about a second), which the timeout guard
+# pays when it loads this module, before its clock starts, not inside the first samples.
+_WARM_UP = (("\\sqrt{3}", "\\sqrt{2}"), ("x^2 + 2x + 1", "(x+1)^2"), ("y = 2x + 3", "2x - y + 3 = 0"),
+            ("\\begin{pmatrix}1 & 2\\\\3 & 4\\end{pmatrix}", "\\begin{bmatrix}1 & 2\\\\3 & 4\\end{bmatrix}"),
+            ("[1, 2)", "x \\ge 1"), ("\\{1, 2\\}", "1, 2"), ("\\sin 60^\\circ", "\\frac{\\sqrt{3}}{2}"),
+            ("e^{i\\pi}", "-1"), ("\\ln 2", "\\log 2"))
+
+
+def _warm_up() -> None:
+    for pred, gold in _WARM_UP:
+        judge(pred, gold)
 
 
 def judge(pred: str, gold: str, policy: GradingPolicy = STRICT) -> Verdict:
@@ -148,9 +162,53 @@ def symbolic_equal(
     preds = [plain_answer] if plain_answer is not None else pred_parsed
     if (plain_answer is not None or plain_target is not None) and golds and preds and verify(golds, preds):
         return Verdict(True, "sympy")
-    if not gold_parsed and plain_target is None:
-        return Verdict(False, "unparsed gold")
-    return Verdict(False, "math_verify")
+    if not golds:
+        return Verdict("undecided", "unparsed gold")
+    if not preds:
+        return Verdict("undecided", "unparsed answer")
+    return _decided_difference(_first_expression(preds), _first_expression(golds))
+
+
+def _evaluate(expression: Any, values: dict[str, Any]) -> complex | None:
+    """``expression`` as a complex number with each symbol set to the value of its name, else ``None``."""
+    try:
+        substituted = expression.subs({symbol: values[str(symbol)] for symbol in expression.free_symbols})
+        return complex(substituted.evalf(_PROBE_DIGITS))
+    except Exception:  # noqa: BLE001 - sympy raises many types for what has no numeric value
+        return None
+
+
+# Points at which two expressions that sympy could not prove equal are told apart: numbers
+# no simple answer is built around, so a difference that vanishes at all of them is a real doubt.
+_PROBE_POINTS = (sympy.Rational(37, 100), sympy.Rational(-113, 70), sympy.Rational(271, 100))
+_PROBE_DIGITS = 30
+
+
+def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
+    """``wrong`` when ``answer - target`` is numerically nonzero somewhere, else ``undecided``.
+
+    math-verify says only "not shown equal"; it may be equal in a form sympy
+    cannot simplify. Anything but two expressions (sets, intervals, matrices,
+    relations) is compared structurally by math-verify, whose "no" stands.
+    """
+    if answer is None or target is None:
+        return Verdict(False, "math_verify")
+    if answer.is_infinite or target.is_infinite:  # oo - oo has no value; two different infinities differ
+        return Verdict(answer == target, "math_verify", f"{answer} and {target}: an infinity equals only itself")
+    difference = answer - target
+    # The two sides may spell one variable as symbols with different assumptions: one value per name.
+    names = sorted({str(symbol) for symbol in answer.free_symbols | target.free_symbols})
+    for point in _PROBE_POINTS if names else (None,):
+        values = {name: point * (index + 1) for index, name in enumerate(names)}
+        value, scale = _evaluate(difference, values), _evaluate(target, values)
+        if value is None:
+            continue  # not a number here (a pole, an undefined function): try the next point
+        if abs(value) > 1e-12 * (1.0 + abs(scale or 0.0)):
+            where = "" if not names else " at " + ", ".join(f"{name} = {v}" for name, v in values.items())
+            return Verdict(False, "math_verify", f"math-verify (sympy) finds them different; their difference is "
+                           f"{value.real:.6g}{'' if value.imag == 0 else f'{value.imag:+.6g}i'}{where}")
+    return Verdict("undecided", "undecidable", "sympy cannot simplify the difference to zero, and it does not "
+                   "differ from zero where it was evaluated")
 
 
 def _exactly(literal: ParsedNumber, parsed: list[Any]) -> bool:
@@ -173,3 +231,6 @@ def _approximation(
         exact = _exact_real(pred_parsed)
         return None if exact is None else approximation_verdict(target_number, exact, policy, literal_is_answer=False)
     return None
+
+
+_warm_up()

@@ -1,6 +1,6 @@
-"""Notations of a final answer rewritten into the forms :mod:`answer_normalize` reads.
+"""Notations of a final answer rewritten into the forms :mod:`~rewardsmith.reward_fns.math_verifier.normalize` reads.
 
-Used by :func:`~rewardsmith.reward_fns.answer_normalize.canonical_answer`:
+Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`:
 
 * :func:`typeset_quantities`: siunitx macros (``\\SI{5}{\\meter}``,
   ``\\qty{12}{cm}``, ``\\num{1200}``, ``\\si{cm}``) become a number and a

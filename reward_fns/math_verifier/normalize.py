@@ -20,8 +20,10 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rewardsmith.reward_fns.answer_notation import spelled_number, typeset_quantities
+from rewardsmith.reward_fns.math_verifier.notation import spelled_number, typeset_quantities
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
+from rewardsmith.reward_fns.math_verifier.answer_types import vector_as_tuple
+from rewardsmith.reward_fns.math_verifier.numerals import chinese_number, plain_digits, roman_number, words_to_number
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
 _SPACING = ("\\left", "\\right", "\\,", "\\;", "\\:", "\\quad", "\\qquad")
@@ -90,11 +92,8 @@ _REPEATING_BAR = re.compile(r"^([+-]?)(\d*)\.(\d*)(?:\\(?:overline|bar|dot)\{(\d
 _ELLIPSIS_DECIMAL = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?\\ldots$")
 MAX_REPEATING_PERIOD = 6
 
-_UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-          "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-          "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_SCALES = {"thousand": 1000, "million": 1_000_000}
+ENGLISH = ("en",)  # words after a number are read in English only (see words_to_number)
 
 
 def unwrap_command(text: str, command: str) -> str:
@@ -154,14 +153,14 @@ def _number_in_prose(text: str) -> str | None:
     words = match.group("words").replace(",", " ").split()
     if any(word.lower() in _QUALIFYING_WORDS or (len(word) == 1 and word.lower() != "a") for word in words):
         return None
-    if match.group("units") and words_to_number(match.group("units")) is not None:
+    if match.group("units") and words_to_number(match.group("units"), ENGLISH) is not None:
         return None  # "5 million" is a number, not 5 of a unit
     return match.group("number") + (match.group("percent") or "")
 
 
 def canonical_answer(text: str) -> str:
     """The canonical form of a final answer (see the module docstring)."""
-    text = text.strip().strip("*").strip()
+    text = plain_digits(text).strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
     text = typeset_quantities(_unicode_to_latex(text))
@@ -186,7 +185,7 @@ def canonical_answer(text: str) -> str:
     # "60 \text{ minutes} = 1 \text{ hour}" is a restatement), then bare words after a number.
     while "=" not in text:
         match = _TRAILING_TEXT_GROUP.match(text)
-        if (match is None or words_to_number(text[text.index("{", len(match.group(1))) + 1 : -1]) is not None
+        if (match is None or words_to_number(text[text.index("{", len(match.group(1))) + 1 : -1], ENGLISH) is not None
                 or _ENDS_WITH_JOINER.search(match.group(1))):
             break  # "5\text{ thousand}" is 5000, not 5 of a unit; "\text{yes} \text{ or } \text{no}" is a hedge
         text = match.group(1)
@@ -194,7 +193,7 @@ def canonical_answer(text: str) -> str:
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
     text = _scaled_number(text) or _number_in_prose(text) or spelled_number(text) or text
-    return " ".join(text.split()).rstrip(".").strip()
+    return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 
 
 def split_assignment(text: str) -> tuple[str, str] | None:
@@ -208,7 +207,7 @@ def split_assignment(text: str) -> tuple[str, str] | None:
 def restated_numbers(text: str) -> list[str] | None:
     """The numbers of a quantity restated in other units (``60 minutes = 1 hour`` -> 60, 1), else ``None``."""
     sides = [_RESTATED_SIDE.match(side.strip()) for side in text.split("=")]
-    if len(sides) < 2 or not all(sides) or any(words_to_number(side.group(2)) is not None for side in sides):
+    if len(sides) < 2 or not all(sides) or any(words_to_number(side.group(2), ENGLISH) is not None for side in sides):
         return None
     return [side.group(1) for side in sides]
 
@@ -291,30 +290,6 @@ def _spaced_number(text: str) -> ParsedNumber | None:
     return ParsedNumber(-value if sign == "-" else value, None, 0, False)
 
 
-def words_to_number(text: str) -> int | None:
-    """``"negative twenty-one"`` -> -21; ``None`` unless every word is a number word."""
-    words = text.lower().replace("-", " ").replace(",", " ").split()
-    sign = 1
-    if words and words[0] in ("negative", "minus"):
-        sign, words = -1, words[1:]
-    if not words:
-        return None
-    total = current = 0
-    for word in words:
-        if word in _UNITS:
-            current += _UNITS[word]
-        elif word in _TENS:
-            current += _TENS[word]
-        elif word == "hundred":
-            current = max(current, 1) * 100
-        elif word in _SCALES:
-            total += max(current, 1) * _SCALES[word]
-            current = 0
-        elif word != "and":
-            return None
-    return sign * (total + current)
-
-
 def parse_number(text: str) -> ParsedNumber | None:
     """Read a canonical answer that is a plain number, exactly; ``None`` otherwise.
 
@@ -325,8 +300,13 @@ def parse_number(text: str) -> ParsedNumber | None:
     arithmetic stays cheap.
     """
     spelled = words_to_number(text)
+    if spelled is None:
+        spelled = roman_number(text)
     if spelled is not None:
         return ParsedNumber(Fraction(spelled), None, 0, False)
+    chinese = chinese_number(text)
+    if chinese is not None:
+        return ParsedNumber(chinese[0], None, 0, chinese[1])
     text = _SPACE_BESIDE_SYMBOL.sub(r"\1", text.strip())
     if not text or len(text) > 60:
         return None

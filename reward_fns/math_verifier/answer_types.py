@@ -1,0 +1,126 @@
+"""The type of a canonical answer, and the type rules that decide before any value is compared.
+
+:func:`answer_type` names what a canonical answer (``normalize``) is:
+
+========== =====================================================================
+type        written as
+========== =====================================================================
+choice      a letter A-E, ``(C)``
+number      ``-12``, ``3/4``, ``\\frac{3}{4}``, ``12.5%``, ``0.\\overline{3}``, words, numerals
+set         ``\\{1, 2\\}`` (order does not matter)
+interval    ``[1, 2)``, ``(-\\infty, 3]``, a union ``(0, 1) \\cup (2, 3)``
+tuple       ``(1, 2, 3)``, ``[1, 2, 3]``; ``(1, 2)`` is a point or an open interval
+matrix      ``\\begin{pmatrix}..\\end{pmatrix}`` (``bmatrix``, ``array``, ...)
+list        ``1, 2, 3`` without brackets (the solutions of an equation: any order)
+inequality  ``x \\ge 3``, ``1 < x < 2``
+equation    ``y = 2x + 3``
+text        words (``Monday``, ``yes``)
+expression  anything else (``2\\sqrt{3}``, ``x^2 + 1``)
+========== =====================================================================
+
+A quantity with a unit is read before canonical form drops the unit
+(:mod:`~rewardsmith.reward_fns.math_verifier.units`).
+
+:func:`type_verdict` refuses an answer whose type cannot be the gold's,
+before math-verify (which reads ``(1, 2)`` as an interval and takes the set
+``\\{1, 2\\}`` for it): a set for anything in ordered brackets, or anything
+in ordered brackets for a set. :func:`vector_as_tuple` reads a matrix of one
+row or one column as the tuple it is (the LaTeX is parsed by ``pylatexenc``),
+so a column vector ``\\begin{pmatrix}1\\\\2\\end{pmatrix}`` equals ``(1, 2)``.
+"""
+from __future__ import annotations
+
+import re
+
+ANSWER_TYPES = ("choice", "number", "set", "interval", "tuple", "matrix", "list", "inequality", "equation", "text",
+                "expression")
+_CHOICE = re.compile(r"^\(?[A-E]\)?$")
+_SET = re.compile(r"^\\\{.*\\\}$", re.DOTALL)
+_ORDERED = re.compile(r"^[(\[].*[)\]]$", re.DOTALL)
+_INTERVAL = re.compile(r"^[(\[][^,()\[\]]*,[^,()\[\]]*[)\]]$")
+_MATRIX = re.compile(r"^\\begin\{([pbBvV]?matrix|array)\}")
+_INEQUALITY = re.compile(r"<|>|\\(?:le|ge|leq|geq|lt|gt|neq|ne)(?![A-Za-z])")
+_WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
+_MATRIX_ENVIRONMENTS = frozenset({"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "array"})
+
+
+def _top_level_commas(text: str) -> int:
+    depth = commas = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            commas += 1
+    return commas
+
+
+def answer_type(canonical: str) -> str:
+    """The type of canonical answer ``canonical`` (one of :data:`ANSWER_TYPES`; see the module docstring)."""
+    # Imported here: normalize imports this module (for vector_as_tuple).
+    from rewardsmith.reward_fns.math_verifier.normalize import parse_number
+
+    if _CHOICE.match(canonical):
+        return "choice"
+    if parse_number(canonical) is not None:
+        return "number"
+    if _MATRIX.match(canonical):
+        return "matrix"
+    if _SET.match(canonical):
+        return "set"
+    if "\\cup" in canonical or (_INTERVAL.match(canonical) and canonical[0] + canonical[-1] in ("(]", "[)", "[]")):
+        return "interval"
+    if _ORDERED.match(canonical) and _top_level_commas(canonical[1:-1]) >= 1:
+        return "interval" if "\\infty" in canonical else "tuple"
+    if _INEQUALITY.search(canonical):
+        return "inequality"
+    if canonical.count("=") == 1:
+        return "equation"
+    if _top_level_commas(canonical) >= 1:
+        return "list"
+    if _WORDS.match(canonical):
+        return "text"
+    return "expression"
+
+
+def type_verdict(answer: str, target: str) -> str | None:
+    """Why ``answer`` cannot equal ``target`` by their types alone, else ``None``."""
+    answer_kind, target_kind = answer_type(answer), answer_type(target)
+    ordered = ("tuple", "interval", "matrix")
+    if answer_kind == "set" and target_kind in ordered:
+        return f"a set is no {target_kind}: the gold is ordered"
+    if target_kind == "set" and answer_kind in ordered:
+        return f"a {answer_kind} is no set"
+    return None
+
+
+def vector_as_tuple(canonical: str) -> str:
+    """A matrix of one row or one column (at least two entries) as a tuple ``(a, b, ...)``; other text unchanged."""
+    if not _MATRIX.match(canonical):
+        return canonical
+    from pylatexenc.latexwalker import LatexEnvironmentNode, LatexWalker
+
+    try:
+        nodes, _, _ = LatexWalker(canonical, tolerant_parsing=False).get_latex_nodes()
+    except Exception:  # noqa: BLE001 - pylatexenc's parse errors: not a matrix we can read
+        return canonical
+    if len(nodes) != 1 or not isinstance(nodes[0], LatexEnvironmentNode):
+        return canonical
+    node = nodes[0]
+    if node.environmentname not in _MATRIX_ENVIRONMENTS:
+        return canonical
+    body = "".join(child.latex_verbatim() for child in node.nodelist)
+    if node.environmentname == "array":
+        body = re.sub(r"^\s*\{[^{}]*\}", "", body)  # the column spec
+    rows = [row for row in (r.strip() for r in re.split(r"\\\\", body)) if row]
+    cells = [[cell.strip() for cell in row.split("&")] for row in rows]
+    if len(cells) > 1 and all(len(row) == 1 for row in cells):
+        entries = [row[0] for row in cells]
+    elif len(cells) == 1 and len(cells[0]) > 1:
+        entries = cells[0]
+    else:
+        return canonical
+    if not all(entries):
+        return canonical
+    return "(" + ", ".join(entries) + ")"

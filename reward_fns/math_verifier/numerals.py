@@ -1,0 +1,130 @@
+"""Numbers written in words, in other numeral systems and in other digits.
+
+Each reading is done by a maintained library, imported when first needed
+(importing rewardsmith stays fast):
+
+* number words in English, French, Spanish, German, Portuguese, Italian and
+  Dutch ("forty-two", "vingt et un", "dreiundzwanzig"): ``text2num``; a
+  leading "negative"/"minus" (or the language's word) is the sign;
+* Roman numerals of at least two letters, upper case ("XIV", "MCMXCIV"):
+  ``roman`` (one letter is a choice or a variable: "C", "I", "V");
+* Chinese numerals ("一百二十三", "负五", "二点五", "两千"): ``cn2an``; a fraction
+  "三分之一" (1/3) and a percentage "百分之二十" (20%) are read here around it;
+* other digits (:func:`plain_digits`): every Unicode decimal digit (category
+  Nd: Arabic-Indic, Devanagari, fullwidth, mathematical bold, ...) becomes its
+  ASCII digit; characters of the fullwidth forms (U+FF01-U+FF5E) and the
+  mathematical alphanumeric symbols (U+1D400-U+1D7FF) become their NFKC form
+  ("１２．５" -> "12.5", "𝐱" -> "x"); and these look-alikes become ASCII:
+  minus and dashes before a digit, no-break / thin / narrow spaces, the Arabic
+  decimal and thousands separators. Superscripts and subscripts are left alone
+  (they are powers and indices, not digits; ``notation`` reads them).
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from fractions import Fraction
+from functools import lru_cache
+
+# The languages text2num reads, English first (the most common answer language).
+WORD_LANGUAGES = ("en", "fr", "es", "de", "pt", "it", "nl")
+_SIGN_WORDS = frozenset({"negative", "minus", "moins", "menos", "negativo", "meno", "min"})
+_WORD = re.compile(r"^[^\W\d_]+(?:[\s-]+[^\W\d_]+)*$")
+_ROMAN = re.compile(r"^[IVXLCDM]{2,15}$")
+_CHINESE_DIGITS = "零〇一二两三四五六七八九十百千万亿壹贰叁肆伍陆柒捌玖拾佰仟点负"
+_CHINESE = re.compile(rf"^[{_CHINESE_DIGITS}]+$")
+_CHINESE_FRACTION = re.compile(rf"^(负?)([{_CHINESE_DIGITS}]+)分之([{_CHINESE_DIGITS}]+)$")
+_LOOK_ALIKES = {
+    "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2007": " ",  # spaces used between digit groups
+    "\u066b": ".", "\u066c": ",",  # Arabic decimal and thousands separators
+}
+_DASHES_BEFORE_DIGIT = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d](?=\\d)")
+
+
+def _nfkc_range(char: str) -> bool:
+    code = ord(char)
+    return 0xFF01 <= code <= 0xFF5E or 0x1D400 <= code <= 0x1D7FF
+
+
+def plain_digits(text: str) -> str:
+    """``text`` with the digits and look-alikes listed in the module docstring made ASCII."""
+    if text.isascii():
+        return text
+    out = []
+    for char in text:
+        if char in _LOOK_ALIKES:
+            out.append(_LOOK_ALIKES[char])
+        elif not char.isascii() and unicodedata.category(char) == "Nd":
+            out.append(str(unicodedata.decimal(char)))
+        elif _nfkc_range(char):
+            out.append(unicodedata.normalize("NFKC", char))
+        else:
+            out.append(char)
+    return _DASHES_BEFORE_DIGIT.sub("-", "".join(out))
+
+
+@lru_cache(maxsize=4096)
+def words_to_number(text: str, languages: tuple[str, ...] = WORD_LANGUAGES) -> int | None:
+    """The integer that ``text`` spells in one of ``languages`` ("negative twenty-one" -> -21), else ``None``.
+
+    Words after a number ("5 million", "120 miles") are read in English only:
+    "miles" is a thousand in Spanish, "cent" a hundred in French.
+    """
+    words = text.strip().lower().replace(",", " ").split()
+    if not words or not _WORD.match(" ".join(words)):
+        return None
+    sign = 1
+    if words[0] in _SIGN_WORDS:
+        sign, words = -1, words[1:]
+    if not words:
+        return None
+    from text_to_num import text2num
+
+    phrase = " ".join(words)
+    for language in languages:
+        try:
+            return sign * int(text2num(phrase, language))
+        except ValueError:
+            continue
+    return None
+
+
+def _chinese(text: str) -> Fraction | None:
+    import cn2an
+
+    try:
+        value = cn2an.cn2an(text, "smart")
+    except (ValueError, KeyError, IndexError):
+        return None
+    return Fraction(str(value))
+
+
+def chinese_number(text: str) -> tuple[Fraction, bool] | None:
+    """``(value, is_percent)`` for a Chinese numeral, fraction or percentage, else ``None``."""
+    text = text.strip()
+    fraction = _CHINESE_FRACTION.match(text)
+    if fraction is not None:
+        sign, denominator, numerator = fraction.groups()
+        if denominator == "百":  # 百分之二十: twenty per hundred, a percentage
+            value = _chinese(numerator)
+            return None if value is None else ((-value if sign else value), True)
+        den, num = _chinese(denominator), _chinese(numerator)
+        if den is None or num is None or den == 0:
+            return None
+        return (-num / den if sign else num / den), False
+    if not _CHINESE.match(text):
+        return None
+    value = _chinese(text)
+    return None if value is None else (value, False)
+
+
+def roman_number(text: str) -> int | None:
+    """The value of an upper-case Roman numeral of two or more letters ("XIV" -> 14), else ``None``."""
+    if not _ROMAN.match(text):
+        return None
+    import roman
+
+    try:
+        return roman.fromRoman(text)
+    except roman.InvalidRomanNumeralError:
+        return None
