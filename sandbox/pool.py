@@ -56,6 +56,7 @@ LAYERS = {
                "file-system watches; "
                "sockets only of the IPv4, IPv6 and connected-pair unix families",
     "memory_cgroup": "memory cgroup per run: memory_limit_MB bounds all the memory a run makes the kernel hold",
+    "cpu_cgroup": "cpu cgroup per run with an equal share: a run of many processes cannot starve another run",
 }
 
 # The workers' whole environment: the server's (its token, any secret of the
@@ -116,6 +117,7 @@ def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-
         proc.stdin.close()
         proc.wait(timeout=10)
         proc.stdout.close()
+        cgroups.remove(uid)  # the probe's cgroups: a server that then refuses to start leaves none
     if result is None or "error" in result:
         raise RuntimeError(f"the sandbox worker could not run a probe program: {result}")
     try:
@@ -139,7 +141,10 @@ seen["network_namespace"] = sorted(os.listdir("/sys/class/net")) == ["lo"]
 seen["ipc_namespace"] = os.uname().nodename == "sandbox"
 libc = ctypes.CDLL(None, use_errno=True)
 seen["seccomp"] = libc.unshare(0x10000000) != 0 and ctypes.get_errno() == 1  # CLONE_NEWUSER -> EPERM
-seen["memory_cgroup"] = "rewardsmith-sandbox-uid" in open("/proc/self/cgroup").read()
+cgroup_lines = [line.split(":", 2) for line in open("/proc/self/cgroup").read().splitlines()]
+seen["memory_cgroup"] = any("rewardsmith-sandbox-uid" in path for _, _, path in cgroup_lines)
+seen["cpu_cgroup"] = any("rewardsmith-sandbox-uid" in path for _, names, path in cgroup_lines
+                         if "cpu" in names.split(",") or names == "")
 try:
     import wave  # never preloaded: only importable if the program's uid can read the standard library
     seen["stdlib_readable"] = True
@@ -288,7 +293,7 @@ class SandboxPool:
     async def _call(self, worker: _WorkerProcess, job: dict) -> dict:
         self.busy += 1
         self.peak_busy = max(self.peak_busy, self.busy)
-        deadline = job["timeout"] + _WORKER_SLACK_S
+        deadline = wire.wall_cap_s(job["timeout"]) + _WORKER_SLACK_S
         try:
             return await asyncio.wait_for(worker.call(job), deadline)
         except (asyncio.TimeoutError, WorkerFailed, ConnectionError) as exc:

@@ -27,6 +27,7 @@ from rewardsmith.common.network import SANDBOX_TOKEN_ENV, check_exposure
 from rewardsmith.sandbox.gate import Admission, BodyLimit, TokenAuth, bounded_http_protocol, json_items
 from rewardsmith.sandbox.languages import Language, detect_languages
 from rewardsmith.sandbox import uids
+from rewardsmith.sandbox.wire import wall_cap_s
 from rewardsmith.sandbox.pool import LAYERS, Overloaded, SandboxPool, WorkerFailed, default_expose, job_template
 from rewardsmith.sandbox.pool import probe_isolation
 from rewardsmith.sandbox.schema import (
@@ -211,6 +212,10 @@ class Sandbox:
         report = await self.pool.run(job)
         if "error" in report:
             raise WorkerFailed(report["error"])
+        if report["load_capped"]:
+            # Unscored, never a wrong answer: the program did not get its time.
+            raise WorkerFailed(f"the host was too loaded to give the program its {job['timeout']:g} s: stopped at "
+                               f"{wall_cap_s(job['timeout']):g} s of wall time; retry later")
         if budget is not None:
             budget.take(report)
         return command_result(report), report

@@ -101,6 +101,8 @@ class Worker:
         except OSError:
             self.cgroup = None
         self.layers["memory_cgroup"] = self.cgroup is not None
+        # After the memory cgroups (v2 enables the cpu controller below them), before the template is forked.
+        self.layers["cpu_cgroup"] = cgroups.join_cpu_share(uid)
         # Per-worker network namespace: created once here and shared by this
         # worker's runs, which never overlap in time; creating and tearing
         # down a network namespace is the costliest part of a run.
@@ -223,7 +225,7 @@ class Worker:
                 self.cgroup.tidy()  # while the program runs: the worker would only wait
             watch = None if run_cgroup is None else cgroups.ThrashWatch(run_cgroup)
             try:
-                captured = self._supervise(job, pid, started, out_r, err_r, watch)
+                captured = self._supervise(job, pid, started, out_r, err_r, watch, run_cgroup)
             finally:
                 os.close(out_r)
                 os.close(err_r)
@@ -287,7 +289,7 @@ class Worker:
     # -- the worker side: output, deadline ------------------------------------------
 
     def _supervise(self, job: dict, pid: int, started: float, out_r: int, err_r: int,
-                   watch: cgroups.ThrashWatch | None) -> dict:
+                   watch: cgroups.ThrashWatch | None, run_cgroup: cgroups.RunCgroup | None) -> dict:
         """Read both streams until they close and the program exits; kill the tree at the deadline,
         or as soon as ``watch`` sees the run thrashing at its memory limit.
 
@@ -306,7 +308,9 @@ class Worker:
             poller.register(fd, select.POLLIN)
         open_fds = {out_r, err_r}
         deadline = started + job["timeout"]
-        timed_out = thrashed = False
+        wall_cap = started + wire.wall_cap_s(job["timeout"])
+        under_init = job["mode"] != "inline-python" and self.layers["pid_namespace"]
+        timed_out = thrashed = load_capped = False
         ended = None
         next_check = started + watch.FIRST_CHECK_S if watch is not None else float("inf")
         try:
@@ -315,10 +319,17 @@ class Worker:
                 if ended is None and now >= next_check:
                     next_check = now + watch.CHECK_EVERY_S
                     thrashed = watch.thrashing()
+                if ended is None and not thrashed and now >= deadline:
+                    # The timeout counts the program's own time: not what it waited for a CPU.
+                    owed = job["timeout"] - (now - started - _load_delay_s(pid, under_init, run_cgroup))
+                    if owed > 0 and now < wall_cap:
+                        deadline = min(wall_cap, now + owed)
+                        continue
+                    load_capped = owed > 0
                 if now >= deadline or (thrashed and ended is None):
                     if ended is not None:
                         break  # past the grace period: what is still open belongs to escaped daemons
-                    timed_out = not thrashed
+                    timed_out = not (thrashed or load_capped)
                     ended = now
                     _kill_tree(pid)
                     deadline = now + _KILL_GRACE_S
@@ -350,6 +361,7 @@ class Worker:
         return {
             "timed_out": timed_out,
             "thrashed": thrashed,
+            "load_capped": load_capped,
             "wall_time": (ended or time.monotonic()) - started,
             "stdout": bytes(streams[out_r]),
             "stderr": bytes(streams[err_r]),
@@ -362,6 +374,29 @@ class Worker:
 def _cpu_seconds(job: dict) -> int:
     """The run's CPU-time limit: a second past its wall-clock timeout (the deadline, not RLIMIT_CPU, comes first)."""
     return int(job["timeout"]) + 1
+
+
+def _load_delay_s(pid: int, under_init: bool, run_cgroup: cgroups.RunCgroup | None) -> float:
+    """Seconds of the run's wall time spent waiting for a CPU that other runs or the host held.
+
+    The kernel's ``schedstat`` counts the time a thread was runnable but
+    not running. The program's main thread (``pid`` is the run's PID 1; an
+    exec'd program is its init's child) is the measure; divided by the run's
+    live threads, because a run that competes with itself (60 spinning
+    processes) made its own wait: charged to it, as before. 0 when the
+    kernel keeps no scheduler statistics, or the program is gone.
+    """
+    task = pid
+    try:
+        if under_init:
+            with open(f"/proc/{pid}/task/{pid}/children") as fh:
+                task = int(fh.read().split()[0])
+        with open(f"/proc/{task}/schedstat") as fh:
+            waited = int(fh.read().split()[1]) / 1e9
+        threads = 1 if run_cgroup is None else run_cgroup.task_count() - under_init
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return waited / max(1, threads)
 
 
 def _memfd(name: str, data: bytes) -> int:
