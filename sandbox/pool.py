@@ -203,6 +203,11 @@ class _WorkerProcess:
         self.template_pid = hello["template_pid"]
         return hello
 
+    def cancel(self) -> None:
+        """Stop the job in progress (a no-op for the worker when it has just ended; it skips the frame)."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.stdin.write(wire.encode(wire.CANCEL))
+
     async def call(self, job: dict) -> dict:
         self.proc.stdin.write(wire.encode(job))
         await self.proc.stdin.drain()
@@ -243,6 +248,7 @@ class SandboxPool:
     expose: list[str]
     max_pending: int
     netns: str = "per-run"
+    max_queue_wait_s: float = 5.0
     _idle: asyncio.Queue = field(init=False)
     _workers: list[_WorkerProcess] = field(init=False, default_factory=list)
     pending: int = field(init=False, default=0)
@@ -284,11 +290,21 @@ class SandboxPool:
         return max(0, self.pending - self.busy)
 
     async def run(self, job: dict) -> dict:
-        """Run one job on the next free worker (within a reservation)."""
-        worker = await self._idle.get()
-        # Shielded: a client that disconnects mid-run must not leave a
-        # half-read reply in the worker's pipe for the next request.
-        return await asyncio.shield(asyncio.ensure_future(self._call(worker, job)))
+        """Run one job on the next free worker (within a reservation); ``Overloaded`` when none is free within
+        ``max_queue_wait_s``. Cancelled (its client went away), it stops the job, waiting or running."""
+        try:
+            worker = await asyncio.wait_for(self._idle.get(), self.max_queue_wait_s)
+        except asyncio.TimeoutError:
+            raise Overloaded(f"no sandbox worker was free within {self.max_queue_wait_s:g} s") from None
+        call = asyncio.ensure_future(self._call(worker, job))
+        try:
+            # Shielded: the worker's reply is always read, so no half-read
+            # reply stays in its pipe for the next request.
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            if not call.done():
+                worker.cancel()
+            raise
 
     async def _call(self, worker: _WorkerProcess, job: dict) -> dict:
         self.busy += 1

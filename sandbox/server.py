@@ -52,6 +52,8 @@ MIN_MEMORY_MB = 16
 INLINE_BODY_BYTES = 256 << 10
 # The endpoints that start runs: admission (429) is decided for them before their body is read.
 RUN_PATHS = ("/run_code", "/v1/run_batch")
+# Seconds SIGTERM waits for requests in flight before cancelling them (and killing their runs).
+SHUTDOWN_GRACE_S = 1.0
 
 
 def base_interpreter() -> str:
@@ -72,6 +74,7 @@ class ServerSettings:
     spawn_python: bool = False  # exec a fresh interpreter per run instead of the warm path
     network_namespace: str = "per-run"  # a fresh one per run; or "per-worker": shared by a worker's sequential runs
     max_pending: int = 1024
+    max_queue_wait_s: float = 5.0  # a run not started by then is refused (429), never queued past its client's patience
     max_timeout: float = 60.0
     default_memory_mb: int = 1024
     max_memory_mb: int = 8192
@@ -127,6 +130,7 @@ class Sandbox:
             expose=default_expose(settings.python),
             max_pending=settings.max_pending,
             netns=settings.network_namespace,
+            max_queue_wait_s=settings.max_queue_wait_s,
         )
         self.verdicts: Counter[str] = Counter()
         self.started = time.time()
@@ -394,10 +398,28 @@ def _json_endpoint(sandbox: Sandbox, model: type[BaseModel], handle: Callable[[A
             req = sandbox.parse(model, body)
         else:
             req = await asyncio.to_thread(sandbox.parse, model, body)
-        reply = await handle(req)
-        return Response(reply.model_dump_json(), media_type="application/json")
+        # Work whose client went away is cancelled, waiting or running: nobody would read its result.
+        handling = asyncio.ensure_future(handle(req))
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait((handling, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not handling.done():
+                handling.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await handling
+        if handling.cancelled():
+            return Response(status_code=499)  # nobody reads it
+        return Response(handling.result().model_dump_json(), media_type="application/json")
 
     return endpoint
+
+
+async def _disconnected(request: Request) -> None:
+    """Return when the client closes its connection (the body has been read: nothing else arrives)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 class WeakIsolation(RuntimeError):
@@ -452,6 +474,8 @@ def serve(settings: ServerSettings) -> int:
         sandbox = Sandbox(settings, layers, claim.base)
         config = uvicorn.Config(create_app(sandbox), host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, backlog=4096,
+                                # SIGTERM: requests in flight are cancelled (their runs killed) after this, not awaited.
+                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
                                 http=bounded_http_protocol(settings.max_head_kb << 10, settings.max_headers))
         print(f"rewardsmith sandbox: http://{settings.host}:{sock.getsockname()[1]} ({settings.workers} workers, "
               f"uids {claim.base}-{claim.base + settings.workers - 1}, "

@@ -11,6 +11,8 @@ import pickle
 import struct
 
 HEADER = struct.Struct("!I")
+# The frame the server sends a worker to stop the run in progress (its client went away, or the server stops).
+CANCEL = "cancel"
 
 
 def encode(obj) -> bytes:

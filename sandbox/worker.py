@@ -136,6 +136,7 @@ class Worker:
         if not self.netns_per_run:
             self.clone_flags &= ~jail.CLONE_NEWNET
         self.template: template.Template | None = None
+        self.inbox: int | None = None  # the server's pipe: jobs, and cancels of the job in progress
 
     def start_template(self) -> None:
         """Fork the pristine template; call once, after the warm-up and before reading any job."""
@@ -306,11 +307,13 @@ class Worker:
         poller = select.poll()
         for fd in (out_r, err_r, exited):
             poller.register(fd, select.POLLIN)
+        if self.inbox is not None:
+            poller.register(self.inbox, select.POLLIN)
         open_fds = {out_r, err_r}
         deadline = started + job["timeout"]
         wall_cap = started + wire.wall_cap_s(job["timeout"])
         under_init = job["mode"] != "inline-python" and self.layers["pid_namespace"]
-        timed_out = thrashed = load_capped = False
+        timed_out = thrashed = load_capped = cancelled = False
         ended = None
         next_check = started + watch.FIRST_CHECK_S if watch is not None else float("inf")
         try:
@@ -336,6 +339,15 @@ class Worker:
                     continue
                 wake = min(deadline, next_check) if ended is None else deadline
                 for fd, _ in poller.poll(max(1, int((wake - now) * 1000))):
+                    if fd == self.inbox:
+                        # The server writes nothing but a cancel while a job runs.
+                        poller.unregister(fd)
+                        if wire.read_frame(fd) is not None and ended is None:
+                            cancelled = True
+                            ended = time.monotonic()
+                            _kill_tree(pid)
+                            deadline = ended + _KILL_GRACE_S
+                        continue
                     if fd == exited:
                         poller.unregister(exited)
                         ended = ended or time.monotonic()
@@ -362,6 +374,7 @@ class Worker:
             "timed_out": timed_out,
             "thrashed": thrashed,
             "load_capped": load_capped,
+            "cancelled": cancelled,
             "wall_time": (ended or time.monotonic()) - started,
             "stdout": bytes(streams[out_r]),
             "stderr": bytes(streams[err_r]),
@@ -527,6 +540,7 @@ def main() -> None:
     os.environ.clear()  # the server passed a minimal environment; keep exactly the programs' one
     os.environ.update(PROGRAM_ENV)
     inbox, outbox = os.dup(0), os.dup(1)
+    worker.inbox = inbox
     # Nothing user-facing may inherit the server's pipes as stdio.
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -545,6 +559,8 @@ def main() -> None:
         job = wire.read_frame(inbox)
         if job is None:
             return
+        if job == wire.CANCEL:
+            continue  # for a job that had ended before the cancel arrived
         try:
             reply = worker.run(job)
         except template.TemplateFailed:

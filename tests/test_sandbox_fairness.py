@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATIO
 # 60 processes spinning until the run's timeout kills them all.
 SPINNERS = """
 import os
+import signal
 for _ in range(59):
     if os.fork() == 0:
         break
@@ -70,3 +72,57 @@ def test_a_run_of_60_spinning_processes_does_not_starve_a_concurrent_run():
     assert correct["status"] == "Success", correct
     assert correct["run_result"]["stdout"] == "done\n"
     assert spun["run_result"]["verdict"] == "TimeLimitExceeded", spun
+
+
+def test_a_run_whose_client_went_away_is_cancelled():
+    with running_server("--workers", "1") as url:
+        with pytest.raises(requests.ReadTimeout):  # the client gives up after 1 s and closes the connection
+            requests.post(url + "/run_code", json={"code": "while True: pass", "run_timeout": 30}, timeout=1)
+        began = time.monotonic()
+        after = run(url, "print(1)", 5)
+        waited = time.monotonic() - began
+    assert after["run_result"]["stdout"] == "1\n", after
+    assert waited < 8, f"the next run waited {waited:.1f} s behind an abandoned one"
+
+
+def test_a_run_not_started_within_the_queue_wait_is_refused_429():
+    with running_server("--workers", "1", "--max-queue-wait", "1") as url:
+        with ThreadPoolExecutor(1) as pool:
+            busy = pool.submit(run, url, "import time\ntime.sleep(6)", 10)
+            time.sleep(1.0)
+            began = time.monotonic()
+            refused = requests.post(url + "/run_code", json={"code": "print(1)"}, timeout=30)
+            waited = time.monotonic() - began
+            busy.result()
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "1", refused.text
+    assert waited < 4, f"refused only after {waited:.1f} s"
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+
+
+def test_sigterm_stops_the_server_within_seconds_killing_what_runs():
+    with running_server("--workers", "2") as url:
+        status = requests.get(url + "/v1/status", timeout=10).json()
+        with ThreadPoolExecutor(2) as pool:
+            loops = [pool.submit(requests.post, url + "/run_code",
+                                 json={"code": "while True: pass", "run_timeout": 30}, timeout=60) for _ in range(2)]
+            deadline = time.monotonic() + 20
+            while requests.get(url + "/v1/status", timeout=10).json()["busy_workers"] < 2:
+                assert time.monotonic() < deadline, "the two runs never started"
+                time.sleep(0.1)
+            os.kill(status["server_pid"], signal.SIGTERM)
+            began = time.monotonic()
+            while _state(status["server_pid"]) not in ("Z", "gone"):
+                assert time.monotonic() - began < 8, "the server was still running 8 s after SIGTERM"
+                time.sleep(0.1)
+            for loop in loops:
+                with contextlib.suppress(requests.RequestException):
+                    loop.result()
+        left = [pid for pid in status["worker_pids"] + status["template_pids"] if _state(pid) not in ("Z", "gone")]
+    assert not left, f"processes of the server still running: {left}"
