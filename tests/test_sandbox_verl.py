@@ -68,3 +68,23 @@ def test_verl_call_based_wrapper(url):
     cases = {"fn_name": "add", "inputs": ["1\n2", "3\n4"], "outputs": ["3", "8"]}
     results, _ = VERL.check_correctness(url, cases, "def add(a, b):\n    return a + b", timeout=5)
     assert results == [True, False]
+
+
+VERL_TEST_FILE = Path(__file__).parent / "data" / "verl" / "test_sandbox_fusion_on_cpu.py"
+
+
+@pytest.mark.slow
+def test_verls_own_client_test_file_in_order(tmp_path):
+    """verl's own test file for its SandboxFusion client, whole and in order, against the server's defaults."""
+    import os
+    import subprocess
+    import sys
+
+    with running_server() as base:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+             "--rootdir", str(tmp_path), str(VERL_TEST_FILE)],
+            env={**os.environ, "SANDBOX_FUSION_URL": base + "/run_code"}, cwd=tmp_path,
+            capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-2000:]
