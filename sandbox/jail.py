@@ -583,6 +583,9 @@ def run_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int, n
         # the run: a quota left held would change the next run's outcome, so
         # programs get none (mq_open(O_CREAT) always fails with EMFILE).
         resource.RLIMIT_MSGQUEUE: 0,
+        # Locked memory likewise: SHM_LOCK charges the uid until the segment
+        # goes with the run's IPC namespace, after the run (mlock too fails).
+        resource.RLIMIT_MEMLOCK: 0,
     }
     # The CPU hard limit one second above the soft one: SIGXCPU first, SIGKILL if it is ignored.
     return tuple((which, value, value + 1 if which == resource.RLIMIT_CPU else value)

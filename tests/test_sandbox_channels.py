@@ -69,3 +69,11 @@ def test_a_pty_kept_in_flight_past_its_run_is_not_seen_by_the_next(url):
             "print(sorted(os.listdir('/dev/pts')))\n")
     assert stdout_of(url, keep) == "['0', 'ptmx']\n"
     assert stdout_of(url, "import os\nprint(sorted(os.listdir('/dev/pts')))\n") == "['ptmx']\n"
+
+
+def test_no_run_can_lock_memory_charged_to_its_uid(url):
+    code = ("import ctypes, resource\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "shm = libc.shmget(0, 4 << 20, 0o1600)\n"  # IPC_PRIVATE, IPC_CREAT | 0600
+            "print(resource.getrlimit(resource.RLIMIT_MEMLOCK), libc.shmctl(shm, 11, None))\n")  # SHM_LOCK
+    assert stdout_of(url, code) == "(0, 0) -1\n"
+    assert stdout_of(url, code) == "(0, 0) -1\n"  # the same in every run: no quota to leave held
