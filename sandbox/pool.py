@@ -248,7 +248,6 @@ class SandboxPool:
     expose: list[str]
     max_pending: int
     netns: str = "per-run"
-    max_queue_wait_s: float = 5.0
     _idle: asyncio.Queue = field(init=False)
     _workers: list[_WorkerProcess] = field(init=False, default_factory=list)
     pending: int = field(init=False, default=0)
@@ -289,13 +288,13 @@ class SandboxPool:
         """Runs waiting for a free worker."""
         return max(0, self.pending - self.busy)
 
-    async def run(self, job: dict) -> dict:
+    async def run(self, job: dict, queue_wait_s: float) -> dict:
         """Run one job on the next free worker (within a reservation); ``Overloaded`` when none is free within
-        ``max_queue_wait_s``. Cancelled (its client went away), it stops the job, waiting or running."""
+        ``queue_wait_s``. Cancelled (its client went away), it stops the job, waiting or running."""
         try:
-            worker = await asyncio.wait_for(self._idle.get(), self.max_queue_wait_s)
+            worker = await asyncio.wait_for(self._idle.get(), queue_wait_s)
         except asyncio.TimeoutError:
-            raise Overloaded(f"no sandbox worker was free within {self.max_queue_wait_s:g} s") from None
+            raise Overloaded(f"no sandbox worker was free within {queue_wait_s:g} s") from None
         call = asyncio.ensure_future(self._call(worker, job))
         try:
             # Shielded: the worker's reply is always read, so no half-read

@@ -74,7 +74,7 @@ class ServerSettings:
     spawn_python: bool = False  # exec a fresh interpreter per run instead of the warm path
     network_namespace: str = "per-run"  # a fresh one per run; or "per-worker": shared by a worker's sequential runs
     max_pending: int = 1024
-    max_queue_wait_s: float = 5.0  # a run not started by then is refused (429), never queued past its client's patience
+    max_queue_wait_s: float = 10.0  # a run not started by then is refused (429), never queued past its client's patience
     max_timeout: float = 60.0
     default_memory_mb: int = 1024
     max_memory_mb: int = 8192
@@ -130,7 +130,6 @@ class Sandbox:
             expose=default_expose(settings.python),
             max_pending=settings.max_pending,
             netns=settings.network_namespace,
-            max_queue_wait_s=settings.max_queue_wait_s,
         )
         self.verdicts: Counter[str] = Counter()
         self.started = time.time()
@@ -212,8 +211,15 @@ class Sandbox:
             parts.append("weak isolation: missing layers " + ", ".join(self.missing))
         return "; ".join(parts)
 
-    async def _execute(self, job: dict, budget: ReplyBudget | None = None) -> tuple[CommandResult, dict]:
-        report = await self.pool.run(job)
+    def _queue_wait_s(self, lang: Language, req) -> float:
+        """How long a run of ``req`` may wait for a worker: ``--max-queue-wait``, plus the compile time a language
+        without a compile step leaves unused (SandboxFusion clients such as verl wait compile_timeout +
+        run_timeout + 10 s for the reply)."""
+        return self.settings.max_queue_wait_s + (req.compile_timeout if lang.compile_argv is None else 0)
+
+    async def _execute(self, job: dict, budget: ReplyBudget | None = None,
+                       queue_wait_s: float | None = None) -> tuple[CommandResult, dict]:
+        report = await self.pool.run(job, self.settings.max_queue_wait_s if queue_wait_s is None else queue_wait_s)
         if "error" in report:
             raise WorkerFailed(report["error"])
         if report["load_capped"]:
@@ -264,7 +270,8 @@ class Sandbox:
                 return RunCodeResponse(status="Failed", compile_result=compile_result,
                                        message=self._message("compilation failed"))
             run_result, report = await self._execute(
-                self._run_job(lang, run_files, req.stdin, req, memory, req.fetch_files))
+                self._run_job(lang, run_files, req.stdin, req, memory, req.fetch_files),
+                queue_wait_s=self._queue_wait_s(lang, req))
         except WorkerFailed as exc:
             self.verdicts["SandboxError"] += 1
             return RunCodeResponse(status="SandboxError", message=self._message(str(exc)))
@@ -302,7 +309,9 @@ class Sandbox:
                                         message=self._message("compilation failed"))
             jobs = [self._run_job(lang, run_files, case.stdin, req, memory) for case in req.cases]
             budget = ReplyBudget(self.settings.max_reply_mb << 20)
-            outcomes = await asyncio.gather(*(self._execute(job, budget) for job in jobs), return_exceptions=True)
+            wait = self._queue_wait_s(lang, req)
+            outcomes = await asyncio.gather(*(self._execute(job, budget, wait) for job in jobs),
+                                            return_exceptions=True)
         except WorkerFailed as exc:
             self.verdicts["SandboxError"] += 1
             return RunBatchResponse(status="SandboxError", message=self._message(str(exc)))

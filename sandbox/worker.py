@@ -313,7 +313,7 @@ class Worker:
         deadline = started + job["timeout"]
         wall_cap = started + wire.wall_cap_s(job["timeout"])
         under_init = job["mode"] != "inline-python" and self.layers["pid_namespace"]
-        timed_out = thrashed = load_capped = cancelled = False
+        timed_out = thrashed = load_capped = False
         ended = None
         next_check = started + watch.FIRST_CHECK_S if watch is not None else float("inf")
         try:
@@ -343,7 +343,6 @@ class Worker:
                         # The server writes nothing but a cancel while a job runs.
                         poller.unregister(fd)
                         if wire.read_frame(fd) is not None and ended is None:
-                            cancelled = True
                             ended = time.monotonic()
                             _kill_tree(pid)
                             deadline = ended + _KILL_GRACE_S
@@ -374,7 +373,6 @@ class Worker:
             "timed_out": timed_out,
             "thrashed": thrashed,
             "load_capped": load_capped,
-            "cancelled": cancelled,
             "wall_time": (ended or time.monotonic()) - started,
             "stdout": bytes(streams[out_r]),
             "stderr": bytes(streams[err_r]),
