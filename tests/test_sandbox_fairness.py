@@ -41,14 +41,18 @@ def run(url: str, code: str, timeout_s: float) -> dict:
 
 
 @contextlib.contextmanager
-def service_cpu_cgroup():
+def service_cpu_cgroup(cpu_percent: int | None = None):
     """A cpu cgroup of its own for the server, as a service manager gives one (the kernel's per-session
-    autogroups, which would share the CPU between runs' sessions, apply only to the root cpu cgroup)."""
+    autogroups, which would share the CPU between runs' sessions, apply only to the root cpu cgroup);
+    ``cpu_percent`` of one CPU at most, to play a host too loaded to give a run its time."""
     root = "/sys/fs/cgroup/cpu"
     if not os.path.isfile(f"{root}/cpu.shares"):
         pytest.skip("no cgroup v1 cpu controller")
     path = f"{root}/rewardsmith-test-{os.getpid()}"
     os.makedirs(path, exist_ok=True)
+    if cpu_percent is not None:
+        with open(f"{path}/cpu.cfs_quota_us", "w") as fh:
+            fh.write(str(cpu_percent * 1000))  # of the default 100 ms period
     try:
         yield ("sh", "-c", f'echo $$ > {path}/cgroup.procs && exec "$@"', "sh")
     finally:
@@ -127,3 +131,13 @@ def test_sigterm_stops_the_server_within_seconds_killing_what_runs():
                     loop.result()
         left = [pid for pid in status["worker_pids"] + status["template_pids"] if _state(pid) not in ("Z", "gone")]
     assert not left, f"processes of the server still running: {left}"
+
+
+def test_a_run_slowed_by_load_is_charged_its_own_time_or_is_unavailable():
+    # The server gets 20% of one CPU: a run needing 0.4 s of CPU takes about 2 s of wall time.
+    with service_cpu_cgroup(cpu_percent=20) as prefix, running_server("--workers", "1", prefix=prefix) as url:
+        slowed = run(url, NEEDS_CPU, 1.5)  # its own time (0.4 s of CPU) is within 1.5 s: the wait is not its own
+        capped = run(url, NEEDS_CPU.replace("0.4", "1.2"), 1)  # 6 s of wall time needed, past the cap of 4 s
+    assert slowed["status"] == "Success", slowed
+    assert slowed["run_result"]["execution_time"] > 1.5
+    assert capped["status"] == "SandboxError" and "too loaded" in capped["message"], capped
