@@ -31,6 +31,9 @@ import mmap
 import os
 
 V1_ROOT = "/sys/fs/cgroup/memory"
+CPU_V1_ROOT = "/sys/fs/cgroup/cpu"
+# Every worker's cpu cgroup gets this weight (v1's default): equal shares.
+CPU_SHARES = 1024
 V2_ROOT = "/sys/fs/cgroup"
 # Files per hierarchy: the memory limit, the memory+swap limit, the file
 # whose "oom_kill N" line counts the cgroup's OOM kills, and the current usage.
@@ -78,8 +81,8 @@ class WorkerCgroups:
         path = os.path.join(parent, cgroup_name(uid))
         os.makedirs(path, exist_ok=True)
         if self.hierarchy == "v2":
-            _enable_memory_controller(parent, path)
-            _enable_memory_controller(path, None)
+            _enable_controller("memory", parent, path)
+            _enable_controller("memory", path, None)
         self._dir_fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         _remove_runs(path)  # what a previous worker with this uid left
         self._runs = 0
@@ -168,6 +171,12 @@ class RunCgroup:
             if key.startswith(b"workingset_refault"):
                 total += int(value)
         return total
+
+    def task_count(self) -> int:
+        """How many threads of the run are alive (read whole: only at a run's deadline)."""
+        with open(f"{self.name}/{'tasks' if self.hierarchy == 'v1' else 'cgroup.threads'}", "rb",
+                  opener=lambda path, flags: os.open(path, flags, dir_fd=self._dir_fd)) as fh:
+            return fh.read().count(b"\n")
 
     def at_limit(self) -> bool:
         """Whether usage is within 1/16 of the limit, where the kernel reclaims the cgroup's own pages."""
@@ -276,16 +285,61 @@ def _all_cached(fd: int, size: int) -> bool:
         _libc.munmap(address, size)
 
 
-def _enable_memory_controller(parent: str, path: str | None) -> None:
-    """Enable the memory controller for ``parent``'s children (``path`` being one, if it already has it: done)."""
+def _enable_controller(controller: str, parent: str, path: str | None) -> None:
+    """Enable ``controller`` for ``parent``'s children (``path`` being one, if it already has it: done)."""
     if path is not None:
         with open(os.path.join(path, "cgroup.controllers")) as fh:
-            if "memory" in fh.read().split():
+            if controller in fh.read().split():
                 return
     # Fails (EBUSY) when the server's own cgroup holds processes and is not the
     # root: cgroup v2 then needs a delegated subtree (systemd's Delegate=yes).
     with open(os.path.join(parent, "cgroup.subtree_control"), "w") as fh:
-        fh.write("+memory")
+        fh.write("+" + controller)
+
+
+def _cpu_dir(uid: int) -> tuple[str, str] | None:
+    """(hierarchy, directory) of the cpu cgroup of the worker running programs as ``uid``; None without one."""
+    with open("/proc/self/cgroup") as fh:
+        lines = [line.rstrip("\n").split(":", 2) for line in fh]
+    for _, controllers, path in lines:
+        if "cpu" in controllers.split(",") and os.path.isdir(CPU_V1_ROOT):
+            return "v1", os.path.join(CPU_V1_ROOT + path, cgroup_name(uid))
+    found = parent_dir()
+    if found is not None and found[0] == "v2":
+        return "v2", os.path.join(found[1], cgroup_name(uid))
+    return None
+
+
+def join_cpu_share(uid: int) -> bool:
+    """Give the calling worker, and every process it forks from now on, one equal share of the CPU; whether it could.
+
+    The scheduler divides the CPU between cgroups first and between the
+    processes of a cgroup second, so a run of 60 spinning processes gets one
+    run's share, not 60 of the 61 processes' shares, and a neighbour's
+    correct program keeps its pace. A worker runs one program at a time, so
+    its cgroup is its run's; and a run's PID namespace dies with the run, so
+    nothing of an earlier run can still spend the share. Joined once, as the
+    worker starts (before it forks its template): no per-run cost. With
+    cgroup v2 the share is each run's own cgroup (``cpu.weight`` 100, the
+    default, once the controller is enabled below the server's cgroup).
+    """
+    found = _cpu_dir(uid)
+    if found is None:
+        return False
+    hierarchy, path = found
+    try:
+        if hierarchy == "v2":
+            _enable_controller("cpu", os.path.dirname(path), path)
+            _enable_controller("cpu", path, None)
+            return True
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "cpu.shares"), "w") as fh:
+            fh.write(str(CPU_SHARES))
+        with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+            fh.write("0")
+    except OSError:
+        return False
+    return True
 
 
 def _remove_runs(path: str) -> None:
@@ -305,3 +359,7 @@ def remove(uid: int) -> None:
     with contextlib.suppress(OSError):
         _remove_runs(path)
         os.rmdir(path)
+    cpu = _cpu_dir(uid)
+    if cpu is not None and cpu[0] == "v1":
+        with contextlib.suppress(OSError):
+            os.rmdir(cpu[1])

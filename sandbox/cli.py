@@ -32,6 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "sequential runs: no network either way; per-worker saves about 1 ms of CPU per run")
     s.add_argument("--max-pending", type=int, default=_DEFAULTS.max_pending,
                    help="runs in flight before new requests get 429")
+    s.add_argument("--max-queue-wait", type=float, default=_DEFAULTS.max_queue_wait_s,
+                   help="seconds a run may wait for a free worker before its request gets 429")
     s.add_argument("--max-timeout", type=float, default=_DEFAULTS.max_timeout,
                    help="largest compile_timeout/run_timeout accepted, seconds")
     s.add_argument("--default-memory-mb", type=int, default=_DEFAULTS.default_memory_mb,
@@ -63,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         host=args.host, port=args.port, workers=args.workers, token=args.token,
         allow_weak_isolation=args.allow_weak_isolation, python=args.python, spawn_python=args.spawn_python,
         network_namespace=args.network_namespace,
-        max_pending=args.max_pending, max_timeout=args.max_timeout, default_memory_mb=args.default_memory_mb,
+        max_pending=args.max_pending, max_queue_wait_s=args.max_queue_wait, max_timeout=args.max_timeout,
+        default_memory_mb=args.default_memory_mb,
         max_memory_mb=args.max_memory_mb, max_processes=args.max_processes,
         max_output_bytes=args.max_output_bytes, base_uid=args.base_uid, max_request_mb=args.max_request_mb,
         max_fetch_mb=args.max_fetch_mb, max_reply_mb=args.max_reply_mb, max_head_kb=args.max_head_kb,

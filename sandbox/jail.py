@@ -233,6 +233,8 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
+# Ptys per devpts instance (one per run): far more than a program needs, a sliver of the host's pool.
+RUN_PTYS = 16
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _CLONE_NEWUSER = 0x10000000
 # x86_64 system calls a program never needs and that open kernel attack
@@ -244,7 +246,13 @@ _DENIED_X86_64 = {
     # File-system watches: the runtimes' files are the host's inodes, shared by
     # every run, so a watch would show a program what concurrent runs open.
     "inotify_init": 253, "inotify_init1": 294, "fanotify_init": 300,
+    # AIO contexts are a host-wide pool (fs.aio-max-nr): one run could take them all.
+    "io_setup": 206,
 }
+# Flushing every file system's dirty pages is the host's business: sync() and
+# syncfs() succeed without doing anything (a program's own fsync still works).
+_NOOP_X86_64 = {"sync": 162, "syncfs": 306}
+_NR_FCNTL, _F_NOTIFY = 72, 1026
 _NR_CLONE, _NR_UNSHARE, _NR_CLONE3 = 56, 272, 435
 _NR_SOCKET, _NR_SOCKETPAIR = 41, 53
 # Socket families a program may create: an allow list, since every family is
@@ -276,8 +284,8 @@ def seccomp_available() -> bool:
 
 
 def install_seccomp_filter() -> None:
-    """Deny user namespaces, io_uring, bpf, ptrace, perf events, userfaultfd, keyrings and inotify/fanotify
-    (EPERM), and sockets
+    """Deny user namespaces, io_uring, AIO contexts, bpf, ptrace, perf events, userfaultfd, keyrings,
+    inotify/fanotify and ``F_NOTIFY`` (EPERM), make ``sync``/``syncfs`` no-ops, and deny sockets
     outside ``_SOCKET_FAMILIES`` (EAFNOSUPPORT).
 
     ``clone``/``unshare`` are refused only with CLONE_NEWUSER (the one
@@ -325,8 +333,13 @@ def install_seccomp_filter() -> None:
         (ret, 0, 0, no_family),
         (ret, 0, 0, allow),
     ]
+    # fcntl(fd, F_NOTIFY, ...): directory notifications, the inotify of old.
+    prog += [(jeq, 0, 4, _NR_FCNTL), (ld_w, 0, 0, 24), (jeq, 0, 1, _F_NOTIFY), (ret, 0, 0, deny),
+             (ret, 0, 0, allow)]
     for nr in _DENIED_X86_64.values():
         prog += [(jeq, 0, 1, nr), (ret, 0, 0, deny)]
+    for nr in _NOOP_X86_64.values():
+        prog += [(jeq, 0, 1, nr), (ret, 0, 0, errno_ret)]
     prog.append((ret, 0, 0, allow))
     filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
     fprog = _SockFprog(len(prog), filters)
@@ -476,8 +489,9 @@ def _make_dev(dev: str) -> None:
         mount("/dev/" + name, f"{dev}/{name}", None, MS_BIND)
     os.mkdir(dev + "/pts", 0o755)
     os.mkdir(dev + "/shm", 0o1777)
-    # A devpts instance of this worker's: its runs' ptys are not the host's, nor another worker's.
-    mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0600")
+    # A devpts instance of this worker's: its runs' ptys are not the host's, nor another worker's
+    # (each run mounts one of its own over it: template._run_mounts).
+    fresh_devpts(dev + "/pts").apply()
     os.symlink("pts/ptmx", dev + "/ptmx")
     os.symlink("/proc/self/fd", dev + "/fd")
     for number, name in enumerate(("stdin", "stdout", "stderr")):
@@ -534,6 +548,13 @@ def fresh_sysfs() -> Mount:
     return Mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
+def fresh_devpts(target: str = "/dev/pts") -> Mount:
+    """A new devpts instance of at most ``RUN_PTYS`` ptys: a run cannot take the host's pty pool, and a pty
+    kept open past its run (an fd in flight in a unix-socket cycle) is in an instance no later run sees."""
+    return Mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC,
+                 f"newinstance,ptmxmode=0666,mode=0600,max={RUN_PTYS}")
+
+
 def fresh_proc(target: str = "/proc") -> Mount:
     """procfs for the mounting process's PID namespace: other runs' processes are invisible."""
     return Mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -562,6 +583,9 @@ def run_limits(*, memory_mb: int, cpu_seconds: int, nproc: int, fsize_mb: int, n
         # the run: a quota left held would change the next run's outcome, so
         # programs get none (mq_open(O_CREAT) always fails with EMFILE).
         resource.RLIMIT_MSGQUEUE: 0,
+        # Locked memory likewise: SHM_LOCK charges the uid until the segment
+        # goes with the run's IPC namespace, after the run (mlock too fails).
+        resource.RLIMIT_MEMLOCK: 0,
     }
     # The CPU hard limit one second above the soft one: SIGXCPU first, SIGKILL if it is ignored.
     return tuple((which, value, value + 1 if which == resource.RLIMIT_CPU else value)

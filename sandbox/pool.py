@@ -52,10 +52,11 @@ LAYERS = {
     "pid_namespace": "PID namespace: a timeout kills the whole process tree",
     "ipc_namespace": "private IPC and hostname",
     "unprivileged_uid": "programs run as an unprivileged uid",
-    "seccomp": "system-call filter: no user namespaces, io_uring, bpf, ptrace, perf events, keyrings or "
-               "file-system watches; "
+    "seccomp": "system-call filter: no user namespaces, io_uring, AIO contexts, bpf, ptrace, perf events, "
+               "keyrings or file-system watches (inotify, fanotify, F_NOTIFY); sync() a no-op; "
                "sockets only of the IPv4, IPv6 and connected-pair unix families",
     "memory_cgroup": "memory cgroup per run: memory_limit_MB bounds all the memory a run makes the kernel hold",
+    "cpu_cgroup": "cpu cgroup per run with an equal share: a run of many processes cannot starve another run",
 }
 
 # The workers' whole environment: the server's (its token, any secret of the
@@ -116,6 +117,7 @@ def probe_isolation(python: str, uid: int, expose: list[str], netns: str = "per-
         proc.stdin.close()
         proc.wait(timeout=10)
         proc.stdout.close()
+        cgroups.remove(uid)  # the probe's cgroups: a server that then refuses to start leaves none
     if result is None or "error" in result:
         raise RuntimeError(f"the sandbox worker could not run a probe program: {result}")
     try:
@@ -139,7 +141,10 @@ seen["network_namespace"] = sorted(os.listdir("/sys/class/net")) == ["lo"]
 seen["ipc_namespace"] = os.uname().nodename == "sandbox"
 libc = ctypes.CDLL(None, use_errno=True)
 seen["seccomp"] = libc.unshare(0x10000000) != 0 and ctypes.get_errno() == 1  # CLONE_NEWUSER -> EPERM
-seen["memory_cgroup"] = "rewardsmith-sandbox-uid" in open("/proc/self/cgroup").read()
+cgroup_lines = [line.split(":", 2) for line in open("/proc/self/cgroup").read().splitlines()]
+seen["memory_cgroup"] = any("rewardsmith-sandbox-uid" in path for _, _, path in cgroup_lines)
+seen["cpu_cgroup"] = any("rewardsmith-sandbox-uid" in path for _, names, path in cgroup_lines
+                         if "cpu" in names.split(",") or names == "")
 try:
     import wave  # never preloaded: only importable if the program's uid can read the standard library
     seen["stdlib_readable"] = True
@@ -200,6 +205,11 @@ class _WorkerProcess:
             raise WorkerFailed(f"sandbox worker {self.index} exited during start-up")
         self.template_pid = hello["template_pid"]
         return hello
+
+    def cancel(self) -> None:
+        """Stop the job in progress (a no-op for the worker when it has just ended; it skips the frame)."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.stdin.write(wire.encode(wire.CANCEL))
 
     async def call(self, job: dict) -> dict:
         self.proc.stdin.write(wire.encode(job))
@@ -281,17 +291,27 @@ class SandboxPool:
         """Runs waiting for a free worker."""
         return max(0, self.pending - self.busy)
 
-    async def run(self, job: dict) -> dict:
-        """Run one job on the next free worker (within a reservation)."""
-        worker = await self._idle.get()
-        # Shielded: a client that disconnects mid-run must not leave a
-        # half-read reply in the worker's pipe for the next request.
-        return await asyncio.shield(asyncio.ensure_future(self._call(worker, job)))
+    async def run(self, job: dict, queue_wait_s: float) -> dict:
+        """Run one job on the next free worker (within a reservation); ``Overloaded`` when none is free within
+        ``queue_wait_s``. Cancelled (its client went away), it stops the job, waiting or running."""
+        try:
+            worker = await asyncio.wait_for(self._idle.get(), queue_wait_s)
+        except asyncio.TimeoutError:
+            raise Overloaded(f"no sandbox worker was free within {queue_wait_s:g} s") from None
+        call = asyncio.ensure_future(self._call(worker, job))
+        try:
+            # Shielded: the worker's reply is always read, so no half-read
+            # reply stays in its pipe for the next request.
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            if not call.done():
+                worker.cancel()
+            raise
 
     async def _call(self, worker: _WorkerProcess, job: dict) -> dict:
         self.busy += 1
         self.peak_busy = max(self.peak_busy, self.busy)
-        deadline = job["timeout"] + _WORKER_SLACK_S
+        deadline = wire.wall_cap_s(job["timeout"]) + _WORKER_SLACK_S
         try:
             return await asyncio.wait_for(worker.call(job), deadline)
         except (asyncio.TimeoutError, WorkerFailed, ConnectionError) as exc:

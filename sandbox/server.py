@@ -27,6 +27,7 @@ from rewardsmith.common.network import SANDBOX_TOKEN_ENV, check_exposure
 from rewardsmith.sandbox.gate import Admission, BodyLimit, TokenAuth, bounded_http_protocol, json_items
 from rewardsmith.sandbox.languages import Language, detect_languages
 from rewardsmith.sandbox import uids
+from rewardsmith.sandbox.wire import wall_cap_s
 from rewardsmith.sandbox.pool import LAYERS, Overloaded, SandboxPool, WorkerFailed, default_expose, job_template
 from rewardsmith.sandbox.pool import probe_isolation
 from rewardsmith.sandbox.schema import (
@@ -51,6 +52,8 @@ MIN_MEMORY_MB = 16
 INLINE_BODY_BYTES = 256 << 10
 # The endpoints that start runs: admission (429) is decided for them before their body is read.
 RUN_PATHS = ("/run_code", "/v1/run_batch")
+# Seconds SIGTERM waits for requests in flight before cancelling them (and killing their runs).
+SHUTDOWN_GRACE_S = 1.0
 
 
 def base_interpreter() -> str:
@@ -71,6 +74,7 @@ class ServerSettings:
     spawn_python: bool = False  # exec a fresh interpreter per run instead of the warm path
     network_namespace: str = "per-run"  # a fresh one per run; or "per-worker": shared by a worker's sequential runs
     max_pending: int = 1024
+    max_queue_wait_s: float = 10.0  # a run not started by then is refused (429), never queued past its client's patience
     max_timeout: float = 60.0
     default_memory_mb: int = 1024
     max_memory_mb: int = 8192
@@ -207,10 +211,21 @@ class Sandbox:
             parts.append("weak isolation: missing layers " + ", ".join(self.missing))
         return "; ".join(parts)
 
-    async def _execute(self, job: dict, budget: ReplyBudget | None = None) -> tuple[CommandResult, dict]:
-        report = await self.pool.run(job)
+    def _queue_wait_s(self, lang: Language, req) -> float:
+        """How long a run of ``req`` may wait for a worker: ``--max-queue-wait``, plus the compile time a language
+        without a compile step leaves unused (SandboxFusion clients such as verl wait compile_timeout +
+        run_timeout + 10 s for the reply)."""
+        return self.settings.max_queue_wait_s + (req.compile_timeout if lang.compile_argv is None else 0)
+
+    async def _execute(self, job: dict, budget: ReplyBudget | None = None,
+                       queue_wait_s: float | None = None) -> tuple[CommandResult, dict]:
+        report = await self.pool.run(job, self.settings.max_queue_wait_s if queue_wait_s is None else queue_wait_s)
         if "error" in report:
             raise WorkerFailed(report["error"])
+        if report["load_capped"]:
+            # Unscored, never a wrong answer: the program did not get its time.
+            raise WorkerFailed(f"the host was too loaded to give the program its {job['timeout']:g} s: stopped at "
+                               f"{wall_cap_s(job['timeout']):g} s of wall time; retry later")
         if budget is not None:
             budget.take(report)
         return command_result(report), report
@@ -255,7 +270,8 @@ class Sandbox:
                 return RunCodeResponse(status="Failed", compile_result=compile_result,
                                        message=self._message("compilation failed"))
             run_result, report = await self._execute(
-                self._run_job(lang, run_files, req.stdin, req, memory, req.fetch_files))
+                self._run_job(lang, run_files, req.stdin, req, memory, req.fetch_files),
+                queue_wait_s=self._queue_wait_s(lang, req))
         except WorkerFailed as exc:
             self.verdicts["SandboxError"] += 1
             return RunCodeResponse(status="SandboxError", message=self._message(str(exc)))
@@ -293,7 +309,9 @@ class Sandbox:
                                         message=self._message("compilation failed"))
             jobs = [self._run_job(lang, run_files, case.stdin, req, memory) for case in req.cases]
             budget = ReplyBudget(self.settings.max_reply_mb << 20)
-            outcomes = await asyncio.gather(*(self._execute(job, budget) for job in jobs), return_exceptions=True)
+            wait = self._queue_wait_s(lang, req)
+            outcomes = await asyncio.gather(*(self._execute(job, budget, wait) for job in jobs),
+                                            return_exceptions=True)
         except WorkerFailed as exc:
             self.verdicts["SandboxError"] += 1
             return RunBatchResponse(status="SandboxError", message=self._message(str(exc)))
@@ -389,10 +407,28 @@ def _json_endpoint(sandbox: Sandbox, model: type[BaseModel], handle: Callable[[A
             req = sandbox.parse(model, body)
         else:
             req = await asyncio.to_thread(sandbox.parse, model, body)
-        reply = await handle(req)
-        return Response(reply.model_dump_json(), media_type="application/json")
+        # Work whose client went away is cancelled, waiting or running: nobody would read its result.
+        handling = asyncio.ensure_future(handle(req))
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait((handling, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not handling.done():
+                handling.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await handling
+        if handling.cancelled():
+            return Response(status_code=499)  # nobody reads it
+        return Response(handling.result().model_dump_json(), media_type="application/json")
 
     return endpoint
+
+
+async def _disconnected(request: Request) -> None:
+    """Return when the client closes its connection (the body has been read: nothing else arrives)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 class WeakIsolation(RuntimeError):
@@ -447,6 +483,8 @@ def serve(settings: ServerSettings) -> int:
         sandbox = Sandbox(settings, layers, claim.base)
         config = uvicorn.Config(create_app(sandbox), host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, backlog=4096,
+                                # SIGTERM: requests in flight are cancelled (their runs killed) after this, not awaited.
+                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
                                 http=bounded_http_protocol(settings.max_head_kb << 10, settings.max_headers))
         print(f"rewardsmith sandbox: http://{settings.host}:{sock.getsockname()[1]} ({settings.workers} workers, "
               f"uids {claim.base}-{claim.base + settings.workers - 1}, "

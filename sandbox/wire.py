@@ -11,6 +11,8 @@ import pickle
 import struct
 
 HEADER = struct.Struct("!I")
+# The frame the server sends a worker to stop the run in progress (its client went away, or the server stops).
+CANCEL = "cancel"
 
 
 def encode(obj) -> bytes:
@@ -59,3 +61,15 @@ def _read_exact(fd: int, n: int) -> bytes | None:
         chunks.append(chunk)
         got += len(chunk)
     return b"".join(chunks)
+
+
+def wall_cap_s(timeout: float) -> float:
+    """The most wall-clock seconds a run of ``timeout`` may take while the host is too loaded to give it its time.
+
+    A run's clock counts only its own time (the wall time less what its
+    program waited for a CPU, ``worker.Worker._supervise``); one still short
+    of its timeout at this cap is stopped and reported unavailable, never
+    ``TimeLimitExceeded``. Three times the timeout covers a run's fair share
+    on a host with three workers per core.
+    """
+    return 3 * timeout + 1

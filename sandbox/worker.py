@@ -101,6 +101,8 @@ class Worker:
         except OSError:
             self.cgroup = None
         self.layers["memory_cgroup"] = self.cgroup is not None
+        # After the memory cgroups (v2 enables the cpu controller below them), before the template is forked.
+        self.layers["cpu_cgroup"] = cgroups.join_cpu_share(uid)
         # Per-worker network namespace: created once here and shared by this
         # worker's runs, which never overlap in time; creating and tearing
         # down a network namespace is the costliest part of a run.
@@ -134,6 +136,7 @@ class Worker:
         if not self.netns_per_run:
             self.clone_flags &= ~jail.CLONE_NEWNET
         self.template: template.Template | None = None
+        self.inbox: int | None = None  # the server's pipe: jobs, and cancels of the job in progress
 
     def start_template(self) -> None:
         """Fork the pristine template; call once, after the warm-up and before reading any job."""
@@ -223,7 +226,7 @@ class Worker:
                 self.cgroup.tidy()  # while the program runs: the worker would only wait
             watch = None if run_cgroup is None else cgroups.ThrashWatch(run_cgroup)
             try:
-                captured = self._supervise(job, pid, started, out_r, err_r, watch)
+                captured = self._supervise(job, pid, started, out_r, err_r, watch, run_cgroup)
             finally:
                 os.close(out_r)
                 os.close(err_r)
@@ -287,7 +290,7 @@ class Worker:
     # -- the worker side: output, deadline ------------------------------------------
 
     def _supervise(self, job: dict, pid: int, started: float, out_r: int, err_r: int,
-                   watch: cgroups.ThrashWatch | None) -> dict:
+                   watch: cgroups.ThrashWatch | None, run_cgroup: cgroups.RunCgroup | None) -> dict:
         """Read both streams until they close and the program exits; kill the tree at the deadline,
         or as soon as ``watch`` sees the run thrashing at its memory limit.
 
@@ -304,9 +307,13 @@ class Worker:
         poller = select.poll()
         for fd in (out_r, err_r, exited):
             poller.register(fd, select.POLLIN)
+        if self.inbox is not None:
+            poller.register(self.inbox, select.POLLIN)
         open_fds = {out_r, err_r}
         deadline = started + job["timeout"]
-        timed_out = thrashed = False
+        wall_cap = started + wire.wall_cap_s(job["timeout"])
+        under_init = job["mode"] != "inline-python" and self.layers["pid_namespace"]
+        timed_out = thrashed = load_capped = False
         ended = None
         next_check = started + watch.FIRST_CHECK_S if watch is not None else float("inf")
         try:
@@ -315,16 +322,31 @@ class Worker:
                 if ended is None and now >= next_check:
                     next_check = now + watch.CHECK_EVERY_S
                     thrashed = watch.thrashing()
+                if ended is None and not thrashed and now >= deadline:
+                    # The timeout counts the program's own time: not what it waited for a CPU.
+                    owed = job["timeout"] - (now - started - _load_delay_s(pid, under_init, run_cgroup))
+                    if owed > 0 and now < wall_cap:
+                        deadline = min(wall_cap, now + owed)
+                        continue
+                    load_capped = owed > 0
                 if now >= deadline or (thrashed and ended is None):
                     if ended is not None:
                         break  # past the grace period: what is still open belongs to escaped daemons
-                    timed_out = not thrashed
+                    timed_out = not (thrashed or load_capped)
                     ended = now
                     _kill_tree(pid)
                     deadline = now + _KILL_GRACE_S
                     continue
                 wake = min(deadline, next_check) if ended is None else deadline
                 for fd, _ in poller.poll(max(1, int((wake - now) * 1000))):
+                    if fd == self.inbox:
+                        # The server writes nothing but a cancel while a job runs.
+                        poller.unregister(fd)
+                        if wire.read_frame(fd) is not None and ended is None:
+                            ended = time.monotonic()
+                            _kill_tree(pid)
+                            deadline = ended + _KILL_GRACE_S
+                        continue
                     if fd == exited:
                         poller.unregister(exited)
                         ended = ended or time.monotonic()
@@ -350,6 +372,7 @@ class Worker:
         return {
             "timed_out": timed_out,
             "thrashed": thrashed,
+            "load_capped": load_capped,
             "wall_time": (ended or time.monotonic()) - started,
             "stdout": bytes(streams[out_r]),
             "stderr": bytes(streams[err_r]),
@@ -362,6 +385,29 @@ class Worker:
 def _cpu_seconds(job: dict) -> int:
     """The run's CPU-time limit: a second past its wall-clock timeout (the deadline, not RLIMIT_CPU, comes first)."""
     return int(job["timeout"]) + 1
+
+
+def _load_delay_s(pid: int, under_init: bool, run_cgroup: cgroups.RunCgroup | None) -> float:
+    """Seconds of the run's wall time spent waiting for a CPU that other runs or the host held.
+
+    The kernel's ``schedstat`` counts the time a thread was runnable but
+    not running. The program's main thread (``pid`` is the run's PID 1; an
+    exec'd program is its init's child) is the measure; divided by the run's
+    live threads, because a run that competes with itself (60 spinning
+    processes) made its own wait: charged to it, as before. 0 when the
+    kernel keeps no scheduler statistics, or the program is gone.
+    """
+    task = pid
+    try:
+        if under_init:
+            with open(f"/proc/{pid}/task/{pid}/children") as fh:
+                task = int(fh.read().split()[0])
+        with open(f"/proc/{task}/schedstat") as fh:
+            waited = int(fh.read().split()[1]) / 1e9
+        threads = 1 if run_cgroup is None else run_cgroup.task_count() - under_init
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return waited / max(1, threads)
 
 
 def _memfd(name: str, data: bytes) -> int:
@@ -492,6 +538,7 @@ def main() -> None:
     os.environ.clear()  # the server passed a minimal environment; keep exactly the programs' one
     os.environ.update(PROGRAM_ENV)
     inbox, outbox = os.dup(0), os.dup(1)
+    worker.inbox = inbox
     # Nothing user-facing may inherit the server's pipes as stdio.
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -510,6 +557,8 @@ def main() -> None:
         job = wire.read_frame(inbox)
         if job is None:
             return
+        if job == wire.CANCEL:
+            continue  # for a job that had ended before the cancel arrived
         try:
             reply = worker.run(job)
         except template.TemplateFailed:
