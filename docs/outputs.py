@@ -284,6 +284,25 @@ def _stress_code(s: Session) -> None:
               "reward_model.reward_manager=sandbox", first_paragraph=True)
 
 
+MATH_ACCURACY = "python benchmarks/math_accuracy.py --no-timing"
+
+
+def _math_accuracy_paragraphs(s: Session) -> list[str]:
+    # Run in the checkout: the benchmark reads the labelled set beside it.
+    s.env["PYTHONPATH"] = ""
+    return s.run(f"cd {ROOT} && {MATH_ACCURACY}", shown=False).rstrip("\n").split("\n\n")
+
+
+@block("math-accuracy")
+def _math_accuracy(s: Session) -> None:
+    s.lines += _math_accuracy_paragraphs(s)[1].split("\n")
+
+
+@block("math-accuracy-categories")
+def _math_accuracy_categories(s: Session) -> None:
+    s.lines += _math_accuracy_paragraphs(s)[2].split("\n")
+
+
 # -- regenerating and checking ---------------------------------------------------------
 def produce(name: str) -> str:
     """The text of block ``name``, from a fresh run of its commands."""
