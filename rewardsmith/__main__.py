@@ -1,5 +1,3 @@
-import sys
+from rewardsmith.cli import console
 
-from rewardsmith.cli import main
-
-sys.exit(main())
+console()

@@ -93,5 +93,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def console() -> None:
+    """The ``rewardsmith`` command: :func:`main`'s status as the process's exit status.
+
+    After a Ctrl-C the command has already closed what it started (workers,
+    engines, trackers) and said so in one line. The process then ends at once:
+    a Ctrl-C that lands while torch runs native work beside a reward thread can
+    leave a native thread joinable at interpreter teardown, where the C++
+    runtime aborts (SIGABRT, exit -6) instead of exiting 130.
+    """
+    status = main()
+    if status == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -450,7 +450,7 @@ def test_an_unreachable_sandbox_is_an_unavailable_call(tmp_path):
     tools = load_tools(sandbox_config(tmp_path, f"http://127.0.0.1:{free_port()}/run_code"))
     stats = ToolStats()
     [result] = run(call_tools(tools, [ToolCall("code_interpreter", {"code": "print(1)"})], stats=stats))
-    assert result.status == "unavailable" and "unavailable" in result.error
+    assert result.status == "unavailable" and "cannot be reached" in result.error
     assert stats.summary()["code_interpreter"]["failures"] == 1
 
 
