@@ -7,6 +7,8 @@ files whose own network call fails — through the managers, ``rewardsmith score
 """
 from __future__ import annotations
 
+import json
+
 import os
 import socket
 import subprocess
@@ -329,9 +331,13 @@ def test_rewardsmith_score_exits_non_zero_on_a_broken_file(tmp_path):
     write_rows(tmp_path / "rows.jsonl", [{"data_source": "x", "reward_model": {"ground_truth": "1"}, "response": ["1", "2"]}])
     proc = subprocess.run([sys.executable, "-m", "rewardsmith", "score", "rows.jsonl", f"custom_reward_function.path={path}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    # Two distinct inputs are too few to call the file broken (issue 26 item 12); nothing scored is
+    # still a non-zero exit saying why, and every row keeps its error.
     assert proc.returncode != 0
-    assert "No module named 'recipe'" in proc.stderr and "old.py:compute_score" in proc.stderr
-    assert not (tmp_path / "rows.scored.jsonl").exists()
+    assert "No module named 'recipe'" in proc.stderr
+    assert "every one of the 2 samples is unscored (2 error)" in proc.stderr
+    (row,) = [json.loads(line) for line in (tmp_path / "rows.scored.jsonl").read_text().splitlines()]
+    assert all("No module named 'recipe'" in info["reward_error"] for info in row["reward_extra_info"])
 
 
 # -- the same files in training and through the TRL adapter --------------------------
