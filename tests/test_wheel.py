@@ -19,9 +19,10 @@ FOLDERS = {"rewardsmith": "rewardsmith", "rewardsmith.common": "common", "reward
 OPTIONAL = {"ray", "vllm", "tensorboard", "wandb", "mlflow", "swanlab"}
 # The `test` extra: no module of the wheel may need it, so the venv must not have it.
 TEST_ONLY = ["pytest", "trl"]
-# Run by path, not imported as a package module: the sandbox worker puts its own folder
-# first on sys.path and imports the template from there (importing the worker covers it).
-BY_PATH = {"rewardsmith.sandbox.template"}
+# Not imported as package modules: the sandbox worker is a program the pool's bootstrap loads
+# from its source with its sibling modules (no path of the server's package in a run), and
+# imports the template from there.
+BY_PATH = {"rewardsmith.sandbox.template", "rewardsmith.sandbox.worker"}
 
 IMPORT_ALL = """
 import importlib, json, sys
