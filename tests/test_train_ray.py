@@ -99,6 +99,13 @@ def test_a_dead_rank_is_reported_by_role_and_rank():
         group = backend.group("actor", RankEcho, ())
         assert group._each("sync_rollout_weights") == [0, 1]
         ray.kill(group.actors[1])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # ray.kill returns before the actor is gone
+            try:
+                ray.get(group.actors[1].__ray_ready__.remote(), timeout=5)
+            except ray.exceptions.RayActorError:
+                break
+            time.sleep(0.1)
         with pytest.raises(RuntimeError, match="the actor worker group's rank 1 died"):
             group.sync_rollout_weights()
         backend.shutdown()
