@@ -146,6 +146,21 @@ DYNAMIC_HELP = ("Cut micro-batches by tokens instead of samples: consecutive sam
 
 
 @dataclass
+class AdaptiveEntropyConfig:
+    enabled: bool = opt(False, "Skywork-OR1's adaptive entropy control: after each step the entropy coefficient (starting at actor.entropy_coeff) rises by delta_ent_coef when the step's entropy (the mean -log-prob of its sampled response tokens) was below target_entropy and falls by it otherwise, within [min_ent_coef, max_ent_coef]; the bonus applies only on steps after one below the target (docs/training.md#options-of-verl-forks).")
+    max_ent_coef: float = opt(0.5, "Skywork-OR1: the largest entropy coefficient.")
+    min_ent_coef: float = opt(0.0, "Skywork-OR1: the smallest entropy coefficient.")
+    delta_ent_coef: float = opt(0.001, "Skywork-OR1: the coefficient's change per step.")
+    target_entropy: float = opt(0.0, "Skywork-OR1: the entropy the control steers toward.")
+
+    def __post_init__(self) -> None:
+        if self.min_ent_coef > self.max_ent_coef:
+            raise InvalidValue("min_ent_coef", f"is {self.min_ent_coef}, above max_ent_coef={self.max_ent_coef}")
+        if self.delta_ent_coef < 0:
+            raise InvalidValue("delta_ent_coef", f"must be >= 0, got {self.delta_ent_coef}")
+
+
+@dataclass
 class PolicyLossConfig:
     loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), or one a plugin registers.")
     clip_cov_ratio: float = opt(0.0002, "clip_cov: share of tokens whose gradient is cut.")
@@ -195,7 +210,8 @@ class ActorConfig:
     clip_ratio_high: Optional[float] = opt(None, "Upper clip range: ratio <= 1 + clip_ratio_high; null = clip_ratio.")
     clip_ratio_c: float = opt(3.0, "Dual-clip bound for negative advantages (must be > 1).")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = opt("token-mean", "How per-token losses become one number.")
-    entropy_coeff: float = opt(0.0, "Entropy bonus coefficient (loss -= coeff * entropy).")
+    entropy_coeff: float = opt(0.0, "Entropy bonus coefficient (loss -= coeff * entropy); with adaptive_entropy.enabled the first step's.")
+    adaptive_entropy: AdaptiveEntropyConfig = section(AdaptiveEntropyConfig, "Skywork-OR1's adaptive entropy coefficient (its verl fork's actor.adaptive_entropy).")
     use_kl_loss: bool = opt(False, "Add a KL(policy || reference) loss term (GRPO style).")
     kl_loss_coef: float = opt(0.001, "Coefficient of the KL loss.")
     kl_loss_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"] = opt("low_var_kl", "KL estimator of the KL loss.")
@@ -447,6 +463,8 @@ class AlgorithmConfig:
     reward_mask_ratio: float = opt(0.0, "Probability that a trajectory's whole reward row is zeroed before advantages.")
     reward_mask_flip_adv_when_masked: bool = opt(True, "Multiply masked trajectories' advantages by -1 (rule_based rewards only).")
     filter_groups: FilterGroupsConfig = section(FilterGroupsConfig, "DAPO dynamic sampling (verl's algorithm.filter_groups).")
+    mask_truncated_samples: bool = opt(False, "rllm/DeepScaleR's fork option (adv_estimator grpo only, as there): a response cut at data.max_response_length that scored 0 gets advantage 0; the group statistics keep it (docs/training.md#options-of-verl-forks).")
+    clip_advantages: bool = opt(False, "rllm's fork option; true (clamping advantages) is refused: not implemented here.")
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.reward_mask_ratio <= 1.0:
@@ -454,6 +472,13 @@ class AlgorithmConfig:
         for key in ("gamma", "lam"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise InvalidValue(key, f"must be in [0, 1], got {getattr(self, key)}")
+        if self.mask_truncated_samples and self.adv_estimator != "grpo":
+            raise InvalidValue("mask_truncated_samples", f"is rllm's (DeepScaleR's) GRPO option, which its fork applies "
+                               f"only with adv_estimator=grpo, not {self.adv_estimator}: set it false, or use "
+                               "trainer.remove_clip (SimpleRL-Zoo's: truncated samples leave the loss with any estimator)")
+        if self.clip_advantages:
+            raise InvalidValue("clip_advantages", "is true: rllm's advantage clamping is not implemented here; set it "
+                               "false (the policy loss's clip_ratio and clip_ratio_c bound each token's update)")
 
 
 @dataclass
@@ -481,10 +506,15 @@ class TrainerConfig:
     resume_mode: Literal["auto", "disable", "resume_path"] = opt("auto", "auto: resume from the latest checkpoint in default_local_dir if any; resume_path: from resume_from_path.")
     resume_from_path: Optional[str] = opt(None, "A global_step_N checkpoint directory (with resume_mode=resume_path).")
     max_ckpt_to_keep: Optional[int] = opt(None, "Keep only this run's newest N checkpoints (another run's are set aside in stale_<time>/, never deleted); null or 0 = all.")
+    remove_previous_ckpt: Optional[bool] = opt(None, "SimpleRL-Zoo's (and verl v0.2's remove_previous_ckpt_in_save) spelling of max_ckpt_to_keep=1: true keeps only the newest checkpoint (a notice names the new key); false keeps all.")
+    remove_previous_ckpt_in_save: Optional[bool] = opt(None, "verl v0.2 to v0.3.0.rc0: as remove_previous_ckpt.")
     critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
     val_only: bool = opt(False, "verl: validate before training, then stop (with val_before_train, as in verl; a notice says it does nothing without it). Needs data.val_files; after a resume it validates the resumed model.")
     default_hdfs_dir: Optional[str] = opt(None, "verl: a second place for checkpoints: each committed global_step_N is copied to <default_hdfs_dir>/global_step_N. A local or mounted directory; hdfs:// and other URLs are refused (no HDFS client here). Resumes read default_local_dir.")
     balance_batch: bool = opt(True, "verl's default: before the log-probs and updates, reorder each step's samples so that every data-parallel rank gets a like workload (Karmarkar-Karp over verl's per-sample cost estimate, index for index as verl 0.9.1, metrics global_seqlen/*). It reorders on one rank too, as verl, which changes which samples share a mini-batch; false keeps the rollout's order.")
+    remove_clip: bool = opt(False, "SimpleRL-Zoo's fork option: responses cut at data.max_response_length leave the actor's and critic's losses (their tokens and counts); their scores stay in the group statistics (docs/training.md#options-of-verl-forks).")
+    rejection_sample: bool = opt(False, "rllm/DeepScaleR's and Skywork-OR1's fork option; true (dropping groups whose rewards are all 0 or all 1, training on the rest) is refused: use algorithm.filter_groups.enable with data.gen_batch_size (DAPO's dynamic sampling).")
+    rejection_sample_multiplier: float = opt(2.0, "rllm/Skywork-OR1: prompts per step with rejection_sample, as a multiple of train_batch_size; unused while rejection_sample is false.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     rollout_data_dir: Optional[str] = opt(None, "Write each step's rollouts to <dir>/<step>.jsonl (verl's key): prompt, response, data_source, ground truth, score, reward, per-component scores; readable by `rewardsmith score` and `diff`. null = off.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
@@ -509,6 +539,17 @@ class TrainerConfig:
             raise InvalidValue("default_hdfs_dir", f"is {self.default_hdfs_dir}: copying checkpoints to HDFS or another URL "
                                "needs its client, which rewardsmith does not run: use a local or mounted directory (or "
                                "copy default_local_dir yourself), or null")
+        for key in ("remove_previous_ckpt", "remove_previous_ckpt_in_save"):
+            if getattr(self, key):
+                if self.max_ckpt_to_keep not in (None, 0, 1):
+                    raise InvalidValue(key, f"is true, which keeps one checkpoint, but max_ckpt_to_keep is "
+                                       f"{self.max_ckpt_to_keep}: set one of them")
+                self.max_ckpt_to_keep = 1
+        if self.rejection_sample:
+            raise InvalidValue("rejection_sample", "is true: rllm's (DeepScaleR's) and Skywork-OR1's rejection sampling "
+                               "(drop the groups whose rewards are all 0 or all 1, train on a smaller batch) is not "
+                               "implemented here; set it false, or keep train_batch_size varied groups with "
+                               "algorithm.filter_groups.enable=true and data.gen_batch_size (DAPO's dynamic sampling)")
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
         check_packages(self.logger)

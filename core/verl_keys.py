@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from rewardsmith.common.config import InvalidValue
 from rewardsmith.core.packed_attention import PACKED_ATTENTION, packs
+from rewardsmith.core.verl_fork_keys import FORK_KEYS
 from rewardsmith.core.verl_refusals import refusal
 from rewardsmith.plugins.verl_layout import KEY_MAP
 
@@ -180,6 +181,8 @@ MOVED: tuple[Moved, ...] = (
     Moved("actor_rollout_ref.rollout.val_temperature",
           "actor_rollout_ref.rollout.val_kwargs.temperature (with val_kwargs.do_sample=true when it is above 0)"),
     Moved("actor_rollout_ref.rollout.n_val", "actor_rollout_ref.rollout.val_kwargs.n"),
+    Moved("trainer.remove_previous_ckpt", "trainer.max_ckpt_to_keep=1 (when true; false keeps every checkpoint)"),
+    Moved("trainer.remove_previous_ckpt_in_save", "trainer.max_ckpt_to_keep=1 (when true; false keeps every checkpoint)"),
 )
 
 
@@ -304,6 +307,9 @@ def release_of(key: str) -> str:
     if key in VERL_RELEASE_KEYS:
         first, last = VERL_RELEASE_KEYS[key]
         return first if first == last else f"{first} to {last}"
+    fork = next((f for f in FORK_KEYS if f.key == key), None)
+    if fork is not None:
+        return f"fork: {fork.projects}"
     if any(m.key == key for m in MOVED):
         return "verl forks"
     return "v0.7.0 scripts"
@@ -318,13 +324,16 @@ REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",
 
 
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
-    """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`, :data:`VERL_RELEASE_KEYS` and
-    :data:`MOVED`, sorted; ``schema_keys`` are the keys the schema has."""
+    """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`, :data:`VERL_RELEASE_KEYS`,
+    :data:`MOVED` and verl forks' (core/verl_fork_keys.py), sorted; ``schema_keys`` are the keys the schema has."""
     notes = {n.key: n for n in NOTICES}
     moved = {m.key: m for m in MOVED}
+    forks = {f.key: f for f in FORK_KEYS}
     rows = []
-    for key in sorted({*VERL_SCRIPT_KEYS, *VERL_RELEASE_KEYS, *moved}):
-        if key in notes and notes[key].implemented:
+    for key in sorted({*VERL_SCRIPT_KEYS, *VERL_RELEASE_KEYS, *moved, *forks}):
+        if key in forks:
+            rows.append((key, f"{forks[key].why} ([keys of verl forks](#keys-of-verl-forks))"))
+        elif key in notes and notes[key].implemented:
             rows.append((key, f"implemented: {notes[key].implemented}; elsewhere a notice ({notes[key].why})"))
         elif key in moved:
             rows.append((key, f"accepted: an older spelling of {moved[key].to}, applied there (a notice names it)"))

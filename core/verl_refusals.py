@@ -359,10 +359,17 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("trainer.del_local_ckpt_after_load", "checkpoints are kept after a resume here: drop the key"),
     ("trainer.esi_redundant_time", "verl's save deadline before an elastic instance expires: not here; drop the key"),
     ("trainer.ray_wait_register_center_timeout", _RAY_INIT),
-    ("trainer.remove_previous_ckpt_in_save", "use trainer.max_ckpt_to_keep=1 (verl's own advice for this key)"),
     ("trainer.val_generations_to_log_to_wandb", "verl <= 0.3's name of trainer.log_val_generations: use that key"),
     ("trainer.validation_data_dir", "validation generations are not written to files here: use trainer.log_val_generations "
                                     "(printed), or `rewardsmith score` on saved responses"),
+    # Keys of verl forks (core/verl_fork_keys.py records the projects and how many public scripts pass each).
+    ("rllm.*", "a key of rllm's own trainer (rllm.trainer.verl.train_agent_ppo: agent workflows, its own rllm.* "
+               "section), not of verl's main_ppo: drop the rllm.* keys; rllm's older fork spelled the one algorithm "
+               "option of this family algorithm.mask_truncated_samples, which is implemented here"),
+    ("trainer.stats_path", "Skywork-OR1's per-step statistics files: not written here; each step's metrics go to "
+                           "metrics.jsonl and trainer.rollout_data_dir writes its samples; drop the key"),
+    ("trainer.stats_save_freq", "Skywork-OR1's per-step statistics files: not written here; each step's metrics go "
+                                "to metrics.jsonl and trainer.rollout_data_dir writes its samples; drop the key"),
 )
 
 
