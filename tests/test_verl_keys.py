@@ -53,7 +53,6 @@ def test_no_schema_key_is_a_refused_verl_feature():
     ("+transfer_queue.enable=true", "TransferQueue"),
     ("+trainer.use_v1=true", "fully-async"),
     ("+actor_rollout_ref.ref.fsdp_config.reshard_after_forward=true", "the reference's FSDP settings are the actor's"),
-    ("+trainer.remove_previous_ckpt_in_save=true", "use trainer.max_ckpt_to_keep=1"),
     ("+algorithm.rollout_is=true", "rollout importance-sampling"),
 ])
 def test_a_verl_feature_missing_here_is_refused_naming_the_key_and_what_to_do(tmp_path, override, says):
