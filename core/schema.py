@@ -38,6 +38,8 @@ class DataConfig:
     seed: int = opt(1, "Seed of the training data order.")
     gen_batch_size: Optional[int] = opt(None, "Prompts per generation batch (verl's DAPO): the data loader's batch; with algorithm.filter_groups.enable a step generates such batches until train_batch_size varied groups are kept, without it a step trains on one. null = train_batch_size.")
     filter_overlong_prompts_workers: Optional[int] = opt(None, "verl: processes that filter overlong prompts; rows are filtered in the trainer's process here (a notice: the same rows).")
+    use_shm: bool = opt(False, "verl: copy the data files to /dev/shm first; a load-speed key (a notice: the same rows).")
+    dataloader_num_workers: Optional[int] = opt(None, "verl: data-loader worker processes; a speed key (a notice: rows are loaded in the trainer's process, the same rows in the same order).")
     return_raw_chat: bool = opt(False, "verl's key, accepted either way: every row keeps its raw chat (verl 0.9.1's raw_prompt), and a reward model gets it plus the response as the assistant turn, rendered with the reward model's own chat template.")
 
     def __post_init__(self) -> None:
@@ -68,6 +70,8 @@ class ModelConfig:
     use_fused_kernels: bool = opt(False, "verl: fused log-prob/entropy kernels; a speed key (a notice: log-probs come from the full logits here).")
     use_shm: bool = opt(False, "verl: copy the model to /dev/shm before loading it; a load-speed key (a notice: the same weights).")
     enable_activation_offload: bool = opt(False, "verl: keep activations in CPU memory between forward and backward; a memory key (a notice: the same gradients).")
+    use_liger: bool = opt(False, "verl: Liger's fused kernels; a speed and memory key (a notice: log-probs come from the full logits here).")
+    tiled_mlp: dict[str, Any] = opt({}, "verl's tiled MLP ({enabled, num_shards}); a memory key (a notice: the MLP runs whole, with the same values).")
 
     def __post_init__(self) -> None:
         if self.path is None and self.config and "model_type" not in self.config:
@@ -120,6 +124,9 @@ class FSDPConfig:
     optimizer_offload: bool = opt(False, "verl: keep the optimizer state in CPU memory; as param_offload (offload_policy moves both).")
     forward_prefetch: bool = opt(False, "verl: prefetch the next FSDP all-gather during the forward; a speed key (a notice: the same results).")
     grad_offload: Optional[bool] = opt(None, "verl <= v0.2: keep gradients in CPU memory between uses; verl dropped it in v0.3 (a memory key: the same gradients; a notice).")
+    use_no_sync_for_gradient_accumulation: Optional[bool] = opt(None, "verl: skip gradient synchronisation on all but the last micro-batch; a speed key (a notice: the same accumulated gradients).")
+    pad_to_length: Optional[bool] = opt(None, "verl 0.9: pad packed rows to fixed lengths for compiled kernels; a speed key (a notice: the same log-probs).")
+    pad_to_length_bucket: Optional[int] = opt(None, "verl 0.9: the length multiple of pad_to_length (a notice).")
     fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP, as verl). A smaller number (hybrid sharding) is refused.")
 
     def __post_init__(self) -> None:
@@ -178,6 +185,7 @@ class PolicyLossConfig:
 class CheckpointContents:
     save_contents: Optional[list[str]] = opt(None, "verl: parts a checkpoint saves (model, optimizer, extra, hf_model).")
     load_contents: Optional[list[str]] = opt(None, "verl: parts a resume loads.")
+    async_save: Optional[bool] = opt(None, "verl: write checkpoints in the background; a speed key (a notice: checkpoints are written before the next step here, the same contents).")
 
 
 def require_sequence_parallel_size(size: Optional[int]) -> None:
@@ -199,6 +207,9 @@ class ActorConfig:
     ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
     entropy_checkpointing: bool = opt(False, "verl: recompute the entropy's softmax in the backward pass; memory only (a notice: the same entropy and gradient).")
     entropy_from_logits_with_chunking: bool = opt(False, "verl: compute the entropy in chunks of tokens; memory only (a notice: the same entropy).")
+    entropy_from_logits_chunk_size: Optional[int] = opt(None, "verl: the chunk size of entropy_from_logits_with_chunking; memory only (a notice).")
+    use_prefix_grouper: Optional[bool] = opt(None, "verl 0.9: share the prompt's forward among a group's samples; a speed key (a notice: the same log-probs).")
+    pad_to_length: Optional[bool] = opt(None, "verl 0.9: see fsdp_config.pad_to_length (a notice).")
     use_torch_compile: Optional[bool] = opt(None, "verl: torch.compile its log-prob and entropy functions; a speed key (a notice: the same values uncompiled).")
     policy_loss: PolicyLossConfig = section(PolicyLossConfig, "The policy loss and its options, as verl's actor.policy_loss.")
     checkpoint: CheckpointContents = section(CheckpointContents, "verl's choice of what a checkpoint holds (a notice: here it always holds the Hugging Face model and what a resume needs).")
@@ -254,6 +265,8 @@ class RefConfig(LogProbBatching):
     ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
     entropy_checkpointing: bool = opt(False, "See actor_rollout_ref.actor.entropy_checkpointing (a notice).")
     entropy_from_logits_with_chunking: bool = opt(False, "See actor_rollout_ref.actor.entropy_from_logits_with_chunking (a notice).")
+    entropy_from_logits_chunk_size: Optional[int] = opt(None, "See actor_rollout_ref.actor.entropy_from_logits_chunk_size (a notice).")
+    pad_to_length: Optional[bool] = opt(None, "See actor_rollout_ref.actor.fsdp_config.pad_to_length (a notice).")
     use_torch_compile: Optional[bool] = opt(None, "See actor_rollout_ref.actor.use_torch_compile (a notice).")
 
     def __post_init__(self) -> None:
@@ -337,6 +350,12 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     engine_kwargs: dict[str, dict[str, Any]] = opt({}, "verl: extra engine arguments by engine. engine_kwargs.vllm.* go to vLLM's engine as they are (e.g. {swap_space: 4}; a name vLLM does not know, or one rewardsmith sets itself, is refused at start-up); engine_kwargs.sglang.* change nothing (a notice: sglang samples on the vllm engine).")
     calculate_log_probs: Optional[bool] = opt(None, "verl: have the engine return the sampled tokens' log-probs; the vllm engine always does here (metric rollout_probs_diff) and the hf engine samples from the actor itself (a notice).")
     multi_stage_wake_up: Optional[bool] = opt(None, "verl: wake the engine's weights and KV cache in two stages; a memory key of sleep mode (a notice).")
+    enable_prefix_caching: Optional[bool] = opt(None, "verl: vLLM's prefix cache; a speed key not passed to vLLM here (a notice: vLLM's default applies, the same samples).")
+    enable_sleep_mode: Optional[bool] = opt(None, "verl: vLLM's sleep mode; a memory key (a notice: the vllm engine sleeps between rollouts wherever the platform has sleep mode).")
+    cudagraph_capture_sizes: Optional[list[int]] = opt(None, "verl: vLLM's CUDA-graph batch sizes; a speed key (a notice: enforce_eager decides whether graphs are used).")
+    disable_log_stats: Optional[bool] = opt(None, "verl: vLLM's statistics logging; a logging key (a notice).")
+    scheduling_policy: Optional[str] = opt(None, "verl: vLLM's request scheduling (fcfs, priority); a speed key (a notice: each request is sampled with its own seed, the same samples).")
+    moe_load_balance_metrics_interval: Optional[int] = opt(None, "verl: how often vLLM logs MoE load-balance metrics; a logging key (a notice).")
     layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
     multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout: only enable=false is supported.")
     val_temperature: Optional[float] = opt(None, "the spelling of verl forks' scripts (projects built on older verl) for val_kwargs.temperature: sets it, and val_kwargs.do_sample to temperature > 0 (a notice names the new keys).")
@@ -395,6 +414,11 @@ class CriticModelConfig:
     override_config: dict[str, Any] = opt({}, "Attributes set on the critic's transformers config (see actor_rollout_ref.model.override_config); empty = the actor's.")
     enable_gradient_checkpointing: Optional[bool] = opt(None, "Recompute the critic's activations in the backward pass; null = actor_rollout_ref.model.enable_gradient_checkpointing.")
     use_remove_padding: bool = opt(False, "Packed (unpadded) forwards of the critic (values, updates), as actor_rollout_ref.model.use_remove_padding (the critic uses the actor's attn_implementation).")
+    use_fused_kernels: bool = opt(False, "See actor_rollout_ref.model.use_fused_kernels (a notice).")
+    use_liger: bool = opt(False, "See actor_rollout_ref.model.use_liger (a notice).")
+    use_shm: bool = opt(False, "See actor_rollout_ref.model.use_shm (a notice).")
+    enable_activation_offload: bool = opt(False, "See actor_rollout_ref.model.enable_activation_offload (a notice).")
+    tiled_mlp: dict[str, Any] = opt({}, "See actor_rollout_ref.model.tiled_mlp (a notice).")
     fsdp_config: OffloadConfig = section(OffloadConfig, "verl's critic offload switches (the critic's other FSDP settings are critic.fsdp_config).")
 
 

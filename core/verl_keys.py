@@ -86,6 +86,10 @@ _TRANSFER = ("a weight-transfer key (verl 0.9's checkpoint engine): the actor's 
 _GRAD_OFFLOAD = ("verl <= v0.2's gradient offload, dropped in verl v0.3: a memory key, the gradients are the same "
                  "wherever they are kept")
 _PREFETCH = "a speed key of FSDP's all-gathers; the same parameters arrive either way"
+_FULL_LOGITS = "a speed and memory key of fused kernels: log-probs and entropy come from the full logits here, the same values"
+_TILED = "a memory key: the MLP runs whole here, with the same values"
+_PAD_TO_LENGTH = ("a speed key: packed rows keep their own lengths here (no compiled kernels wait for fixed ones), the "
+                  "same log-probs")
 
 NOTICES: tuple[Notice, ...] = (
     Notice("actor_rollout_ref.model.use_remove_padding", _padded, _PADDED, _PACKED),
@@ -166,6 +170,41 @@ NOTICES: tuple[Notice, ...] = (
            "as in verl", "validation, then the run stops (as verl, with trainer.val_before_train=true)"),
     Notice("data.filter_overlong_prompts_workers", _is_set,
            "a speed key: rows are filtered in the trainer's process, the same rows"),
+    # Speed and memory keys of verl's engines and data loading (issue 29: accepted with a notice, never refused).
+    Notice("data.use_shm", _is_true, "a load-speed key: the files are read where they are, the same rows"),
+    Notice("data.dataloader_num_workers", _is_set,
+           "a speed key: rows are loaded in the trainer's process, the same rows in the same order"),
+    Notice("actor_rollout_ref.model.use_liger", _is_true, _FULL_LOGITS),
+    Notice("actor_rollout_ref.model.tiled_mlp", lambda v, c: bool(v), _TILED),
+    Notice("critic.model.use_fused_kernels", _is_true, "a speed key: values come from the full hidden states here"),
+    Notice("critic.model.use_liger", _is_true, "a speed key: values come from the full hidden states here"),
+    Notice("critic.model.use_shm", _is_true, "a load-speed key: the weights are read from the model's path as they are"),
+    Notice("critic.model.enable_activation_offload", _is_true,
+           "a memory key: activations stay where the model runs; the same gradients"),
+    Notice("critic.model.tiled_mlp", lambda v, c: bool(v), _TILED),
+    Notice("actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation", _is_set,
+           "a speed key of gradient accumulation: the accumulated gradients are the same"),
+    Notice("actor_rollout_ref.actor.fsdp_config.pad_to_length", _is_set, _PAD_TO_LENGTH),
+    Notice("actor_rollout_ref.actor.fsdp_config.pad_to_length_bucket", _is_set, _PAD_TO_LENGTH),
+    Notice("actor_rollout_ref.actor.pad_to_length", _is_set, _PAD_TO_LENGTH),
+    Notice("actor_rollout_ref.ref.pad_to_length", _is_set, _PAD_TO_LENGTH),
+    Notice("actor_rollout_ref.actor.entropy_from_logits_chunk_size", _is_set, _CHUNKED),
+    Notice("actor_rollout_ref.ref.entropy_from_logits_chunk_size", _is_set, _CHUNKED),
+    Notice("actor_rollout_ref.actor.use_prefix_grouper", _is_set,
+           "a speed key: each sample's forward covers its own prompt, the same log-probs"),
+    Notice("actor_rollout_ref.actor.checkpoint.async_save", _is_set,
+           "a speed key: checkpoints are written before the next step here, with the same contents"),
+    Notice("actor_rollout_ref.rollout.enable_prefix_caching", _is_set,
+           "a speed key of vLLM, not passed here: vLLM's default applies, and the samples are the same"),
+    Notice("actor_rollout_ref.rollout.enable_sleep_mode", _is_set,
+           "a memory key: the vllm engine sleeps between rollouts wherever the platform has sleep mode"),
+    Notice("actor_rollout_ref.rollout.cudagraph_capture_sizes", _is_set,
+           "a speed key of vLLM: rollout.enforce_eager decides whether CUDA graphs are used, the same samples"),
+    Notice("actor_rollout_ref.rollout.disable_log_stats", _is_set, "a logging key of vLLM: the samples are the same"),
+    Notice("actor_rollout_ref.rollout.scheduling_policy", _is_set,
+           "a speed key of vLLM: each request is sampled with its own seed, the same samples in any order"),
+    Notice("actor_rollout_ref.rollout.moe_load_balance_metrics_interval", _is_set,
+           "a logging key of vLLM: the samples are the same"),
 )
 
 
@@ -317,6 +356,7 @@ def release_of(key: str) -> str:
 
 # reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
 REWARD_SIDE_NOTICES = ("reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
+                       "reward_model.model.use_shm",
                        "reward_model.rollout.free_cache_engine")
 # verl's reward-loop keys: they serve the reward model with vLLM (RewardModelConfig.serves_with_vllm).
 REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",

@@ -40,7 +40,6 @@ _QAT = ("verl's quantization-aware training / quantized rollout: not supported (
 _TURBO = ("a setting of verl's alternative FSDP implementation (fsdp_config.turbo_config): strategy fsdp/fsdp2 shard with "
           "torch's FSDP2 here; drop the key")
 _MTP = "verl's multi-token-prediction layers and speculative decoding: not supported; drop the key"
-_TILED = "verl's tiled MLP (a memory key): the MLP runs whole here, with the same values; drop the key"
 _TRANSFER_QUEUE = ("verl's TransferQueue (a data store shared by its workers): the controller moves the batches here; drop "
                    "the key")
 _SKIP = "verl's rollout skipping (reusing dumped rollouts while debugging later stages): not supported; drop the key"
@@ -51,8 +50,6 @@ _FILLED_IN = "filled in by verl from another key ({}): set that key"
 _NO_DETERMINISM = ("verl's per-engine seed / deterministic-kernels switch: trainer.seed seeds the whole run here; drop the "
                    "key")
 _DTYPE = "the models' dtype is actor_rollout_ref.model.torch_dtype here (actor, reference and critic): set that key"
-_VLLM_SPEED = ("a speed or logging setting of vLLM that rewardsmith does not pass (enforce_eager and engine_kwargs.vllm are "
-               "passed): drop the key, or put a vLLM engine argument in actor_rollout_ref.rollout.engine_kwargs.vllm")
 _OWN_DEVICES = "the rollout and the reward model share the trainer's devices here (trainer.n_gpus_per_node): drop the key"
 _RM_WORKER = ("a setting of verl's reward-model worker with no counterpart here: drop the key (the reward model's settings are "
               "in docs/reward_models.md)")
@@ -81,8 +78,8 @@ def _engine_copies() -> tuple[tuple[str, str], ...]:
     """verl 0.6+ repeats some of a role's keys under its fsdp_config for its engine workers."""
     rows = []
     for role in ("actor_rollout_ref.actor", "actor_rollout_ref.ref"):
-        for name in ("entropy_checkpointing", "entropy_from_logits_with_chunking", "use_torch_compile",
-                     "ulysses_sequence_parallel_size"):
+        for name in ("entropy_checkpointing", "entropy_from_logits_with_chunking", "entropy_from_logits_chunk_size",
+                     "use_torch_compile", "ulysses_sequence_parallel_size"):
             rows.append((f"{role}.fsdp_config.{name}", _ENGINE_COPY.format(f"{role}.{name}")))
     return tuple(rows)
 
@@ -158,7 +155,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                                   "directory (peft's merge_and_unload) and point model.path at it"),
     ("actor_rollout_ref.model.fused_kernel_options.*", "verl's fused-kernel backends (triton, torch): there are no fused "
                                                        "kernels here; drop the key (use_fused_kernels is a notice)"),
-    ("actor_rollout_ref.model.use_liger", "Liger kernels are not used here: drop the key"),
     ("actor_rollout_ref.actor.fsdp_config.strategy", "use actor_rollout_ref.actor.strategy (fsdp, fsdp2 or local)"),
     ("actor_rollout_ref.actor.fsdp_config.model_dtype", "use actor_rollout_ref.model.torch_dtype"),
     ("actor_rollout_ref.actor.fsdp_config.use_orig_params", "an FSDP1 setting; FSDP2 (strategy fsdp/fsdp2 here) always "
@@ -174,15 +170,11 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                                    "which samples train: not supported; drop the key"),
     ("actor_rollout_ref.rollout.quantization", "a quantized rollout engine samples from other weights than the actor's: not "
                                                "supported; drop the key"),
-    ("actor_rollout_ref.rollout.enable_prefix_caching", "not passed to vLLM here: drop the key (vLLM's default applies)"),
-    ("actor_rollout_ref.rollout.enable_sleep_mode", "the vllm engine sleeps between rollouts wherever the platform has "
-                                                    "sleep mode: drop the key"),
     ("critic.forward_max_token_len_per_gpu", "use critic.ppo_max_token_len_per_gpu (the critic's value forwards use it)"),
     ("data.trust_remote_code", "the tokenizer is the model's: set actor_rollout_ref.model.trust_remote_code"),
     ("critic.model.trust_remote_code", "the critic follows the actor: set actor_rollout_ref.model.trust_remote_code"),
     ("data.custom_cls.*", "custom dataset classes are not supported: write rows in verl's schema (parquet or jsonl)"),
     ("data.sampler.*", "custom samplers (curriculum) are not supported: data.shuffle and data.seed order the rows"),
-    ("data.dataloader_num_workers", "rows are loaded in the trainer's process: drop the key"),
     ("data.apply_chat_template_kwargs.*", "extra chat-template arguments are not passed here: drop the key, or bake them "
                                           "into the tokenizer's chat template"),
     ("trainer.max_*_ckpt_to_keep", "use trainer.max_ckpt_to_keep (one checkpoint holds actor and critic)"),
@@ -203,7 +195,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("*.turbo_config.*", _TURBO),
     ("*.mtp.*", _MTP),
     ("*.mtp", _MTP),
-    ("*.tiled_mlp.*", _TILED),
     ("distillation.*", _DISTILL),
     ("transfer_queue.*", _TRANSFER_QUEUE),
     ("skip.*", _SKIP),
@@ -223,12 +214,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.rollout.full_determinism", _NO_DETERMINISM),
     ("actor_rollout_ref.rollout.seed", _NO_DETERMINISM),
     ("actor_rollout_ref.actor.fsdp_config.forward_only", "an internal flag of verl's engine workers: drop the key"),
-    ("actor_rollout_ref.actor.fsdp_config.pad_to_length*", "verl's padding of packed rows to fixed lengths (for compiled "
-                                                           "kernels): a speed key not done here; drop the key"),
-    ("actor_rollout_ref.*.pad_to_length", "verl's padding of packed rows to fixed lengths (for compiled kernels): a speed "
-                                          "key not done here; drop the key"),
-    ("actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation",
-     "a speed key of verl's gradient accumulation: drop the key (the accumulated gradients are the same)"),
     ("actor_rollout_ref.actor.fsdp_config.wrap_policy.*", "verl's FSDP1 auto-wrap policy: FSDP2 here wraps the model its own "
                                                           "way (core/fsdp.py); drop the key"),
     ("actor_rollout_ref.ref.router_replay.*", _MEGATRON),
@@ -243,18 +228,11 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("critic.data_loader_seed", "the critic's mini-batches are not shuffled here: drop the key"),
     ("actor_rollout_ref.actor.checkpoint.contents", "verl <= 0.4's name of actor_rollout_ref.actor.checkpoint.save_contents "
                                                     "(which changes nothing here): drop the key"),
-    ("*.checkpoint.async_save", "checkpoints are written before the next step here (and committed whole): drop the key"),
     ("actor_rollout_ref.actor.checkpoint.strict", "a resume here always loads every tensor of the checkpoint: drop the key"),
     ("critic.checkpoint.*", "a checkpoint here always holds the critic's model and what a resume needs: drop the key"),
-    ("actor_rollout_ref.*.entropy_from_logits_chunk_size", "the chunk size of entropy_from_logits_with_chunking (a notice "
-                                                           "here: the entropy is computed whole, the same values): drop the key"),
     ("actor_rollout_ref.actor.use_fused_kernels", "use actor_rollout_ref.model.use_fused_kernels"),
     ("actor_rollout_ref.actor.use_remove_padding", "use actor_rollout_ref.model.use_remove_padding"),
-    ("critic.model.use_fused_kernels", "fused kernels are not used here (a speed key): drop the key"),
-    ("critic.model.use_liger", "Liger kernels are not used here: drop the key"),
     ("critic.model.fused_kernel_options.*", "there are no fused kernels here: drop the key"),
-    ("critic.model.use_shm", "a load-speed key: the weights are read from the model's path as they are; drop the key"),
-    ("critic.model.enable_activation_offload", "a memory key: activations stay where the model runs here; drop the key"),
     ("critic.model.lora*", "LoRA on the critic is not supported: drop the key (the actor's is "
                            "actor_rollout_ref.model.lora_rank)"),
     ("critic.model.target_modules", "LoRA on the critic is not supported: drop the key"),
@@ -279,8 +257,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                                   "drop the key"),
     ("actor_rollout_ref.actor.calculate_sum_pi_squared", "verl 0.9's extra per-token statistic: not computed here; drop "
                                                          "the key"),
-    ("actor_rollout_ref.actor.use_prefix_grouper", "verl's shared-prefix grouping of a group's forwards (a speed key): not "
-                                                   "here; drop the key"),
     ("actor_rollout_ref.actor.policy_loss.dro_beta", "a parameter of verl's DRO policy loss, which is not a loss_mode "
                                                      "here: drop the key"),
     ("actor_rollout_ref.rollout.chat_scheduler", _MULTI_TURN),
@@ -289,10 +265,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
        "use_inference_chat_template")),
     ("data.function_tool_path", _MULTI_TURN),
     ("data.tool_config_path", _MULTI_TURN),
-    ("actor_rollout_ref.rollout.cudagraph_capture_sizes", _VLLM_SPEED),
-    ("actor_rollout_ref.rollout.disable_log_stats", _VLLM_SPEED),
-    ("actor_rollout_ref.rollout.scheduling_policy", _VLLM_SPEED),
-    ("actor_rollout_ref.rollout.moe_load_balance_metrics_interval", _VLLM_SPEED),
     ("actor_rollout_ref.rollout.prometheus.*", "vLLM's Prometheus metrics server is not started here: drop the key"),
     ("actor_rollout_ref.rollout.router_config_path", "verl's router between rollout servers: one engine per rank here; "
                                                      "drop the key"),
@@ -325,7 +297,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                   "model gets the chat and renders it with its own template here; drop the key"),
     ("data.*_max_samples", "not supported: cut the data files to the rows you want"),
     ("data.validation_shuffle", "validation rows are read in order here: drop the key"),
-    ("data.use_shm", "a load-speed key: the files are read where they are; drop the key"),
     ("ray_init.*", _RAY_INIT),
     ("ray_kwargs.*", _RAY_INIT),
     ("reward.reward_manager.module.*", "custom reward-manager modules: register a reward manager through a plugin "
@@ -344,7 +315,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                                       "carry it"),
     ("reward.reward_model.rollout.*", _RM_WORKER),
     *((f"reward_model.rollout.{name}", _RM_WORKER) for name in _RM_ENGINE),
-    ("reward_model.model.use_shm", "a load-speed key: the weights are read from the model's path as they are; drop the key"),
     ("reward_model.forward_max_token_len_per_gpu", _RM_WORKER),
     ("reward_model.max_length", _RM_WORKER),
     ("reward_model.micro_batch_size", _RM_WORKER),

@@ -60,6 +60,7 @@ class RewardModelPathConfig:
     trust_remote_code: bool = opt(False, "Allow custom modelling code shipped with the reward model directory.")
     # verl's reward-model worker keys: speed and memory on hardware this in-process model does not use.
     use_remove_padding: bool = opt(False, "verl's unpadded forward of the reward model: accepted with a notice (samples are sorted by length, so micro-batches pad little; scores are the same).")
+    use_shm: bool = opt(False, "verl: copy the reward model to /dev/shm before loading it; a load-speed key (a notice: the same weights).")
     fsdp_config: dict[str, Any] = opt({}, "verl's FSDP settings of the reward-model worker (param_offload, ...): accepted with a notice; the reward model runs unsharded in-process, scores are the same.")
 
     def __post_init__(self) -> None:
@@ -268,6 +269,9 @@ class RewardModelConfig:
         if self.model.use_remove_padding:
             lines.append("reward_model.model.use_remove_padding: micro-batches are sorted by length and pad little; "
                          "the padded forward gives the same scores")
+        if self.model.use_shm:
+            lines.append("reward_model.model.use_shm: a load-speed key; the weights are read from model.path as they "
+                         "are, the same weights")
         for key in self.model.fsdp_config:
             lines.append(f"reward_model.model.fsdp_config.{key}: the reward model runs unsharded in one process; "
                          "FSDP settings change nothing")
