@@ -203,6 +203,12 @@ NOTICES: tuple[Notice, ...] = (
     Notice("actor_rollout_ref.rollout.disable_log_stats", _is_set, "a logging key of vLLM: the samples are the same"),
     Notice("actor_rollout_ref.rollout.scheduling_policy", _is_set,
            "a speed key of vLLM: each request is sampled with its own seed, the same samples in any order"),
+    *(Notice(f"actor_rollout_ref.rollout.{name}", _is_set,
+             "a device-layout key of the rollout: one engine per rank shares the trainer's devices here, the same samples")
+      for name in ("data_parallel_size", "expert_parallel_size", "pipeline_model_parallel_size", "n_gpus_per_node",
+                   "nnodes")),
+    Notice("actor_rollout_ref.actor.fsdp_config.wrap_policy", lambda v, c: bool(v),
+           "verl's FSDP1 auto-wrap policy, a memory and speed key: FSDP2 here shards each decoder layer, the same updates"),
     Notice("actor_rollout_ref.rollout.moe_load_balance_metrics_interval", _is_set,
            "a logging key of vLLM: the samples are the same"),
 )
@@ -356,7 +362,8 @@ def release_of(key: str) -> str:
 
 # reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
 REWARD_SIDE_NOTICES = ("reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
-                       "reward_model.model.use_shm",
+                       "reward_model.model.use_shm", "reward_model.enable_resource_pool", "reward_model.n_gpus_per_node",
+                       "reward_model.nnodes",
                        "reward_model.rollout.free_cache_engine")
 # verl's reward-loop keys: they serve the reward model with vLLM (RewardModelConfig.serves_with_vllm).
 REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",

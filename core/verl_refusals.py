@@ -50,7 +50,6 @@ _FILLED_IN = "filled in by verl from another key ({}): set that key"
 _NO_DETERMINISM = ("verl's per-engine seed / deterministic-kernels switch: trainer.seed seeds the whole run here; drop the "
                    "key")
 _DTYPE = "the models' dtype is actor_rollout_ref.model.torch_dtype here (actor, reference and critic): set that key"
-_OWN_DEVICES = "the rollout and the reward model share the trainer's devices here (trainer.n_gpus_per_node): drop the key"
 _RM_WORKER = ("a setting of verl's reward-model worker with no counterpart here: drop the key (the reward model's settings are "
               "in docs/reward_models.md)")
 _RAY_INIT = ("Ray's start-up arguments: rewardsmith's ray.init joins RAY_ADDRESS or starts a local cluster "
@@ -164,8 +163,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.rollout.dtype", "the engine runs in the actor's dtype: set actor_rollout_ref.model.torch_dtype"),
     ("actor_rollout_ref.rollout.prompt_length", "set data.max_prompt_length (the rollout's prompt length)"),
     ("actor_rollout_ref.rollout.response_length", "set data.max_response_length (the rollout's response length)"),
-    ("actor_rollout_ref.rollout.data_parallel_size", "one vLLM engine per rank here, no engine data parallelism: drop the key"),
-    ("actor_rollout_ref.rollout.expert_parallel_size", "vLLM expert parallelism is not supported (no MoE sharding): drop the key"),
     ("actor_rollout_ref.rollout.over_sample_rate", "verl's agent-loop oversampling (aborting the slowest requests) changes "
                                                    "which samples train: not supported; drop the key"),
     ("actor_rollout_ref.rollout.quantization", "a quantized rollout engine samples from other weights than the actor's: not "
@@ -184,9 +181,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("trainer.tensorboard_dir", "use trainer.logger (its sinks, docs/training.md); drop the key"),
     ("trainer.rl_logging_board_dir", "use trainer.logger (its sinks, docs/training.md); drop the key"),
     ("trainer.dump_high_diff_*", "not supported: the metric rollout_probs_diff reports engine/actor differences; drop the key"),
-    ("reward_model.enable_resource_pool", "the reward model shares the trainer's devices here: drop the key"),
-    ("reward_model.n_gpus_per_node", "the reward model shares the trainer's devices here: drop the key"),
-    ("reward_model.nnodes", "the reward model shares the trainer's devices here: drop the key"),
     # Families of verl's trainer config across its releases (core/verl_release_keys.tsv).
     ("*.qat.*", _QAT),
     ("*.qat", _QAT),
@@ -214,8 +208,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.rollout.full_determinism", _NO_DETERMINISM),
     ("actor_rollout_ref.rollout.seed", _NO_DETERMINISM),
     ("actor_rollout_ref.actor.fsdp_config.forward_only", "an internal flag of verl's engine workers: drop the key"),
-    ("actor_rollout_ref.actor.fsdp_config.wrap_policy.*", "verl's FSDP1 auto-wrap policy: FSDP2 here wraps the model its own "
-                                                          "way (core/fsdp.py); drop the key"),
     ("actor_rollout_ref.ref.router_replay.*", _MEGATRON),
     ("actor_rollout_ref.rollout.enable_rollout_routing_replay", _MEGATRON),
     ("actor_rollout_ref.ref.model", "verl's separate reference model: the reference is the actor's starting weights here; "
@@ -269,9 +261,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.rollout.router_config_path", "verl's router between rollout servers: one engine per rank here; "
                                                      "drop the key"),
     ("*.disaggregation.*", "verl's prefill/decode disaggregation: not supported; drop the key"),
-    ("actor_rollout_ref.rollout.pipeline_model_parallel_size", "vLLM pipeline parallelism is not supported: drop the key"),
-    ("actor_rollout_ref.rollout.n_gpus_per_node", _OWN_DEVICES),
-    ("actor_rollout_ref.rollout.nnodes", _OWN_DEVICES),
     ("actor_rollout_ref.rollout.ignore_eos", "sampling past the end-of-sequence token is not supported: drop the key"),
     ("actor_rollout_ref.rollout.logprobs_mode", "set by rewardsmith itself (the engine returns the sampled tokens' "
                                                 "log-probs after temperature): drop the key"),
@@ -307,9 +296,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("reward_manager.source", "reward managers come from plugins here: drop the key"),
     ("reward_manager.name", "use reward_model.reward_manager (or reward.reward_manager.name)"),
     ("sandbox_fusion.*", "use reward_model.sandbox_fusion.* (or reward.sandbox_fusion.*)"),
-    ("reward.reward_model.enable_resource_pool", "the reward model shares the trainer's devices here: drop the key"),
-    ("reward.reward_model.n_gpus_per_node", "the reward model shares the trainer's devices here: drop the key"),
-    ("reward.reward_model.nnodes", "the reward model shares the trainer's devices here: drop the key"),
     ("reward.reward_model.rollout.free_cache_engine", "set it in verl's older layout, reward_model.rollout.free_cache_engine "
                                                       "(accepted there with a notice); the reward.* layout here does not "
                                                       "carry it"),

@@ -436,6 +436,11 @@ SPEED_ONLY = (
     "actor_rollout_ref.actor.fsdp_config.pad_to_length=true", "actor_rollout_ref.actor.fsdp_config.pad_to_length_bucket=512",
     "actor_rollout_ref.actor.pad_to_length=true", "actor_rollout_ref.ref.pad_to_length=true",
     "actor_rollout_ref.model.tiled_mlp.enabled=true", "critic.model.tiled_mlp.num_shards=4", "reward_model.model.use_shm=true",
+    # device layouts of a multi-GPU run: speed and memory only
+    "actor_rollout_ref.rollout.data_parallel_size=2", "actor_rollout_ref.rollout.expert_parallel_size=2",
+    "actor_rollout_ref.rollout.pipeline_model_parallel_size=2", "actor_rollout_ref.rollout.n_gpus_per_node=8",
+    "actor_rollout_ref.rollout.nnodes=2", "actor_rollout_ref.actor.fsdp_config.wrap_policy.min_num_params=0",
+    "reward_model.enable_resource_pool=true", "reward_model.n_gpus_per_node=8", "reward_model.nnodes=2",
 )
 
 
@@ -453,3 +458,9 @@ def test_no_refusal_is_of_a_speed_or_memory_key():
 
     import re
     assert [glob for glob, why in REFUSALS if re.search(r"\b(speed|memory|load-speed) key\b", why)] == []
+
+
+def test_verls_reward_layout_spells_the_reward_models_device_pool_too(tmp_path):
+    config = tiny_config(tmp_path, "+reward.reward_model.n_gpus_per_node=8", "+reward.reward_model.enable_resource_pool=true")
+    assert config.reward_model.n_gpus_per_node == 8 and config.reward_model.enable_resource_pool
+    assert sum("reward_model.n_gpus_per_node: a device-layout key" in line for line in notices(config)) == 1
