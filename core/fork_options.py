@@ -6,13 +6,17 @@
   (the trainer drops them with :func:`truncated`, as it drops unscored samples);
 - ``actor_rollout_ref.actor.adaptive_entropy.*`` (Skywork-OR1): the entropy
   coefficient moves toward a target entropy step by step
-  (:class:`EntropyControl`, :func:`sampled_entropy`).
+  (:class:`EntropyControl`, :func:`sampled_entropy`);
+- ``trainer.rejection_sample`` (rllm / DeepScaleR, Skywork-OR1): the groups
+  whose rewards are all 0 or all 1 leave the step's batch (:func:`rejection_rows`).
 
 docs/training.md ("Options of verl forks") names the projects and what differs.
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
+from typing import Optional, Sequence
 
 import torch
 
@@ -62,3 +66,31 @@ class EntropyControl:
         below = entropy < target
         coeff = self.coeff + delta if below else self.coeff - delta
         return EntropyControl(min(max(coeff, low), high), below)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """What :func:`rejection_rows` kept: the rows, and the groups all solved (all 1) and none solved (all 0)."""
+
+    rows: list[int]
+    solve_all: int
+    solve_none: int
+
+
+def rejection_rows(uids: Sequence[str], rewards: Sequence[Optional[float]], ranks: int) -> Rejection:
+    """rllm's and Skywork-OR1's rejection sampling: the rows to train on.
+
+    A group (the samples of one uid) whose rewards are all 0 ("solve none") or
+    all 1 ("solve all") is dropped; the remaining rows, in order, are cut to a
+    multiple of ``ranks`` from the end, as the forks do (a group at the end may
+    lose samples). ``None`` marks an unscored sample: it neither makes a group
+    uniform nor varies it. Every row kept still needs its own score.
+    """
+    groups: dict[str, list[float]] = defaultdict(list)
+    for uid, reward in zip(uids, rewards):
+        if reward is not None:
+            groups[uid].append(float(reward))
+    solve_none = {uid for uid, values in groups.items() if all(v == 0 for v in values)}
+    solve_all = {uid for uid, values in groups.items() if uid not in solve_none and all(v == 1 for v in values)}
+    rows = [i for i, uid in enumerate(uids) if uid not in solve_none and uid not in solve_all]
+    return Rejection(rows[: len(rows) // ranks * ranks], len(solve_all), len(solve_none))

@@ -543,7 +543,7 @@ class TrainerConfig:
     default_hdfs_dir: Optional[str] = opt(None, "verl: a second place for checkpoints: each committed global_step_N is copied to <default_hdfs_dir>/global_step_N. A local or mounted directory; hdfs:// and other URLs are refused (no HDFS client here). Resumes read default_local_dir.")
     balance_batch: bool = opt(True, "verl's default: before the log-probs and updates, reorder each step's samples so that every data-parallel rank gets a like workload (Karmarkar-Karp over verl's per-sample cost estimate, index for index as verl 0.9.1, metrics global_seqlen/*). It reorders on one rank too, as verl, which changes which samples share a mini-batch; false keeps the rollout's order.")
     remove_clip: bool = opt(False, "SimpleRL-Zoo's fork option: responses cut at data.max_response_length leave the actor's and critic's losses (their tokens and counts); their scores stay in the group statistics (docs/training.md#options-of-verl-forks).")
-    rejection_sample: bool = opt(False, "rllm/DeepScaleR's and Skywork-OR1's fork option; true (dropping groups whose rewards are all 0 or all 1, training on the rest) is refused: use algorithm.filter_groups.enable with data.gen_batch_size (DAPO's dynamic sampling).")
+    rejection_sample: bool = opt(False, "rllm/DeepScaleR's and Skywork-OR1's fork option: each step loads train_batch_size * rejection_sample_multiplier prompts, drops the groups whose rewards are all 0 or all 1 and trains on the rest, cut to a multiple of the rank count (the batch size varies; a batch that keeps nothing is skipped). docs/training.md#options-of-verl-forks; DAPO's algorithm.filter_groups keeps a fixed batch instead.")
     rejection_sample_multiplier: float = opt(2.0, "rllm/Skywork-OR1: prompts per step with rejection_sample, as a multiple of train_batch_size; unused while rejection_sample is false.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     rollout_data_dir: Optional[str] = opt(None, "Write each step's rollouts to <dir>/<step>.jsonl (verl's key): prompt, response, data_source, ground truth, score, reward, per-component scores; readable by `rewardsmith score` and `diff`. null = off.")
@@ -575,11 +575,8 @@ class TrainerConfig:
                     raise InvalidValue(key, f"is true, which keeps one checkpoint, but max_ckpt_to_keep is "
                                        f"{self.max_ckpt_to_keep}: set one of them")
                 self.max_ckpt_to_keep = 1
-        if self.rejection_sample:
-            raise InvalidValue("rejection_sample", "is true: rllm's (DeepScaleR's) and Skywork-OR1's rejection sampling "
-                               "(drop the groups whose rewards are all 0 or all 1, train on a smaller batch) is not "
-                               "implemented here; set it false, or keep train_batch_size varied groups with "
-                               "algorithm.filter_groups.enable=true and data.gen_batch_size (DAPO's dynamic sampling)")
+        if self.rejection_sample_multiplier <= 0:
+            raise InvalidValue("rejection_sample_multiplier", f"must be > 0, got {self.rejection_sample_multiplier}")
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
         check_packages(self.logger)

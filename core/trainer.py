@@ -26,8 +26,9 @@ from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, copy_checkpoint,
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
-from rewardsmith.core.dynamic_sampling import GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards, first_groups, keep_varied
-from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, sampled_entropy, truncated
+from rewardsmith.core.dynamic_sampling import (GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards,
+                                               first_groups, keep_varied, metric_values, select_reward)
+from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy, truncated
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
 from rewardsmith.core.reward_masking import (
@@ -111,8 +112,12 @@ class PPOTrainer:
         self.tokenizer = run_tokenizer(c)
         self.train_set = PromptDataset(read_files(c.data.train_files, "data.train_files"), self.tokenizer, c.data)
         self.val_set = PromptDataset(read_files(c.data.val_files, "data.val_files"), self.tokenizer, c.data) if c.data.val_files else None
-        # verl's loader batch is data.gen_batch_size when set (DAPO's generation batch).
-        self.loader = PromptLoader(self.train_set, c.data.gen_batch_size or c.data.train_batch_size, c.data.shuffle, c.data.seed)
+        # verl's loader batch is data.gen_batch_size when set (DAPO's generation batch); rllm's and Skywork-OR1's
+        # rejection sampling loads rejection_sample_multiplier times train_batch_size prompts.
+        loader_batch = c.data.gen_batch_size or c.data.train_batch_size
+        if t.rejection_sample:
+            loader_batch = int(c.data.train_batch_size * t.rejection_sample_multiplier)
+        self.loader = PromptLoader(self.train_set, loader_batch, c.data.shuffle, c.data.seed)
         self.prompt_batches: Iterator[Batch] = iter(self.loader)  # lazy: reads the loader's position at each batch
         self.total_steps = t.total_training_steps or self.loader.batches_per_epoch * t.total_epochs
 
@@ -127,6 +132,12 @@ class PPOTrainer:
             # verl's DAPO trainer filters before log-probs exist, so it cannot apply the in-reward KL either.
             raise ValueError("algorithm.filter_groups.enable filters groups on the reward before log-probs and values are "
                              "computed: it cannot be combined with algorithm.use_kl_in_reward or reward_source=critic")
+        if t.rejection_sample and (algo.filter_groups.enable or c.data.gen_batch_size or algo.reward_source == "critic"
+                                   or getattr(self.estimator, "requires_greedy_baseline", False)):
+            raise ValueError("trainer.rejection_sample (rllm's, Skywork-OR1's) picks a step's groups by their scores from "
+                             "train_batch_size * rejection_sample_multiplier prompts: it cannot be combined with "
+                             "algorithm.filter_groups, data.gen_batch_size, reward_source=critic or a greedy baseline "
+                             "(ReMax); use one of them")
         if algo.filter_groups.enable and getattr(self.estimator, "requires_greedy_baseline", False):
             raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} compares each sample with a greedy response to "
                              "its prompt, which a batch assembled by algorithm.filter_groups does not keep: use one or the other")
@@ -268,6 +279,9 @@ class PPOTrainer:
         if algo.filter_groups.enable:
             batch, reward, filter_metrics = self.sample_varied_groups(prompts, timing)
             metrics.update(filter_metrics)
+        elif self.config.trainer.rejection_sample:
+            batch, reward, reject_metrics = self.reject_uniform_groups(prompts, timing)
+            metrics.update(reject_metrics)
         else:
             with self._timer(timing, "gen"), self._rollout_phase():
                 batch = self.actor.generate(prompts, self.sampling)
@@ -396,6 +410,27 @@ class PPOTrainer:
         metrics = {"train/num_gen_batches": float(generated), "train/num_kept_groups": float(kept),
                    "train/kept_group_ratio": kept / (generated * self.loader.batch_size)}
         return batch, reward, metrics
+
+    def reject_uniform_groups(self, prompts: Batch, timing: dict[str, float]) -> tuple[Batch, Any, dict[str, float]]:
+        """rllm's / Skywork-OR1's rejection sampling (:func:`rewardsmith.core.fork_options.rejection_rows`): generate and
+        score ``prompts``, keep the groups not all 0 and not all 1 (cut to a multiple of the rank count); a batch
+        that keeps nothing is skipped for the next prompts, as the forks do, without counting a step."""
+        timing["gen"] = 0.0
+        while True:
+            start = time.perf_counter()
+            with self._rollout_phase():
+                batch = self.actor.generate(prompts, self.sampling)
+            timing["gen"] += time.perf_counter() - start
+            reward = self.score(batch, timing)
+            kept = rejection_rows(batch.meta["uid"], metric_values("seq_reward", reward), self.world_size)
+            if kept.rows:
+                break
+            prompts = next(self.prompt_batches)
+        groups = len(set(batch.meta["uid"]))
+        metrics = {"batch/solve_none": float(kept.solve_none), "batch/solve_all": float(kept.solve_all),
+                   "batch/solve_partial": float(groups - kept.solve_none - kept.solve_all),
+                   "batch/kept_samples": float(len(kept.rows))}
+        return batch.select(kept.rows), select_reward(reward, kept.rows), metrics
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.

@@ -38,11 +38,10 @@ FORK_KEYS: tuple[ForkKey, ...] = (
             "and the policy loss's clip_ratio and clip_ratio_c already bound each token's update"),
     ForkKey("trainer.rejection_sample", f"{_RLLM}, {_SKYWORK}", "10+ (6 of the 10 found, and all 6 of "
             "Skywork-OR1's, set it true)",
-            "false accepted; true refused, naming DAPO's filter_groups instead: the forks train on a batch whose size "
-            "changes from step to step (cut to a multiple of the rank count, through a group if need be), which the "
-            "fixed mini-batches here do not do; filter_groups keeps the same groups and refills the batch"),
+            "implemented (core/fork_options.py rejection_rows, the forks' filter and cut step for step): used by most "
+            "scripts that pass it, and small; the step's batch size varies, as in the forks"),
     ForkKey("trainer.rejection_sample_multiplier", f"{_RLLM}, {_SKYWORK}", "10+",
-            "accepted: it only sizes trainer.rejection_sample's batches"),
+            "implemented: the prompts a step loads with trainer.rejection_sample, as a multiple of train_batch_size"),
     ForkKey("trainer.remove_clip", _SIMPLERL, "10+",
             "implemented (core/fork_options.py truncated; the trainer drops those samples from both losses): small and "
             "exactly defined"),

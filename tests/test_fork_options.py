@@ -9,7 +9,8 @@ from core_helpers import tiny_config
 
 from rewardsmith.common.config import ConfigError, describe
 from rewardsmith.core.advantages import compute_grpo_outcome_advantage
-from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, sampled_entropy, truncated
+from rewardsmith.core.fork_options import (EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy,
+                                           truncated)
 from rewardsmith.core.reward_masking import loss_tokens
 from rewardsmith.core.schema import Config
 from rewardsmith.core.trainer import PPOTrainer
@@ -187,7 +188,6 @@ def _config(tmp_path, *overrides):
 
 
 @pytest.mark.parametrize("override, says", [
-    ("trainer.rejection_sample=true", "Skywork-OR1's rejection sampling"),
     ("algorithm.clip_advantages=true", "rllm's advantage clamping"),
     ("algorithm.mask_truncated_samples=true", "only with adv_estimator=grpo, not gae"),
     ("rllm.mask_truncated_samples=true", "rllm's own trainer"),
@@ -229,3 +229,66 @@ def test_every_fork_key_has_the_status_its_record_says():
             assert fork.key in schema_keys and refusal(fork.key) is None, fork.key
         if fork.why.startswith("accepted as"):
             assert fork.key in moved
+
+
+def rllm_rejection(uids, rewards, world_size):
+    """rllm's (and Skywork-OR1's) rejection sampling in its ray_trainer, transcribed: the kept row indices."""
+    uids = np.array(uids, dtype=object)
+    valid_mask = torch.ones(len(uids), dtype=torch.bool)
+    solve_none = solve_all = 0
+    for uid in np.unique(uids):
+        uid_mask = uids == uid
+        uid_rewards = rewards[torch.as_tensor(uid_mask)]
+        if (uid_rewards == 0).all():
+            valid_mask[uid_mask] = False
+            solve_none += 1
+        elif (uid_rewards == 1).all():
+            valid_mask[uid_mask] = False
+            solve_all += 1
+    rows = torch.arange(len(uids))[valid_mask]
+    return rows[: (len(rows) // world_size) * world_size].tolist(), solve_all, solve_none
+
+
+@pytest.mark.parametrize("world_size", [1, 4])
+def test_rejection_rows_are_rllms_and_skyworks(world_size):
+    gen = torch.Generator().manual_seed(3)
+    n, groups = 4, 12
+    rewards = torch.randint(0, 2, (groups * n,), generator=gen).float()
+    rewards[:n] = 0  # a group solved by none
+    rewards[n:2 * n] = 1  # one solved by all
+    rewards[2 * n:3 * n] = torch.tensor([0.5, 0.5, 0.5, 0.5])  # uniform but neither 0 nor 1: kept, as there
+    uids = [f"u{(i // n):02d}" for i in range(groups * n)]
+    kept = rejection_rows(uids, rewards.tolist(), world_size)
+    rows, solve_all, solve_none = rllm_rejection(uids, rewards, world_size)
+    assert (kept.rows, kept.solve_all, kept.solve_none) == (rows, solve_all, solve_none)
+    assert kept.solve_all >= 1 and kept.solve_none >= 1 and set(range(2 * n, 3 * n)) <= set(kept.rows)
+
+
+def test_rejection_sample_trains_on_the_groups_not_all_0_or_all_1(tmp_path):
+    trainer, batch, metrics = _experience(tmp_path, "trainer.rejection_sample=true",
+                                          "trainer.rejection_sample_multiplier=2")
+    try:
+        assert trainer.loader.batch_size == 8  # train_batch_size 4 x 2 prompts, 2 samples each
+        scores = batch["token_level_scores"].sum(-1)
+        by_group = defaultdict(list)
+        for uid, score in zip(batch.meta["uid"], scores.tolist()):
+            by_group[uid].append(score)
+        assert by_group and all(not (all(v == 0 for v in vals) or all(v == 1 for v in vals)) for vals in by_group.values())
+        assert metrics["batch/solve_none"] >= 1  # the digits reward leaves some groups at 0: the option dropped them
+        assert metrics["batch/solve_none"] + metrics["batch/solve_all"] + metrics["batch/solve_partial"] == 8
+        assert metrics["batch/kept_samples"] == len(batch) == 2 * metrics["batch/solve_partial"]
+        trainer.update(batch)  # a batch smaller than train_batch_size * n trains as it is
+    finally:
+        trainer.close()
+    fitted = PPOTrainer(tiny_config(tmp_path / "fit", "algorithm.adv_estimator=grpo", "trainer.rejection_sample=true"))
+    try:
+        last = fitted.fit()
+        assert fitted.global_step == 2 and "batch/kept_samples" in last
+    finally:
+        fitted.close()
+
+
+def test_rejection_sample_does_not_combine_with_dapos_filter(tmp_path):
+    with pytest.raises(ValueError, match="rejection_sample"):
+        PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", "trainer.rejection_sample=true",
+                               "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=score"))
