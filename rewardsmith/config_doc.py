@@ -38,8 +38,8 @@ each tagged release from v0.1 to v0.7.0 and in verl 0.9.1 (read from verl's
 git and package by `benchmarks/verl_release_keys.py` into
 `core/verl_release_keys.tsv`, with the commits it read; the column gives the
 first and last release that has the key, "v0.7.0 scripts" a key only the
-scripts pass), and the older spellings of verl forks' scripts, with what each
-does here. A key is
+scripts pass), and the keys and older spellings of verl forks' scripts
+("fork: project", [below](#keys-of-verl-forks)), with what each does here. A key is
 *implemented* (it does what verl does; its entry above says how), *accepted
 with a notice* (it tunes speed or memory on hardware or kernels this run does
 not have, so the results are the same with it and without it; `rewardsmith train`
