@@ -356,6 +356,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     cudagraph_capture_sizes: Optional[list[int]] = opt(None, "verl: vLLM's CUDA-graph batch sizes; a speed key (a notice: enforce_eager decides whether graphs are used).")
     disable_log_stats: Optional[bool] = opt(None, "verl: vLLM's statistics logging; a logging key (a notice).")
     scheduling_policy: Optional[str] = opt(None, "verl: vLLM's request scheduling (fcfs, priority); a speed key (a notice: each request is sampled with its own seed, the same samples).")
+    micro_rollout_batch_size: Optional[int] = opt(None, "SimpleRL-Zoo's fork: prompts per vLLM generate call; a memory key (a notice: one batched call per step here, the same samples).")
     data_parallel_size: Optional[int] = opt(None, "verl: vLLM engines per rollout replica (data parallelism); a speed key (a notice: one engine per rank here, the same samples).")
     expert_parallel_size: Optional[int] = opt(None, "verl: vLLM's MoE expert parallelism; a speed and memory key (a notice: the same samples).")
     pipeline_model_parallel_size: Optional[int] = opt(None, "verl: vLLM's pipeline parallelism; a speed and memory key (a notice: the same samples).")

@@ -45,6 +45,8 @@ FORK_KEYS: tuple[ForkKey, ...] = (
     ForkKey("trainer.remove_clip", _SIMPLERL, "10+",
             "implemented (core/fork_options.py truncated; the trainer drops those samples from both losses): small and "
             "exactly defined"),
+    ForkKey("actor_rollout_ref.rollout.micro_rollout_batch_size", _SIMPLERL, "1 (SimpleRL-Zoo's own script)",
+            "accepted with a notice: a memory key (its vLLM generate calls in chunks of prompts), the same samples"),
     ForkKey("trainer.remove_previous_ckpt", _SIMPLERL, "10+",
             "accepted as max_ckpt_to_keep=1 (the fork deletes the previous checkpoint at each save)"),
     *(ForkKey(f"actor_rollout_ref.actor.adaptive_entropy.{name}", _SKYWORK, "6 (in the search, and all 6 of Skywork-OR1's own)",

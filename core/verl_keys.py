@@ -209,6 +209,8 @@ NOTICES: tuple[Notice, ...] = (
                    "nnodes")),
     Notice("actor_rollout_ref.actor.fsdp_config.wrap_policy", lambda v, c: bool(v),
            "verl's FSDP1 auto-wrap policy, a memory and speed key: FSDP2 here shards each decoder layer, the same updates"),
+    Notice("actor_rollout_ref.rollout.micro_rollout_batch_size", _is_set,
+           "SimpleRL-Zoo's memory key: one batched generate call per step here, the same samples"),
     Notice("actor_rollout_ref.rollout.moe_load_balance_metrics_interval", _is_set,
            "a logging key of vLLM: the samples are the same"),
 )

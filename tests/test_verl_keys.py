@@ -441,6 +441,7 @@ SPEED_ONLY = (
     "actor_rollout_ref.rollout.pipeline_model_parallel_size=2", "actor_rollout_ref.rollout.n_gpus_per_node=8",
     "actor_rollout_ref.rollout.nnodes=2", "actor_rollout_ref.actor.fsdp_config.wrap_policy.min_num_params=0",
     "reward_model.enable_resource_pool=true", "reward_model.n_gpus_per_node=8", "reward_model.nnodes=2",
+    "actor_rollout_ref.rollout.micro_rollout_batch_size=1024",  # SimpleRL-Zoo's fork
 )
 
 
