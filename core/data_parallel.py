@@ -64,10 +64,11 @@ class WorkerGroup(ABC):
     def compute_values(self, batch: Batch) -> torch.Tensor:
         return self._per_sample("compute_values", batch)
 
-    def update(self, minis: list[MiniBatch]) -> dict[str, float]:
-        """Each rank's share of each mini-batch; metrics are the mean over ranks (equal shares)."""
+    def update(self, minis: list[MiniBatch], *args: Any) -> dict[str, float]:
+        """Each rank's share of each mini-batch (``args`` go to every rank as they are); metrics are the mean over
+        ranks (equal shares)."""
         per_mini = [mini.split(self.world_size) for mini in minis]
-        per_rank = self._run("update", [([shares[r] for shares in per_mini],) for r in range(self.world_size)])
+        per_rank = self._run("update", [([shares[r] for shares in per_mini], *args) for r in range(self.world_size)])
         return {key: sum(m[key] for m in per_rank) / len(per_rank) for key in per_rank[0]}
 
     def sync_rollout_weights(self) -> None:

@@ -26,7 +26,9 @@ from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, copy_checkpoint,
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
-from rewardsmith.core.dynamic_sampling import GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards, first_groups, keep_varied
+from rewardsmith.core.dynamic_sampling import (GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards,
+                                               first_groups, keep_varied, metric_values, select_reward)
+from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy, truncated
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
 from rewardsmith.core.reward_masking import (
@@ -110,8 +112,12 @@ class PPOTrainer:
         self.tokenizer = run_tokenizer(c)
         self.train_set = PromptDataset(read_files(c.data.train_files, "data.train_files"), self.tokenizer, c.data)
         self.val_set = PromptDataset(read_files(c.data.val_files, "data.val_files"), self.tokenizer, c.data) if c.data.val_files else None
-        # verl's loader batch is data.gen_batch_size when set (DAPO's generation batch).
-        self.loader = PromptLoader(self.train_set, c.data.gen_batch_size or c.data.train_batch_size, c.data.shuffle, c.data.seed)
+        # verl's loader batch is data.gen_batch_size when set (DAPO's generation batch); rllm's and Skywork-OR1's
+        # rejection sampling loads rejection_sample_multiplier times train_batch_size prompts.
+        loader_batch = c.data.gen_batch_size or c.data.train_batch_size
+        if t.rejection_sample:
+            loader_batch = int(c.data.train_batch_size * t.rejection_sample_multiplier)
+        self.loader = PromptLoader(self.train_set, loader_batch, c.data.shuffle, c.data.seed)
         self.prompt_batches: Iterator[Batch] = iter(self.loader)  # lazy: reads the loader's position at each batch
         self.total_steps = t.total_training_steps or self.loader.batches_per_epoch * t.total_epochs
 
@@ -126,6 +132,12 @@ class PPOTrainer:
             # verl's DAPO trainer filters before log-probs exist, so it cannot apply the in-reward KL either.
             raise ValueError("algorithm.filter_groups.enable filters groups on the reward before log-probs and values are "
                              "computed: it cannot be combined with algorithm.use_kl_in_reward or reward_source=critic")
+        if t.rejection_sample and (algo.filter_groups.enable or c.data.gen_batch_size or algo.reward_source == "critic"
+                                   or getattr(self.estimator, "requires_greedy_baseline", False)):
+            raise ValueError("trainer.rejection_sample (rllm's, Skywork-OR1's) picks a step's groups by their scores from "
+                             "train_batch_size * rejection_sample_multiplier prompts: it cannot be combined with "
+                             "algorithm.filter_groups, data.gen_batch_size, reward_source=critic or a greedy baseline "
+                             "(ReMax); use one of them")
         if algo.filter_groups.enable and getattr(self.estimator, "requires_greedy_baseline", False):
             raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} compares each sample with a greedy response to "
                              "its prompt, which a batch assembled by algorithm.filter_groups does not keep: use one or the other")
@@ -141,6 +153,7 @@ class PPOTrainer:
         self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length)
         self.val_sampling = SamplingParams.from_config(rollout_cfg.val_kwargs, c.data.max_response_length)
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
+        self.entropy_ctrl = EntropyControl(actor_cfg.entropy_coeff)  # Skywork-OR1's, used with actor.adaptive_entropy
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
@@ -266,6 +279,9 @@ class PPOTrainer:
         if algo.filter_groups.enable:
             batch, reward, filter_metrics = self.sample_varied_groups(prompts, timing)
             metrics.update(filter_metrics)
+        elif self.config.trainer.rejection_sample:
+            batch, reward, reject_metrics = self.reject_uniform_groups(prompts, timing)
+            metrics.update(reject_metrics)
         else:
             with self._timer(timing, "gen"), self._rollout_phase():
                 batch = self.actor.generate(prompts, self.sampling)
@@ -275,7 +291,9 @@ class PPOTrainer:
         # The rewards need only the responses: with overlap they run beside the passes below.
         pending = self.start_scoring(batch, self.overlap_rewards) if reward is None else None
         mask = batch["response_mask"].float()
-        if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
+        # Skywork-OR1's adaptive entropy measures the step's entropy on the old log-probs.
+        if algo.use_kl_in_reward or self.config.actor_rollout_ref.actor.adaptive_entropy.enabled \
+                or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
                 batch["old_log_probs"] = self.actor.compute_log_prob(batch)
             if "rollout_log_probs" in batch:
@@ -337,6 +355,10 @@ class PPOTrainer:
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)
+                if algo.mask_truncated_samples:
+                    cut = truncated(batch["response_mask"], self.config.data.max_response_length)
+                    advantages = mask_truncated_advantages(advantages, rewards.sum(-1), cut)
+                    metrics["train/truncated_zero_advantage"] = float((cut & (rewards.sum(-1) == 0)).sum())
                 if unscored.any():
                     advantages = drop_unscored(advantages, unscored)
         batch["advantages"], batch["returns"] = advantages, returns
@@ -389,6 +411,27 @@ class PPOTrainer:
                    "train/kept_group_ratio": kept / (generated * self.loader.batch_size)}
         return batch, reward, metrics
 
+    def reject_uniform_groups(self, prompts: Batch, timing: dict[str, float]) -> tuple[Batch, Any, dict[str, float]]:
+        """rllm's / Skywork-OR1's rejection sampling (:func:`rewardsmith.core.fork_options.rejection_rows`): generate and
+        score ``prompts``, keep the groups not all 0 and not all 1 (cut to a multiple of the rank count); a batch
+        that keeps nothing is skipped for the next prompts, as the forks do, without counting a step."""
+        timing["gen"] = 0.0
+        while True:
+            start = time.perf_counter()
+            with self._rollout_phase():
+                batch = self.actor.generate(prompts, self.sampling)
+            timing["gen"] += time.perf_counter() - start
+            reward = self.score(batch, timing)
+            kept = rejection_rows(batch.meta["uid"], metric_values("seq_reward", reward), self.world_size)
+            if kept.rows:
+                break
+            prompts = next(self.prompt_batches)
+        groups = len(set(batch.meta["uid"]))
+        metrics = {"batch/solve_none": float(kept.solve_none), "batch/solve_all": float(kept.solve_all),
+                   "batch/solve_partial": float(groups - kept.solve_none - kept.solve_all),
+                   "batch/kept_samples": float(len(kept.rows))}
+        return batch.select(kept.rows), select_reward(reward, kept.rows), metrics
+
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.
 
@@ -411,9 +454,15 @@ class PPOTrainer:
         and the rollout engine's weight sync."""
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
-        if "unscored" in batch and batch["unscored"].any():
+        left_out = batch["unscored"] if "unscored" in batch else torch.zeros(len(batch), dtype=torch.bool)
+        if self.config.trainer.remove_clip:  # SimpleRL-Zoo's: truncated responses leave the losses
+            cut = truncated(batch["response_mask"], self.config.data.max_response_length)
+            metrics["train/removed_clipped"] = float(cut.sum())
+            left_out = left_out | cut
+        if left_out.any():
             # Unscored samples leave both losses and their token and sequence counts.
-            batch = Batch({**batch.tensors, "response_mask": loss_tokens(batch["response_mask"], batch["unscored"])}, batch.meta)
+            batch = Batch({**batch.tensors, "response_mask": loss_tokens(batch["response_mask"], left_out)}, batch.meta)
+        adaptive = self.config.actor_rollout_ref.actor.adaptive_entropy
         if self.critic is not None:
             if self.config.critic.freeze:
                 metrics["critic/frozen"] = 1.0
@@ -422,9 +471,18 @@ class PPOTrainer:
                     metrics.update(self.critic.update(self.critic_mini_batches(batch)))
         if self.global_step > self.config.trainer.critic_warmup:
             with self._timer(timing, "update_actor"):
-                metrics.update(self.actor.update(self.actor_mini_batches(batch)))
+                if adaptive.enabled:
+                    metrics.update(self.actor.update(self.actor_mini_batches(batch), self.entropy_ctrl.realized))
+                else:
+                    metrics.update(self.actor.update(self.actor_mini_batches(batch)))
             with self._timer(timing, "sync_weights"):
                 self.actor.sync_rollout_weights()
+        if adaptive.enabled:
+            entropy = sampled_entropy(batch["old_log_probs"], batch["response_mask"].float())
+            metrics["actor/entropy_coeff"] = self.entropy_ctrl.realized
+            metrics["actor/sampled_entropy"] = entropy
+            self.entropy_ctrl = self.entropy_ctrl.next(entropy, adaptive.target_entropy, adaptive.delta_ent_coef,
+                                                       adaptive.min_ent_coef, adaptive.max_ent_coef)
         return metrics
 
     def greedy_baselines(self, prompts: Batch, uids: list, timing: dict[str, float]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -561,6 +619,7 @@ class PPOTrainer:
             "global_step": self.global_step,
             "loader": self.loader.state_dict(),
             "kl_ctrl": self.kl_ctrl.state_dict(),
+            "entropy_ctrl": dataclasses.asdict(self.entropy_ctrl),
             "mask_generator": self.mask_generator.get_state(),
             "shuffle_generator": self.shuffle_generator.get_state(),
             "rng": rng_state(),
@@ -599,6 +658,8 @@ class PPOTrainer:
         self.global_step = int(state["global_step"])
         self.loader.load_state_dict(state["loader"])
         self.kl_ctrl.load_state_dict(state["kl_ctrl"])
+        if "entropy_ctrl" in state:  # checkpoints written before the adaptive entropy control have none
+            self.entropy_ctrl = EntropyControl(**state["entropy_ctrl"])
         self.mask_generator.set_state(state["mask_generator"])
         self.shuffle_generator.set_state(state["shuffle_generator"])
         # Last: loading models above may have drawn from the global generators.

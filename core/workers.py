@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import torch
 
@@ -205,16 +205,18 @@ class ActorRolloutWorker:
         """(B, R) log-probs of ``responses`` under the current policy."""
         return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed)
 
-    def update(self, minis: list[MiniBatch]) -> dict[str, float]:
+    def update(self, minis: list[MiniBatch], entropy_coeff: Optional[float] = None) -> dict[str, float]:
         """One optimizer step per mini-batch with the configured policy loss (:mod:`rewardsmith.core.policy_losses`).
 
         Needs ``advantages``, ``ref_log_prob`` with ``use_kl_loss``, and
         ``old_log_probs`` unless there is a single mini-batch (then the policy
         being updated is the one that sampled, and its detached log-probs are
         the old ones). Loss = pg_loss - entropy_coeff * entropy + kl_loss_coef * kl_loss;
-        the entropy comes from this forward pass.
+        the entropy comes from this forward pass. ``entropy_coeff`` (the adaptive
+        control's, when on) replaces ``actor.entropy_coeff`` for this update.
         """
         cfg = self.cfg
+        coeff = cfg.entropy_coeff if entropy_coeff is None else entropy_coeff
         low = cfg.clip_ratio if cfg.clip_ratio_low is None else cfg.clip_ratio_low
         high = cfg.clip_ratio if cfg.clip_ratio_high is None else cfg.clip_ratio_high
         if len(minis) > 1 and any("old_log_probs" not in m.batch for m in minis):
@@ -226,12 +228,12 @@ class ActorRolloutWorker:
                               micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss)
             logp, entropy = response_logprobs(
                 self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1], self.temperature,
-                with_entropy=True, entropy_grad=cfg.entropy_coeff != 0, packed=self.packed,
+                with_entropy=True, entropy_grad=coeff != 0, packed=self.packed,
             )
             old = micro["old_log_probs"] if "old_log_probs" in micro else logp.detach()
             pg, pg_stats = self.policy_loss(logp, old, micro["advantages"], mask, ctx)
             ent = agg_loss(entropy, mask, cfg.loss_agg_mode, weight)
-            loss = pg - cfg.entropy_coeff * ent if cfg.entropy_coeff != 0 else pg
+            loss = pg - coeff * ent if coeff != 0 else pg
             if cfg.use_kl_loss:
                 kl = agg_loss(kl_penalty(logp, micro["ref_log_prob"], cfg.kl_loss_type), mask, cfg.loss_agg_mode, weight)
                 loss = loss + cfg.kl_loss_coef * kl
