@@ -120,7 +120,7 @@ class FSDPConfig:
     optimizer_offload: bool = opt(False, "verl: keep the optimizer state in CPU memory; as param_offload (offload_policy moves both).")
     forward_prefetch: bool = opt(False, "verl: prefetch the next FSDP all-gather during the forward; a speed key (a notice: the same results).")
     grad_offload: Optional[bool] = opt(None, "verl <= v0.2: keep gradients in CPU memory between uses; verl dropped it in v0.3 (a memory key: the same gradients; a notice).")
-    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP, as verl). A smaller number (hybrid sharding) is refused.")
+    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP). A smaller number that divides the world size is hybrid sharding (HSDP), as verl: sharded within groups of that many ranks, replicated across the groups (docs/training.md).")
 
     def __post_init__(self) -> None:
         if self.fsdp_size == 0:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from core_helpers import tiny_config
+from core_helpers import tiny_config, tiny_overrides, write_inputs
+from test_train_distributed import GREEDY, LOSSES, NEAR_ZERO, OPTIONS, metrics, train
 
 from rewardsmith.common.config import ConfigError, InvalidValue
 from rewardsmith.core.distributed import fsdp_mesh_shape
@@ -56,6 +57,24 @@ def test_four_ranks_sharded_within_pairs_train_as_one_process_and_resume(tmp_pat
         for name, value in hsdp[first]["local"].items():
             assert torch.equal(value, hsdp[second]["local"][name]), name
     assert any(not torch.equal(hsdp[0]["local"][name], hsdp[1]["local"][name]) for name in hsdp[0]["local"])
+
+
+@pytest.mark.slow
+def test_the_trainer_on_hsdp_gives_the_losses_of_plain_fsdp(tmp_path):
+    """PPO (critic, KL loss, clipping) on 4 ranks, balance_batch on and a checkpoint saved: fsdp_size=2 against -1."""
+    paths = write_inputs(tmp_path)
+    options = [o for o in OPTIONS if "micro_batch" not in o and "balance_batch" not in o]  # 2 samples do not split in 4
+    common = [*tiny_overrides(tmp_path, paths), *options, *GREEDY, "actor_rollout_ref.actor.strategy=fsdp2",
+              "critic.strategy=fsdp2", "trainer.n_gpus_per_node=4", "trainer.balance_batch=true", "trainer.save_freq=3"]
+    train([*common, "actor_rollout_ref.actor.fsdp_config.fsdp_size=2", "critic.fsdp_config.fsdp_size=2",
+           f"trainer.default_local_dir={tmp_path / 'hsdp'}"], ranks=4)
+    train([*common, f"trainer.default_local_dir={tmp_path / 'plain'}"], ranks=4)
+    hsdp, plain = metrics(tmp_path / "hsdp"), metrics(tmp_path / "plain")
+    assert sorted(hsdp) == sorted(plain) == [1, 2, 3]
+    for step in plain:
+        for key in LOSSES:
+            assert hsdp[step][key] == pytest.approx(plain[step][key], rel=1e-4, abs=NEAR_ZERO), f"step {step}: {key}"
+    assert (tmp_path / "hsdp" / "global_step_3" / "actor" / "dcp" / ".metadata").is_file()
 
 
 @pytest.mark.parametrize("size, world, shape", [(-1, 4, (4,)), (4, 4, (4,)), (32, 4, (4,)), (2, 4, (2, 2)),
