@@ -128,7 +128,7 @@ class FSDPConfig:
     use_no_sync_for_gradient_accumulation: Optional[bool] = opt(None, "verl: skip gradient synchronisation on all but the last micro-batch; a speed key (a notice: the same accumulated gradients).")
     pad_to_length: Optional[bool] = opt(None, "verl 0.9: pad packed rows to fixed lengths for compiled kernels; a speed key (a notice: the same log-probs).")
     pad_to_length_bucket: Optional[int] = opt(None, "verl 0.9: the length multiple of pad_to_length (a notice).")
-    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP, as verl). A smaller number (hybrid sharding) is refused.")
+    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP). A smaller number that divides the world size is hybrid sharding (HSDP), as verl: sharded within groups of that many ranks, replicated across the groups (docs/training.md).")
 
     def __post_init__(self) -> None:
         if self.fsdp_size == 0:

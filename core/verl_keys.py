@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rewardsmith.common.config import InvalidValue
+from rewardsmith.core.distributed import fsdp_mesh_shape
 from rewardsmith.core.packed_attention import PACKED_ATTENTION, packs
 from rewardsmith.core.verl_fork_keys import FORK_KEYS
 from rewardsmith.core.verl_refusals import refusal
@@ -268,11 +269,7 @@ def check_verl_keys(config: Any) -> None:
     if t.val_only and t.val_before_train and not config.data.val_files:
         raise InvalidValue("trainer.val_only", "validates and stops, but data.val_files is empty: set data.val_files")
     for key in ("actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp_config.fsdp_size"):
-        size = _value(config, key)
-        # verl builds a plain FSDP mesh whenever fsdp_size is negative or covers every rank.
-        if 0 < size < world:
-            raise InvalidValue(key, f"is {size}: sharding within groups of {size} of the {world} ranks (HSDP) is not "
-                               f"supported; use -1 (shard over all {world} ranks)")
+        fsdp_mesh_shape(key, _value(config, key), world)
     rollout = config.actor_rollout_ref.rollout
     if rollout.engine == "vllm":
         if not _installed("vllm"):

@@ -48,8 +48,8 @@ where the run can do it, a notice elsewhere: `use_remove_padding` packs the
 forwards only with an attention implementation that keeps packed sequences
 apart efficiently), or *refused* with an error naming the key and what to do
 instead. Some implemented keys refuse values this run cannot honour, each by
-name (`ulysses_sequence_parallel_size` above 1, `fsdp_size` between 1 and
-the world size (hybrid sharding; negative or at least the world size is plain FSDP, as verl), `rollout.multi_turn.enable=true`, `hybrid_engine=false`). Most
+name (`ulysses_sequence_parallel_size` above 1, an `fsdp_size` below the
+world size that does not divide it, `rollout.multi_turn.enable=true`, `hybrid_engine=false`). Most
 refused keys belong to verl engines, entry points and recipes that are not
 here (Megatron-LM, the SFT and generation trainers, the fully-async, embodied,
 PRIME and GKD recipes, multi-turn agent loops, profilers). The table is

@@ -129,7 +129,6 @@ def test_speed_keys_print_one_notice_each_and_change_nothing(tmp_path):
 @pytest.mark.parametrize("override, key", [
     ("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2", "ulysses_sequence_parallel_size"),
     ("critic.ulysses_sequence_parallel_size=4", "ulysses_sequence_parallel_size"),
-    ("trainer.n_gpus_per_node=4 actor_rollout_ref.actor.fsdp_config.fsdp_size=2", "actor_rollout_ref.actor.fsdp_config.fsdp_size"),
     ("actor_rollout_ref.rollout.multi_turn.enable=true", "multi_turn.enable"),
     ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "ppo_micro_batch_size and ppo_micro_batch_size_per_gpu"),
 ])
