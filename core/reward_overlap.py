@@ -1,10 +1,10 @@
 """A step's reward call beside the passes that do not need it, under the step's budget, profiled.
 
-:meth:`PendingReward.start` begins scoring as soon as the responses exist:
-on a background thread when the rewards overlap (``reward_model.launch_reward_fn_async``),
-inline otherwise. A batch generated in chunks (``actor_rollout_ref.rollout.stream_chunks``)
-hands each chunk to :meth:`PendingReward.submit` as it is generated, so its
-scoring runs while the next chunk generates. The trainer runs the old-policy, reference and value passes
+:meth:`PendingReward.open` starts a step's reward call and :meth:`PendingReward.submit`
+begins scoring responses as soon as they exist: on a background thread when the rewards
+overlap (``reward_model.launch_reward_fn_async``), inline otherwise. A batch generated in
+chunks (``actor_rollout_ref.rollout.stream_chunks``) hands each chunk over as it is
+generated, so its scoring runs while the next chunk generates. The trainer runs the old-policy, reference and value passes
 meanwhile and calls :meth:`PendingReward.join` just before the advantages.
 Overlap changes when the scores are computed, never what they are.
 """
@@ -85,13 +85,6 @@ class PendingReward:
             # A daemon: an interrupted run exits without waiting for it (closing the manager stops its workers).
             pending.thread = threading.Thread(target=pending._drain, daemon=True, name="rewards")
             pending.thread.start()
-        return pending
-
-    @classmethod
-    def start(cls, manager: Any, batch: Any, overlap: bool, budget_s: Optional[float]) -> "PendingReward":
-        """Score ``batch`` (a RewardBatch) with ``manager`` as one chunk."""
-        pending = cls.open(manager, overlap, budget_s)
-        pending.submit(batch)
         return pending
 
     def submit(self, batch: Any) -> None:

@@ -382,9 +382,9 @@ class PPOTrainer:
             pending = self.open_scoring(self.overlap_rewards)
 
             def enough(chunks: list[Batch], pending: PendingReward = pending) -> bool:
-                scored = zip(chunks, pending.scored()) if self.is_main else []
-                varied = kept + sum(keep_varied(chunk, reward, fg.metric)[2] for chunk, reward in scored)
-                return bool(broadcast_object(varied >= wanted, self.topology))  # every rank generates as many chunks
+                # Only rank 0 scores; every rank must generate as many chunks.
+                varied = kept + sum(keep_varied(chunk, out, fg.metric)[2] for chunk, out in zip(chunks, pending.scored()))
+                return bool(broadcast_object(varied >= wanted, self.topology))
 
             batch = self.generate_scored(prompts, pending, timing, enough)
             reward = self.finish_scoring(pending, timing)
