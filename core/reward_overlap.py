@@ -64,23 +64,22 @@ class PendingReward:
     in the order they came) or done inline; :meth:`join` gives their outputs as one, in that order."""
 
     step: RewardStep
-    started: float
     manager: Any = None
     overlap: bool = False
     thread: Optional[threading.Thread] = None
     chunks: "queue.Queue[Any]" = field(default_factory=queue.Queue)
     results: list[Any] = field(default_factory=list)
+    submitted: bool = False
+    busy_s: float = 0.0
+    last_end: float = 0.0
     error: Optional[BaseException] = None
-    finished: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def open(cls, manager: Any, overlap: bool, budget_s: Optional[float]) -> "PendingReward":
-        """A reward call for chunks to come (:meth:`submit`), under one budget from now; ``manager`` None
-        (another rank) scores nothing."""
-        now = time.perf_counter()
-        pending = cls(RewardStep(budget_s, None if budget_s is None else now + budget_s), now, manager, overlap)
-        pending.finished = now
+        """A reward call for chunks to come (:meth:`submit`), under one budget from the first chunk on;
+        ``manager`` None (another rank) scores nothing."""
+        pending = cls(RewardStep(budget_s), manager, overlap)
         if manager is not None and overlap:
             # A daemon: an interrupted run exits without waiting for it (closing the manager stops its workers).
             pending.thread = threading.Thread(target=pending._drain, daemon=True, name="rewards")
@@ -91,27 +90,35 @@ class PendingReward:
         """Score ``batch`` (a RewardBatch), after the chunks submitted before it."""
         if self.manager is None:
             return
+        if not self.submitted:
+            # The step's scoring, and its budget, start with its first responses, not with the generation before them.
+            self.submitted = True
+            if self.step.budget_s is not None:
+                self.step.deadline = time.perf_counter() + self.step.budget_s
         if self.thread is not None:
-            self.chunks.put(batch)
+            self.chunks.put((batch, time.perf_counter()))
         elif self.error is None:
-            self._score(batch)
+            self._score(batch, time.perf_counter())
 
     def scored(self) -> list[Any]:
         """The outputs of the chunks scored so far, in submission order (the thread appends, never rewrites)."""
         return list(self.results)
 
     def _drain(self) -> None:
-        while (batch := self.chunks.get()) is not None:
+        while (item := self.chunks.get()) is not None:
             if self.error is None:
-                self._score(batch)
+                self._score(*item)
 
-    def _score(self, batch: Any) -> None:
+    def _score(self, batch: Any, handed_over: float) -> None:
+        # A chunk is in flight from its hand-over, or from the end of the one before it (the thread's wake-up counts).
+        begun = max(handed_over, self.last_end)
         try:
             with reward_step(self.step):
                 self.results.append(self.manager(batch))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the trainer's thread by join()
             self.error = exc
-        self.finished = time.perf_counter()
+        self.last_end = time.perf_counter()
+        self.busy_s += self.last_end - begun
 
     def cancel(self, wait_s: float = 5.0) -> None:
         """Stop scoring (an interrupted step): pool workers are killed, queued calls never start;
@@ -123,16 +130,16 @@ class PendingReward:
 
     def join(self, timing: dict[str, float]) -> Any:
         """The manager's output for every chunk as one (None on a rank that does not score); adds
-        ``timing['reward_wait']`` (the time this thread waited for it) and ``timing['reward_total']``
-        (from start to the last result)."""
+        ``timing['reward_wait']`` (the time this thread waited for it, or scored inline) and
+        ``timing['reward_total']`` (the time spent scoring the chunks)."""
         waited_from = time.perf_counter()
         if self.thread is not None:
             self.chunks.put(None)
             self.thread.join()
             timing["reward_wait"] = timing.get("reward_wait", 0.0) + time.perf_counter() - waited_from
         else:
-            timing["reward_wait"] = timing.get("reward_wait", 0.0) + self.finished - self.started
-        timing["reward_total"] = timing.get("reward_total", 0.0) + self.finished - self.started
+            timing["reward_wait"] = timing.get("reward_wait", 0.0) + self.busy_s
+        timing["reward_total"] = timing.get("reward_total", 0.0) + self.busy_s
         if self.error is not None:
             raise self.error
         if not self.results:
