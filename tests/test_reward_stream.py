@@ -12,7 +12,9 @@ import torch
 from core_helpers import tiny_config
 from rewardsmith.core.batch import Batch, chunk_ranges
 from rewardsmith.core.reward_chunks import concat_chunks
+from rewardsmith.core.reward_overlap import PendingReward
 from rewardsmith.core.trainer import PPOTrainer, reward_batch
+from rewardsmith.plugins.batch import RewardBatch
 
 GRPO = ("algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.ppo_epochs=2",
         "data.train_batch_size=6", "actor_rollout_ref.rollout.n=3", "actor_rollout_ref.actor.ppo_mini_batch_size=3")
@@ -201,3 +203,35 @@ def test_dynamic_sampling_stops_generating_once_the_scored_chunks_suffice(tmp_pa
     # The step trains on the same groups, sampled alike.
     assert kept[4].meta["uid"] == kept[1].meta["uid"]
     assert torch.equal(kept[4]["responses"], kept[1]["responses"])
+
+
+SLEEPY = '''
+import time
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    time.sleep(0.2)
+    return 1.0
+'''
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_budget_and_reward_time_run_from_the_hand_over_not_from_generation(tmp_path, overlap):
+    trainer = PPOTrainer(tiny_config(tmp_path, write_reward(tmp_path, SLEEPY), "reward_model.reward_manager=parallel",
+                                     "reward_model.num_workers=2"))
+    rows = RewardBatch(data_sources=["openai/gsm8k"] * 2, solutions=["12", "34"], ground_truths=["1", "2"])
+    try:
+        trainer.reward_manager(rows)  # the pool's workers are up
+        pending = PendingReward.open(trainer.reward_manager, overlap, budget_s=1.5)
+        time.sleep(2.0)  # the generation of the first chunk: longer than the budget
+        pending.submit(rows)
+        time.sleep(0.5)  # the generation of the second chunk, while the first one is scored (overlapped)
+        pending.submit(rows)
+        timing: dict[str, float] = {}
+        out = pending.join(timing)
+    finally:
+        trainer.close()
+    assert pending.metrics["reward/over_budget"] == 0.0
+    assert out.scores.tolist() == [1.0] * 4 and not out.masked.any()
+    # Two chunks of 0.2 s samples on two workers: about 0.4 s of scoring, none of the 2.5 s of generation.
+    assert 0.3 < timing["reward_total"] < 1.5
+    assert timing["reward_wait"] <= timing["reward_total"]
