@@ -15,7 +15,8 @@ from typing import Any, Iterable, Optional, Protocol
 
 import torch
 import torch.distributed as dist
-from transformers import DynamicCache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (DynamicCache, GenerationConfig, LogitsProcessor, LogitsProcessorList, PreTrainedModel,
+                          PreTrainedTokenizerBase, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
 
 from rewardsmith.common.config import require_positive
 from rewardsmith.core.batch import Batch
@@ -23,11 +24,25 @@ from rewardsmith.core.models import set_mode
 from rewardsmith.core.schema import SamplingConfig
 
 
+# Prompt seeds stay below vLLM's limit on a request's seed.
+SEED_LIMIT = 2**31 - 1
+
+
 @dataclass
 class SamplingParams(SamplingConfig):
-    """One generate call's sampling: the configured settings plus the number of new tokens."""
+    """One generate call's sampling: the configured settings plus the number of new tokens.
+
+    ``seed`` and ``first_prompt`` make each prompt's samples depend on nothing
+    but the prompt's place in the whole generation batch: prompt ``j`` of the
+    call samples from its own generator seeded ``seed + first_prompt + j``, so a
+    batch generated in chunks (``first_prompt`` = the chunk's offset) or over
+    several ranks samples what one call would. ``seed`` None: drawn from torch's
+    global generator at the call.
+    """
 
     max_new_tokens: int = 32
+    seed: Optional[int] = None
+    first_prompt: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -38,6 +53,17 @@ class SamplingParams(SamplingConfig):
         """``rollout`` or ``rollout.val_kwargs`` with ``data.max_response_length`` new tokens."""
         return cls(n=sampling.n, do_sample=sampling.do_sample, temperature=sampling.logit_temperature,
                    top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens)
+
+
+def draw_seed() -> int:
+    """A generation batch's seed, from torch's global generator (seeded and checkpointed by the trainer)."""
+    return int(torch.randint(SEED_LIMIT // 2, ()))
+
+
+def prompt_seeds(params: SamplingParams, count: int) -> list[int]:
+    """The seeds of the call's ``count`` prompts (see :class:`SamplingParams`)."""
+    base = draw_seed() if params.seed is None else params.seed
+    return [(base + params.first_prompt + j) % SEED_LIMIT for j in range(count)]
 
 
 class RolloutEngine(Protocol):
@@ -128,11 +154,44 @@ def cache_keyword(model: PreTrainedModel) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+class PromptSeededSampling(LogitsProcessor):
+    """Sampling with a random stream per prompt (Gumbel-max: the argmax of the warped logits plus Gumbel noise
+    is a draw from their softmax), so a sample does not depend on which other prompts share its batch.
+
+    ``generate``'s own sampler draws every row from torch's one global stream,
+    so the samples of a prompt would change with the batch's shape: a batch
+    generated in chunks would not sample what one call does.
+    """
+
+    def __init__(self, seeds: list[int], n: int, device: torch.device) -> None:
+        self.n = n
+        self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        vocab = scores.shape[-1]
+        uniform = torch.cat([torch.rand((self.n, vocab), generator=g, device=scores.device) for g in self.generators])
+        tiny = torch.finfo(uniform.dtype).tiny
+        gumbel = -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))
+        return scores.float() + gumbel
+
+
+def sampling_processors(params: SamplingParams, seeds: list[int], device: torch.device) -> LogitsProcessorList:
+    """Temperature, top-k (0: off), top-p (1: off), then :class:`PromptSeededSampling`, in transformers' order."""
+    processors = LogitsProcessorList([TemperatureLogitsWarper(params.temperature)])
+    if params.top_k > 0:
+        processors.append(TopKLogitsWarper(params.top_k))
+    if params.top_p < 1.0:
+        processors.append(TopPLogitsWarper(params.top_p))
+    processors.append(PromptSeededSampling(seeds, params.n, device))
+    return processors
+
+
 class HFRollout:
     """Embedded rollout with ``model.generate`` (left-padded prompts, EOS-terminated responses).
 
     With ``n > 1`` each prompt is pre-filled once and its KV cache repeated
-    for its ``n`` samples, instead of pre-filling every copy.
+    for its ``n`` samples, instead of pre-filling every copy. Sampling draws
+    from one generator per prompt (:class:`PromptSeededSampling`).
     """
 
     def __init__(self, model: PreTrainedModel, pad_token_id: int, eos_token_ids: list[int]) -> None:
@@ -167,23 +226,22 @@ class HFRollout:
         cache = self._shared_prefix(prompts, params.n, device) if params.n > 1 else None
         input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).to(device)
         attention_mask = prompts["attention_mask"].repeat_interleave(params.n, dim=0).to(device)
+        # generate() picks the argmax; the sampling, when asked for, is in the processors.
         gen = GenerationConfig(
             max_new_tokens=params.max_new_tokens,
             use_cache=True,
-            do_sample=params.do_sample,
+            do_sample=False,
+            temperature=None, top_p=None, top_k=None,
             pad_token_id=self.pad_token_id,
             eos_token_id=self.eos_token_ids,
             bos_token_id=None,
         )
+        processors = LogitsProcessorList()
         if params.do_sample:
-            # top_k=0 disables top-k in transformers (its own default is 50).
-            gen.temperature = params.temperature
-            gen.top_p = params.top_p
-            gen.top_k = params.top_k if params.top_k > 0 else 0
-        else:
-            gen.temperature, gen.top_p, gen.top_k = None, None, None
+            processors = sampling_processors(params, prompt_seeds(params, len(prompts)), device)
         sequences = self.model.generate(
-            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, **{cache_keyword(self.model): cache},
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, logits_processor=processors,
+            **{cache_keyword(self.model): cache},
             # A sharded model gathers its weights in every forward pass, so all
             # ranks keep stepping until the last of them is done.
             synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,

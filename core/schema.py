@@ -340,6 +340,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     enforce_eager: bool = opt(True, "vllm: no torch.compile or CUDA graphs (faster start, no first-call warm-up).")
     max_num_seqs: int = opt(256, "vllm: sequences decoded at once; on CPU the KV cache holds this many of max_model_len tokens.")
     max_model_len: Optional[int] = opt(None, "vllm: longest prompt + response in tokens; null = data.max_prompt_length + data.max_response_length.")
+    stream_chunks: int = opt(1, "Score each response as it is generated: each batch of prompts is generated in this many chunks of whole prompt groups, and a chunk is scored (on the reward thread, with reward_model.launch_reward_fn_async) while the next one generates; with algorithm.filter_groups, generation stops at the first chunk after which enough varied groups are scored. The samples, rewards and results are those of one call (each prompt samples from its own seed). 1 (default) = one generate call per batch: smaller calls use an accelerator less well, so raise it when rewards are slow (docs/training.md#streamed-scoring).")
     update_weights_bucket_megabytes: int = opt(512, "vllm: size of each bucket of weights sent to the engine on a weight sync.")
     # verl's engine keys: passed to vLLM with name=vllm; with name=hf they change nothing (a notice).
     tensor_model_parallel_size: Optional[int] = opt(None, "vllm: devices one engine shards the model over (vLLM's tensor_parallel_size); null = 1. At most the devices this process sees.")
@@ -381,6 +382,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
         require_positive("max_num_seqs", self.max_num_seqs, allow_none=False)
+        require_positive("stream_chunks", self.stream_chunks, allow_none=False)
         require_positive("max_model_len", self.max_model_len)
         if self.val_temperature is not None:
             if self.val_temperature < 0:

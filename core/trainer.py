@@ -1,6 +1,7 @@
 """The PPO trainer: one readable loop, like verl's ``fit``.
 
-Per step: rollout -> old/reference log-probs and values -> rewards (reward
+Per step: rollout (scored chunk by chunk as it is generated, see :meth:`PPOTrainer.generate_scored`)
+-> old/reference log-probs and values -> rewards (reward
 managers, or the critic) -> KL in the reward -> reward masking -> advantages
 -> critic update -> actor update -> metrics, validation and checkpoints.
 Models live inside workers, which build them; the trainer is the controller:
@@ -14,13 +15,13 @@ import dataclasses
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from tqdm import tqdm
 
 from rewardsmith.common.config import to_dict
-from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
+from rewardsmith.core.batch import Batch, MiniBatch, chunk_ranges, mini_batches
 from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, copy_checkpoint, latest_checkpoint, partial_dir, prune,
                                          rng_state, set_aside, set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
@@ -41,10 +42,10 @@ from rewardsmith.core.reward_masking import (
     loss_tokens,
     sample_reward_mask,
 )
-from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
+from rewardsmith.core.rollout import SamplingParams, draw_seed, rollout_probs_diff
 from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
-from rewardsmith.core.seqlen_balancing import balance_batch
+from rewardsmith.core.seqlen_balancing import balance_order
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.verl_keys import notices
@@ -276,6 +277,7 @@ class PPOTrainer:
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
         reward = None
+        pending, order = None, None
         if algo.filter_groups.enable:
             batch, reward, filter_metrics = self.sample_varied_groups(prompts, timing)
             metrics.update(filter_metrics)
@@ -283,13 +285,15 @@ class PPOTrainer:
             batch, reward, reject_metrics = self.reject_uniform_groups(prompts, timing)
             metrics.update(reject_metrics)
         else:
-            with self._timer(timing, "gen"), self._rollout_phase():
-                batch = self.actor.generate(prompts, self.sampling)
+            # The rewards need only the responses: with overlap they run beside the generation
+            # of the next chunk and the passes below.
+            pending = self.open_scoring(self.overlap_rewards)
+            batch = self.generate_scored(prompts, pending, timing)
         if self.config.trainer.balance_batch:
-            batch, reward, balance = balance_batch(batch, reward, self.world_size, self.actor_mini_batch_size)
+            order, balance = balance_order(batch, self.world_size, self.actor_mini_batch_size)
+            batch = batch.select(order)
+            reward = None if reward is None else select_reward(reward, order)
             metrics.update(balance)
-        # The rewards need only the responses: with overlap they run beside the passes below.
-        pending = self.start_scoring(batch, self.overlap_rewards) if reward is None else None
         mask = batch["response_mask"].float()
         # Skywork-OR1's adaptive entropy measures the step's entropy on the old log-probs.
         if algo.use_kl_in_reward or self.config.actor_rollout_ref.actor.adaptive_entropy.enabled \
@@ -307,7 +311,8 @@ class PPOTrainer:
                 values = batch["values"] = self.critic.compute_values(batch)
 
         if pending is not None:
-            reward = self.finish_scoring(pending, timing)
+            reward = self.finish_scoring(pending, timing)  # scored in the rollout's order
+            reward = reward if order is None else select_reward(reward, order)
             metrics.update(pending.metrics)
         metrics.update(reward.metrics)
         if algo.reward_source == "critic":
@@ -386,17 +391,24 @@ class PPOTrainer:
 
     def sample_varied_groups(self, prompts: Batch, timing: dict[str, float]) -> tuple[Batch, Any, dict[str, float]]:
         """DAPO dynamic sampling (:mod:`rewardsmith.core.dynamic_sampling`): generate and score
-        batches of prompts until ``data.train_batch_size`` groups whose metric varies are kept."""
+        batches of prompts until ``data.train_batch_size`` groups whose metric varies are kept.
+
+        With ``rollout.stream_chunks`` > 1 generation stops at the first chunk after which the
+        scored chunks hold enough varied groups; the groups kept are the same as without it
+        (the first ones, each prompt sampled from its own seed)."""
         fg, wanted = self.config.algorithm.filter_groups, self.config.data.train_batch_size
         batches, rewards, kept, generated = [], [], 0, 0
-        timing["gen"] = 0.0
         while True:
             generated += 1
-            start = time.perf_counter()
-            with self._rollout_phase():
-                batch = self.actor.generate(prompts, self.sampling)
-            timing["gen"] += time.perf_counter() - start
-            reward = self.score(batch, timing)
+            pending = self.open_scoring(self.overlap_rewards)
+
+            def enough(chunks: list[Batch], pending: PendingReward = pending) -> bool:
+                # Only rank 0 scores; every rank must generate as many chunks.
+                varied = kept + sum(keep_varied(chunk, out, fg.metric)[2] for chunk, out in zip(chunks, pending.scored()))
+                return bool(broadcast_object(varied >= wanted, self.topology))
+
+            batch = self.generate_scored(prompts, pending, timing, enough)
+            reward = self.finish_scoring(pending, timing)
             batch, reward, groups = keep_varied(batch, reward, fg.metric)
             batches.append(batch)
             rewards.append(reward)
@@ -415,13 +427,10 @@ class PPOTrainer:
         """rllm's / Skywork-OR1's rejection sampling (:func:`rewardsmith.core.fork_options.rejection_rows`): generate and
         score ``prompts``, keep the groups not all 0 and not all 1 (cut to a multiple of the rank count); a batch
         that keeps nothing is skipped for the next prompts, as the forks do, without counting a step."""
-        timing["gen"] = 0.0
         while True:
-            start = time.perf_counter()
-            with self._rollout_phase():
-                batch = self.actor.generate(prompts, self.sampling)
-            timing["gen"] += time.perf_counter() - start
-            reward = self.score(batch, timing)
+            pending = self.open_scoring(self.overlap_rewards)
+            batch = self.generate_scored(prompts, pending, timing)
+            reward = self.finish_scoring(pending, timing)
             kept = rejection_rows(batch.meta["uid"], metric_values("seq_reward", reward), self.world_size)
             if kept.rows:
                 break
@@ -431,6 +440,26 @@ class PPOTrainer:
                    "batch/solve_partial": float(groups - kept.solve_none - kept.solve_all),
                    "batch/kept_samples": float(len(kept.rows))}
         return batch.select(kept.rows), select_reward(reward, kept.rows), metrics
+
+    def generate_scored(self, prompts: Batch, pending: PendingReward, timing: dict[str, float],
+                        enough: Optional[Callable[[list[Batch]], bool]] = None) -> Batch:
+        """Generate ``prompts`` in ``rollout.stream_chunks`` chunks of whole prompt groups, handing each
+        chunk to ``pending`` as soon as it is generated; before each further chunk, stop once
+        ``enough(chunks so far)``. Each prompt samples from its own seed (:class:`SamplingParams`),
+        so the samples are those of one call on all of ``prompts``."""
+        sampling = dataclasses.replace(self.sampling, seed=draw_seed())
+        chunks: list[Batch] = []
+        timing.setdefault("gen", 0.0)
+        with self._rollout_phase():
+            for rows in chunk_ranges(len(prompts), self.config.actor_rollout_ref.rollout.stream_chunks):
+                if chunks and enough is not None and enough(chunks):
+                    break
+                start = time.perf_counter()
+                chunk = self.actor.generate(prompts.select(rows), dataclasses.replace(sampling, first_prompt=rows.start))
+                timing["gen"] += time.perf_counter() - start
+                self.submit_scoring(pending, chunk)
+                chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else Batch.concat(chunks)
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.
@@ -500,15 +529,20 @@ class PPOTrainer:
     def score(self, batch: Batch, timing: Optional[dict[str, float]] = None):
         """The reward managers' verdict on a generated batch (decoded responses, token-level scores),
         under the step's budget (``reward_model.step_budget_s``)."""
-        return self.finish_scoring(self.start_scoring(batch, overlap=False), {} if timing is None else timing)
+        pending = self.open_scoring(overlap=False)
+        self.submit_scoring(pending, batch)
+        return self.finish_scoring(pending, {} if timing is None else timing)
 
-    def start_scoring(self, batch: Batch, overlap: bool) -> PendingReward:
-        """Start scoring a generated batch, on a background thread when ``overlap``; see :meth:`finish_scoring`."""
-        rows = None
-        if self.reward_manager is not None:
-            rows = reward_batch(batch, self.decode_responses(batch), batch["response_mask"])
-        self._scoring = PendingReward.start(self.reward_manager, rows, overlap, self.config.reward_model.step_budget_s)
+    def open_scoring(self, overlap: bool) -> PendingReward:
+        """A step's reward call, on a background thread when ``overlap``, for the chunks :meth:`submit_scoring`
+        hands it; see :meth:`finish_scoring`."""
+        self._scoring = PendingReward.open(self.reward_manager, overlap, self.config.reward_model.step_budget_s)
         return self._scoring
+
+    def submit_scoring(self, pending: PendingReward, batch: Batch) -> None:
+        """Have ``pending`` score the generated ``batch`` (rank 0 decodes and scores)."""
+        if self.reward_manager is not None:
+            pending.submit(reward_batch(batch, self.decode_responses(batch), batch["response_mask"]))
 
     def finish_scoring(self, pending: PendingReward, timing: dict[str, float]):
         """Wait for ``pending`` (adding ``reward_wait``/``reward_total`` to ``timing``); rank 0 shares the verdict."""
