@@ -101,8 +101,9 @@ def _experience(tmp_path, *overrides):
 
 
 def test_mask_truncated_samples_zeroes_the_advantage_of_truncated_zero_score_samples(tmp_path):
-    masked_trainer, masked, metrics = _experience(tmp_path / "a", "algorithm.mask_truncated_samples=true")
-    plain_trainer, plain, _ = _experience(tmp_path / "b")
+    # A seed whose rollouts have a truncated, zero-scored sample in a group whose rewards vary (checked below).
+    masked_trainer, masked, metrics = _experience(tmp_path / "a", "trainer.seed=0", "algorithm.mask_truncated_samples=true")
+    plain_trainer, plain, _ = _experience(tmp_path / "b", "trainer.seed=0")
     try:
         assert torch.equal(masked["responses"], plain["responses"])  # same seed, same rollouts
         cut = truncated(masked["response_mask"], 8) & (masked["token_level_scores"].sum(-1) == 0)
