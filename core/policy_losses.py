@@ -44,6 +44,8 @@ class LossContext:
     token_share: float  # the micro-batch's share for loss_agg_mode (see core.losses.micro_batch_weight)
     sequence_share: float  # its share of the mini-batch's sequences
     options: Any  # the policy_loss section: clip_cov_ratio, kl_cov_ratio, ppo_kl_coef, ...
+    tau_pos: float = 1.0  # sapo's gate temperatures (verl keeps them on the actor: actor.tau_pos / tau_neg)
+    tau_neg: float = 1.05
 
     def agg(self, loss_mat: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``loss_mat`` reduced with ``loss_agg_mode``, weighted by the micro-batch's share."""
@@ -160,6 +162,21 @@ def geo_mean(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch
     return loss, stats
 
 
+def sapo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+         ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """SAPO (arXiv 2511.20347): a soft sigmoid gate on the token ratio instead of a hard clip,
+    ``L = -A · (4/tau) · sigmoid(tau (rho - 1))`` with ``rho = exp(clamp(logp - old_logp, ±20))`` and
+    ``tau = tau_pos`` where ``A > 0``, else ``tau_neg``. At ``rho = 1`` its gradient is the plain policy gradient;
+    it fades smoothly as ``rho`` leaves 1. Always aggregated ``seq-mean-token-mean``, whatever loss_agg_mode (as verl)."""
+    mask = mask.float()
+    log_ratio = (logprob - old_logprob).clamp(-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
+    tau = torch.where(advantages > 0, torch.as_tensor(ctx.tau_pos, dtype=advantages.dtype, device=advantages.device),
+                      torch.as_tensor(ctx.tau_neg, dtype=advantages.dtype, device=advantages.device))
+    gate = torch.sigmoid(tau * (torch.exp(log_ratio) - 1.0)) * (4.0 / tau)
+    loss = agg_loss(-gate * advantages, mask, "seq-mean-token-mean", ctx.sequence_share)
+    return loss, {"ppo_kl": masked_mean(-log_ratio, mask).detach()}
+
+
 BUILTIN_POLICY_LOSSES = {
     "vanilla": vanilla,
     "gspo": gspo,
@@ -168,6 +185,7 @@ BUILTIN_POLICY_LOSSES = {
     "clip_cov": clip_cov,
     "kl_cov": kl_cov,
     "geo_mean": geo_mean,
+    "sapo": sapo,
 }
 
 

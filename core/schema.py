@@ -147,7 +147,7 @@ DYNAMIC_HELP = ("Cut micro-batches by tokens instead of samples: consecutive sam
 
 @dataclass
 class PolicyLossConfig:
-    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), or one a plugin registers.")
+    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), sapo (verl 0.7.0), or one a plugin registers.")
     clip_cov_ratio: float = opt(0.0002, "clip_cov: share of tokens whose gradient is cut.")
     clip_cov_lb: float = opt(1.0, "clip_cov: lower bound of the covariance of the tokens that may be cut.")
     clip_cov_ub: float = opt(5.0, "clip_cov: upper bound of that covariance.")
@@ -194,6 +194,8 @@ class ActorConfig:
     clip_ratio_low: Optional[float] = opt(None, "Lower clip range: ratio >= 1 - clip_ratio_low; null = clip_ratio.")
     clip_ratio_high: Optional[float] = opt(None, "Upper clip range: ratio <= 1 + clip_ratio_high; null = clip_ratio.")
     clip_ratio_c: float = opt(3.0, "Dual-clip bound for negative advantages (must be > 1).")
+    tau_pos: float = opt(1.0, "policy_loss.loss_mode=sapo: the soft gate's temperature on tokens with a positive advantage (verl 0.7.0).")
+    tau_neg: float = opt(1.05, "policy_loss.loss_mode=sapo: the soft gate's temperature on tokens with a non-positive advantage (verl 0.7.0).")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = opt("token-mean", "How per-token losses become one number.")
     entropy_coeff: float = opt(0.0, "Entropy bonus coefficient (loss -= coeff * entropy).")
     use_kl_loss: bool = opt(False, "Add a KL(policy || reference) loss term (GRPO style).")
@@ -211,6 +213,8 @@ class ActorConfig:
         require_positive("ppo_epochs", self.ppo_epochs, allow_none=False)
         if self.clip_ratio_c <= 1.0:
             raise InvalidValue("clip_ratio_c", f"must be > 1, got {self.clip_ratio_c}")
+        require_positive("tau_pos", self.tau_pos, allow_none=False)
+        require_positive("tau_neg", self.tau_neg, allow_none=False)
 
 
 @dataclass

@@ -146,8 +146,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
      "engine's log-probs match the actor's, metric rollout_probs_diff)"),
     ("algorithm.use_pf_ppo", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
     ("algorithm.pf_ppo.*", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
-    ("actor_rollout_ref.actor.tau_*", "SAPO's soft-gate temperatures (verl's sapo loss): not implemented here; use a "
-                                       "policy_loss.loss_mode from docs/training.md#policy-losses"),
     ("actor_rollout_ref.actor.clip_cov_*", "verl's old place of the clip_cov options: use actor_rollout_ref.actor.policy_loss.clip_cov_*"),
     ("actor_rollout_ref.actor.loss_mode", "verl's old place of the loss mode: use actor_rollout_ref.actor.policy_loss.loss_mode"),
     ("actor_rollout_ref.actor.micro_batch_size", "use actor_rollout_ref.actor.ppo_micro_batch_size"),

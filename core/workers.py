@@ -223,7 +223,8 @@ class ActorRolloutWorker:
         def micro_loss(micro: Batch, mask: torch.Tensor, mini: MiniBatch, stats: dict[str, list[float]]) -> torch.Tensor:
             weight = micro_batch_weight(mask, mini.tokens, mini.samples, cfg.loss_agg_mode)
             ctx = LossContext(low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight,
-                              micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss)
+                              micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss,
+                              cfg.tau_pos, cfg.tau_neg)
             logp, entropy = response_logprobs(
                 self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1], self.temperature,
                 with_entropy=True, entropy_grad=cfg.entropy_coeff != 0, packed=self.packed,

@@ -54,9 +54,9 @@ OPTIONS = types.SimpleNamespace(clip_cov_ratio=0.2, clip_cov_lb=-5.0, clip_cov_u
 def test_each_mode_equals_verls_function(mode, agg):
     core_algos, ActorConfig, PolicyLossConfig = verl_core_algos()
     verl_config = ActorConfig(strategy="fsdp", clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.28, rollout_n=1,
-                              ppo_mini_batch_size=4, ppo_micro_batch_size_per_gpu=1,
+                              ppo_mini_batch_size=4, ppo_micro_batch_size_per_gpu=1, tau_pos=0.9, tau_neg=1.3,
                               policy_loss=PolicyLossConfig(loss_mode=mode, **vars(OPTIONS)))
-    ctx = LossContext(0.2, 0.28, 3.0, agg, 1.0, 1.0, OPTIONS)
+    ctx = LossContext(0.2, 0.28, 3.0, agg, 1.0, 1.0, OPTIONS, tau_pos=0.9, tau_neg=1.3)
     for seed in range(3):
         logp, old, adv, mask = _batch(seed)
         torch.manual_seed(seed)  # clip_cov picks its tokens at random
@@ -74,11 +74,11 @@ def test_each_mode_equals_verls_function(mode, agg):
 
 def test_an_unknown_mode_is_named_with_the_registered_ones(tmp_path):
     with pytest.raises(NotRegistered, match=r"unknown policy loss 'ppo2' \(actor_rollout_ref.actor.policy_loss.loss_mode\); "
-                                            r"known: cispo, clip_cov, geo_mean, gpg, gspo, kl_cov, vanilla"):
+                                            r"known: cispo, clip_cov, geo_mean, gpg, gspo, kl_cov, sapo, vanilla"):
         PPOTrainer(tiny_config(tmp_path, "actor_rollout_ref.actor.policy_loss.loss_mode=ppo2"))
 
 
-@pytest.mark.parametrize("mode", ["gspo", "cispo", "geo_mean", "clip_cov"])
+@pytest.mark.parametrize("mode", ["gspo", "cispo", "geo_mean", "clip_cov", "sapo"])
 def test_a_run_trains_with_the_mode(tmp_path, mode):
     trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", f"actor_rollout_ref.actor.policy_loss.loss_mode={mode}"))
     try:
