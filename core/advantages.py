@@ -25,6 +25,10 @@ Every estimator is a pure function called with keyword arguments only::
   that greedy response is unscored there is no baseline: the trainer marks
   the prompt's samples unscored (``scored`` False) instead of comparing them
   with a placeholder.
+- ``reward_extra_info``: the reward's extra info, key -> one value per sample
+  (``None`` where a sample had no such key), for estimators that read reward
+  components (GDPO); ``gdpo_reward_keys`` / ``gdpo_reward_weights``: the
+  ``algorithm.*`` keys of that name.
 - ``**kwargs``: further options may be passed in later versions; accept and
   ignore what you do not use.
 
@@ -280,6 +284,63 @@ def compute_remax_outcome_advantage(
 compute_remax_outcome_advantage.requires_greedy_baseline = True  # type: ignore[attr-defined]
 
 
+def _component_scores(key: str, reward_extra_info: Optional[dict[str, list]], keep: torch.Tensor) -> torch.Tensor:
+    """(B,) the reward component ``key`` from the reward's extra info; an unscored sample's entry may be missing."""
+    available = sorted(reward_extra_info or {})
+    if key not in available:
+        raise KeyError(f"algorithm.gdpo_reward_keys: {key!r} is not a key the reward function returned (its extra info has "
+                       f"{', '.join(available) or 'no key'}); return a dict with it beside 'score'")
+    values = reward_extra_info[key]
+    missing = [i for i, value in enumerate(values) if keep[i] and value is None]
+    if missing:
+        raise ValueError(f"algorithm.gdpo_reward_keys: the reward function returned no {key!r} for sample {missing[0]} "
+                         f"({len(missing)} scored sample(s) without it)")
+    return torch.tensor([float(v) if v is not None else 0.0 for v in values], dtype=torch.float32)
+
+
+def compute_gdpo_outcome_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence[Hashable],
+    norm_adv_by_std_in_grpo: bool = True,
+    epsilon: float = 1e-6,
+    scored: Optional[torch.Tensor] = None,
+    reward_extra_info: Optional[dict[str, list]] = None,
+    gdpo_reward_keys: Optional[Sequence[str]] = None,
+    gdpo_reward_weights: Optional[Sequence[float]] = None,
+    **_: Any,
+) -> AdvantageResult:
+    """GDPO (arXiv 2601.05242, verl 0.9.0): each reward component normalised in its group before they are added.
+
+    For each component ``k`` of ``gdpo_reward_keys`` (a per-sample value the reward function returned in its
+    dict, ``reward_extra_info[k]``), ``A_k`` is GRPO's advantage of that component alone
+    (:func:`compute_grpo_outcome_advantage`, with ``norm_adv_by_std_in_grpo`` and ``epsilon``);
+    ``A = whiten(sum_k w_k A_k)`` over the valid tokens of the scored samples, ``w_k`` from
+    ``gdpo_reward_weights`` (default 1). With no keys the one component is the total score ``s_i``
+    (GRPO, then whitened). 0 for unscored samples; returns equal advantages.
+    """
+    _check_index(index, token_level_rewards.shape[0], "gdpo")
+    keep = scored_mask(scored, token_level_rewards.shape[0])
+    if gdpo_reward_keys:
+        components = [_component_scores(key, reward_extra_info, keep).unsqueeze(-1).to(token_level_rewards.device)
+                      for key in gdpo_reward_keys]
+    else:
+        components = [token_level_rewards]
+    weights = list(gdpo_reward_weights) if gdpo_reward_weights is not None else [1.0] * len(components)
+    if len(weights) != len(components):
+        raise ValueError(f"algorithm.gdpo_reward_weights has {len(weights)} weights for {len(components)} gdpo_reward_keys")
+    total = torch.zeros(response_mask.shape, dtype=torch.float32, device=response_mask.device)
+    for weight, component in zip(weights, components):
+        advantage, _ = compute_grpo_outcome_advantage(
+            token_level_rewards=component, response_mask=response_mask, index=index,
+            norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo, epsilon=epsilon, scored=keep)
+        total = total + weight * advantage
+    mask = _valid_tokens(response_mask, keep)
+    advantages = masked_whiten(total, mask) * mask
+    return advantages, advantages
+
+
 BUILTIN_ESTIMATORS = {
     "gae": compute_gae_advantage_return,
     "grpo": compute_grpo_outcome_advantage,
@@ -288,6 +349,7 @@ BUILTIN_ESTIMATORS = {
     "reinforce_plus_plus_baseline": compute_reinforce_plus_plus_baseline_outcome_advantage,
     "gpg": compute_gpg_outcome_advantage,
     "remax": compute_remax_outcome_advantage,
+    "gdpo": compute_gdpo_outcome_advantage,
 }
 
 

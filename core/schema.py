@@ -440,7 +440,9 @@ class FilterGroupsConfig:
 
 @dataclass
 class AlgorithmConfig:
-    adv_estimator: str = opt("gae", "Advantage estimator: gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, or one a plugin registers.")
+    adv_estimator: str = opt("gae", "Advantage estimator (docs/training.md#algorithms): gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, gpg, remax, gdpo (verl 0.9.0), or one a plugin registers.")
+    gdpo_reward_keys: Optional[list[str]] = opt(None, "adv_estimator=gdpo (needed): keys of the reward function's returned dict, each a reward component GDPO normalises in its group on its own (verl 0.9.0).")
+    gdpo_reward_weights: Optional[list[float]] = opt(None, "adv_estimator=gdpo: one weight per gdpo_reward_keys entry for the sum of the normalised components; null = 1 each (verl 0.9.0).")
     gamma: float = opt(1.0, "Discount factor.")
     lam: float = opt(1.0, "GAE lambda.")
     norm_adv_by_std_in_grpo: bool = opt(True, "GRPO: divide by the group's std (false = Dr. GRPO style mean-centring only).")
@@ -453,6 +455,12 @@ class AlgorithmConfig:
     filter_groups: FilterGroupsConfig = section(FilterGroupsConfig, "DAPO dynamic sampling (verl's algorithm.filter_groups).")
 
     def __post_init__(self) -> None:
+        if self.adv_estimator == "gdpo" and not self.gdpo_reward_keys:
+            raise InvalidValue("gdpo_reward_keys", "must list the reward components (keys of the dict the reward function "
+                               "returns, e.g. [format_reward, accuracy_reward]) when adv_estimator is gdpo")
+        if self.gdpo_reward_weights is not None and len(self.gdpo_reward_weights) != len(self.gdpo_reward_keys or []):
+            raise InvalidValue("gdpo_reward_weights", f"has {len(self.gdpo_reward_weights)} weights for "
+                               f"{len(self.gdpo_reward_keys or [])} gdpo_reward_keys")
         if not 0.0 <= self.reward_mask_ratio <= 1.0:
             raise InvalidValue("reward_mask_ratio", f"must be in [0, 1], got {self.reward_mask_ratio}")
         for key in ("gamma", "lam"):

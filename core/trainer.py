@@ -333,7 +333,8 @@ class PPOTrainer:
                 advantages, returns = self.estimator(
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
-                    scored=~unscored, **baselines,
+                    scored=~unscored, reward_extra_info=reward.extra_info, gdpo_reward_keys=algo.gdpo_reward_keys,
+                    gdpo_reward_weights=algo.gdpo_reward_weights, **baselines,
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)
