@@ -21,7 +21,7 @@ and selects it with ``actor_rollout_ref.actor.policy_loss.loss_mode=my_loss``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -46,17 +46,26 @@ class LossContext:
     options: Any  # the policy_loss section: clip_cov_ratio, kl_cov_ratio, ppo_kl_coef, ...
     tau_pos: float = 1.0  # sapo's gate temperatures (verl keeps them on the actor: actor.tau_pos / tau_neg)
     tau_neg: float = 1.05
+    # Rollout correction's importance weights (B, T), no gradient; None without algorithm.rollout_correction.rollout_is.
+    is_weights: Optional[torch.Tensor] = None
 
-    def agg(self, loss_mat: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``loss_mat`` reduced with ``loss_agg_mode``, weighted by the micro-batch's share."""
-        return agg_loss(loss_mat, mask, self.loss_agg_mode, self.token_share)
+    def agg(self, loss_mat: torch.Tensor, mask: torch.Tensor, mode: Optional[str] = None) -> torch.Tensor:
+        """``loss_mat`` times the IS weights (where there are any), reduced with ``loss_agg_mode`` (or ``mode``, a
+        mode's own fixed aggregation: a sequence mean) and weighted by the micro-batch's share."""
+        if self.is_weights is not None:
+            loss_mat = loss_mat * self.is_weights
+        if mode is None or mode == self.loss_agg_mode:
+            return agg_loss(loss_mat, mask, self.loss_agg_mode, self.token_share)
+        if mode == "token-mean":
+            raise ValueError("a mode's own aggregation must be a sequence mean (its share is the sequence share)")
+        return agg_loss(loss_mat, mask, mode, self.sequence_share)
 
 
 def vanilla(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
             ctx: LossContext) -> tuple[torch.Tensor, Stats]:
     """PPO's clipped surrogate with the dual clip (:func:`rewardsmith.core.losses.policy_loss`)."""
     return policy_loss(logprob, old_logprob, advantages, mask, ctx.clip_ratio_low, ctx.clip_ratio_high,
-                       ctx.clip_ratio_c, ctx.loss_agg_mode, ctx.token_share)
+                       ctx.clip_ratio_c, ctx.loss_agg_mode, ctx.token_share, ctx.is_weights)
 
 
 def gspo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
@@ -154,7 +163,11 @@ def geo_mean(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch
     lengths = mask.sum(-1)
     ratio = torch.exp((bounded * mask).sum(-1) / (lengths + 1e-8))
     advantage = (advantages * mask).sum(-1) / (lengths + 1e-8)
-    loss = (-advantage * ratio).mean() * ctx.sequence_share
+    losses = -advantage * ratio
+    if ctx.is_weights is not None:
+        # One weight per sequence: the geometric mean of its tokens' weights, as the ratio is one.
+        losses = losses * torch.exp((torch.log(ctx.is_weights + 1e-10) * mask).sum(-1) / (lengths + 1e-8))
+    loss = losses.mean() * ctx.sequence_share
     clipped = log_ratio != clamped
     stats = {"clipfrac": masked_mean((clipped & (advantages > 0)).float(), mask).detach(),
              "clipfrac_lower": masked_mean((clipped & (advantages < 0)).float(), mask).detach(),
@@ -173,7 +186,7 @@ def sapo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Ten
     tau = torch.where(advantages > 0, torch.as_tensor(ctx.tau_pos, dtype=advantages.dtype, device=advantages.device),
                       torch.as_tensor(ctx.tau_neg, dtype=advantages.dtype, device=advantages.device))
     gate = torch.sigmoid(tau * (torch.exp(log_ratio) - 1.0)) * (4.0 / tau)
-    loss = agg_loss(-gate * advantages, mask, "seq-mean-token-mean", ctx.sequence_share)
+    loss = ctx.agg(-gate * advantages, mask, mode="seq-mean-token-mean")
     return loss, {"ppo_kl": masked_mean(-log_ratio, mask).detach()}
 
 

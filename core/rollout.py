@@ -16,6 +16,8 @@ from typing import Any, Iterable, Optional, Protocol
 import torch
 import torch.distributed as dist
 from transformers import DynamicCache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.generation.logits_process import (LogitsProcessor, LogitsProcessorList, TemperatureLogitsWarper,
+                                                    TopKLogitsWarper, TopPLogitsWarper)
 
 from rewardsmith.common.config import require_positive
 from rewardsmith.core.batch import Batch
@@ -28,16 +30,18 @@ class SamplingParams(SamplingConfig):
     """One generate call's sampling: the configured settings plus the number of new tokens."""
 
     max_new_tokens: int = 32
+    # Ask the engine for ``rollout_log_probs`` (vLLM always returns them; the hf engine records them on request).
+    log_probs: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require_positive("max_new_tokens", self.max_new_tokens, allow_none=False)
 
     @classmethod
-    def from_config(cls, sampling: SamplingConfig, max_new_tokens: int) -> "SamplingParams":
+    def from_config(cls, sampling: SamplingConfig, max_new_tokens: int, log_probs: bool = False) -> "SamplingParams":
         """``rollout`` or ``rollout.val_kwargs`` with ``data.max_response_length`` new tokens."""
         return cls(n=sampling.n, do_sample=sampling.do_sample, temperature=sampling.logit_temperature,
-                   top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens)
+                   top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens, log_probs=log_probs)
 
 
 class RolloutEngine(Protocol):
@@ -128,6 +132,50 @@ def cache_keyword(model: PreTrainedModel) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+class SampledLogProbs(LogitsProcessor):
+    """Applies the sampling warpers itself (temperature, top-k, top-p: transformers' own classes, in its order) and
+    records each sampled token's log-probability under the distribution it was drawn from, as vLLM's
+    ``processed_logprobs``.
+
+    transformers runs a caller's processors before its warpers, so ``generate`` is given none of its own and this
+    one does their work. Only one step's log-softmax (B, V) is kept: the token sampled from it is the last of
+    ``input_ids`` at the next call, and the last of the sequences after ``generate``.
+    """
+
+    def __init__(self, params: "SamplingParams") -> None:
+        self.warpers = LogitsProcessorList()
+        if params.do_sample:
+            if params.temperature != 1.0:
+                self.warpers.append(TemperatureLogitsWarper(params.temperature))
+            if params.top_k > 0:
+                self.warpers.append(TopKLogitsWarper(top_k=params.top_k))
+            if params.top_p < 1.0:
+                self.warpers.append(TopPLogitsWarper(top_p=params.top_p))
+        self.pending: Optional[torch.Tensor] = None
+        self.log_probs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self.take(input_ids[:, -1])
+        scores = self.warpers(input_ids, scores)
+        self.pending = torch.log_softmax(scores.float(), dim=-1)
+        return scores
+
+    def take(self, sampled: torch.Tensor) -> None:
+        """Record the log-prob of ``sampled``, the tokens drawn from the last distribution seen."""
+        if self.pending is not None:
+            self.log_probs.append(self.pending.gather(-1, sampled.unsqueeze(-1)).squeeze(-1))
+            self.pending = None
+
+    def result(self, sequences: torch.Tensor, width: int) -> torch.Tensor:
+        """(B, width) log-probs of the generated tokens, 0 past the last generated step."""
+        self.take(sequences[:, -1])
+        out = torch.zeros(sequences.shape[0], width)
+        if self.log_probs:
+            steps = torch.stack(self.log_probs, dim=1).cpu()
+            out[:, :steps.shape[1]] = steps
+        return out
+
+
 class HFRollout:
     """Embedded rollout with ``model.generate`` (left-padded prompts, EOS-terminated responses).
 
@@ -175,7 +223,11 @@ class HFRollout:
             eos_token_id=self.eos_token_ids,
             bos_token_id=None,
         )
-        if params.do_sample:
+        recorder = SampledLogProbs(params) if params.log_probs else None
+        if recorder is not None:
+            # The recorder applies the warpers (see SampledLogProbs); top_k=0 keeps transformers' default 50 away.
+            gen.temperature, gen.top_p, gen.top_k = 1.0, 1.0, 0
+        elif params.do_sample:
             # top_k=0 disables top-k in transformers (its own default is 50).
             gen.temperature = params.temperature
             gen.top_p = params.top_p
@@ -184,6 +236,7 @@ class HFRollout:
             gen.temperature, gen.top_p, gen.top_k = None, None, None
         sequences = self.model.generate(
             input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, **{cache_keyword(self.model): cache},
+            logits_processor=LogitsProcessorList([recorder] if recorder is not None else []),
             # A sharded model gathers its weights in every forward pass, so all
             # ranks keep stepping until the last of them is done.
             synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,
@@ -195,17 +248,16 @@ class HFRollout:
             responses = torch.nn.functional.pad(responses, (0, pad), value=self.pad_token_id)
         response_mask = response_mask_from_eos(responses, self.eos_token_ids)
         responses = torch.where(response_mask.bool(), responses, torch.full_like(responses, self.pad_token_id))
-        out = Batch(
-            {
-                "prompts": input_ids,
-                "responses": responses,
-                "response_mask": response_mask,
-                "input_ids": torch.cat([input_ids, responses], dim=1),
-                "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
-            },
-            {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()},
-        )
-        return out
+        tensors = {
+            "prompts": input_ids,
+            "responses": responses,
+            "response_mask": response_mask,
+            "input_ids": torch.cat([input_ids, responses], dim=1),
+            "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
+        }
+        if recorder is not None:
+            tensors["rollout_log_probs"] = recorder.result(sequences, params.max_new_tokens) * response_mask
+        return Batch(tensors, {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()})
 
     def _shared_prefix(self, prompts: Batch, n: int, device: torch.device) -> DynamicCache | None:
         """The KV cache of every prompt but its last token, computed once and repeated ``n`` times.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
 from rewardsmith.common.config import InvalidValue, exclusive, opt, require_positive, section
+from rewardsmith.core.rollout_correction import parse_bounds, rejection_options
 from rewardsmith.core.tracking_sinks import check_packages
 from rewardsmith.core.verl_keys import check_verl_keys
 from rewardsmith.core.verl_refusals import refuse_missing_features
@@ -439,6 +440,38 @@ class FilterGroupsConfig:
 
 
 @dataclass
+class RolloutCorrectionConfig:
+    rollout_is: Optional[Literal["token", "sequence"]] = opt(None, "Importance-sampling weights pi_old / pi_rollout on the policy loss, per token or per sequence; null = none (docs/training.md#rollout-correction, verl 0.6.1).")
+    rollout_is_threshold: Union[float, str, None] = opt(2.0, "IS weights: an upper bound u truncates them (TIS); 'l_u' zeroes them outside [l, u] (IcePop).")
+    rollout_is_batch_normalize: bool = opt(False, "Divide the IS weights by their batch mean (over tokens, or over sequences).")
+    rollout_rs: Optional[str] = opt(None, "Rejection by the ratio: comma-separated token_k1..3, seq_sum_k1..3, seq_mean_k1..3, seq_max_k2/k3; rejected tokens (sequences) leave the advantages and the loss; null = none.")
+    rollout_rs_threshold: Union[float, str, None] = opt(None, "Rejection thresholds, one per rollout_rs option or one for all: k1 'l_u' ratio bounds (a single u: l = 1/u), others an upper bound.")
+    bypass_mode: bool = opt(False, "verl's bypass mode (the rollout's log-probs as the old ones): not implemented; only false is accepted.")
+    loss_type: Literal["ppo_clip", "reinforce"] = opt("ppo_clip", "bypass_mode's loss; as bypass_mode is refused, only the default is accepted.")
+
+    def __post_init__(self) -> None:
+        if self.bypass_mode:
+            raise InvalidValue("bypass_mode", "is true, but verl's bypass mode (old log-probs taken from the rollout) is not "
+                               "implemented: set it to false (decoupled mode: the actor recomputes the old log-probs)")
+        if self.loss_type != "ppo_clip":
+            raise InvalidValue("loss_type", f"is {self.loss_type!r}, a loss of verl's bypass mode, which is not implemented: "
+                               "drop the key")
+        try:
+            if self.rollout_is is not None:
+                parse_bounds(self.rollout_is_threshold, "rollout_is_threshold", two_sided=True)
+            if self.rollout_rs is not None:
+                rejection_options(self.rollout_rs, self.rollout_rs_threshold)
+        except ValueError as exc:
+            key = "rollout_is_threshold" if "rollout_is_threshold" in str(exc) else "rollout_rs"
+            raise InvalidValue(key, str(exc).split(": ", 1)[-1]) from None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether IS weights or rejection are asked for (then the rollout's log-probs are needed)."""
+        return self.rollout_is is not None or self.rollout_rs is not None
+
+
+@dataclass
 class AlgorithmConfig:
     adv_estimator: str = opt("gae", "Advantage estimator (docs/training.md#algorithms): gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, gpg, remax, gdpo (verl 0.9.0), or one a plugin registers.")
     gdpo_reward_keys: Optional[list[str]] = opt(None, "adv_estimator=gdpo (needed): keys of the reward function's returned dict, each a reward component GDPO normalises in its group on its own (verl 0.9.0).")
@@ -453,6 +486,7 @@ class AlgorithmConfig:
     reward_mask_ratio: float = opt(0.0, "Probability that a trajectory's whole reward row is zeroed before advantages.")
     reward_mask_flip_adv_when_masked: bool = opt(True, "Multiply masked trajectories' advantages by -1 (rule_based rewards only).")
     filter_groups: FilterGroupsConfig = section(FilterGroupsConfig, "DAPO dynamic sampling (verl's algorithm.filter_groups).")
+    rollout_correction: RolloutCorrectionConfig = section(RolloutCorrectionConfig, "Rollout correction: IS weights and rejection by the training / rollout probability ratio (verl's decoupled mode).")
 
     def __post_init__(self) -> None:
         if self.adv_estimator == "gdpo" and not self.gdpo_reward_keys:

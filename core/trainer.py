@@ -40,6 +40,7 @@ from rewardsmith.core.reward_masking import (
     sample_reward_mask,
 )
 from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
+from rewardsmith.core.rollout_correction import rollout_correction
 from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
 from rewardsmith.core.seqlen_balancing import balance_batch
@@ -138,7 +139,8 @@ class PPOTrainer:
         self.critic_epochs = c.critic.ppo_epochs or actor_cfg.ppo_epochs
         # The actor's mini-batch order; the critic's never shuffles.
         self.shuffle_generator = torch.Generator().manual_seed(t.seed)
-        self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length)
+        self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length,
+                                                   log_probs=algo.rollout_correction.enabled)
         self.val_sampling = SamplingParams.from_config(rollout_cfg.val_kwargs, c.data.max_response_length)
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
@@ -275,11 +277,22 @@ class PPOTrainer:
         # The rewards need only the responses: with overlap they run beside the passes below.
         pending = self.start_scoring(batch, self.overlap_rewards) if reward is None else None
         mask = batch["response_mask"].float()
-        if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
+        correction = algo.rollout_correction
+        if algo.use_kl_in_reward or correction.enabled or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
                 batch["old_log_probs"] = self.actor.compute_log_prob(batch)
             if "rollout_log_probs" in batch:
                 metrics.update(rollout_probs_diff(batch["rollout_log_probs"], batch["old_log_probs"], batch["response_mask"]))
+        if correction.enabled:
+            if "rollout_log_probs" not in batch:
+                raise ValueError(f"algorithm.rollout_correction needs the rollout's own log-probs, which the rollout engine "
+                                 f"{self.config.actor_rollout_ref.rollout.name!r} did not return (hf and vllm do)")
+            is_weights, batch["response_mask"], correction_metrics = rollout_correction(
+                batch["old_log_probs"], batch["rollout_log_probs"], batch["response_mask"], correction)
+            metrics.update(correction_metrics)
+            if is_weights is not None:
+                batch["rollout_is_weights"] = is_weights
+            mask = batch["response_mask"].float()
         if self.ref is not None:
             with self._timer(timing, "ref"):
                 batch["ref_log_prob"] = self.ref.compute_log_prob(batch)

@@ -61,8 +61,8 @@ _RAY_INIT = ("Ray's start-up arguments: rewardsmith's ray.init joins RAY_ADDRESS
 _MULTIMODAL = "a key of verl's multimodal data (images, video, audio): only text causal LMs train here; drop the key"
 _OPTIMIZER = ("the optimizer here is AdamW with a constant or cosine schedule (optim.lr_scheduler_type), verl's defaults: "
               "drop the key")
-_ROLLOUT_IS = ("verl's older rollout importance-sampling keys (now algorithm.rollout_correction): not implemented here; drop "
-               "the key (the vllm engine's log-probs match the actor's, metric rollout_probs_diff)")
+_ROLLOUT_IS = ("verl's older rollout importance-sampling keys: use their successors algorithm.rollout_correction.* "
+               "(docs/training.md#rollout-correction)")
 
 
 # verl's FSDP settings of the reference and the critic's model that rewardsmith takes from the actor's / critic's own.
@@ -141,9 +141,12 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("data.oversample_factor", _PRIME),
     ("teacher.*", _DISTILL),
     ("actor_rollout_ref.teacher.*", _DISTILL),
-    ("algorithm.rollout_correction.*",
-     "verl's rollout importance-sampling / rejection correction (TIS, MIS): not implemented here; drop the key (the vllm "
-     "engine's log-probs match the actor's, metric rollout_probs_diff)"),
+    ("algorithm.rollout_correction.rollout_rs_threshold_lower", "verl 0.6/0.7's lower rejection bound: give "
+     "algorithm.rollout_correction.rollout_rs_threshold as 'lower_upper' (k1 options), as verl 0.9"),
+    ("algorithm.rollout_correction.rollout_token_veto_threshold", "verl 0.6/0.7's per-token veto: use "
+     "algorithm.rollout_correction.rollout_rs=token_k1 with rollout_rs_threshold, as verl 0.9"),
+    ("algorithm.rollout_correction.use_policy_gradient", "verl 0.6.1's switch, later bypass_mode with loss_type=reinforce, "
+     "which is not implemented here: drop the key"),
     ("algorithm.use_pf_ppo", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
     ("algorithm.pf_ppo.*", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
     ("actor_rollout_ref.actor.clip_cov_*", "verl's old place of the clip_cov options: use actor_rollout_ref.actor.policy_loss.clip_cov_*"),

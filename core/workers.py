@@ -224,7 +224,7 @@ class ActorRolloutWorker:
             weight = micro_batch_weight(mask, mini.tokens, mini.samples, cfg.loss_agg_mode)
             ctx = LossContext(low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight,
                               micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss,
-                              cfg.tau_pos, cfg.tau_neg)
+                              cfg.tau_pos, cfg.tau_neg, micro["rollout_is_weights"] if "rollout_is_weights" in micro else None)
             logp, entropy = response_logprobs(
                 self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1], self.temperature,
                 with_entropy=True, entropy_grad=cfg.entropy_coeff != 0, packed=self.packed,

@@ -51,19 +51,24 @@ OPTIONS = types.SimpleNamespace(clip_cov_ratio=0.2, clip_cov_lb=-5.0, clip_cov_u
 
 @pytest.mark.parametrize("mode", sorted(BUILTIN_POLICY_LOSSES))
 @pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"])
-def test_each_mode_equals_verls_function(mode, agg):
+@pytest.mark.parametrize("with_is_weights", [False, True])
+def test_each_mode_equals_verls_function(mode, agg, with_is_weights):
+    """Also with rollout correction's importance weights, which verl passes each mode as rollout_is_weights."""
     core_algos, ActorConfig, PolicyLossConfig = verl_core_algos()
     verl_config = ActorConfig(strategy="fsdp", clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.28, rollout_n=1,
                               ppo_mini_batch_size=4, ppo_micro_batch_size_per_gpu=1, tau_pos=0.9, tau_neg=1.3,
                               policy_loss=PolicyLossConfig(loss_mode=mode, **vars(OPTIONS)))
-    ctx = LossContext(0.2, 0.28, 3.0, agg, 1.0, 1.0, OPTIONS, tau_pos=0.9, tau_neg=1.3)
     for seed in range(3):
         logp, old, adv, mask = _batch(seed)
+        weights = (torch.rand(mask.shape, generator=torch.Generator().manual_seed(seed)) * 2 * mask
+                   if with_is_weights else None)
+        ctx = LossContext(0.2, 0.28, 3.0, agg, 1.0, 1.0, OPTIONS, tau_pos=0.9, tau_neg=1.3, is_weights=weights)
         torch.manual_seed(seed)  # clip_cov picks its tokens at random
         ours, ours_stats = BUILTIN_POLICY_LOSSES[mode](logp, old, adv, mask, ctx)
         (grad_ours,) = torch.autograd.grad(ours, logp)
         torch.manual_seed(seed)
-        theirs, theirs_stats = core_algos.get_policy_loss_fn(mode)(old, logp, adv, mask, agg, verl_config)
+        theirs, theirs_stats = core_algos.get_policy_loss_fn(mode)(old, logp, adv, mask, agg, verl_config,
+                                                                  rollout_is_weights=weights)
         (grad_theirs,) = torch.autograd.grad(theirs, logp)
         torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(grad_ours, grad_theirs, atol=1e-6, rtol=1e-5)

@@ -113,3 +113,115 @@ def test_a_run_trains_with_gdpo(tmp_path):
         trainer.close()
     assert torch.isfinite(torch.tensor(last["actor/pg_loss"]))
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def verl_rollout_corr_helper():
+    """verl's rollout_corr_helper, imported the way verl_core_algos imports core_algos."""
+    verl_core_algos()
+    try:
+        import verl.trainer.ppo.rollout_corr_helper as helper
+    except ImportError as exc:
+        pytest.skip(f"verl's rollout_corr_helper needs {exc.name} (`make test` installs verl's light dependencies)")
+    return helper
+
+
+def _log_probs(seed: int, rows: int = 8, width: int = 9):
+    """Old and rollout log-probs a little apart (some tokens far apart), and a right-padded mask."""
+    g = torch.Generator().manual_seed(seed)
+    old = -torch.rand(rows, width, generator=g) * 3
+    rollout = old + torch.randn(rows, width, generator=g) * 0.15
+    far = torch.rand(rows, width, generator=g) < 0.1
+    rollout = torch.where(far, rollout - 1.5, rollout)
+    lengths = torch.randint(1, width + 1, (rows,), generator=g)
+    mask = (torch.arange(width).expand(rows, width) < lengths.unsqueeze(-1)).float()
+    return old, rollout, mask
+
+
+CORRECTIONS = [
+    dict(rollout_is="token", rollout_is_threshold=2.0),
+    dict(rollout_is="token", rollout_is_threshold="0.5_1.5"),
+    dict(rollout_is="sequence", rollout_is_threshold=3.0),
+    dict(rollout_is="sequence", rollout_is_threshold="0.2_5.0", rollout_is_batch_normalize=True),
+    dict(rollout_is="token", rollout_is_threshold=1.2, rollout_is_batch_normalize=True),
+    dict(rollout_rs="token_k1", rollout_rs_threshold="0.6_1.4"),
+    dict(rollout_rs="token_k2,token_k3", rollout_rs_threshold="0.5,0.4"),
+    dict(rollout_rs="seq_sum_k1,seq_sum_k2,seq_sum_k3", rollout_rs_threshold=2.0),
+    dict(rollout_rs="seq_mean_k1", rollout_rs_threshold=1.3),
+    dict(rollout_rs="seq_mean_k2,seq_mean_k3,seq_max_k2,seq_max_k3", rollout_rs_threshold="0.05,0.05,0.5,0.5"),
+    dict(rollout_is="token", rollout_is_threshold=2.0, rollout_rs="seq_max_k3", rollout_rs_threshold=0.8),
+]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("options", CORRECTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_rollout_correction_equals_verls_function(seed, options):
+    from rewardsmith.core.rollout_correction import rollout_correction
+    from rewardsmith.core.schema import RolloutCorrectionConfig
+
+    helper = verl_rollout_corr_helper()
+    old, rollout, mask = _log_probs(seed)
+    weights, kept, metrics = rollout_correction(old, rollout, mask, RolloutCorrectionConfig(**options))
+    verl_options = {"rollout_is": None, **options}
+    theirs, verl_mask, verl_metrics = helper.compute_rollout_correction_and_rejection_mask(
+        old_log_prob=old, rollout_log_prob=rollout, response_mask=mask, **verl_options)
+    torch.testing.assert_close(kept, verl_mask)
+    if "rollout_rs" in options:
+        assert metrics["rollout_corr/rollout_rs_masked_fraction"] == pytest.approx(
+            verl_metrics["rollout_corr/rollout_rs_masked_fraction"])
+        assert 0 < kept.sum() < mask.sum(), "the thresholds should reject some tokens but not all"
+    if "rollout_is" in options:
+        torch.testing.assert_close(weights, theirs.batch["rollout_is_weights"], atol=1e-6, rtol=1e-5)
+    else:
+        assert weights is None and theirs is None
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("algorithm.rollout_correction.rollout_rs=seq_max_k1", "unknown option 'seq_max_k1'"),
+    ("algorithm.rollout_correction.rollout_rs=token_k2", "rollout_rs_threshold must be set"),
+    ("algorithm.rollout_correction.bypass_mode=true", "bypass mode"),
+    ("algorithm.rollout_correction.rollout_is=token algorithm.rollout_correction.rollout_is_threshold=2.0_1.0", "lower bound above"),
+])
+def test_a_bad_rollout_correction_is_named(tmp_path, bad, message):
+    with pytest.raises(ConfigError, match=message):
+        tiny_config(tmp_path, *bad.split())
+
+
+def test_the_hf_engine_records_the_sampled_tokens_log_probs(tmp_path):
+    """Same seed, same samples with and without recording; the recorded log-probs are the actor's (top-k, top-p
+    off: the sampled distribution is the temperature-scaled one) up to the KV cache's float error."""
+    from rewardsmith.core.rollout import SamplingParams
+
+    trainer = PPOTrainer(tiny_config(tmp_path, "actor_rollout_ref.rollout.temperature=0.7"))
+    try:
+        prompts = next(iter(trainer.loader))
+        params = trainer.sampling
+        torch.manual_seed(0)
+        plain = trainer.actor.generate(prompts, SamplingParams(**{**vars(params), "log_probs": False}))
+        torch.manual_seed(0)
+        recorded = trainer.actor.generate(prompts, SamplingParams(**{**vars(params), "log_probs": True}))
+        actor = trainer.actor.compute_log_prob(recorded)
+    finally:
+        trainer.close()
+    assert "rollout_log_probs" not in plain
+    torch.testing.assert_close(recorded["responses"], plain["responses"])
+    mask = recorded["response_mask"].bool()
+    torch.testing.assert_close(recorded["rollout_log_probs"][mask], actor[mask], atol=1e-4, rtol=1e-4)
+    assert not recorded["rollout_log_probs"][~mask].any()
+
+
+@pytest.mark.parametrize("options", [
+    ["algorithm.rollout_correction.rollout_is=token", "algorithm.rollout_correction.rollout_is_threshold=2.0"],
+    ["algorithm.rollout_correction.rollout_is=sequence", "algorithm.rollout_correction.rollout_is_batch_normalize=true",
+     "algorithm.rollout_correction.rollout_rs=token_k1", "algorithm.rollout_correction.rollout_rs_threshold=0.999_1.001"],
+], ids=["token_is", "sequence_is_and_rejection"])
+def test_a_run_trains_with_rollout_correction(tmp_path, options):
+    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", *options))
+    try:
+        before = {k: v.clone() for k, v in trainer.actor.model.state_dict().items()}
+        last = trainer.fit()
+        after = trainer.actor.model.state_dict()
+    finally:
+        trainer.close()
+    assert torch.isfinite(torch.tensor(last["actor/pg_loss"]))
+    assert "rollout_corr/log_ratio_mean" in last
+    assert any(not torch.equal(before[k], after[k]) for k in before)
