@@ -29,6 +29,10 @@ Every estimator is a pure function called with keyword arguments only::
   (``None`` where a sample had no such key), for estimators that read reward
   components (GDPO); ``gdpo_reward_keys`` / ``gdpo_reward_weights``: the
   ``algorithm.*`` keys of that name.
+- ``old_log_probs``, ``sum_pi_squared`` (B, T): the actor's log-probs of the
+  sampled tokens and ``sum_v pi(v)^2`` per token (with
+  ``actor.calculate_sum_pi_squared``; None otherwise); ``rollout_is_weights``
+  (B, T) or None: rollout correction's IS weights (OTB reads these).
 - ``**kwargs``: further options may be passed in later versions; accept and
   ignore what you do not use.
 
@@ -311,7 +315,7 @@ def compute_gdpo_outcome_advantage(
     gdpo_reward_weights: Optional[Sequence[float]] = None,
     **_: Any,
 ) -> AdvantageResult:
-    """GDPO (arXiv 2601.05242, verl 0.9.0): each reward component normalised in its group before they are added.
+    """GDPO (arXiv 2601.05242, verl 0.9.1): each reward component normalised in its group before they are added.
 
     For each component ``k`` of ``gdpo_reward_keys`` (a per-sample value the reward function returned in its
     dict, ``reward_extra_info[k]``), ``A_k`` is GRPO's advantage of that component alone
@@ -341,6 +345,62 @@ def compute_gdpo_outcome_advantage(
     return advantages, advantages
 
 
+def compute_optimal_token_baseline_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence[Hashable],
+    old_log_probs: Optional[torch.Tensor] = None,
+    sum_pi_squared: Optional[torch.Tensor] = None,
+    rollout_is_weights: Optional[torch.Tensor] = None,
+    handle_zero_tail: bool = True,
+    epsilon: float = 1e-8,
+    scored: Optional[torch.Tensor] = None,
+    **_: Any,
+) -> AdvantageResult:
+    """Optimal token baseline (OTB, verl 0.9.1): a baseline per time step, weighted by each path's variance so far.
+
+    With the return-to-go ``G_t = sum_{t' >= t} r_t'``, ``pi_t = exp(old_logp_t)`` and ``S_t = sum_v pi(v)^2``
+    (``sum_pi_squared``), a token's score-norm proxy is ``w_t = 1 - 2 pi_t + S_t`` (times ``rho_t^2`` with rollout
+    correction's IS weights) and ``W_t = sum_{j <= t} w_j`` over valid tokens. In each group of scored samples
+    ``b_t = sum_i G_it W_it m_it / (sum_i W_it m_it + epsilon)`` and ``A_t = (G_t - b_t) m_t``; a group of one has
+    no baseline. With ``handle_zero_tail`` the baseline is 0 where the group's single longest response runs past
+    the second longest (no other sample informs it there). Returns are ``G``; 0 for unscored samples.
+    """
+    if old_log_probs is None or sum_pi_squared is None:
+        raise ValueError("the optimal_token_baseline advantage estimator needs old_log_probs and sum_pi_squared "
+                         "(set actor_rollout_ref.actor.calculate_sum_pi_squared=true)")
+    _check_index(index, token_level_rewards.shape[0], "optimal_token_baseline")
+    keep = scored_mask(scored, token_level_rewards.shape[0])
+    mask = _valid_tokens(response_mask, keep)
+    returns = (token_level_rewards.float() * mask).flip(-1).cumsum(-1).flip(-1)
+    w = 1 - 2 * torch.exp(old_log_probs.float()) + sum_pi_squared.float()
+    if rollout_is_weights is not None:
+        w = w * rollout_is_weights ** 2
+    path_weight = (w * mask).cumsum(-1)
+    baselines = torch.zeros_like(returns)
+    groups: dict[Hashable, list[int]] = defaultdict(list)
+    for i, key in enumerate(index):
+        if keep[i]:
+            groups[key].append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        rows = torch.tensor(members, device=returns.device)
+        g_mask, g_weight = mask[rows], path_weight[rows]
+        baseline = (returns[rows] * g_weight * g_mask).sum(0) / ((g_weight * g_mask).sum(0) + epsilon)
+        baselines[rows] = baseline
+        lengths = g_mask.sum(-1)
+        longest, second = torch.sort(lengths).values[-2:].tolist()[::-1]
+        if handle_zero_tail and int((lengths == longest).sum()) == 1 and longest > second:
+            baselines[members[int(torch.argmax(lengths))], int(second):] = 0.0
+    advantages = (returns - baselines) * mask
+    return advantages, returns
+
+
+compute_optimal_token_baseline_advantage.requires_sum_pi_squared = True  # type: ignore[attr-defined]
+
+
 BUILTIN_ESTIMATORS = {
     "gae": compute_gae_advantage_return,
     "grpo": compute_grpo_outcome_advantage,
@@ -350,6 +410,7 @@ BUILTIN_ESTIMATORS = {
     "gpg": compute_gpg_outcome_advantage,
     "remax": compute_remax_outcome_advantage,
     "gdpo": compute_gdpo_outcome_advantage,
+    "optimal_token_baseline": compute_optimal_token_baseline_advantage,
 }
 
 

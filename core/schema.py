@@ -195,6 +195,7 @@ class ActorConfig:
     clip_ratio_low: Optional[float] = opt(None, "Lower clip range: ratio >= 1 - clip_ratio_low; null = clip_ratio.")
     clip_ratio_high: Optional[float] = opt(None, "Upper clip range: ratio <= 1 + clip_ratio_high; null = clip_ratio.")
     clip_ratio_c: float = opt(3.0, "Dual-clip bound for negative advantages (must be > 1).")
+    calculate_sum_pi_squared: bool = opt(False, "Compute sum_v pi(v)^2 per response token with the old log-probs; algorithm.adv_estimator=optimal_token_baseline needs it (verl 0.9.1).")
     tau_pos: float = opt(1.0, "policy_loss.loss_mode=sapo: the soft gate's temperature on tokens with a positive advantage (verl 0.7.0).")
     tau_neg: float = opt(1.05, "policy_loss.loss_mode=sapo: the soft gate's temperature on tokens with a non-positive advantage (verl 0.7.0).")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = opt("token-mean", "How per-token losses become one number.")
@@ -473,9 +474,9 @@ class RolloutCorrectionConfig:
 
 @dataclass
 class AlgorithmConfig:
-    adv_estimator: str = opt("gae", "Advantage estimator (docs/training.md#algorithms): gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, gpg, remax, gdpo (verl 0.9.0), or one a plugin registers.")
-    gdpo_reward_keys: Optional[list[str]] = opt(None, "adv_estimator=gdpo (needed): keys of the reward function's returned dict, each a reward component GDPO normalises in its group on its own (verl 0.9.0).")
-    gdpo_reward_weights: Optional[list[float]] = opt(None, "adv_estimator=gdpo: one weight per gdpo_reward_keys entry for the sum of the normalised components; null = 1 each (verl 0.9.0).")
+    adv_estimator: str = opt("gae", "Advantage estimator (docs/training.md#algorithms): gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, gpg, remax, gdpo, optimal_token_baseline (both verl 0.9.1), or one a plugin registers.")
+    gdpo_reward_keys: Optional[list[str]] = opt(None, "adv_estimator=gdpo (needed): keys of the reward function's returned dict, each a reward component GDPO normalises in its group on its own (verl 0.9.1).")
+    gdpo_reward_weights: Optional[list[float]] = opt(None, "adv_estimator=gdpo: one weight per gdpo_reward_keys entry for the sum of the normalised components; null = 1 each (verl 0.9.1).")
     gamma: float = opt(1.0, "Discount factor.")
     lam: float = opt(1.0, "GAE lambda.")
     norm_adv_by_std_in_grpo: bool = opt(True, "GRPO: divide by the group's std (false = Dr. GRPO style mean-centring only).")

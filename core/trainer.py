@@ -127,6 +127,9 @@ class PPOTrainer:
             # verl's DAPO trainer filters before log-probs exist, so it cannot apply the in-reward KL either.
             raise ValueError("algorithm.filter_groups.enable filters groups on the reward before log-probs and values are "
                              "computed: it cannot be combined with algorithm.use_kl_in_reward or reward_source=critic")
+        if getattr(self.estimator, "requires_sum_pi_squared", False) and not c.actor_rollout_ref.actor.calculate_sum_pi_squared:
+            raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} weighs each token by sum_v pi(v)^2: set "
+                             "actor_rollout_ref.actor.calculate_sum_pi_squared=true (as verl)")
         if algo.filter_groups.enable and getattr(self.estimator, "requires_greedy_baseline", False):
             raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} compares each sample with a greedy response to "
                              "its prompt, which a batch assembled by algorithm.filter_groups does not keep: use one or the other")
@@ -278,9 +281,14 @@ class PPOTrainer:
         pending = self.start_scoring(batch, self.overlap_rewards) if reward is None else None
         mask = batch["response_mask"].float()
         correction = algo.rollout_correction
-        if algo.use_kl_in_reward or correction.enabled or not self.single_actor_step(len(batch)):
+        sum_pi_squared = self.config.actor_rollout_ref.actor.calculate_sum_pi_squared
+        if algo.use_kl_in_reward or correction.enabled or sum_pi_squared or not self.single_actor_step(len(batch)):
             with self._timer(timing, "old_log_prob"):
-                batch["old_log_probs"] = self.actor.compute_log_prob(batch)
+                if sum_pi_squared:
+                    both = self.actor.compute_log_prob_and_sum_pi_squared(batch)
+                    batch["old_log_probs"], batch["sum_pi_squared"] = both[:, 0], both[:, 1]
+                else:
+                    batch["old_log_probs"] = self.actor.compute_log_prob(batch)
             if "rollout_log_probs" in batch:
                 metrics.update(rollout_probs_diff(batch["rollout_log_probs"], batch["old_log_probs"], batch["response_mask"]))
         if correction.enabled:
@@ -347,7 +355,9 @@ class PPOTrainer:
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
                     scored=~unscored, reward_extra_info=reward.extra_info, gdpo_reward_keys=algo.gdpo_reward_keys,
-                    gdpo_reward_weights=algo.gdpo_reward_weights, **baselines,
+                    gdpo_reward_weights=algo.gdpo_reward_weights, old_log_probs=batch.tensors.get("old_log_probs"),
+                    sum_pi_squared=batch.tensors.get("sum_pi_squared"), rollout_is_weights=batch.tensors.get("rollout_is_weights"),
+                    **baselines,
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)

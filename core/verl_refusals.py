@@ -278,8 +278,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                             "normalisation)"),
     ("actor_rollout_ref.actor.calculate_entropy", "the entropy is computed here whenever the loss or the metrics use it: "
                                                   "drop the key"),
-    ("actor_rollout_ref.actor.calculate_sum_pi_squared", "verl 0.9's extra per-token statistic: not computed here; drop "
-                                                         "the key"),
     ("actor_rollout_ref.actor.use_prefix_grouper", "verl's shared-prefix grouping of a group's forwards (a speed key): not "
                                                    "here; drop the key"),
     ("actor_rollout_ref.actor.policy_loss.dro_beta", "a parameter of verl's DRO policy loss, which is not a loss_mode "

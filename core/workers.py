@@ -31,7 +31,8 @@ from rewardsmith.core.lora import add_lora, has_adapters, merged_weights
 from rewardsmith.core.losses import agg_loss, micro_batch_weight, value_loss
 from rewardsmith.core.policy_losses import LossContext
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches, micro_batching
-from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
+from rewardsmith.core.models import (build_causal_lm, build_value_model, response_logprobs,
+                                     response_logprobs_and_sum_pi_squared, response_values, run_tokenizer)
 from rewardsmith.core.optim import build_optimizer
 from rewardsmith.core.packed_attention import packs
 from rewardsmith.core.packing import unpackable
@@ -97,17 +98,21 @@ def log_prob_batching(config: Any, role: str, world_size: int) -> MicroBatching:
 
 @torch.no_grad()
 def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, how: MicroBatching,
-                     packed: bool = False) -> torch.Tensor:
+                     packed: bool = False, with_sum_pi_squared: bool = False) -> torch.Tensor:
     """(B, R) log-probs of ``batch["responses"]`` under ``model``, in micro-batches (each ``packed`` or
-    padded, :func:`response_logprobs`), on the CPU."""
+    padded, :func:`response_logprobs`), on the CPU; ``with_sum_pi_squared``: (B, 2, R), the log-probs and
+    ``sum_v pi(v)^2`` per token (:func:`response_logprobs_and_sum_pi_squared`)."""
     device = _device_of(model)
     width = batch["responses"].shape[1]
-    logps = []
+    outs = []
     for micro in micro_batches(batch, how):
-        logp, _ = response_logprobs(model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, temperature,
-                                    packed=packed)
-        logps.append(logp.cpu())
-    return torch.cat(logps)
+        ids, mask = micro["input_ids"].to(device), micro["attention_mask"].to(device)
+        if with_sum_pi_squared:
+            logp, sum_sq = response_logprobs_and_sum_pi_squared(model, ids, mask, width, temperature, packed=packed)
+            outs.append(torch.stack([logp, sum_sq], dim=1).cpu())
+        else:
+            outs.append(response_logprobs(model, ids, mask, width, temperature, packed=packed)[0].cpu())
+    return torch.cat(outs)
 
 
 MicroLoss = Callable[[Batch, torch.Tensor, MiniBatch, dict[str, list[float]]], torch.Tensor]
@@ -204,6 +209,11 @@ class ActorRolloutWorker:
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         """(B, R) log-probs of ``responses`` under the current policy."""
         return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed)
+
+    def compute_log_prob_and_sum_pi_squared(self, batch: Batch) -> torch.Tensor:
+        """(B, 2, R): the log-probs of ``responses`` under the current policy and ``sum_v pi(v)^2`` per token."""
+        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed,
+                                with_sum_pi_squared=True)
 
     def update(self, minis: list[MiniBatch]) -> dict[str, float]:
         """One optimizer step per mini-batch with the configured policy loss (:mod:`rewardsmith.core.policy_losses`).

@@ -225,3 +225,55 @@ def test_a_run_trains_with_rollout_correction(tmp_path, options):
     assert torch.isfinite(torch.tensor(last["actor/pg_loss"]))
     assert "rollout_corr/log_ratio_mean" in last
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("handle_zero_tail", [True, False])
+@pytest.mark.parametrize("with_is_weights", [False, True])
+def test_optimal_token_baseline_equals_verls_function(seed, handle_zero_tail, with_is_weights):
+    core_algos, _, _ = verl_core_algos()
+    g, mask, rewards, _ = _padded_batch(seed)
+    rewards = rewards + torch.randn(rewards.shape, generator=g) * 0.1 * mask  # token rewards (a KL penalty) too
+    old = -torch.rand(mask.shape, generator=g) * 2
+    sum_sq = torch.rand(mask.shape, generator=g) * 0.5
+    weights = torch.rand(mask.shape, generator=g) * 2 * mask if with_is_weights else None
+    kwargs = dict(token_level_rewards=rewards, response_mask=mask, old_log_probs=old, sum_pi_squared=sum_sq,
+                  rollout_is_weights=weights, handle_zero_tail=handle_zero_tail)
+    theirs = core_algos.get_adv_estimator_fn("optimal_token_baseline")(index=np.array(INDEX, dtype=object), **kwargs)
+    ours = BUILTIN_ESTIMATORS["optimal_token_baseline"](index=INDEX, **kwargs)
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_sum_pi_squared_is_the_distributions_sum_of_squares():
+    from rewardsmith.core.tensor_ops import sum_pi_squared_from_logits
+
+    logits = torch.randn(3, 4, 11, generator=torch.Generator().manual_seed(0)) * 4
+    torch.testing.assert_close(sum_pi_squared_from_logits(logits), (torch.softmax(logits, -1) ** 2).sum(-1))
+
+
+def test_optimal_token_baseline_needs_sum_pi_squared(tmp_path):
+    with pytest.raises(ValueError, match="set actor_rollout_ref.actor.calculate_sum_pi_squared=true"):
+        PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=optimal_token_baseline"))
+
+
+def test_a_run_trains_with_the_optimal_token_baseline(tmp_path):
+    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=optimal_token_baseline",
+                                     "actor_rollout_ref.actor.calculate_sum_pi_squared=true",
+                                     "actor_rollout_ref.rollout.temperature=0.8"))
+    try:
+        trainer.global_step = 1
+        batch, _ = trainer.make_experience(next(iter(trainer.loader)), {})
+        # The statistic the actor computed is that of its own temperature-scaled distribution.
+        from rewardsmith.core.models import response_outputs
+
+        logits = response_outputs(trainer.actor.model, batch["input_ids"], batch["attention_mask"],
+                                  batch["responses"].shape[1]).float() / 0.8
+        torch.testing.assert_close(batch["sum_pi_squared"], (torch.softmax(logits, -1) ** 2).sum(-1), atol=1e-5, rtol=1e-4)
+        before = {k: v.clone() for k, v in trainer.actor.model.state_dict().items()}
+        last = trainer.fit()
+        after = trainer.actor.model.state_dict()
+    finally:
+        trainer.close()
+    assert torch.isfinite(torch.tensor(last["actor/pg_loss"]))
+    assert any(not torch.equal(before[k], after[k]) for k in before)
