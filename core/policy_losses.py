@@ -4,7 +4,8 @@
 Every mode is a pure function on one micro-batch::
 
     fn(logprob, old_logprob, advantages, response_mask, ctx: LossContext)
-        -> (loss, stats)     # a scalar; stats: clipfrac, clipfrac_lower, ppo_kl (tensors) where they apply
+        -> (loss, stats)     # a scalar; stats: clipfrac, clipfrac_lower, ppo_kl (tensors) where they apply,
+                             # and named ones (rollout_corr/...) logged under their own name
 
 All tensors are (B, T). ``ctx`` carries the clip ranges, the mode's options
 (``policy_loss.*``) and how to aggregate: :meth:`LossContext.agg` reduces a
@@ -28,6 +29,7 @@ import torch
 from rewardsmith.common.hooks import hookimpl
 from rewardsmith.core.kl import LOG_RATIO_LIMIT
 from rewardsmith.core.losses import agg_loss, policy_loss
+from rewardsmith.core.rollout_correction import rollout_correction
 from rewardsmith.core.tensor_ops import masked_mean
 
 Stats = dict[str, torch.Tensor]
@@ -48,6 +50,7 @@ class LossContext:
     tau_neg: float = 1.05
     # Rollout correction's importance weights (B, T), no gradient; None without algorithm.rollout_correction.rollout_is.
     is_weights: Optional[torch.Tensor] = None
+    rollout_correction: Any = None  # the algorithm.rollout_correction section (bypass_mode reads it)
 
     def agg(self, loss_mat: torch.Tensor, mask: torch.Tensor, mode: Optional[str] = None) -> torch.Tensor:
         """``loss_mat`` times the IS weights (where there are any), reduced with ``loss_agg_mode`` (or ``mode``, a
@@ -190,6 +193,29 @@ def sapo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Ten
     return loss, {"ppo_kl": masked_mean(-log_ratio, mask).detach()}
 
 
+def bypass_mode(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """verl's bypass mode (``algorithm.rollout_correction.bypass_mode=true``): the rollout's log-probs are the old
+    ones (``old_logprob`` here), so no old-log-prob pass runs. Rollout correction's IS weights and rejection
+    (:mod:`rewardsmith.core.rollout_correction`) are taken between the current policy (no gradient) and the
+    rollout in each micro-batch; rejected tokens leave the mask. ``loss_type=ppo_clip``: :func:`vanilla` against the
+    rollout without the weights (its ratio is already ``pi / pi_rollout``); ``reinforce``: ``L = -w A logp``."""
+    cfg = ctx.rollout_correction
+    with torch.no_grad():
+        weights, kept, metrics = rollout_correction(logprob.detach(), old_logprob, mask, cfg)
+    if cfg.loss_type == "reinforce":
+        loss_mat = -advantages * logprob * (weights if weights is not None else 1.0)
+        loss = agg_loss(loss_mat, kept, ctx.loss_agg_mode, ctx.token_share)
+        stats = {"ppo_kl": masked_mean(old_logprob - logprob, kept.float()).detach()}
+    else:
+        loss, stats = vanilla(logprob, old_logprob, advantages, kept, ctx)
+    if ctx.loss_agg_mode == "token-mean":
+        # The rejection happens inside the loss, so verl still divides by the mini-batch's tokens before it.
+        loss = loss * kept.float().sum() / mask.float().sum().clamp(min=1)
+    stats.update({name: torch.tensor(value) for name, value in metrics.items()})
+    return loss, stats
+
+
 BUILTIN_POLICY_LOSSES = {
     "vanilla": vanilla,
     "gspo": gspo,
@@ -199,6 +225,7 @@ BUILTIN_POLICY_LOSSES = {
     "kl_cov": kl_cov,
     "geo_mean": geo_mean,
     "sapo": sapo,
+    "bypass_mode": bypass_mode,
 }
 
 

@@ -143,7 +143,7 @@ def rejection_mask(log_ratio: torch.Tensor, mask: torch.Tensor, rollout_rs: str,
 def rollout_correction(old_log_probs: torch.Tensor, rollout_log_probs: torch.Tensor, mask: torch.Tensor, cfg
                        ) -> tuple[Optional[torch.Tensor], torch.Tensor, dict[str, float]]:
     """IS weights (None without ``cfg.rollout_is``), the response mask after rejection, and metrics
-    (under ``rollout_corr/``; the IS and rejection ones with verl's names) for the ``algorithm.rollout_correction`` section ``cfg``."""
+    (verl's names, under ``rollout_corr/``) for the ``algorithm.rollout_correction`` section ``cfg``."""
     if old_log_probs.shape != rollout_log_probs.shape or old_log_probs.shape != mask.shape:
         raise ValueError(f"rollout correction: old log-probs {tuple(old_log_probs.shape)}, rollout log-probs "
                          f"{tuple(rollout_log_probs.shape)} and response mask {tuple(mask.shape)} differ in shape")
@@ -157,7 +157,6 @@ def rollout_correction(old_log_probs: torch.Tensor, rollout_log_probs: torch.Ten
     if cfg.rollout_rs is not None:
         kept = rejection_mask(log_ratio, mask, cfg.rollout_rs, cfg.rollout_rs_threshold)
         metrics["rollout_corr/rollout_rs_masked_fraction"] = masked_mean(1.0 - kept.float(), mask.float()).item()
-    valid = mask.bool()
-    if valid.any():
-        metrics["rollout_corr/log_ratio_mean"] = log_ratio[valid].mean().item()
+    if mask.any():
+        metrics["rollout_corr/kl"] = masked_mean(-log_ratio, mask.float()).item()  # KL(rollout || old), k1 estimate
     return weights, kept, metrics

@@ -148,7 +148,7 @@ DYNAMIC_HELP = ("Cut micro-batches by tokens instead of samples: consecutive sam
 
 @dataclass
 class PolicyLossConfig:
-    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), sapo (verl 0.7.0), or one a plugin registers.")
+    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), sapo (verl 0.7.0), bypass_mode (rollout correction), or one a plugin registers.")
     clip_cov_ratio: float = opt(0.0002, "clip_cov: share of tokens whose gradient is cut.")
     clip_cov_lb: float = opt(1.0, "clip_cov: lower bound of the covariance of the tokens that may be cut.")
     clip_cov_ub: float = opt(5.0, "clip_cov: upper bound of that covariance.")
@@ -447,16 +447,10 @@ class RolloutCorrectionConfig:
     rollout_is_batch_normalize: bool = opt(False, "Divide the IS weights by their batch mean (over tokens, or over sequences).")
     rollout_rs: Optional[str] = opt(None, "Rejection by the ratio: comma-separated token_k1..3, seq_sum_k1..3, seq_mean_k1..3, seq_max_k2/k3; rejected tokens (sequences) leave the advantages and the loss; null = none.")
     rollout_rs_threshold: Union[float, str, None] = opt(None, "Rejection thresholds, one per rollout_rs option or one for all: k1 'l_u' ratio bounds (a single u: l = 1/u), others an upper bound.")
-    bypass_mode: bool = opt(False, "verl's bypass mode (the rollout's log-probs as the old ones): not implemented; only false is accepted.")
-    loss_type: Literal["ppo_clip", "reinforce"] = opt("ppo_clip", "bypass_mode's loss; as bypass_mode is refused, only the default is accepted.")
+    bypass_mode: bool = opt(False, "The rollout's log-probs are the old ones (no old-log-prob pass); the weights and rejection are taken against the current policy in the loss, whose mode becomes bypass_mode (loss_type); false = decoupled (the actor recomputes the old log-probs).")
+    loss_type: Literal["ppo_clip", "reinforce"] = opt("ppo_clip", "bypass_mode's loss: ppo_clip (PPO's clip against the rollout, no weights) or reinforce (-w A logp).")
 
     def __post_init__(self) -> None:
-        if self.bypass_mode:
-            raise InvalidValue("bypass_mode", "is true, but verl's bypass mode (old log-probs taken from the rollout) is not "
-                               "implemented: set it to false (decoupled mode: the actor recomputes the old log-probs)")
-        if self.loss_type != "ppo_clip":
-            raise InvalidValue("loss_type", f"is {self.loss_type!r}, a loss of verl's bypass mode, which is not implemented: "
-                               "drop the key")
         try:
             if self.rollout_is is not None:
                 parse_bounds(self.rollout_is_threshold, "rollout_is_threshold", two_sided=True)
@@ -468,8 +462,13 @@ class RolloutCorrectionConfig:
 
     @property
     def enabled(self) -> bool:
-        """Whether IS weights or rejection are asked for (then the rollout's log-probs are needed)."""
+        """Whether IS weights or rejection are asked for."""
         return self.rollout_is is not None or self.rollout_rs is not None
+
+    @property
+    def needs_rollout_log_probs(self) -> bool:
+        """Whether the engine must return the sampled tokens' log-probs (rollout correction in either mode)."""
+        return self.enabled or self.bypass_mode
 
 
 @dataclass

@@ -143,7 +143,7 @@ class PPOTrainer:
         # The actor's mini-batch order; the critic's never shuffles.
         self.shuffle_generator = torch.Generator().manual_seed(t.seed)
         self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length,
-                                                   log_probs=algo.rollout_correction.enabled)
+                                                   log_probs=algo.rollout_correction.needs_rollout_log_probs)
         self.val_sampling = SamplingParams.from_config(rollout_cfg.val_kwargs, c.data.max_response_length)
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
@@ -281,8 +281,13 @@ class PPOTrainer:
         pending = self.start_scoring(batch, self.overlap_rewards) if reward is None else None
         mask = batch["response_mask"].float()
         correction = algo.rollout_correction
+        if correction.needs_rollout_log_probs and "rollout_log_probs" not in batch:
+            raise ValueError(f"algorithm.rollout_correction needs the rollout's own log-probs, which the rollout engine "
+                             f"{self.config.actor_rollout_ref.rollout.name!r} did not return (hf and vllm do)")
         sum_pi_squared = self.config.actor_rollout_ref.actor.calculate_sum_pi_squared
-        if algo.use_kl_in_reward or correction.enabled or sum_pi_squared or not self.single_actor_step(len(batch)):
+        recompute = algo.use_kl_in_reward or correction.enabled or not self.single_actor_step(len(batch))
+        # In bypass mode the rollout's log-probs are the old ones: the pass runs only for sum_pi_squared.
+        if (recompute and not correction.bypass_mode) or sum_pi_squared:
             with self._timer(timing, "old_log_prob"):
                 if sum_pi_squared:
                     both = self.actor.compute_log_prob_and_sum_pi_squared(batch)
@@ -291,10 +296,9 @@ class PPOTrainer:
                     batch["old_log_probs"] = self.actor.compute_log_prob(batch)
             if "rollout_log_probs" in batch:
                 metrics.update(rollout_probs_diff(batch["rollout_log_probs"], batch["old_log_probs"], batch["response_mask"]))
-        if correction.enabled:
-            if "rollout_log_probs" not in batch:
-                raise ValueError(f"algorithm.rollout_correction needs the rollout's own log-probs, which the rollout engine "
-                                 f"{self.config.actor_rollout_ref.rollout.name!r} did not return (hf and vllm do)")
+        if correction.bypass_mode:
+            batch["old_log_probs"] = batch["rollout_log_probs"]
+        elif correction.enabled:
             is_weights, batch["response_mask"], correction_metrics = rollout_correction(
                 batch["old_log_probs"], batch["rollout_log_probs"], batch["response_mask"], correction)
             metrics.update(correction_metrics)

@@ -145,8 +145,8 @@ REFUSALS: tuple[tuple[str, str], ...] = (
      "algorithm.rollout_correction.rollout_rs_threshold as 'lower_upper' (k1 options), as verl 0.9"),
     ("algorithm.rollout_correction.rollout_token_veto_threshold", "verl 0.6/0.7's per-token veto: use "
      "algorithm.rollout_correction.rollout_rs=token_k1 with rollout_rs_threshold, as verl 0.9"),
-    ("algorithm.rollout_correction.use_policy_gradient", "verl 0.6.1's switch, later bypass_mode with loss_type=reinforce, "
-     "which is not implemented here: drop the key"),
+    ("algorithm.rollout_correction.use_policy_gradient", "verl 0.6.1's switch: use algorithm.rollout_correction."
+     "bypass_mode=true with loss_type=reinforce, as verl 0.9"),
     ("algorithm.use_pf_ppo", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
     ("algorithm.pf_ppo.*", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
     ("actor_rollout_ref.actor.clip_cov_*", "verl's old place of the clip_cov options: use actor_rollout_ref.actor.policy_loss.clip_cov_*"),

@@ -177,7 +177,10 @@ class ActorRolloutWorker:
             self.cfg.use_dynamic_bsz, self.cfg.ppo_max_token_len_per_gpu, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu")
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = build_optimizer(trainable, self.cfg.optim, total_steps)
-        self.policy_loss = get_registry(config.plugins).policy_loss(self.cfg.policy_loss.loss_mode)
+        self.rollout_correction = config.algorithm.rollout_correction
+        # verl's bypass mode replaces the configured loss with its own (the old log-probs are the rollout's).
+        loss_mode = "bypass_mode" if self.rollout_correction.bypass_mode else self.cfg.policy_loss.loss_mode
+        self.policy_loss = get_registry(config.plugins).policy_loss(loss_mode)
         # An engine with its own copy reads only the model's config: the actor's own (null path) when
         # override_config changed it.
         self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer,
@@ -234,7 +237,8 @@ class ActorRolloutWorker:
             weight = micro_batch_weight(mask, mini.tokens, mini.samples, cfg.loss_agg_mode)
             ctx = LossContext(low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight,
                               micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss,
-                              cfg.tau_pos, cfg.tau_neg, micro["rollout_is_weights"] if "rollout_is_weights" in micro else None)
+                              cfg.tau_pos, cfg.tau_neg, micro["rollout_is_weights"] if "rollout_is_weights" in micro else None,
+                              self.rollout_correction)
             logp, entropy = response_logprobs(
                 self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1], self.temperature,
                 with_entropy=True, entropy_grad=cfg.entropy_coeff != 0, packed=self.packed,
@@ -250,7 +254,8 @@ class ActorRolloutWorker:
             stats["actor/entropy"].append(ent.item() / max(weight, 1e-12))
             stats["actor/pg_loss"].append(pg.item() / max(weight, 1e-12))
             for name, value in pg_stats.items():
-                stats[f"actor/{'pg_' if name.startswith('clipfrac') else ''}{name}"].append(value.item())
+                # A stat with its own section (rollout_corr/...) keeps verl's name.
+                stats[name if "/" in name else f"actor/{'pg_' if name.startswith('clipfrac') else ''}{name}"].append(value.item())
             return loss
 
         return _update(self.model, self.strategy, self.optimizer, self.scheduler, minis,

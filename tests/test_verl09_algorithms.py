@@ -173,12 +173,12 @@ def test_rollout_correction_equals_verls_function(seed, options):
         torch.testing.assert_close(weights, theirs.batch["rollout_is_weights"], atol=1e-6, rtol=1e-5)
     else:
         assert weights is None and theirs is None
+    assert metrics["rollout_corr/kl"] == pytest.approx(verl_metrics["rollout_corr/kl"], abs=1e-6)
 
 
 @pytest.mark.parametrize("bad, message", [
     ("algorithm.rollout_correction.rollout_rs=seq_max_k1", "unknown option 'seq_max_k1'"),
     ("algorithm.rollout_correction.rollout_rs=token_k2", "rollout_rs_threshold must be set"),
-    ("algorithm.rollout_correction.bypass_mode=true", "bypass mode"),
     ("algorithm.rollout_correction.rollout_is=token algorithm.rollout_correction.rollout_is_threshold=2.0_1.0", "lower bound above"),
 ])
 def test_a_bad_rollout_correction_is_named(tmp_path, bad, message):
@@ -213,7 +213,11 @@ def test_the_hf_engine_records_the_sampled_tokens_log_probs(tmp_path):
     ["algorithm.rollout_correction.rollout_is=token", "algorithm.rollout_correction.rollout_is_threshold=2.0"],
     ["algorithm.rollout_correction.rollout_is=sequence", "algorithm.rollout_correction.rollout_is_batch_normalize=true",
      "algorithm.rollout_correction.rollout_rs=token_k1", "algorithm.rollout_correction.rollout_rs_threshold=0.999_1.001"],
-], ids=["token_is", "sequence_is_and_rejection"])
+    ["algorithm.rollout_correction.bypass_mode=true"],
+    ["algorithm.rollout_correction.bypass_mode=true", "algorithm.rollout_correction.loss_type=reinforce",
+     "algorithm.rollout_correction.rollout_is=token", "algorithm.rollout_correction.rollout_rs=seq_max_k2",
+     "algorithm.rollout_correction.rollout_rs_threshold=0.01"],
+], ids=["token_is", "sequence_is_and_rejection", "bypass_ppo_clip", "bypass_reinforce"])
 def test_a_run_trains_with_rollout_correction(tmp_path, options):
     trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", *options))
     try:
@@ -223,7 +227,11 @@ def test_a_run_trains_with_rollout_correction(tmp_path, options):
     finally:
         trainer.close()
     assert torch.isfinite(torch.tensor(last["actor/pg_loss"]))
-    assert "rollout_corr/log_ratio_mean" in last
+    assert "rollout_corr/kl" in last
+    if "bypass_mode=true" in " ".join(options):
+        assert "timing_s/old_log_prob" not in last, "bypass mode takes the rollout's log-probs as the old ones"
+    else:
+        assert "timing_s/old_log_prob" in last
     assert any(not torch.equal(before[k], after[k]) for k in before)
 
 
