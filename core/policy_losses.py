@@ -193,6 +193,55 @@ def sapo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Ten
     return loss, {"ppo_kl": masked_mean(-log_ratio, mask).detach()}
 
 
+def _dppo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+          ctx: LossContext, inside: torch.Tensor) -> tuple[torch.Tensor, Stats]:
+    """DPPO's shared form: ``L = -A · sg[min(rho, clip_ratio_c)] · logp`` on the tokens ``inside`` the trust region
+    (0 elsewhere, no gradient through the region)."""
+    mask = mask.float()
+    log_ratio = (logprob - old_logprob).clamp(-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
+    ratio = torch.exp(log_ratio)
+    keep = inside.detach().float()
+    loss = ctx.agg(-advantages * ratio.clamp(max=ctx.clip_ratio_c).detach() * logprob * keep, mask)
+    stats = {"clipfrac": masked_mean(1.0 - keep, mask).detach(),
+             "clipfrac_lower": masked_mean((ratio > ctx.clip_ratio_c).float() * keep, mask).detach(),
+             "ppo_kl": masked_mean(-log_ratio, mask).detach()}
+    return loss, stats
+
+
+def dppo_tv(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+            ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """DPPO-Binary-TV (arXiv 2602.04879, verl 0.9.1): a trust region on the token probability itself, not the ratio:
+    with ``p = exp(logp)``, ``q = exp(old_logp)``, a token counts where ``p - q <= high`` (``A > 0``) or
+    ``p - q >= -low`` (``A <= 0``); ``L = -A · sg[min(rho, clip_ratio_c)] · logp`` there, 0 elsewhere."""
+    delta = torch.exp(logprob) - torch.exp(old_logprob)
+    inside = torch.where(advantages > 0, delta <= ctx.clip_ratio_high, delta >= -ctx.clip_ratio_low)
+    return _dppo(logprob, old_logprob, advantages, mask, ctx, inside)
+
+
+def dppo_kl(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+            ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """DPPO-Binary-KL (arXiv 2602.04879, verl 0.9.1): as :func:`dppo_tv` with the binary KL
+    ``D = q log(q/p) + (1-q) log((1-q+1e-8)/(1-p+1e-8))`` as the region: a token counts where ``D <= high`` or ``p <= q``
+    (``A > 0``), ``D <= low`` or ``p >= q`` (``A <= 0``)."""
+    p, q = torch.exp(logprob), torch.exp(old_logprob)
+    divergence = q * (old_logprob - logprob) + (1 - q) * torch.log((1.0 - q + 1e-8) / (1.0 - p + 1e-8))
+    inside = torch.where(advantages > 0, (divergence <= ctx.clip_ratio_high) | (p <= q),
+                         (divergence <= ctx.clip_ratio_low) | (p >= q))
+    return _dppo(logprob, old_logprob, advantages, mask, ctx, inside)
+
+
+def dro(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+        ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """DRO (verl 0.9.1): REINFORCE with a quadratic penalty on the log-ratio,
+    ``L = -(A · logp - beta/2 · (logp - old_logp)^2)``, ``beta`` = ``policy_loss.dro_beta`` (> 0)."""
+    beta = ctx.options.dro_beta
+    if beta is None or beta <= 0:
+        raise ValueError(f"actor_rollout_ref.actor.policy_loss.dro_beta must be > 0 for loss_mode=dro, got {beta}")
+    log_ratio = logprob - old_logprob
+    loss = ctx.agg(-(logprob * advantages - 0.5 * beta * log_ratio ** 2), mask.float())
+    return loss, {"ppo_kl": masked_mean(-log_ratio, mask.float()).detach()}
+
+
 def bypass_mode(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
                 ctx: LossContext) -> tuple[torch.Tensor, Stats]:
     """verl's bypass mode (``algorithm.rollout_correction.bypass_mode=true``): the rollout's log-probs are the old
@@ -226,6 +275,9 @@ BUILTIN_POLICY_LOSSES = {
     "geo_mean": geo_mean,
     "sapo": sapo,
     "bypass_mode": bypass_mode,
+    "dppo_tv": dppo_tv,
+    "dppo_kl": dppo_kl,
+    "dro": dro,
 }
 
 

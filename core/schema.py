@@ -148,16 +148,19 @@ DYNAMIC_HELP = ("Cut micro-batches by tokens instead of samples: consecutive sam
 
 @dataclass
 class PolicyLossConfig:
-    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), sapo (verl 0.7.0), bypass_mode (rollout correction), or one a plugin registers.")
+    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), sapo (verl 0.7.0), dppo_tv, dppo_kl, dro (verl 0.9.1), bypass_mode (rollout correction), or one a plugin registers.")
     clip_cov_ratio: float = opt(0.0002, "clip_cov: share of tokens whose gradient is cut.")
     clip_cov_lb: float = opt(1.0, "clip_cov: lower bound of the covariance of the tokens that may be cut.")
     clip_cov_ub: float = opt(5.0, "clip_cov: upper bound of that covariance.")
     kl_cov_ratio: float = opt(0.0002, "kl_cov: share of tokens that get the KL penalty.")
     ppo_kl_coef: float = opt(1.0, "kl_cov: coefficient of |logp - old_logp| on those tokens.")
+    dro_beta: Optional[float] = opt(None, "dro: coefficient of the quadratic log-ratio penalty (needed, > 0; verl 0.9.1).")
 
     def __post_init__(self) -> None:
         require_positive("clip_cov_ratio", self.clip_cov_ratio, allow_none=False)
         require_positive("kl_cov_ratio", self.kl_cov_ratio, allow_none=False)
+        if self.loss_mode == "dro":
+            require_positive("dro_beta", self.dro_beta, allow_none=False)
 
 
 @dataclass

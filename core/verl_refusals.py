@@ -280,8 +280,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                                   "drop the key"),
     ("actor_rollout_ref.actor.use_prefix_grouper", "verl's shared-prefix grouping of a group's forwards (a speed key): not "
                                                    "here; drop the key"),
-    ("actor_rollout_ref.actor.policy_loss.dro_beta", "a parameter of verl's DRO policy loss, which is not a loss_mode "
-                                                     "here: drop the key"),
     ("actor_rollout_ref.rollout.chat_scheduler", _MULTI_TURN),
     *((f"actor_rollout_ref.rollout.multi_turn.{name}", _MULTI_TURN) for name in
       ("completion_callback", "function_tool_path", "tokenization_sanity_check_mode", "tool_response_truncate_side",

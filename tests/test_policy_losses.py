@@ -46,7 +46,8 @@ def _batch(seed: int, rows: int = 6, width: int = 9):
     return logp.requires_grad_(), old, adv, mask
 
 
-OPTIONS = types.SimpleNamespace(clip_cov_ratio=0.2, clip_cov_lb=-5.0, clip_cov_ub=5.0, kl_cov_ratio=0.2, ppo_kl_coef=1.0)
+OPTIONS = types.SimpleNamespace(clip_cov_ratio=0.2, clip_cov_lb=-5.0, clip_cov_ub=5.0, kl_cov_ratio=0.2, ppo_kl_coef=1.0,
+                                dro_beta=0.3)
 
 
 @pytest.mark.parametrize("mode", sorted(BUILTIN_POLICY_LOSSES))
@@ -96,13 +97,15 @@ def test_each_mode_equals_verls_function(mode, agg, with_is_weights):
 
 def test_an_unknown_mode_is_named_with_the_registered_ones(tmp_path):
     with pytest.raises(NotRegistered, match=r"unknown policy loss 'ppo2' \(actor_rollout_ref.actor.policy_loss.loss_mode\); "
-                                            r"known: bypass_mode, cispo, clip_cov, geo_mean, gpg, gspo, kl_cov, sapo, vanilla"):
+                                            r"known: bypass_mode, cispo, clip_cov, dppo_kl, dppo_tv, dro, geo_mean, gpg, gspo, kl_cov, sapo, vanilla"):
         PPOTrainer(tiny_config(tmp_path, "actor_rollout_ref.actor.policy_loss.loss_mode=ppo2"))
 
 
-@pytest.mark.parametrize("mode", ["gspo", "cispo", "geo_mean", "clip_cov", "sapo"])
+@pytest.mark.parametrize("mode", ["gspo", "cispo", "geo_mean", "clip_cov", "sapo", "dppo_tv", "dppo_kl", "dro"])
 def test_a_run_trains_with_the_mode(tmp_path, mode):
-    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", f"actor_rollout_ref.actor.policy_loss.loss_mode={mode}"))
+    extra = ["actor_rollout_ref.actor.policy_loss.dro_beta=0.1"] if mode == "dro" else []
+    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", f"actor_rollout_ref.actor.policy_loss.loss_mode={mode}",
+                                     *extra))
     try:
         before = {k: v.clone() for k, v in trainer.actor.model.state_dict().items()}
         last = trainer.fit()
