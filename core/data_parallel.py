@@ -66,6 +66,9 @@ class WorkerGroup(ABC):
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         return self._per_sample("compute_log_prob", batch)
 
+    def compute_log_prob_and_sum_pi_squared(self, batch: Batch) -> torch.Tensor:
+        return self._per_sample("compute_log_prob_and_sum_pi_squared", batch)
+
     def compute_values(self, batch: Batch) -> torch.Tensor:
         return self._per_sample("compute_values", batch)
 

@@ -43,16 +43,18 @@ class SamplingParams(SamplingConfig):
     max_new_tokens: int = 32
     seed: Optional[int] = None
     first_prompt: int = 0
+    # Ask the engine for ``rollout_log_probs`` (vLLM always returns them; the hf engine records them on request).
+    log_probs: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require_positive("max_new_tokens", self.max_new_tokens, allow_none=False)
 
     @classmethod
-    def from_config(cls, sampling: SamplingConfig, max_new_tokens: int) -> "SamplingParams":
+    def from_config(cls, sampling: SamplingConfig, max_new_tokens: int, log_probs: bool = False) -> "SamplingParams":
         """``rollout`` or ``rollout.val_kwargs`` with ``data.max_response_length`` new tokens."""
         return cls(n=sampling.n, do_sample=sampling.do_sample, temperature=sampling.logit_temperature,
-                   top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens)
+                   top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens, log_probs=log_probs)
 
 
 def draw_seed() -> int:
@@ -154,6 +156,39 @@ def cache_keyword(model: PreTrainedModel) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+class SampledLogProbs(LogitsProcessor):
+    """Records each sampled token's log-probability under the distribution it was drawn from (the warped
+    logits, as vLLM's ``processed_logprobs``): placed after the warpers and before the sampling step.
+
+    Only one step's log-softmax (B, V) is kept: the token sampled from it is the last of ``input_ids`` at the
+    next call, and the last of the sequences after ``generate``.
+    """
+
+    def __init__(self) -> None:
+        self.pending: Optional[torch.Tensor] = None
+        self.log_probs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self.take(input_ids[:, -1])
+        self.pending = torch.log_softmax(scores.float(), dim=-1)
+        return scores
+
+    def take(self, sampled: torch.Tensor) -> None:
+        """Record the log-prob of ``sampled``, the tokens drawn from the last distribution seen."""
+        if self.pending is not None:
+            self.log_probs.append(self.pending.gather(-1, sampled.unsqueeze(-1)).squeeze(-1))
+            self.pending = None
+
+    def result(self, sequences: torch.Tensor, width: int) -> torch.Tensor:
+        """(B, width) log-probs of the generated tokens, 0 past the last generated step."""
+        self.take(sequences[:, -1])
+        out = torch.zeros(sequences.shape[0], width)
+        if self.log_probs:
+            steps = torch.stack(self.log_probs, dim=1).cpu()
+            out[:, :steps.shape[1]] = steps
+        return out
+
+
 class PromptSeededSampling(LogitsProcessor):
     """Sampling with a random stream per prompt (Gumbel-max: the argmax of the warped logits plus Gumbel noise
     is a draw from their softmax), so a sample does not depend on which other prompts share its batch.
@@ -175,13 +210,17 @@ class PromptSeededSampling(LogitsProcessor):
         return scores.float() + gumbel
 
 
-def sampling_processors(params: SamplingParams, seeds: list[int], device: torch.device) -> LogitsProcessorList:
-    """Temperature, top-k (0: off), top-p (1: off), then :class:`PromptSeededSampling`, in transformers' order."""
+def sampling_processors(params: SamplingParams, seeds: list[int], device: torch.device,
+                        recorder: Optional["SampledLogProbs"] = None) -> LogitsProcessorList:
+    """Temperature, top-k (0: off), top-p (1: off), the ``recorder`` if any, then :class:`PromptSeededSampling`,
+    in transformers' order."""
     processors = LogitsProcessorList([TemperatureLogitsWarper(params.temperature)])
     if params.top_k > 0:
         processors.append(TopKLogitsWarper(params.top_k))
     if params.top_p < 1.0:
         processors.append(TopPLogitsWarper(params.top_p))
+    if recorder is not None:
+        processors.append(recorder)
     processors.append(PromptSeededSampling(seeds, params.n, device))
     return processors
 
@@ -236,9 +275,11 @@ class HFRollout:
             eos_token_id=self.eos_token_ids,
             bos_token_id=None,
         )
-        processors = LogitsProcessorList()
+        recorder = SampledLogProbs() if params.log_probs else None
         if params.do_sample:
-            processors = sampling_processors(params, prompt_seeds(params, len(prompts)), device)
+            processors = sampling_processors(params, prompt_seeds(params, len(prompts)), device, recorder)
+        else:
+            processors = LogitsProcessorList([recorder] if recorder is not None else [])
         sequences = self.model.generate(
             input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, logits_processor=processors,
             **{cache_keyword(self.model): cache},
@@ -253,17 +294,16 @@ class HFRollout:
             responses = torch.nn.functional.pad(responses, (0, pad), value=self.pad_token_id)
         response_mask = response_mask_from_eos(responses, self.eos_token_ids)
         responses = torch.where(response_mask.bool(), responses, torch.full_like(responses, self.pad_token_id))
-        out = Batch(
-            {
-                "prompts": input_ids,
-                "responses": responses,
-                "response_mask": response_mask,
-                "input_ids": torch.cat([input_ids, responses], dim=1),
-                "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
-            },
-            {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()},
-        )
-        return out
+        tensors = {
+            "prompts": input_ids,
+            "responses": responses,
+            "response_mask": response_mask,
+            "input_ids": torch.cat([input_ids, responses], dim=1),
+            "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
+        }
+        if recorder is not None:
+            tensors["rollout_log_probs"] = recorder.result(sequences, params.max_new_tokens) * response_mask
+        return Batch(tensors, {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()})
 
     def _shared_prefix(self, prompts: Batch, n: int, device: torch.device) -> DynamicCache | None:
         """The KV cache of every prompt but its last token, computed once and repeated ``n`` times.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
 from rewardsmith.common.config import InvalidValue, exclusive, opt, require_positive, section
+from rewardsmith.core.rollout_correction import parse_bounds, rejection_options
 from rewardsmith.core.tracking_sinks import check_packages
 from rewardsmith.core.verl_keys import check_verl_keys
 from rewardsmith.core.verl_refusals import refuse_missing_features
@@ -170,16 +171,19 @@ class AdaptiveEntropyConfig:
 
 @dataclass
 class PolicyLossConfig:
-    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), or one a plugin registers.")
+    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), sapo (verl 0.7.0), dppo_tv, dppo_kl, dro (verl 0.9.1), bypass_mode (rollout correction), or one a plugin registers.")
     clip_cov_ratio: float = opt(0.0002, "clip_cov: share of tokens whose gradient is cut.")
     clip_cov_lb: float = opt(1.0, "clip_cov: lower bound of the covariance of the tokens that may be cut.")
     clip_cov_ub: float = opt(5.0, "clip_cov: upper bound of that covariance.")
     kl_cov_ratio: float = opt(0.0002, "kl_cov: share of tokens that get the KL penalty.")
     ppo_kl_coef: float = opt(1.0, "kl_cov: coefficient of |logp - old_logp| on those tokens.")
+    dro_beta: Optional[float] = opt(None, "dro: coefficient of the quadratic log-ratio penalty (needed, > 0; verl 0.9.1).")
 
     def __post_init__(self) -> None:
         require_positive("clip_cov_ratio", self.clip_cov_ratio, allow_none=False)
         require_positive("kl_cov_ratio", self.kl_cov_ratio, allow_none=False)
+        if self.loss_mode == "dro":
+            require_positive("dro_beta", self.dro_beta, allow_none=False)
 
 
 @dataclass
@@ -221,6 +225,9 @@ class ActorConfig:
     clip_ratio_low: Optional[float] = opt(None, "Lower clip range: ratio >= 1 - clip_ratio_low; null = clip_ratio.")
     clip_ratio_high: Optional[float] = opt(None, "Upper clip range: ratio <= 1 + clip_ratio_high; null = clip_ratio.")
     clip_ratio_c: float = opt(3.0, "Dual-clip bound for negative advantages (must be > 1).")
+    calculate_sum_pi_squared: bool = opt(False, "Compute sum_v pi(v)^2 per response token with the old log-probs; algorithm.adv_estimator=optimal_token_baseline needs it (verl 0.9.1).")
+    tau_pos: float = opt(1.0, "policy_loss.loss_mode=sapo: the soft gate's temperature on tokens with a positive advantage (verl 0.7.0).")
+    tau_neg: float = opt(1.05, "policy_loss.loss_mode=sapo: the soft gate's temperature on tokens with a non-positive advantage (verl 0.7.0).")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = opt("token-mean", "How per-token losses become one number.")
     entropy_coeff: float = opt(0.0, "Entropy bonus coefficient (loss -= coeff * entropy); with adaptive_entropy.enabled the first step's.")
     adaptive_entropy: AdaptiveEntropyConfig = section(AdaptiveEntropyConfig, "Skywork-OR1's adaptive entropy coefficient (its verl fork's actor.adaptive_entropy).")
@@ -239,6 +246,8 @@ class ActorConfig:
         require_positive("ppo_epochs", self.ppo_epochs, allow_none=False)
         if self.clip_ratio_c <= 1.0:
             raise InvalidValue("clip_ratio_c", f"must be > 1, got {self.clip_ratio_c}")
+        require_positive("tau_pos", self.tau_pos, allow_none=False)
+        require_positive("tau_neg", self.tau_neg, allow_none=False)
 
 
 @dataclass
@@ -484,8 +493,41 @@ class FilterGroupsConfig:
 
 
 @dataclass
+class RolloutCorrectionConfig:
+    rollout_is: Optional[Literal["token", "sequence"]] = opt(None, "Importance-sampling weights pi_old / pi_rollout on the policy loss, per token or per sequence; null = none (docs/training.md#rollout-correction, verl 0.6.1).")
+    rollout_is_threshold: Union[float, str, None] = opt(2.0, "IS weights: an upper bound u truncates them (TIS); 'l_u' zeroes them outside [l, u] (IcePop).")
+    rollout_is_batch_normalize: bool = opt(False, "Divide the IS weights by their batch mean (over tokens, or over sequences).")
+    rollout_rs: Optional[str] = opt(None, "Rejection by the ratio: comma-separated token_k1..3, seq_sum_k1..3, seq_mean_k1..3, seq_max_k2/k3; rejected tokens (sequences) leave the advantages and the loss; null = none.")
+    rollout_rs_threshold: Union[float, str, None] = opt(None, "Rejection thresholds, one per rollout_rs option or one for all: k1 'l_u' ratio bounds (a single u: l = 1/u), others an upper bound.")
+    bypass_mode: bool = opt(False, "The rollout's log-probs are the old ones (no old-log-prob pass); the weights and rejection are taken against the current policy in the loss, whose mode becomes bypass_mode (loss_type); false = decoupled (the actor recomputes the old log-probs).")
+    loss_type: Literal["ppo_clip", "reinforce"] = opt("ppo_clip", "bypass_mode's loss: ppo_clip (PPO's clip against the rollout, no weights) or reinforce (-w A logp).")
+
+    def __post_init__(self) -> None:
+        try:
+            if self.rollout_is is not None:
+                parse_bounds(self.rollout_is_threshold, "rollout_is_threshold", two_sided=True)
+            if self.rollout_rs is not None:
+                rejection_options(self.rollout_rs, self.rollout_rs_threshold)
+        except ValueError as exc:
+            key = "rollout_is_threshold" if "rollout_is_threshold" in str(exc) else "rollout_rs"
+            raise InvalidValue(key, str(exc).split(": ", 1)[-1]) from None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether IS weights or rejection are asked for."""
+        return self.rollout_is is not None or self.rollout_rs is not None
+
+    @property
+    def needs_rollout_log_probs(self) -> bool:
+        """Whether the engine must return the sampled tokens' log-probs (rollout correction in either mode)."""
+        return self.enabled or self.bypass_mode
+
+
+@dataclass
 class AlgorithmConfig:
-    adv_estimator: str = opt("gae", "Advantage estimator: gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, or one a plugin registers.")
+    adv_estimator: str = opt("gae", "Advantage estimator (docs/training.md#algorithms): gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, gpg, remax, gdpo, optimal_token_baseline (both verl 0.9.1), or one a plugin registers.")
+    gdpo_reward_keys: Optional[list[str]] = opt(None, "adv_estimator=gdpo (needed): keys of the reward function's returned dict, each a reward component GDPO normalises in its group on its own (verl 0.9.1).")
+    gdpo_reward_weights: Optional[list[float]] = opt(None, "adv_estimator=gdpo: one weight per gdpo_reward_keys entry for the sum of the normalised components; null = 1 each (verl 0.9.1).")
     gamma: float = opt(1.0, "Discount factor.")
     lam: float = opt(1.0, "GAE lambda.")
     norm_adv_by_std_in_grpo: bool = opt(True, "GRPO: divide by the group's std (false = Dr. GRPO style mean-centring only).")
@@ -498,8 +540,15 @@ class AlgorithmConfig:
     filter_groups: FilterGroupsConfig = section(FilterGroupsConfig, "DAPO dynamic sampling (verl's algorithm.filter_groups).")
     mask_truncated_samples: bool = opt(False, "rllm/DeepScaleR's fork option (adv_estimator grpo only, as there): a response cut at data.max_response_length that scored 0 gets advantage 0; the group statistics keep it (docs/training.md#options-of-verl-forks).")
     clip_advantages: bool = opt(False, "rllm's fork option; true (clamping advantages) is refused: not implemented here.")
+    rollout_correction: RolloutCorrectionConfig = section(RolloutCorrectionConfig, "Rollout correction: IS weights and rejection by the training / rollout probability ratio (verl's decoupled mode).")
 
     def __post_init__(self) -> None:
+        if self.adv_estimator == "gdpo" and not self.gdpo_reward_keys:
+            raise InvalidValue("gdpo_reward_keys", "must list the reward components (keys of the dict the reward function "
+                               "returns, e.g. [format_reward, accuracy_reward]) when adv_estimator is gdpo")
+        if self.gdpo_reward_weights is not None and len(self.gdpo_reward_weights) != len(self.gdpo_reward_keys or []):
+            raise InvalidValue("gdpo_reward_weights", f"has {len(self.gdpo_reward_weights)} weights for "
+                               f"{len(self.gdpo_reward_keys or [])} gdpo_reward_keys")
         if not 0.0 <= self.reward_mask_ratio <= 1.0:
             raise InvalidValue("reward_mask_ratio", f"must be in [0, 1], got {self.reward_mask_ratio}")
         for key in ("gamma", "lam"):

@@ -43,6 +43,7 @@ from rewardsmith.core.reward_masking import (
     sample_reward_mask,
 )
 from rewardsmith.core.rollout import SamplingParams, draw_seed, rollout_probs_diff
+from rewardsmith.core.rollout_correction import rollout_correction
 from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
 from rewardsmith.core.seqlen_balancing import balance_order
@@ -139,6 +140,9 @@ class PPOTrainer:
                              "train_batch_size * rejection_sample_multiplier prompts: it cannot be combined with "
                              "algorithm.filter_groups, data.gen_batch_size, reward_source=critic or a greedy baseline "
                              "(ReMax); use one of them")
+        if getattr(self.estimator, "requires_sum_pi_squared", False) and not c.actor_rollout_ref.actor.calculate_sum_pi_squared:
+            raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} weighs each token by sum_v pi(v)^2: set "
+                             "actor_rollout_ref.actor.calculate_sum_pi_squared=true (as verl)")
         if algo.filter_groups.enable and getattr(self.estimator, "requires_greedy_baseline", False):
             raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} compares each sample with a greedy response to "
                              "its prompt, which a batch assembled by algorithm.filter_groups does not keep: use one or the other")
@@ -151,7 +155,8 @@ class PPOTrainer:
         self.critic_epochs = c.critic.ppo_epochs or actor_cfg.ppo_epochs
         # The actor's mini-batch order; the critic's never shuffles.
         self.shuffle_generator = torch.Generator().manual_seed(t.seed)
-        self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length)
+        self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length,
+                                                   log_probs=algo.rollout_correction.needs_rollout_log_probs)
         self.val_sampling = SamplingParams.from_config(rollout_cfg.val_kwargs, c.data.max_response_length)
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.entropy_ctrl = EntropyControl(actor_cfg.entropy_coeff)  # Skywork-OR1's, used with actor.adaptive_entropy
@@ -295,13 +300,33 @@ class PPOTrainer:
             reward = None if reward is None else select_reward(reward, order)
             metrics.update(balance)
         mask = batch["response_mask"].float()
+        correction = algo.rollout_correction
+        if correction.needs_rollout_log_probs and "rollout_log_probs" not in batch:
+            raise ValueError(f"algorithm.rollout_correction needs the rollout's own log-probs, which the rollout engine "
+                             f"{self.config.actor_rollout_ref.rollout.name!r} did not return (hf and vllm do)")
+        sum_pi_squared = self.config.actor_rollout_ref.actor.calculate_sum_pi_squared
         # Skywork-OR1's adaptive entropy measures the step's entropy on the old log-probs.
-        if algo.use_kl_in_reward or self.config.actor_rollout_ref.actor.adaptive_entropy.enabled \
-                or not self.single_actor_step(len(batch)):
+        recompute = (algo.use_kl_in_reward or correction.enabled or self.config.actor_rollout_ref.actor.adaptive_entropy.enabled
+                     or not self.single_actor_step(len(batch)))
+        # In bypass mode the rollout's log-probs are the old ones: the pass runs only for sum_pi_squared.
+        if (recompute and not correction.bypass_mode) or sum_pi_squared:
             with self._timer(timing, "old_log_prob"):
-                batch["old_log_probs"] = self.actor.compute_log_prob(batch)
+                if sum_pi_squared:
+                    both = self.actor.compute_log_prob_and_sum_pi_squared(batch)
+                    batch["old_log_probs"], batch["sum_pi_squared"] = both[:, 0], both[:, 1]
+                else:
+                    batch["old_log_probs"] = self.actor.compute_log_prob(batch)
             if "rollout_log_probs" in batch:
                 metrics.update(rollout_probs_diff(batch["rollout_log_probs"], batch["old_log_probs"], batch["response_mask"]))
+        if correction.bypass_mode:
+            batch["old_log_probs"] = batch["rollout_log_probs"]
+        elif correction.enabled:
+            is_weights, batch["response_mask"], correction_metrics = rollout_correction(
+                batch["old_log_probs"], batch["rollout_log_probs"], batch["response_mask"], correction)
+            metrics.update(correction_metrics)
+            if is_weights is not None:
+                batch["rollout_is_weights"] = is_weights
+            mask = batch["response_mask"].float()
         if self.ref is not None:
             with self._timer(timing, "ref"):
                 batch["ref_log_prob"] = self.ref.compute_log_prob(batch)
@@ -356,7 +381,10 @@ class PPOTrainer:
                 advantages, returns = self.estimator(
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
-                    scored=~unscored, **baselines,
+                    scored=~unscored, reward_extra_info=reward.extra_info, gdpo_reward_keys=algo.gdpo_reward_keys,
+                    gdpo_reward_weights=algo.gdpo_reward_weights, old_log_probs=batch.tensors.get("old_log_probs"),
+                    sum_pi_squared=batch.tensors.get("sum_pi_squared"), rollout_is_weights=batch.tensors.get("rollout_is_weights"),
+                    **baselines,
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)

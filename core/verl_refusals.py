@@ -57,8 +57,8 @@ _RAY_INIT = ("Ray's start-up arguments: rewardsmith's ray.init joins RAY_ADDRESS
 _MULTIMODAL = "a key of verl's multimodal data (images, video, audio): only text causal LMs train here; drop the key"
 _OPTIMIZER = ("the optimizer here is AdamW with a constant or cosine schedule (optim.lr_scheduler_type), verl's defaults: "
               "drop the key")
-_ROLLOUT_IS = ("verl's older rollout importance-sampling keys (now algorithm.rollout_correction): not implemented here; drop "
-               "the key (the vllm engine's log-probs match the actor's, metric rollout_probs_diff)")
+_ROLLOUT_IS = ("verl's older rollout importance-sampling keys: use their successors algorithm.rollout_correction.* "
+               "(docs/training.md#rollout-correction)")
 
 
 # verl's FSDP settings of the reference and the critic's model that rewardsmith takes from the actor's / critic's own.
@@ -137,13 +137,14 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("data.oversample_factor", _PRIME),
     ("teacher.*", _DISTILL),
     ("actor_rollout_ref.teacher.*", _DISTILL),
-    ("algorithm.rollout_correction.*",
-     "verl's rollout importance-sampling / rejection correction (TIS, MIS): not implemented here; drop the key (the vllm "
-     "engine's log-probs match the actor's, metric rollout_probs_diff)"),
+    ("algorithm.rollout_correction.rollout_rs_threshold_lower", "verl 0.6/0.7's lower rejection bound: give "
+     "algorithm.rollout_correction.rollout_rs_threshold as 'lower_upper' (k1 options), as verl 0.9"),
+    ("algorithm.rollout_correction.rollout_token_veto_threshold", "verl 0.6/0.7's per-token veto: use "
+     "algorithm.rollout_correction.rollout_rs=token_k1 with rollout_rs_threshold, as verl 0.9"),
+    ("algorithm.rollout_correction.use_policy_gradient", "verl 0.6.1's switch: use algorithm.rollout_correction."
+     "bypass_mode=true with loss_type=reinforce, as verl 0.9"),
     ("algorithm.use_pf_ppo", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
     ("algorithm.pf_ppo.*", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
-    ("actor_rollout_ref.actor.tau_*", "SAPO's soft-gate temperatures (verl's sapo loss): not implemented here; use a "
-                                       "policy_loss.loss_mode from docs/training.md#policy-losses"),
     ("actor_rollout_ref.actor.clip_cov_*", "verl's old place of the clip_cov options: use actor_rollout_ref.actor.policy_loss.clip_cov_*"),
     ("actor_rollout_ref.actor.loss_mode", "verl's old place of the loss mode: use actor_rollout_ref.actor.policy_loss.loss_mode"),
     ("actor_rollout_ref.actor.micro_batch_size", "use actor_rollout_ref.actor.ppo_micro_batch_size"),
@@ -247,10 +248,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                             "normalisation)"),
     ("actor_rollout_ref.actor.calculate_entropy", "the entropy is computed here whenever the loss or the metrics use it: "
                                                   "drop the key"),
-    ("actor_rollout_ref.actor.calculate_sum_pi_squared", "verl 0.9's extra per-token statistic: not computed here; drop "
-                                                         "the key"),
-    ("actor_rollout_ref.actor.policy_loss.dro_beta", "a parameter of verl's DRO policy loss, which is not a loss_mode "
-                                                     "here: drop the key"),
     ("actor_rollout_ref.rollout.chat_scheduler", _MULTI_TURN),
     *((f"actor_rollout_ref.rollout.multi_turn.{name}", _MULTI_TURN) for name in
       ("completion_callback", "function_tool_path", "tokenization_sanity_check_mode", "tool_response_truncate_side",
