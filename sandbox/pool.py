@@ -53,7 +53,8 @@ LAYERS = {
     "ipc_namespace": "private IPC and hostname",
     "unprivileged_uid": "programs run as an unprivileged uid",
     "seccomp": "system-call filter: no user namespaces, io_uring, AIO contexts, bpf, ptrace, perf events, "
-               "keyrings or file-system watches (inotify, fanotify, F_NOTIFY); sync() a no-op; "
+               "keyrings, file-system watches (inotify, fanotify, F_NOTIFY) or leases; sync() and "
+               "advisory locks no-ops; "
                "sockets only of the IPv4, IPv6 and connected-pair unix families",
     "memory_cgroup": "memory cgroup per run: memory_limit_MB bounds all the memory a run makes the kernel hold",
     "cpu_cgroup": "cpu cgroup per run with an equal share: a run of many processes cannot starve another run",
