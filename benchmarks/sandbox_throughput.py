@@ -33,6 +33,7 @@ import json
 import os
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 from urllib.parse import urlparse
@@ -191,27 +192,36 @@ def manager_rate(url: str, samples: int, max_concurrent: int) -> tuple[float, fl
     return samples / wall, 1000 * cpu / samples
 
 
-def baseline_module(python: str) -> str:
+def baseline_module(python: str, cwd: str) -> str:
     """The package name the baseline checkout's code has: ``rewardsmith``, or ``rewardkit`` before the rename."""
     for module in ("rewardsmith", "rewardkit"):
-        if subprocess.run([python, "-c", f"import {module}.sandbox.server"], capture_output=True).returncode == 0:
+        probe = subprocess.run([python, "-c", f"import {module}.sandbox.server"], capture_output=True, cwd=cwd)
+        if probe.returncode == 0:
             return module
     raise RuntimeError(f"{python} imports neither rewardsmith.sandbox nor rewardkit.sandbox")
+
+
+def alternate(servers: dict[str, str], concurrency: int, total: int, rounds: int) -> dict[str, list[dict]]:
+    """``rounds`` rounds of ``total`` runs on each server in turn, so all see the same machine at the same time."""
+    for url in servers.values():
+        drive(url, 4, 40)  # warm-up: connections, page cache
+    results: dict[str, list[dict]] = {name: [] for name in servers}
+    for _ in range(rounds):
+        for name, url in servers.items():
+            results[name].append(drive(url, concurrency, total))
+    return results
 
 
 def compare(baseline_python: str, extra: list[str], concurrency: int, total: int, rounds: int) -> None:
     """Alternate warm rounds between this checkout's server and ``baseline_python``'s; print both."""
     # The baseline gets uids of its own: older servers do not claim theirs, so ours could be shared.
-    module = baseline_module(baseline_python)
-    with running_server(*extra) as new, \
-            running_server(*extra, "--base-uid", "64000", python=baseline_python, module=module) as old:
-        servers = {"this checkout": new, "baseline": old}
-        for url in servers.values():
-            drive(url, 4, 40)  # warm-up: connections, page cache
-        results = {name: [] for name in servers}
-        for _ in range(rounds):
-            for name, url in servers.items():
-                results[name].append(drive(url, concurrency, total))
+    # Its probe and server run in an empty directory: Python imports from the working directory first,
+    # and a checkout's own package directory there would shadow the baseline's installed code.
+    with tempfile.TemporaryDirectory() as outside:
+        module = baseline_module(baseline_python, outside)
+        with running_server(*extra) as new, running_server(*extra, "--base-uid", "64000", python=baseline_python,
+                                                           module=module, cwd=outside) as old:
+            results = alternate({"this checkout": new, "baseline": old}, concurrency, total, rounds)
     print(f"concurrency {concurrency}, {rounds} alternating rounds of {total} runs "
           f"(baseline: {baseline_python}):")
     for name, rows in results.items():

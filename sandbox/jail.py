@@ -251,8 +251,32 @@ _DENIED_X86_64 = {
 }
 # Flushing every file system's dirty pages is the host's business: sync() and
 # syncfs() succeed without doing anything (a program's own fsync still works).
-_NOOP_X86_64 = {"sync": 162, "syncfs": 306}
-_NR_FCNTL, _F_NOTIFY = 72, 1026
+# Advisory locks are no-ops too: the runtimes' files are the host's inodes, so
+# a lock on one (even read-only: flock, or a read lock) would be seen by
+# concurrent runs and the host, outlive its run in an open file description
+# kept in flight, and block the host's own lock. The filter sees only the fd,
+# never the file, so every lock of a program is a no-op, its own files' too.
+# Success, not an error: ordinary programs lock their own files (sqlite,
+# libraries that flock a state file) and keep working, as one process of one
+# run changes nothing; what is lost is mutual exclusion between processes of
+# the same run.
+_NOOP_X86_64 = {"sync": 162, "syncfs": 306, "flock": 73}
+_NR_FCNTL = 72
+# fcntl commands refused (EPERM): notifications of other processes' use of a
+# file, directory notifications (F_NOTIFY, the inotify of old) and leases
+# (F_SETLEASE: its break is a notification of another's open; F_GETLEASE
+# only reports the caller's own lease, so it stays and answers "none").
+_FCNTL_DENIED = {"F_SETLEASE": 1024, "F_NOTIFY": 1026}
+# fcntl commands that take or drop a lock succeed doing nothing: process-
+# associated and open-file-description (OFD) locks. The queries (F_GETLK,
+# F_OFD_GETLK) stay real: with every program's lock a no-op, no run ever
+# holds one, so a query shows another run nothing; what it can show is a
+# lock a host process holds on a shared file (its type and range; its pid
+# reads 0 outside the run's PID namespace), which no run can set or change.
+# A no-op query would be worse: it leaves the caller's struct flock as
+# passed, which reads as a conflicting lock, and sqlite's WAL mode then waits
+# ~10 s for a holder that does not exist and fails ("locking protocol").
+_FCNTL_NOOP = {"F_SETLK": 6, "F_SETLKW": 7, "F_OFD_SETLK": 37, "F_OFD_SETLKW": 38}
 _NR_CLONE, _NR_UNSHARE, _NR_CLONE3 = 56, 272, 435
 _NR_SOCKET, _NR_SOCKETPAIR = 41, 53
 # Socket families a program may create: an allow list, since every family is
@@ -285,8 +309,9 @@ def seccomp_available() -> bool:
 
 def install_seccomp_filter() -> None:
     """Deny user namespaces, io_uring, AIO contexts, bpf, ptrace, perf events, userfaultfd, keyrings,
-    inotify/fanotify and ``F_NOTIFY`` (EPERM), make ``sync``/``syncfs`` no-ops, and deny sockets
-    outside ``_SOCKET_FAMILIES`` (EAFNOSUPPORT).
+    inotify/fanotify, ``F_NOTIFY`` and ``F_SETLEASE`` (EPERM), make ``sync``/``syncfs`` and advisory
+    locks (``flock``, ``fcntl`` record and OFD locks) no-ops, and deny sockets outside
+    ``_SOCKET_FAMILIES`` (EAFNOSUPPORT).
 
     ``clone``/``unshare`` are refused only with CLONE_NEWUSER (the one
     namespace an unprivileged process may create); ``clone3`` answers ENOSYS,
@@ -333,9 +358,13 @@ def install_seccomp_filter() -> None:
         (ret, 0, 0, no_family),
         (ret, 0, 0, allow),
     ]
-    # fcntl(fd, F_NOTIFY, ...): directory notifications, the inotify of old.
-    prog += [(jeq, 0, 4, _NR_FCNTL), (ld_w, 0, 0, 24), (jeq, 0, 1, _F_NOTIFY), (ret, 0, 0, deny),
-             (ret, 0, 0, allow)]
+    # fcntl(fd, cmd, ...): the command is the low 32 bits of the second argument (the kernel's is unsigned int).
+    commands = [(cmd, deny) for cmd in _FCNTL_DENIED.values()] + [(cmd, errno_ret) for cmd in _FCNTL_NOOP.values()]
+    prog += [(jeq, 0, len(commands) + 4, _NR_FCNTL), (ld_w, 0, 0, 24)]
+    for index, (cmd, action) in enumerate(commands):
+        # Past the remaining compares: allow, then deny, then the no-op.
+        prog.append((jeq, len(commands) - index + (1 if action == errno_ret else 0), 0, cmd))
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny), (ret, 0, 0, errno_ret)]
     for nr in _DENIED_X86_64.values():
         prog += [(jeq, 0, 1, nr), (ret, 0, 0, deny)]
     for nr in _NOOP_X86_64.values():
@@ -549,10 +578,44 @@ def fresh_sysfs() -> Mount:
 
 
 def fresh_devpts(target: str = "/dev/pts") -> Mount:
-    """A new devpts instance of at most ``RUN_PTYS`` ptys: a run cannot take the host's pty pool, and a pty
-    kept open past its run (an fd in flight in a unix-socket cycle) is in an instance no later run sees."""
+    """A new devpts instance of at most ``RUN_PTYS`` ptys: a run cannot take the host's pty pool."""
     return Mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC,
                  f"newinstance,ptmxmode=0666,mode=0600,max={RUN_PTYS}")
+
+
+class PtyInstance:
+    """The worker's devpts instance (``/dev/pts``), which its runs use one at a time, renewed after any run that
+    left a trace in it.
+
+    A trace is a pty still allocated (kept open past the run, an fd in flight
+    in a unix-socket cycle) or a changed time or owner of the instance's
+    root or ``ptmx`` (a write to a pty master stamps ``ptmx``). Without one,
+    the instance is as the last renewal left it: every run starts with all
+    ``RUN_PTYS`` free and finds nothing of the run before. Mounting an
+    instance in every run's child instead cost ~0.25 ms of CPU per run,
+    mostly in tearing it down as the run's mount namespace went.
+    """
+
+    TARGET = "/dev/pts"
+
+    def __init__(self) -> None:
+        self._mark = self._state()
+
+    def _state(self) -> tuple:
+        # Listed before the times are read: the listing may stamp the root's atime once (relatime).
+        entries = sorted(os.listdir(self.TARGET))
+        return entries, [(st.st_ino, st.st_mode, st.st_uid, st.st_gid, st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns)
+                         for st in (os.stat(self.TARGET), os.stat(self.TARGET + "/ptmx"))]
+
+    def renew_if_used(self) -> bool:
+        """Replace the instance with a fresh one if the run that just ended (all its processes gone) left a
+        trace in it; whether it did."""
+        if self._state() == self._mark:
+            return False
+        umount(self.TARGET)  # lazily: a pty in flight keeps the old instance alive, out of every later run's sight
+        fresh_devpts(self.TARGET).apply()
+        self._mark = self._state()
+        return True
 
 
 def fresh_proc(target: str = "/proc") -> Mount:

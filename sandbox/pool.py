@@ -53,7 +53,8 @@ LAYERS = {
     "ipc_namespace": "private IPC and hostname",
     "unprivileged_uid": "programs run as an unprivileged uid",
     "seccomp": "system-call filter: no user namespaces, io_uring, AIO contexts, bpf, ptrace, perf events, "
-               "keyrings or file-system watches (inotify, fanotify, F_NOTIFY); sync() a no-op; "
+               "keyrings, file-system watches (inotify, fanotify, F_NOTIFY) or leases; sync() and "
+               "advisory locks no-ops; "
                "sockets only of the IPv4, IPv6 and connected-pair unix families",
     "memory_cgroup": "memory cgroup per run: memory_limit_MB bounds all the memory a run makes the kernel hold",
     "cpu_cgroup": "cpu cgroup per run with an equal share: a run of many processes cannot starve another run",
@@ -294,9 +295,11 @@ class SandboxPool:
     async def run(self, job: dict, queue_wait_s: float) -> dict:
         """Run one job on the next free worker (within a reservation); ``Overloaded`` when none is free within
         ``queue_wait_s``. Cancelled (its client went away), it stops the job, waiting or running."""
+        # asyncio.timeout, not wait_for: wait_for wraps the wait in a task of its own, a cost on every run.
         try:
-            worker = await asyncio.wait_for(self._idle.get(), queue_wait_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(queue_wait_s):
+                worker = await self._idle.get()
+        except TimeoutError:
             raise Overloaded(f"no sandbox worker was free within {queue_wait_s:g} s") from None
         call = asyncio.ensure_future(self._call(worker, job))
         try:
@@ -313,8 +316,9 @@ class SandboxPool:
         self.peak_busy = max(self.peak_busy, self.busy)
         deadline = wire.wall_cap_s(job["timeout"]) + _WORKER_SLACK_S
         try:
-            return await asyncio.wait_for(worker.call(job), deadline)
-        except (asyncio.TimeoutError, WorkerFailed, ConnectionError) as exc:
+            async with asyncio.timeout(deadline):
+                return await worker.call(job)
+        except (TimeoutError, WorkerFailed, ConnectionError) as exc:
             await self._replace(worker)
             detail = str(exc) or f"timed out: no answer within {deadline:g} s"
             raise WorkerFailed(f"sandbox worker {worker.index} failed: {detail}") from exc

@@ -407,20 +407,28 @@ def _json_endpoint(sandbox: Sandbox, model: type[BaseModel], handle: Callable[[A
             req = sandbox.parse(model, body)
         else:
             req = await asyncio.to_thread(sandbox.parse, model, body)
-        # Work whose client went away is cancelled, waiting or running: nobody would read its result.
-        handling = asyncio.ensure_future(handle(req))
+        # Work whose client went away is cancelled, waiting or running: nobody would read its result. The
+        # request is handled in this task, which a watcher cancels (one task per request, not two and a wait).
+        this = asyncio.current_task()
+        handled = False
+
+        def stop(watcher: asyncio.Future) -> None:
+            if not handled and not watcher.cancelled():
+                this.cancel()
+
         gone = asyncio.ensure_future(_disconnected(request))
+        gone.add_done_callback(stop)
         try:
-            await asyncio.wait((handling, gone), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            gone.cancel()
-            if not handling.done():
-                handling.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await handling
-        if handling.cancelled():
+            reply = await handle(req)
+        except asyncio.CancelledError:
+            if not (gone.done() and not gone.cancelled()):
+                raise  # not the client's doing (the server is stopping)
+            this.uncancel()
             return Response(status_code=499)  # nobody reads it
-        return Response(handling.result().model_dump_json(), media_type="application/json")
+        finally:
+            handled = True
+            gone.cancel()
+        return Response(reply.model_dump_json(), media_type="application/json")
 
     return endpoint
 

@@ -122,11 +122,11 @@ def _serve(channel: _socket.socket, setup) -> None:
 
 
 def _run_mounts(setup) -> tuple[jail.Mount, ...]:
-    """What each run's child mounts in its own mount namespace: its /dev/shm and devpts, its PID namespace's
-    /proc and, with a network namespace per run, its sysfs."""
+    """What each run's child mounts in its own mount namespace: its /dev/shm, its PID namespace's /proc and,
+    with a network namespace per run, its sysfs. Its devpts is the worker's (``jail.PtyInstance``)."""
     if not (setup.layers["mount_namespace"] and setup.layers["readonly_root"]):
         return ()
-    mounts = [jail.tmpfs("/dev/shm", 64, inodes=1024, noexec=True), jail.fresh_devpts()]
+    mounts = [jail.tmpfs("/dev/shm", 64, inodes=1024, noexec=True)]
     if setup.layers["pid_namespace"]:
         mounts.append(jail.fresh_proc())
     if setup.netns_per_run:

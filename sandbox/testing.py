@@ -56,21 +56,22 @@ def free_port() -> int:
 @contextlib.contextmanager
 def running_server(*args: str, start_timeout_s: float = 60.0, prefix: tuple[str, ...] = (),
                    env: dict[str, str] | None = None, python: str = sys.executable,
-                   module: str = "rewardsmith") -> Iterator[str]:
+                   module: str = "rewardsmith", cwd: str | None = None) -> Iterator[str]:
     """Yield the base URL of ``rewardsmith sandbox serve <args>`` (the real CLI) bound to 127.0.0.1.
 
     ``prefix`` wraps the command (e.g. ``setpriv ...`` to drop privileges);
     ``env`` adds to the server's environment; ``python`` runs the server
     (another checkout's virtual environment, to compare versions) as
     ``python -m <module>`` (``rewardkit`` for checkouts before the rename). The server
-    is stopped (SIGTERM, then SIGKILL) on exit.
+    is stopped (SIGTERM, then SIGKILL) on exit. ``cwd`` is the server's working directory (default:
+    ours); ``python -m`` imports from it first, so another checkout's server needs one outside any checkout.
     """
     port = free_port()
     cmd = [*prefix, python, "-m", module, "sandbox", "serve", "--host", "127.0.0.1",
            "--port", str(port), *args]
     # A file, not a pipe: nobody drains a pipe while tests run, and a full one would stall the server.
     log = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, cwd=cwd,
                             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:

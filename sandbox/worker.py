@@ -122,6 +122,8 @@ class Worker:
             jail.unshare(jail.CLONE_NEWUTS)
             jail.set_hostname("sandbox")
         self.layers["private_tmp"] = self.layers["readonly_root"]
+        # The minimal root's devpts instance, shared by this worker's runs one at a time.
+        self.ptys = jail.PtyInstance() if self.layers["readonly_root"] and self.layers["mount_namespace"] else None
         self.layers["unprivileged_uid"] = self.is_root
         # Both installed once, here, and inherited by every run (neither can
         # be undone): compiling the filter per run would cost more than the
@@ -154,6 +156,8 @@ class Worker:
             return self._run_in(job, work)
         finally:
             self._discard_work_dir(work)
+            if self.ptys is not None:
+                self.ptys.renew_if_used()  # before the next run: nothing of this one's ptys reaches it
 
     def _make_work_dir(self, job: dict) -> str:
         if self.layers["private_tmp"]:
