@@ -21,7 +21,8 @@ expression  anything else (``2\\sqrt{3}``, ``x^2 + 1``)
 A quantity with a unit is read before canonical form drops the unit
 (:mod:`~rewardsmith.reward_fns.math_verifier.units`).
 
-:func:`type_verdict` refuses an answer whose type cannot be the gold's,
+:func:`type_verdict` refuses an answer whose type cannot be the gold's (a bound such as
+``\\le 8`` or ``x > 4`` is never a number, nor a number a bound),
 before math-verify (which reads ``(1, 2)`` as an interval and takes the set
 ``\\{1, 2\\}`` for it): a set for anything in ordered brackets, or anything
 in ordered brackets for a set. :func:`vector_as_tuple` reads a matrix of one
@@ -92,6 +93,9 @@ def type_verdict(answer: str, target: str) -> str | None:
         return f"a set is no {target_kind}: the gold is ordered"
     if target_kind == "set" and answer_kind in ordered:
         return f"a {answer_kind} is no set"
+    # "\\le 8", "x > 4": a bound on a value commits to no value, and a value is no bound.
+    if {answer_kind, target_kind} == {"inequality", "number"}:
+        return "a bound is no value" if answer_kind == "inequality" else "a value is no bound"
     return None
 
 

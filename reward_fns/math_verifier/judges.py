@@ -9,6 +9,9 @@ that applies decides:
 
 ``answer too long`` a final answer over 1,000 characters: wrong, unread.
 ``time of day``    both are times of day, one with AM/PM: the same time.
+``date``           both are weekdays ("Tue" = "Tuesday") or both calendar dates
+                   ("5 March" = "March 5" = ``2024-03-05``): the same day
+                   (:mod:`.dates`).
 ``quantity``       the gold and the answer are quantities with units: the same
                    value once converted to the gold's unit (pint).
 ``empty gold``     undecided.
@@ -25,6 +28,11 @@ that applies decides:
                    ``accept_decimal_for_percent``). Digits followed by an
                    ellipsis that is no repeating pattern ("2...", "3.14159...")
                    are never exactly equal (``ellipsis``).
+``congruence``     a residue class (``x \\equiv 3 \\pmod{7}``, ``3 \\bmod 7``)
+                   against a class or an integer (``_congruence``).
+``solution set``   a special solution set (the empty set, the real line,
+                   "infinitely many", in any spelling) against another form
+                   (``_solution_set``).
 ``spaced digits``  digit groups separated by spaces that are not thousands
                    groups ("4 2"): wrong, never read as 42.
 ``restatement``    a quantity restated in other units ("60 minutes = 1 hour"):
@@ -44,8 +52,9 @@ that applies decides:
 ``text``           word answers (Monday, yes): case, punctuation and articles
                    ignored, never handed to a symbolic parser (which reads
                    "Monday" as a product of symbols).
-``type``           a set against a tuple, interval or matrix, or the reverse:
-                   wrong (:mod:`.answer_types`).
+``type``           a set against a tuple, interval or matrix, or the reverse,
+                   a bound (``\\le 8``, ``x > 4``) against a number, or a
+                   number against a bound: wrong (:mod:`.answer_types`).
 ``equation``       two equations (``y = 2x + 3``, ``2x - y + 3 = 0``): equal when
                    ``lhs - rhs`` of one is a nonzero constant times the other's.
                    An assignment ``x = 5`` against a value compares ``5``.
@@ -84,8 +93,10 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
     restated_numbers,
     split_assignment,
 )
-from rewardsmith.reward_fns.math_verifier.answer_types import type_verdict
+from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
+from rewardsmith.reward_fns.math_verifier.dates import date_verdict
+from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, congruence
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
@@ -179,6 +190,10 @@ _WHY = {
     "quantity": "compared as quantities with units (pint)",
     "type": "the answer's type cannot be the gold's",
     "time of day": "compared as times of day",
+    "date": "compared as days of the week or calendar dates",
+    "congruence": "compared as residue classes",
+    "solution set": "compared as special solution sets",
+    "piecewise": "compared branch by branch as a piecewise function",
     "no answer": "there is no answer to compare",
     "empty gold": "the gold answer is empty",
     "unparsed gold": "the gold cannot be read as any answer type",
@@ -208,6 +223,9 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     times = clock_verdict(pred, gold)  # before units: "2 pm" is a time, not two picometres
     if times is not None:
         return Verdict(times[0], "time of day", times[1])
+    dates = date_verdict(pred, gold)
+    if dates is not None:
+        return Verdict(dates[0], "date", dates[1])
     quantities = quantity_verdict(pred, gold)
     if quantities is not None:
         return Verdict(quantities[0], "quantity", quantities[1])
@@ -302,6 +320,12 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     answer_number, target_number = parse_number(answer), parse_number(target)
     if answer_number is not None and target_number is not None:
         return _compare_numbers(answer_number, target_number, policy)
+    residues = _congruence(answer, target, answer_number, target_number)
+    if residues is not None:
+        return residues
+    special = _solution_set(answer, target, answer_number, target_number)
+    if special is not None:
+        return special
     if _SPACED_DIGITS.match(answer):
         return Verdict(False, "spaced digits")
     if answer.endswith(ELLIPSIS) and answer_number is None and not target.endswith(ELLIPSIS):
@@ -322,6 +346,63 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)
+
+
+def _congruence(answer: str, target: str, answer_number: ParsedNumber | None,
+                target_number: ParsedNumber | None) -> Verdict | None:
+    """A residue class against a class or an integer; ``None`` when neither side is a class.
+
+    Two classes are equal when their moduli are and their residues agree
+    modulo it. A class answer for an integer gold must reduce to it (``x
+    \\equiv 10 \\pmod 7`` for 3; a modulus of 1 reduces everything to 0, never
+    to 3). An integer answer for a class gold is right when it is the least
+    residue, wrong when it is no member, and undecided when it is another member.
+    """
+    answer_class, target_class = congruence(answer), congruence(target)
+    if answer_class is None and target_class is None:
+        return None
+    if answer_class is not None and target_class is not None:
+        (residue, modulus), (gold_residue, gold_modulus) = answer_class, target_class
+        same = modulus == gold_modulus and (residue - gold_residue) % modulus == 0
+        return Verdict(same, "congruence", f"residue classes {residue} mod {modulus} and {gold_residue} mod {gold_modulus}")
+    number = target_number if answer_class is not None else answer_number
+    if number is None or number.percent or number.value.denominator != 1:
+        return Verdict(False, "congruence", "a residue class against what is no integer")
+    value = int(number.value)
+    if answer_class is not None:
+        residue, modulus = answer_class
+        return Verdict(residue % modulus == value, "congruence", f"{residue} mod {modulus} reduces to {residue % modulus}")
+    residue, modulus = target_class
+    if (value - residue) % modulus:
+        return Verdict(False, "congruence", f"{value} is not {residue} mod {modulus}")
+    if value == residue % modulus:
+        return Verdict(True, "congruence", f"{value} is the least residue {residue} mod {modulus}")
+    return Verdict("undecided", "congruence", f"{value} is {residue} mod {modulus} but not its least residue")
+
+
+def _solution_set(answer: str, target: str, answer_number: ParsedNumber | None,
+                  target_number: ParsedNumber | None) -> Verdict | None:
+    """A special solution set (``notation.solution_set``) against an answer of another form.
+
+    Two different special sets, or one against a word, a tuple or a
+    non-zero number, are wrong; the empty set against the number 0 is
+    undecided (no solution, or zero of them?). Sets and intervals go on to
+    math-verify (``(-\\infty, 0) \\cup [0, \\infty)`` is the real line).
+    """
+    specials = (EMPTY_SET, REAL_LINE, INFINITELY_MANY)
+    if answer not in specials and target not in specials:
+        return None
+    if answer in specials and target in specials:
+        return Verdict(False, "solution set", f"{answer} is not {target}")
+    number = target_number if answer in specials else answer_number
+    if number is not None:
+        if number.value == 0 and EMPTY_SET in (answer, target):
+            return Verdict("undecided", "solution set", "the empty set against 0: no solution, or their number?")
+        return Verdict(False, "solution set", "a special solution set is no number")
+    other = target if answer in specials else answer
+    if _is_text(other) or answer_type(other) in ("tuple", "matrix", "choice", "equation"):
+        return Verdict(False, "solution set", f"a special solution set is no {answer_type(other)}")
+    return None
 
 
 def _is_text(text: str) -> bool:
