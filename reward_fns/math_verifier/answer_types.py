@@ -11,6 +11,7 @@ set         ``\\{1, 2\\}`` (order does not matter)
 interval    ``[1, 2)``, ``(-\\infty, 3]``, a union ``(0, 1) \\cup (2, 3)``
 tuple       ``(1, 2, 3)``, ``[1, 2, 3]``; ``(1, 2)`` is a point or an open interval
 matrix      ``\\begin{pmatrix}..\\end{pmatrix}`` (``bmatrix``, ``array``, ...)
+piecewise   ``\\begin{cases} x & x \\ge 0 \\\\ -x & x < 0 \\end{cases}`` (``f(x) =`` before it too)
 list        ``1, 2, 3`` without brackets (the solutions of an equation: any order)
 inequality  ``x \\ge 3``, ``1 < x < 2``
 equation    ``y = 2x + 3``
@@ -33,8 +34,8 @@ from __future__ import annotations
 
 import re
 
-ANSWER_TYPES = ("choice", "number", "set", "interval", "tuple", "matrix", "list", "inequality", "equation", "text",
-                "expression")
+ANSWER_TYPES = ("choice", "number", "set", "interval", "tuple", "matrix", "piecewise", "list", "inequality", "equation",
+                "text", "expression")
 _CHOICE = re.compile(r"^\(?[A-E]\)?$")
 _SET = re.compile(r"^\\\{.*\\\}$", re.DOTALL)
 _ORDERED = re.compile(r"^[(\[].*[)\]]$", re.DOTALL)
@@ -42,6 +43,7 @@ _INTERVAL = re.compile(r"^[(\[][^,()\[\]]*,[^,()\[\]]*[)\]]$")
 _MATRIX = re.compile(r"^\\begin\{([pbBvV]?matrix|array)\}")
 _INEQUALITY = re.compile(r"<|>|\\(?:le|ge|leq|geq|lt|gt|neq|ne)(?![A-Za-z])")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
+_PIECEWISE = re.compile(r"^(?:[A-Za-z](?:\([a-z]\))?\s*=\s*)?\\begin\{cases\}(.*)\\end\{cases\}$", re.DOTALL)
 _MATRIX_ENVIRONMENTS = frozenset({"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "array"})
 
 
@@ -68,6 +70,8 @@ def answer_type(canonical: str) -> str:
         return "number"
     if _MATRIX.match(canonical):
         return "matrix"
+    if _PIECEWISE.match(canonical):
+        return "piecewise"
     if _SET.match(canonical):
         return "set"
     if "\\cup" in canonical or (_INTERVAL.match(canonical) and canonical[0] + canonical[-1] in ("(]", "[)", "[]")):
@@ -97,6 +101,32 @@ def type_verdict(answer: str, target: str) -> str | None:
     if {answer_kind, target_kind} == {"inequality", "number"}:
         return "a bound is no value" if answer_kind == "inequality" else "a value is no bound"
     return None
+
+
+def piecewise_rows(canonical: str) -> list[tuple[str, str]] | None:
+    """The ``(value, condition)`` rows of a ``cases`` environment, else ``None``.
+
+    A row is ``value & condition`` or ``value, condition``; the words "if",
+    "for", "when" before a condition are the condition's.
+    """
+    match = _PIECEWISE.match(canonical.strip())
+    if match is None:
+        return None
+    rows = []
+    for row in (r.strip() for r in re.split(r"\\\\", match.group(1))):
+        if not row:
+            continue
+        if "&" in row:
+            value, condition = row.split("&", 1)
+        elif _top_level_commas(row) >= 1:
+            value, condition = row.rsplit(",", 1)
+        else:
+            return None
+        value = value.strip().rstrip(",").strip()
+        if not value or not condition.strip():
+            return None
+        rows.append((value, condition.strip()))
+    return rows or None
 
 
 def vector_as_tuple(canonical: str) -> str:
