@@ -15,6 +15,7 @@ piecewise   ``\\begin{cases} x & x \\ge 0 \\\\ -x & x < 0 \\end{cases}`` (``f(x)
 list        ``1, 2, 3`` without brackets (the solutions of an equation: any order)
 inequality  ``x \\ge 3``, ``1 < x < 2``
 equation    ``y = 2x + 3``
+parts       ``(a) 12; (b) 7``: the parts of a multi-part answer, in order
 text        words (``Monday``, ``yes``)
 expression  anything else (``2\\sqrt{3}``, ``x^2 + 1``)
 ========== =====================================================================
@@ -44,6 +45,10 @@ _MATRIX = re.compile(r"^\\begin\{([pbBvV]?matrix|array)\}")
 _INEQUALITY = re.compile(r"<|>|\\(?:le|ge|leq|geq|lt|gt|neq|ne)(?![A-Za-z])")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
 _PIECEWISE = re.compile(r"^(?:[A-Za-z](?:\([a-z]\))?\s*=\s*)?\\begin\{cases\}(.*)\\end\{cases\}$", re.DOTALL)
+# A part label: "(a)", "**(b)**", "Part (c):", "(ii)"; never the argument of a function ("f(a)").
+_PART_LABEL = re.compile(r"(?:^|(?<=[\s;,.:*]))(?:\*\*)?(?:[Pp]art\s*)?\((?P<label>[a-h]|i{1,3}|iv|vi{0,3})\)(?:\*\*)?\s*[:.]?"
+                         r"(?:\*\*)?\s*")
+_PART_ORDERS = (("a", "b", "c", "d", "e", "f", "g", "h"), ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii"))
 _MATRIX_ENVIRONMENTS = frozenset({"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "array"})
 
 
@@ -127,6 +132,44 @@ def piecewise_rows(canonical: str) -> list[tuple[str, str]] | None:
             return None
         rows.append((value, condition.strip()))
     return rows or None
+
+
+def labelled_parts(text: str) -> list[tuple[int, str]] | None:
+    """The parts of ``text`` labelled (a), (b), ... or (i), (ii), ...: ``(offset, part text)`` of the
+    last run of at least two labels in order from the first; ``None`` when there is none.
+
+    A part's text runs from its label to the next label (the last one to the end of ``text``).
+    """
+    labels = list(_PART_LABEL.finditer(text))
+    run: list[re.Match[str]] = []
+    last: list[re.Match[str]] = []
+    for label in labels:
+        order = _PART_ORDERS[0] if label.group("label") in _PART_ORDERS[0] else _PART_ORDERS[1]
+        index = order.index(label.group("label"))
+        previous = run[-1].group("label") if run else None
+        if index == 0:
+            run = [label]
+        elif previous in order and order.index(previous) == index - 1:
+            run.append(label)
+        else:
+            run = []
+        if len(run) >= 2:
+            last = list(run)
+    if not last:
+        return None
+    run = last
+    ends = [label.start() for label in run[1:]]
+    ends.append(next((label.start() for label in labels if label.start() > run[-1].start()), len(text)))
+    return [(label.start(), text[label.end() : end]) for label, end in zip(run, ends)]
+
+
+def part_values(answer: str) -> list[str] | None:
+    """The values of an answer written as labelled parts (``(a) 12; (b) 7`` -> 12, 7), else ``None``."""
+    parts = labelled_parts(answer.strip())
+    if parts is None or parts[0][0] != 0:
+        return None
+    values = [part.strip().rstrip(";,.").strip() for _, part in parts]
+    return values if all(values) else None
 
 
 def vector_as_tuple(canonical: str) -> str:

@@ -28,7 +28,7 @@ _WEEKDAY = re.compile(r"^(?:on\s+)?(?:an?\s+|the\s+)?([A-Za-z]+)\.?$")
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s+(\d{4}))?"
 _MONTH_DAY = re.compile(rf"^([A-Za-z]+)\.?\s+{_DAY}{_YEAR}$")
-_DAY_MONTH = re.compile(rf"^{_DAY}(?:\s+of)?\s+([A-Za-z]+)\.?{_YEAR}$")
+_DAY_MONTH = re.compile(rf"^(?:the\s+)?{_DAY}(?:\s+of)?\s+([A-Za-z]+)\.?{_YEAR}$")
 _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
 Date = tuple[int | None, int, int]  # (year or None, month, day)

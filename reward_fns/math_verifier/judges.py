@@ -8,6 +8,10 @@ with units are read from the answers as written (:mod:`.clock`,
 that applies decides:
 
 ``answer too long`` a final answer over 1,000 characters: wrong, unread.
+``parts``          a multi-part answer (``(a) 12; (b) 7``, as the commitment
+                   reads labelled parts) against the gold's parts (labelled,
+                   else its comma-separated items): the same number of parts,
+                   each equal to the gold's part in its place.
 ``time of day``    both are times of day, one with AM/PM: the same time.
 ``date``           both are weekdays ("Tue" = "Tuesday") or both calendar dates
                    ("5 March" = "March 5" = ``2024-03-05``): the same day
@@ -93,7 +97,7 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
     restated_numbers,
     split_assignment,
 )
-from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, type_verdict
+from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, part_values, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
 from rewardsmith.reward_fns.math_verifier.dates import date_verdict
 from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, congruence
@@ -105,6 +109,7 @@ MIN_APPROX_SIGNIFICANT_DIGITS = 3
 MAX_ANSWER_CHARS = 1000
 
 _OR = re.compile(r"\s+or\s+|\s*\\lor\s*|\s*\\vee\s*")
+_PART_SEPARATOR = re.compile(r"\s*;\s*|\s*,\s+|,(?!\d{3}(?:\D|$))")  # not the comma of 1,234
 _LIST_SEPARATOR = re.compile(r"\s+or\s+|\s+and\s+|\s*,\s*|\s*;\s*")
 _CHOICE = re.compile(r"^(?:(?:option|choice)\s+)?\(?([A-Ea-e])\)?(?:$|[\s.:)])", re.IGNORECASE)
 _GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
@@ -190,6 +195,7 @@ _WHY = {
     "quantity": "compared as quantities with units (pint)",
     "type": "the answer's type cannot be the gold's",
     "time of day": "compared as times of day",
+    "parts": "compared part by part, in order",
     "date": "compared as days of the week or calendar dates",
     "congruence": "compared as residue classes",
     "solution set": "compared as special solution sets",
@@ -220,6 +226,9 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     """
     if len(pred) > MAX_ANSWER_CHARS:
         return Verdict(False, "answer too long")
+    parts = part_values(pred)
+    if parts is not None:
+        return _parts(parts, part_values(gold) or _split(_PART_SEPARATOR, gold.strip()), symbolic, policy)
     times = clock_verdict(pred, gold)  # before units: "2 pm" is a time, not two picometres
     if times is not None:
         return Verdict(times[0], "time of day", times[1])
@@ -245,6 +254,20 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
         if not verdict.correct:
             return _hedge_or_collection(options, target, symbolic)
     return _equal(options[0], target, symbolic, policy)
+
+
+def _parts(parts: list[str], golds: list[str], symbolic: SymbolicJudge | None,
+           policy: GradingPolicy) -> Verdict | None:
+    """A multi-part answer against the gold's parts (its labelled parts, else its comma-separated items),
+    each part equal to the gold's part of the same place."""
+    if len(parts) != len(golds):
+        return Verdict(False, "parts", f"{len(parts)} parts against a gold of {len(golds)}")
+    for place, (part, gold) in enumerate(zip(parts, golds), 1):
+        verdict = run_judges(part, gold, symbolic, policy)
+        if verdict is None or not verdict.correct:
+            return verdict if verdict is None or verdict.verdict == "undecided" else \
+                Verdict(False, "parts", f"part {place}: {verdict.why}")
+    return Verdict(True, "parts", f"each of the {len(parts)} parts equals the gold's part in its place")
 
 
 def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
