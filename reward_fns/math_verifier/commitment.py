@@ -34,23 +34,30 @@ cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
 "then"/... before it (within its sentence) up to the marker, and in the words
 a phrase puts before its value ("the answer is maybe 5"):
 
-- negated: "not \\boxed{5}", "the answer is not 5", or after it
+- negated: "not \\boxed{5}", "it cannot be / isn't 5", "rule out 5",
+  ``\\boxed{\\neq 5}``, "the answer is not 5", or after it
   "\\boxed{5} is wrong / incorrect / not the answer";
+- bounded: "at least / at most / less than / more than / up to / of the
+  order of 5", ``\\boxed{\\le 5}``, "5 or more" (a bound commits to no value);
 - doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
   "I guess", "not sure";
 - conditioned or tested: "if it were \\boxed{5}", "if the answer is 5", "if
   x = 5" (an "if" clause that states a value; "if we add them we get 12" is
   a step), "would be" after an "if" / "had" clause in the sentence ("if it
   asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
-  try";
+  try"; a condition after the value ("12 (if 10 per box)", "26, assuming
+  ..."); a sentence opened by a hypothesis or a changed problem ("suppose
+  ...", "had it been ...", "if we ignore / drop the condition, the count
+  is 14"), up to a contrast ("but", "so", ...);
 - attributed to someone or something else: "a common / typical mistake",
   "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
   "my friend / the book / the answer key says", "according to the book",
   "reference / official solution", "I thought", "at first", "initially",
   "part (a)", "(a):";
 - dismissed: "ignore", "disregard";
-- echoed from the question: "the problem states / says / gives", "we are
-  given / told", "restating";
+- echoed from the question: "the problem (statement) states / says / gives /
+  mentions", "we are given / told", "restating", a value in quotation
+  marks, a value marked "(given)";
 - listed among candidates: "the candidates / options / possibilities /
   possible values are", "is one of", "either" (not "either way / case").
 
@@ -77,8 +84,21 @@ different answers committed side by side are no single answer).
 
 After the last commitment, a correction cue followed by a closing sentence
 that ends on one value ("Wait, no: it is 1/3.") commits to that value; a
-retraction ("that is wrong", "I made a mistake", "scratch that") with no
-value after it leaves nothing committed.
+retraction ("this is wrong", "that can't be right", "this result is
+invalid", "ignore that", "I'm withdrawing this answer", "I made a mistake",
+"scratch that") with no value after it, after a correction cue or in the
+next sentence and with no other number before it (one after a number is
+about that number), leaves nothing committed; so does a disclaimer of any
+answer after the last commitment ("I could not determine / finish / solve",
+"cannot be determined", "is still unknown", "not enough information", "I
+have not computed").
+
+**4b. Labelled parts.** A response that answers parts labelled ``(a)``,
+``(b)``, ... (or ``(i)``, ``(ii)``, ``Part (a):``, ``**(a)**``) in order,
+each part committing to one value by these same rules read within the part,
+commits to the parts in order, ``(a) 12; (b) 7`` (rule ``labelled parts``),
+when nothing is committed after them. A single "part (a)" stays attributed
+to another part.
 
 **5. No marker.** When no marker commits, the closing sentence does, if it
 states one value (its last math span, the value after its last ``=``, its one
