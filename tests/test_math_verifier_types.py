@@ -173,6 +173,7 @@ def test_a_difference_sympy_cannot_settle_is_undecided():
         ("45k", "4500", "wrong"),
         ("2.5 million", "250000", "wrong"),
         ("5 m", "5000000", "wrong"),  # a metre, never a million
+        ("300 K", "300", "correct"),  # kelvin, never 300 thousand
         # chances in words
         ("1 in 4", "\\frac{1}{4}", "correct"),
         ("3 out of 8", "0.375", "correct"),

@@ -56,13 +56,13 @@ _MIXED_WITH_AND = re.compile(r"^(\d+)\s+and\s+(\d+\s*/\s*\d+|\\frac\s*\{\d+\}\s*
 _PARENTHESISED_BASE = re.compile(r"^\((\w+)\)(_\s*\{?\d+\}?)$")
 
 
-# Magnitude words and suffixes: a suffix is glued to the number or set off by a space, alone or in a
-# \text group; single letters only upper-case M and k/K (m is a metre, B a choice or a variable).
-_MAGNITUDES = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6, "mm": 10**6,
+# Magnitude words and suffixes: a word after a space or glued, a letter glued ("45k", "1.5M") or alone in a
+# \text group; of single letters only k/K and upper-case M ("300 K" is kelvin, "5m" a metre, "2B" a choice).
+_MAGNITUDES = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
                "billion": 10**9, "bn": 10**9, "trillion": 10**12}
-_SCALED = re.compile(r"^([+-]?\d+(?:,\d{3})*(?:\.\d+)?)\s*(?:\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|(thousand|million|billion|"
-                     r"trillion|k|K|M|mn|MM|bn)\b)$", re.IGNORECASE)
-_SCALED_LETTERS = frozenset({"k", "K", "M", "mn", "MM", "bn"})
+_SCALED = re.compile(r"^([+-]?\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|\s*(thousand|million|billion|"
+                     r"trillion|mn|bn)|(k|K|M))$", re.IGNORECASE)  # a lone letter glued: "300 K" is kelvin
+_SCALED_LETTERS = frozenset({"k", "K", "M", "mn", "bn"})
 _CHANCE = re.compile(r"^(\d+)\s*(?:\\text\s*\{\s*)?(?:chances?\s+)?(?:in|out\s+of)(?:\s*\})?\s*(\d+)"
                      r"(?:\s*(?:\\text\s*\{\s*)?(?:chances?|tries|trials|cases)?(?:\s*\})?)?$", re.IGNORECASE)
 EMPTY_SET, REAL_LINE, INFINITELY_MANY = "\\emptyset", "\\mathbb{R}", "infinitely many"
@@ -83,7 +83,7 @@ def scaled_number(text: str) -> str | None:
     match = _SCALED.match(text)
     if match is None:
         return None
-    word = match.group(2) or match.group(3)
+    word = match.group(2) or match.group(3) or match.group(4)
     if match.group(2) and word.lower() not in _MAGNITUDES:
         return None
     if len(word) <= 2 and word not in _SCALED_LETTERS:
