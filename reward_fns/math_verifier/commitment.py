@@ -168,7 +168,7 @@ _BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:or (?:more|less|fewer|high
 _BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
                              r"(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|and up)\b")
 # A condition after the value: "12 (if 10 per box)", "26, assuming x = 5", "3 under that assumption".
-_CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*}).]*[,(]?\s*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
+_CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
                                 r"my|our) assumption|in that case|in this case)\b")
 # A value in quotation marks, or marked as given, is echoed, not answered.
 _QUOTED_VALUE = re.compile(r"^\s*(?:\"[^\"]*\"|“[^”]*”|``.*''|'[^']*')\s*$", re.DOTALL)
@@ -222,21 +222,23 @@ _CORRECTION_CUE = re.compile(
 # A committed value withdrawn after it, with no value put in its place.
 _RETRACTION = re.compile(
     r"(?i)\b(?:(?:this|that|it|the above|my answer|this answer|that answer|this result|that result|the result|"
-    r"which)(?:'s| is| was| seems| would be| must be)?\s+(?:definitely |clearly |certainly |obviously )?(?:wrong|"
-    r"incorrect|invalid|false|not (?:right|correct|valid|the answer))|(?:can't|cannot|couldn't|could not) be (?:right|"
-    r"correct)|I made (?:a|an) (?:mistake|error)|scratch that|(?:ignore|disregard|forget) (?:that|this|it|the above)|"
+    r"which)(?:'s| is| was| seems| would be| must be)\s+(?:definitely |clearly |certainly |obviously )?(?:wrong|"
+    r"incorrect|invalid|not (?:right|correct|valid|the answer))|(?:can't|cannot|couldn't|could not) be (?:right|"
+    r"correct)|I made (?:a|an) (?:mistake|error)|scratch that|(?:ignore|disregard) (?:that|this|it|the above)|"
     r"(?:I'm |I am )?(?:withdraw(?:ing|n)?|retract(?:ing|ed)?)\b|(?:I|we) need to redo)"
 )
 # The response says it did not reach an answer: what it marked before is no commitment.
 _DISCLAIMER = re.compile(
     r"(?i)\b(?:(?:I|we)(?: still)? (?:could not|couldn't|cannot|can't|was unable to|am unable to|were unable to|"
     r"did not|didn't|have not|haven't|do not|don't|never) (?:(?:actually|fully|really) )?(?:finish|solve|determine|"
-    r"compute|find|work out|figure out|complete|calculate|know (?:the|what|how)|have enough)|"
-    r"(?:cannot|can't|could not|couldn't) be (?:determined|found|computed|solved)|(?:is|remains|stays) (?:still )?"
-    r"(?:undetermined|unknown|unsolved|not determined)|(?:not|insufficient) enough information|not enough information|"
-    r"insufficient information|(?:I'm|I am) not sure (?:of|about) the answer|(?:I will|I'll) stop here|unknown to me|"
-    r"I (?:have|had) not (?:solved|computed|found))"
+    r"compute|work out|figure out|complete|calculate|have enough|(?:find|get|know) (?:the |a |what )?(?:actual |real |"
+    r"correct |final )?(?:answer|value|solution|result|it is))|(?:cannot|can't|could not|couldn't) be (?:determined|"
+    r"found|computed|solved)|(?:is|remains|stays) (?:still )?(?:undetermined|unknown|unsolved|not determined)|"
+    r"(?:not enough|insufficient) information|(?:I'm|I am) not sure (?:of|about) the answer|(?:I will|I'll) stop here|"
+    r"unknown to me)"
 )
+_TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
+_WORD_ANSWER = re.compile(r"[A-Za-z][A-Za-z '-]*")
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
 _ANNOUNCED = re.compile(r"(?i)\banswer\**\s*(?:is|would be|will be|should be|[:：])\W{0,12}$")
 _FINAL = re.compile(r"(?i)\b(?:final(?:ly)?|in conclusion|ultimately|in the end)\b")
@@ -308,7 +310,8 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     corrected = _corrected_value(tail[cue.start() :]) if cue else None
     if corrected:
         return Reading(corrected, CORRECTION)
-    if _retracted(tail, cue):
+    # A word answer ("No. It is incorrect.") may be followed by words that sound like a retraction.
+    if not all(_is_word_answer(m.value) for m in group) and _retracted(tail, cue):
         return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
     chosen = _primary(group, convention)
     others = tuple(dict.fromkeys(m.value.strip() for m in group if m is not chosen and not _same(m.value, chosen.value)))
@@ -497,6 +500,10 @@ def _primary(group: list[_Mark], convention: str) -> _Mark:
 def _same(value: str, other: str) -> bool:
     plain = lambda v: re.sub(r"[\s$*]|\.$", "", v)  # noqa: E731
     return plain(value) == plain(other)
+
+
+def _is_word_answer(value: str) -> bool:
+    return bool(_WORD_ANSWER.fullmatch(_TEXT_GROUP.sub(r"\1", value).strip(" $*.")))
 
 
 def _retracted(tail: str, cue: re.Match[str] | None) -> bool:
