@@ -111,6 +111,14 @@ def test_verdicts(response, gold, verdict, method):
     assert two_valued["score"] == (1.0 if verdict == "correct" else 0.0) and two_valued["verdict"] == verdict
 
 
+def test_a_word_answer_followed_by_words_of_judgement_is_no_retraction():
+    # "It is incorrect." explains a "No"; after a number it would withdraw the number.
+    result = math_answer.compute_score("lighteval/MATH", "Is the claim right? $\\boxed{\\text{No}}$. It is incorrect.",
+                                       "\\text{No}")
+    assert result["verdict"] == "correct", result
+    assert read_commitment("So $\\boxed{42}$. Actually, this is wrong.").answer is None
+
+
 def test_undecided_option_is_checked():
     with pytest.raises(ValueError, match="math_answer: undecided must be one of abstain, wrong, got 'zero'"):
         math_answer.compute_score("x", "\\boxed{1}", "1", undecided="zero")
@@ -252,6 +260,8 @@ COMMITTED: dict[str, Context] = {
     "counterfactual then actual": lambda g, w: (f"If the side were 5, the area would be ${w}$; but the side is 7, so "
                                                 f"the area is $\\boxed{{{g}}}$."),
     "not the other": lambda g, w: f"It is not ${w}$; it is $\\boxed{{{g}}}$.",
+    "a check after": lambda g, w: f"The answer is $\\boxed{{{g}}}$. When we check it, I did not find any error.",
+    "if after a sentence": lambda g, w: f"So $\\boxed{{{g}}}$. If we substitute it back, both sides agree.",
 }
 
 SOURCES = ("lighteval/MATH", "openai/gsm8k", "aime2024")
