@@ -260,3 +260,23 @@ def test_piecewise_functions_compared_by_value(pred, gold, verdict):
     judged = _verdict(pred, gold)
     assert judged.verdict == verdict, (pred, gold, judged)
     assert answer_type(pred) == "piecewise" or answer_type(gold) == "piecewise"
+
+
+@pytest.mark.parametrize(
+    "pred, gold, verdict",
+    [
+        ("(3, 0.5)", "\\left(3,\\frac12\\right)", "correct"),
+        ("[0, \\frac{1}{2}]", "[0,\\frac12]", "correct"),
+        ("(-\\infty, 3]", "(-\\infty,3]", "correct"),
+        ("\\{2, 1, 1\\}", "\\{1,2\\}", "correct"),
+        ("\\begin{pmatrix} 2 \\\\ 1 \\end{pmatrix}", "(1, 2)", "wrong"),
+        ("(1, 2, 3)", "(1, 2)", "wrong"),
+        ("(-\\infty, 3]", "(\\infty, 3]", "wrong"),
+        ("(0.333, 1)", "(\\frac13, 1)", "wrong"),  # an approximation, as for a number
+    ],
+)
+def test_collections_of_numbers_are_judged_without_sympy(pred, gold, verdict):
+    from rewardsmith.reward_fns.math_verifier.judges import quick_judge
+
+    judged = quick_judge(pred, gold)  # in-process: None would mean the symbolic guard was needed
+    assert judged is not None and (judged.verdict, judged.method) == (verdict, "numeric items"), judged

@@ -62,6 +62,9 @@ that applies decides:
 ``equation``       two equations (``y = 2x + 3``, ``2x - y + 3 = 0``): equal when
                    ``lhs - rhs`` of one is a nonzero constant times the other's.
                    An assignment ``x = 5`` against a value compares ``5``.
+``numeric items``  a tuple, interval or set of plain numbers against one with
+                   the same brackets: item by item with the numeric judge
+                   (a set in any order), without sympy.
 ``math_verify``    math-verify (sympy) on both sides, each wrapped in
                    ``\\boxed{}`` so that an unboxed or undelimited answer and a
                    gold without ``$`` still parse.
@@ -110,6 +113,7 @@ MAX_ANSWER_CHARS = 1000
 
 _OR = re.compile(r"\s+or\s+|\s*\\lor\s*|\s*\\vee\s*")
 _PART_SEPARATOR = re.compile(r"\s*;\s*|\s*,\s+|,(?!\d{3}(?:\D|$))")  # not the comma of 1,234
+_ITEM_SEPARATOR = re.compile(r"\s*,\s*")
 _LIST_SEPARATOR = re.compile(r"\s+or\s+|\s+and\s+|\s*,\s*|\s*;\s*")
 _CHOICE = re.compile(r"^(?:(?:option|choice)\s+)?\(?([A-Ea-e])\)?(?:$|[\s.:)])", re.IGNORECASE)
 _GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
@@ -196,6 +200,7 @@ _WHY = {
     "type": "the answer's type cannot be the gold's",
     "time of day": "compared as times of day",
     "parts": "compared part by part, in order",
+    "numeric items": "tuples, intervals or sets of numbers compared item by item (sets in any order)",
     "date": "compared as days of the week or calendar dates",
     "congruence": "compared as residue classes",
     "solution set": "compared as special solution sets",
@@ -366,6 +371,9 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     mismatch = type_verdict(answer, target)
     if mismatch is not None:
         return Verdict(False, "type", mismatch)
+    items = _numeric_items_verdict(answer, target, policy)
+    if items is not None:
+        return items
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)
@@ -426,6 +434,48 @@ def _solution_set(answer: str, target: str, answer_number: ParsedNumber | None,
     if _is_text(other) or answer_type(other) in ("tuple", "matrix", "choice", "equation"):
         return Verdict(False, "solution set", f"a special solution set is no {answer_type(other)}")
     return None
+
+
+_INFINITIES = {"\\infty": "+inf", "+\\infty": "+inf", "-\\infty": "-inf"}
+
+
+def _numeric_items(canonical: str) -> tuple[str, list[str]] | None:
+    """``(brackets, items)`` of a tuple, interval or set whose items are plain numbers (or infinities, in an
+    interval), else ``None``: such collections need no sympy."""
+    kind = answer_type(canonical)
+    if kind == "set":
+        brackets, inner = "{}", canonical[2:-2]
+    elif kind in ("tuple", "interval") and "\\cup" not in canonical:
+        brackets, inner = canonical[0] + canonical[-1], canonical[1:-1]
+    else:
+        return None
+    items = [item.strip() for item in _split(_ITEM_SEPARATOR, inner)]
+    if len(items) < 2 and kind != "set":
+        return None
+    for item in items:
+        if item not in _INFINITIES and parse_number(item) is None:
+            return None
+    return brackets, items
+
+
+def _numeric_items_verdict(answer: str, target: str, policy: GradingPolicy) -> Verdict | None:
+    """Tuples, intervals and sets of plain numbers, item by item with the numeric judge (sets in any order)."""
+    answer_items, target_items = _numeric_items(answer), _numeric_items(target)
+    if answer_items is None or target_items is None or answer_items[0] != target_items[0]:
+        return None  # "(1, 2)" may be a point or an open interval: math-verify decides
+    (brackets, items), (_, golds) = answer_items, target_items
+
+    def same(item: str, gold: str) -> bool:
+        if item in _INFINITIES or gold in _INFINITIES:
+            return _INFINITIES.get(item) == _INFINITIES.get(gold)
+        return _compare_numbers(parse_number(item), parse_number(gold), policy).correct
+
+    if brackets == "{}":  # a set: each element of one is an element of the other ({1, 1, 2} = {1, 2})
+        return Verdict(all(any(same(i, g) for g in golds) for i in items)
+                       and all(any(same(i, g) for i in items) for g in golds), "numeric items")
+    if len(items) != len(golds):
+        return Verdict(False, "numeric items", f"{len(items)} items against {len(golds)}")
+    return Verdict(all(same(i, g) for i, g in zip(items, golds)), "numeric items")
 
 
 def _is_text(text: str) -> bool:
