@@ -19,7 +19,9 @@ that applies decides:
 ``quantity``       the gold and the answer are quantities with units: the same
                    value once converted to the gold's unit (pint).
 ``empty gold``     undecided.
-``string``         identical canonical strings.
+``string``         identical canonical strings, also once spaces beside symbols
+                   and braces around a one-token power or index go
+                   (``x^{2} + 1`` = ``x^2+1``: ``normalize.compact``).
 ``hedge``          the answer offers alternatives ("42 or 43") that are not all
                    equal: wrong, unless together they are the gold ("2 or -2"
                    for ``\\pm 2``, reported as ``collection``). A gold that
@@ -96,6 +98,7 @@ from typing import Any, Callable, Optional
 from rewardsmith.reward_fns.math_verifier.normalize import (
     ParsedNumber,
     canonical_answer,
+    compact,
     parse_number,
     restated_numbers,
     split_assignment,
@@ -343,7 +346,7 @@ def _has_variables(*assignments: str) -> bool:
 
 
 def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, policy: GradingPolicy) -> Verdict | None:
-    if answer == target:
+    if answer == target or compact(answer) == compact(target):
         return Verdict(True, "string")
     answer_number, target_number = parse_number(answer), parse_number(target)
     if answer_number is not None and target_number is not None:

@@ -196,6 +196,19 @@ def canonical_answer(text: str) -> str:
     return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 
 
+_SPACE_BY_SYMBOL = re.compile(r"\s*([^\w\s\\])\s*")
+_ONE_TOKEN_GROUP = re.compile(r"([_^])\{(\w|\\[A-Za-z]+)\}")
+
+
+def compact(canonical: str) -> str:
+    """``canonical`` without spaces beside symbols and braces around a one-token power or index
+    (``x^{2} + 1`` -> ``x^2+1``, ``1011_{2}`` -> ``1011_2``): two answers equal here are the same text.
+
+    Spaces between words or digits stay ("4 2" is two numbers, "2 1/2" a mixed number).
+    """
+    return _ONE_TOKEN_GROUP.sub(r"\1\2", _SPACE_BY_SYMBOL.sub(r"\1", canonical))
+
+
 def split_assignment(text: str) -> tuple[str, str] | None:
     """``("x", "5")`` for a canonical ``x = 5`` (one variable on the left), else ``None``."""
     match = _ASSIGNMENT.match(text)
