@@ -267,7 +267,7 @@ def test_piecewise_functions_compared_by_value(pred, gold, verdict):
     [
         ("(3, 0.5)", "\\left(3,\\frac12\\right)", "correct"),
         ("[0, \\frac{1}{2}]", "[0,\\frac12]", "correct"),
-        ("(-\\infty, 3]", "(-\\infty,3]", "correct"),
+        ("(-\\infty, 3]", "(-\\infty, \\frac{6}{2}]", "correct"),
         ("\\{2, 1, 1\\}", "\\{1,2\\}", "correct"),
         ("\\begin{pmatrix} 2 \\\\ 1 \\end{pmatrix}", "(1, 2)", "wrong"),
         ("(1, 2, 3)", "(1, 2)", "wrong"),
@@ -280,3 +280,14 @@ def test_collections_of_numbers_are_judged_without_sympy(pred, gold, verdict):
 
     judged = quick_judge(pred, gold)  # in-process: None would mean the symbolic guard was needed
     assert judged is not None and (judged.verdict, judged.method) == (verdict, "numeric items"), judged
+
+
+@pytest.mark.parametrize(
+    "pred, gold, same",
+    [("x^{2} + 1", "x^2+1", True), ("1011_{2}", "1011_2", True), ("(2, -3)", "(2,-3)", True),
+     ("4 2", "42", False), ("2 1/2", "21/2", False), ("a_{10}", "a_1 0", False)],
+)
+def test_compact_text_drops_only_what_cannot_change_the_answer(pred, gold, same):
+    from rewardsmith.reward_fns.math_verifier.normalize import compact
+
+    assert (compact(pred) == compact(gold)) is same
