@@ -208,6 +208,8 @@ NOT_COMMITTED: dict[str, Context] = {
     "order of": lambda g, w: f"The answer is of the order of ${g}$.",
     "condition after": lambda g, w: f"The count is $\\boxed{{{g}}}$ if the sides were equal.",
     "condition in the line": lambda g, w: f"Answer: {g} (if each box held ten)",
+    "if then": lambda g, w: f"If $x = 5$, then the value is $\\boxed{{{g}}}$.",
+    "if then without comma": lambda g, w: f"If the side is 7 then the area is ${g}$.",
     "relaxed problem": lambda g, w: f"If we ignore the condition, the count is $\\boxed{{{g}}}$.",
     "supposed then": lambda g, w: (f"Suppose $x = 5$, which is not given. Then the value is $\\boxed{{{g}}}$. "
                                    f"Without that assumption it cannot be determined."),

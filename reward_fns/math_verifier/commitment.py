@@ -47,8 +47,8 @@ a phrase puts before its value ("the answer is maybe 5"):
   asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
   try"; a condition after the value ("12 (if 10 per box)", "26, assuming
   ..."); a sentence opened by a hypothesis or a changed problem ("suppose
-  ...", "had it been ...", "if we ignore / drop the condition, the count
-  is 14"), up to a contrast ("but", "so", ...);
+  ...", "had it been ...", "if x = 5, then ...", "if we ignore / drop the
+  condition, the count is 14"), up to a contrast ("but", "so", ...);
 - attributed to someone or something else: "a common / typical mistake",
   "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
   "my friend / the book / the answer key says", "according to the book",
@@ -178,11 +178,13 @@ _VALUE_HEAD = re.compile(r"[^\d\\$]*")
 _WOULD = re.compile(r"(?i)\bwould(?: have)? (?:be|been|get|give|equal)\b")
 # A counterfactual "if" ("if the problem had asked / were / asked instead"), not a step ("if we combine these").
 _IF = re.compile(r"(?i)\bif\b[^,;]*\b(?:had|were|instead|asked|wanted|meant)\b|\b(?:had|were) (?:we|it|the|you)\b")
-# "If we combine these, the answer is 12" is a step; a hypothesis ("suppose", "had it been") or a changed problem
-# ("if we ignore / drop / relax the condition") is not.
+# "If we combine these, the answer is 12" is a step; a hypothesis ("suppose", "had it been", "if x = 5, then")
+# or a changed problem ("if we ignore / drop / relax the condition") is not.
 _CONDITION_OPENER = re.compile(r"(?i)^[\s*>]*(?:suppose|supposing|assuming|imagine|hypothetically|had|were|"
                                r"if\b[^,;]*\b(?:had|were|instead|ignor(?:e|ed|ing)|drop(?:ped|ping)?|relax(?:ed|ing)?|"
-                               r"remov(?:e|ed|ing)|without)\b)")
+                               r"remov(?:e|ed|ing)|without)\b|"
+                               # "If x = 5, then ..." / "if the side is 7 then ...": an if clause that states a value
+                               r"if\b[^,;]*?(?:=|\b(?:is|are|was|equals?)\b)[^,;]*?(?:,|\bthen\b))")
 _SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead|actually)\b)")
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
