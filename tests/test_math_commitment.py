@@ -294,3 +294,9 @@ def test_every_context_is_exercised():
         for name, context in COMMITTED.items():
             result = math_answer.compute_score("lighteval/MATH", context(gold.text, gold.wrong), gold.text)
             assert result["verdict"] == "correct", (name, gold, result)
+
+
+def test_a_cancelled_marker_is_never_read_back_as_the_closing_value():
+    # The cancelled box is blanked; the closing-sentence rule once returned the blanked text itself.
+    result = math_answer.compute_score("lighteval/MATH", "If the radius were 3, the area would be $\\boxed{42}$.", "42")
+    assert (result["verdict"], result["method"], result["pred"]) == ("wrong", "no answer", ""), result
