@@ -263,6 +263,8 @@ COMMITTED: dict[str, Context] = {
                                                 f"the area is $\\boxed{{{g}}}$."),
     "not the other": lambda g, w: f"It is not ${w}$; it is $\\boxed{{{g}}}$.",
     "a check after": lambda g, w: f"The answer is $\\boxed{{{g}}}$. When we check it, I did not find any error.",
+    "a variable not determined": lambda g, w: (f"So the sum is $\\boxed{{{g}}}$. We cannot determine x by itself, "
+                                               f"but the sum is fixed."),
     "if after a sentence": lambda g, w: f"So $\\boxed{{{g}}}$. If we substitute it back, both sides agree.",
 }
 

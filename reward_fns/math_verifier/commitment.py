@@ -232,9 +232,12 @@ _RETRACTION = re.compile(
 # The response says it did not reach an answer: what it marked before is no commitment.
 _DISCLAIMER = re.compile(
     r"(?i)\b(?:(?:I|we)(?: still)? (?:could not|couldn't|cannot|can't|was unable to|am unable to|were unable to|"
-    r"did not|didn't|have not|haven't|do not|don't|never) (?:(?:actually|fully|really) )?(?:finish|solve|determine|"
-    r"compute|work out|figure out|complete|calculate|have enough|(?:find|get|know) (?:the |a |what )?(?:actual |real |"
-    r"correct |final )?(?:answer|value|solution|result|it is))|(?:cannot|can't|could not|couldn't) be (?:determined|"
+    r"did not|didn't|have not|haven't|do not|don't|never) (?:(?:actually|fully|really) )?(?:finish|complete|"
+    r"have enough|(?:solve|determine|compute|work out|figure out|calculate|find)(?=\s*(?:[.;!,]|$))|"
+    r"(?:solve|determine|compute|work out|figure out|calculate|find|get|know) (?:it|this|that|the problem|"
+    r"(?:the |a |what |its )?(?:actual |real |correct |final |exact )?(?:answer|value|solution|result|area|total|"
+    r"count|quantity|remainder|number)))|(?:I|we) (?:have|had)(?: not|n't)(?: yet)? (?:solved|computed|found|"
+    r"determined|worked out|finished|completed)|(?:cannot|can't|could not|couldn't) be (?:determined|"
     r"found|computed|solved)|(?:is|remains|stays) (?:still )?(?:undetermined|unknown|unsolved|not determined)|"
     r"(?:not enough|insufficient) information|(?:I'm|I am) not sure (?:of|about) the answer|(?:I will|I'll) stop here|"
     r"unknown to me)"
