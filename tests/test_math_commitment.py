@@ -111,6 +111,14 @@ def test_verdicts(response, gold, verdict, method):
     assert two_valued["score"] == (1.0 if verdict == "correct" else 0.0) and two_valued["verdict"] == verdict
 
 
+def test_a_word_answer_followed_by_words_of_judgement_is_no_retraction():
+    # "It is incorrect." explains a "No"; after a number it would withdraw the number.
+    result = math_answer.compute_score("lighteval/MATH", "Is the claim right? $\\boxed{\\text{No}}$. It is incorrect.",
+                                       "\\text{No}")
+    assert result["verdict"] == "correct", result
+    assert read_commitment("So $\\boxed{42}$. Actually, this is wrong.").answer is None
+
+
 def test_undecided_option_is_checked():
     with pytest.raises(ValueError, match="math_answer: undecided must be one of abstain, wrong, got 'zero'"):
         math_answer.compute_score("x", "\\boxed{1}", "1", undecided="zero")
@@ -188,6 +196,33 @@ NOT_COMMITTED: dict[str, Context] = {
     "whether": lambda g, w: f"Let me check whether $\\boxed{{{g}}}$ works: it does not.",
     "reference": lambda g, w: f"The answer is $\\boxed{{{w}}}$.\n\nReference solution: $\\boxed{{{g}}}$",
     "unclosed think": lambda g, w: f"<think>the answer is $\\boxed{{{g}}}$ and then",
+    # issue 25, the old blind split's paid hack families, each as a class
+    "cannot be": lambda g, w: f"It cannot be $\\boxed{{{g}}}$, since the product must be odd.",
+    "isn't": lambda g, w: f"The value isn't ${g}$. That is all I can say.",
+    "negated relation": lambda g, w: f"$\\boxed{{\\neq {g}}}$",
+    "negated relation sign": lambda g, w: f"We rule it out.\nAnswer: ≠ {g}",
+    "lower bound": lambda g, w: f"The answer is at least $\\boxed{{{g}}}$.",
+    "upper bound phrase": lambda g, w: f"The answer is less than ${g}$.",
+    "bound after": lambda g, w: f"The answer is ${g}$ or more.",
+    "bound relation": lambda g, w: f"All we can say is $\\boxed{{\\le {g}}}$.",
+    "order of": lambda g, w: f"The answer is of the order of ${g}$.",
+    "condition after": lambda g, w: f"The count is $\\boxed{{{g}}}$ if the sides were equal.",
+    "condition in the line": lambda g, w: f"Answer: {g} (if each box held ten)",
+    "if then": lambda g, w: f"If $x = 5$, then the value is $\\boxed{{{g}}}$.",
+    "if then without comma": lambda g, w: f"If the side is 7 then the area is ${g}$.",
+    "relaxed problem": lambda g, w: f"If we ignore the condition, the count is $\\boxed{{{g}}}$.",
+    "supposed then": lambda g, w: (f"Suppose $x = 5$, which is not given. Then the value is $\\boxed{{{g}}}$. "
+                                   f"Without that assumption it cannot be determined."),
+    "disclaimed": lambda g, w: f"The total is $\\boxed{{{g}}}$; the quantity asked for I could not determine.",
+    "not computed": lambda g, w: f"Answer: {g}\nThat is the budget; the remainder I have not computed.",
+    "this is wrong": lambda g, w: f"So the answer is $\\boxed{{{g}}}$. Actually, this is wrong.",
+    "can't be right": lambda g, w: f"Answer: {g}\n\nHmm, no, that can't be right. I need to redo this.",
+    "withdrawn": lambda g, w: f"The answer is ${g}$. I'm withdrawing this answer because I divided wrongly.",
+    "ignore that": lambda g, w: f"$\\boxed{{{g}}}$ --- no, ignore that, it is not correct.",
+    "invalid": lambda g, w: f"We get $\\boxed{{{g}}}$. On reflection, I made an error, so this result is invalid.",
+    "statement mentions": lambda g, w: f"The problem statement mentions $\\boxed{{{g}}}$ as the total budget.",
+    "quoted value": lambda g, w: f'The problem says so.\n#### "{g}"',
+    "given value": lambda g, w: f"From the problem: the crate holds that many.\n#### {g} (given)",
 }
 
 _STEPS = " ".join(f"Step {i}: we add {i} and {i + 1} to get {2 * i + 1}." for i in range(1, 40))
@@ -220,6 +255,17 @@ COMMITTED: dict[str, Context] = {
     "either case": lambda g, w: f"In either case the answer is $\\boxed{{{g}}}$.",
     "a theorem says": lambda g, w: f"Vieta's formula says the sum of the roots is $\\boxed{{{g}}}$.",
     "given the data": lambda g, w: f"Given the constraints, the answer is $\\boxed{{{g}}}$.",
+    # cues of the classes above, in plain steps
+    "exactly after a bound": lambda g, w: f"It is at least ${w}$, and in fact exactly $\\boxed{{{g}}}$.",
+    "not less than": lambda g, w: f"The sum is not less than zero; it is $\\boxed{{{g}}}$.",
+    "other value wrong": lambda g, w: f"The answer is $\\boxed{{{g}}}$. Some get ${w}$, which is wrong.",
+    "counterfactual then actual": lambda g, w: (f"If the side were 5, the area would be ${w}$; but the side is 7, so "
+                                                f"the area is $\\boxed{{{g}}}$."),
+    "not the other": lambda g, w: f"It is not ${w}$; it is $\\boxed{{{g}}}$.",
+    "a check after": lambda g, w: f"The answer is $\\boxed{{{g}}}$. When we check it, I did not find any error.",
+    "a variable not determined": lambda g, w: (f"So the sum is $\\boxed{{{g}}}$. We cannot determine x by itself, "
+                                               f"but the sum is fixed."),
+    "if after a sentence": lambda g, w: f"So $\\boxed{{{g}}}$. If we substitute it back, both sides agree.",
 }
 
 SOURCES = ("lighteval/MATH", "openai/gsm8k", "aime2024")
@@ -250,3 +296,9 @@ def test_every_context_is_exercised():
         for name, context in COMMITTED.items():
             result = math_answer.compute_score("lighteval/MATH", context(gold.text, gold.wrong), gold.text)
             assert result["verdict"] == "correct", (name, gold, result)
+
+
+def test_a_cancelled_marker_is_never_read_back_as_the_closing_value():
+    # The cancelled box is blanked; the closing-sentence rule once returned the blanked text itself.
+    result = math_answer.compute_score("lighteval/MATH", "If the radius were 3, the area would be $\\boxed{42}$.", "42")
+    assert (result["verdict"], result["method"], result["pred"]) == ("wrong", "no answer", ""), result

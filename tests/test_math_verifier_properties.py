@@ -278,3 +278,111 @@ def test_times_of_day(hour, minute):
     other = "PM" if meridiem == "AM" else "AM"
     _assert_none_correct(gold, [f"{twelve}:{minute:02d} {other}", f"{twelve}:{(minute + 1) % 60:02d} {meridiem}",
                                 f"{twelve % 12 + 1}:{minute:02d} {meridiem}"])
+
+
+_MAGNITUDE_NAMES = {3: ["thousand", "k", "K", "\\text{ thousand}", "\\text{k}"],
+                    6: ["million", "M", "mn", "\\text{ million}", "\\text{M}"],
+                    9: ["billion", "bn", "\\text{ billion}"], 12: ["trillion"]}
+
+
+@FAST
+@given(st.integers(min_value=1, max_value=999), st.integers(min_value=0, max_value=2),
+       st.sampled_from(sorted(_MAGNITUDE_NAMES)), st.data())
+def test_magnitude_words_and_suffixes(whole, decimals, power, data):
+    mantissa = Decimal(whole).scaleb(-decimals)
+    gold = str(int(mantissa.scaleb(power)))
+    name = data.draw(st.sampled_from(_MAGNITUDE_NAMES[power]))
+    space = "" if name.startswith("\\") or len(name) == 1 else data.draw(st.sampled_from(["", " "]))
+    _assert_all_correct(gold, [f"{mantissa}{space}{name}", f"{int(gold):,}"])
+    other = data.draw(st.sampled_from([p for p in _MAGNITUDE_NAMES if p != power]))
+    _assert_none_correct(gold, [f"{mantissa}{space}{_MAGNITUDE_NAMES[other][0]}", f"{mantissa + 1}{space}{name}"])
+    if len(name) == 1:
+        _assert_none_correct(gold, [f"{mantissa} {name}"])  # a lone letter after a space is a unit (300 K)
+
+
+@FAST
+@given(st.integers(min_value=1, max_value=60), st.integers(min_value=2, max_value=90), st.data())
+def test_chances_in_words(part, whole, data):
+    part = min(part, whole - 1)
+    gold = data.draw(st.sampled_from([f"\\frac{{{part}}}{{{whole}}}", f"{part}/{whole}"]))
+    _assert_all_correct(gold, [f"{part} in {whole}", f"{part} out of {whole}", f"{part}\\text{{ out of }}{whole}",
+                               f"{part} \\text{{ chance in }} {whole}", f"{part} chances in {whole}"])
+    misses = [f"{part} in {whole + 1}", f"{part + 1} out of {whole}"]
+    if 2 * part != whole:
+        misses.append(f"{whole - part} in {whole}")  # the complement
+    _assert_none_correct(gold, misses)
+
+
+_EMPTY_SPELLINGS = ["\\emptyset", "\\varnothing", "∅", "\\{\\}", "\\{ \\}", "\\text{no solution}", "no real solutions",
+                    "\\text{no real roots}", "none", "the empty set", "there are no solutions"]
+_REAL_SPELLINGS = ["\\mathbb{R}", "\\mathbb R", "ℝ", "(-\\infty, \\infty)", "(-\\infty,+\\infty)", "all real numbers",
+                   "\\text{all reals}", "every real number", "any real x"]
+
+
+@FAST
+@given(st.sampled_from(_EMPTY_SPELLINGS), st.sampled_from(_EMPTY_SPELLINGS), st.sampled_from(_REAL_SPELLINGS),
+       st.sampled_from(_REAL_SPELLINGS))
+def test_special_solution_sets_in_any_spelling(empty, other_empty, reals, other_reals):
+    _assert_all_correct(empty, [other_empty])
+    _assert_all_correct(reals, [other_reals])
+    _assert_none_correct(empty, [reals, "\\{0\\}", "1"])
+    _assert_none_correct(reals, [empty, "\\text{infinitely many}", "(0, \\infty)"])
+
+
+@FAST
+@given(st.integers(min_value=2, max_value=40), st.integers(min_value=0, max_value=200), st.integers(0, 3), st.data())
+def test_residue_classes(modulus, number, lift, data):
+    residue = number % modulus
+    written = data.draw(st.sampled_from(["x \\equiv {r} \\pmod{{{m}}}", "{r} \\pmod {m}", "n ≡ {r} (mod {m})",
+                                         "{r} \\bmod {m}", "x \\equiv {r} \\ (\\mathrm{{mod}}\\ {m})"]))
+    member = residue + lift * modulus
+    _assert_all_correct(str(residue), [written.format(r=member, m=modulus)])
+    _assert_all_correct(f"x \\equiv {residue} \\pmod{{{modulus}}}", [str(residue), written.format(r=member, m=modulus)])
+    _assert_none_correct(str(residue), [written.format(r=member + 1, m=modulus), f"x \\equiv {residue} \\pmod{{1}}"
+                                        if residue else f"x \\equiv 1 \\pmod{{{modulus}}}"])
+    _assert_none_correct(f"x \\equiv {residue} \\pmod{{{modulus}}}", [str(residue + 1), str(residue + modulus + 1)])
+
+
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
+_WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+@FAST
+@given(st.integers(min_value=1, max_value=12), st.integers(min_value=1, max_value=28),
+       st.integers(min_value=1900, max_value=2100))
+def test_calendar_dates(month, day, year):
+    name = _MONTHS[month - 1]
+    gold = f"{year}-{month:02d}-{day:02d}"
+    _assert_all_correct(gold, [f"{name} {day}", f"{day} {name}", f"\\text{{{name[:3]}. {day}}}", f"{name} {day}, {year}",
+                               f"{day} {name} {year}", f"the {day}th of {name}"])
+    _assert_none_correct(gold, [f"{name} {day + 1}", f"{_MONTHS[month % 12]} {day}", f"{name} {day}, {year + 1}"])
+
+
+@FAST
+@given(st.integers(min_value=0, max_value=6), st.integers(min_value=1, max_value=6))
+def test_weekdays(day, offset):
+    gold = _WEEKDAYS[day]
+    _assert_all_correct(gold, [gold.lower(), gold[:3], f"{gold[:3]}.", f"\\text{{{gold.upper()}}}"])
+    _assert_none_correct(gold, [_WEEKDAYS[(day + offset) % 7], _WEEKDAYS[(day + offset) % 7][:3]])
+
+
+@FAST
+@given(st.lists(st.integers(min_value=-99, max_value=99), min_size=2, max_size=4, unique=True), st.data())
+def test_labelled_parts_in_order(values, data):
+    from rewardsmith.reward_fns import math_answer
+
+    labels = data.draw(st.sampled_from([["(a)", "(b)", "(c)", "(d)"], ["**(a)**", "**(b)**", "**(c)**", "**(d)**"],
+                                        ["Part (a):", "Part (b):", "Part (c):", "Part (d):"], ["(i)", "(ii)", "(iii)", "(iv)"]]))
+    gold = ", ".join(map(str, values))
+
+    def response(parts: list[int]) -> str:
+        return " ".join(f"{label} The value is $\\boxed{{{v}}}$." for label, v in zip(labels, parts))
+
+    assert math_answer.compute_score("lighteval/MATH", response(values), gold)["verdict"] == "correct"
+    misses = [values[:-1], [*values[:-1], values[-1] + 1]]
+    if values[0] != values[1]:
+        misses.append([values[1], values[0], *values[2:]])  # two parts swapped
+    for miss in misses:
+        result = math_answer.compute_score("lighteval/MATH", response(miss), gold)
+        assert result["verdict"] != "correct", (miss, gold, result)

@@ -154,3 +154,140 @@ def test_a_difference_sympy_cannot_settle_is_undecided():
     # zeta(3) is 1.2020569031595942... to every digit shown: sympy cannot show the two equal or different.
     result = _verdict("\\zeta(3)", "1.2020569031595942")
     assert result.verdict == "undecided" and result.method == "undecidable"
+
+
+# -- notations and types found by the old blind split (issue 25) -------------------------------
+@pytest.mark.parametrize(
+    "pred, gold, verdict",
+    [
+        # magnitudes: a word or a suffix scales the number
+        ("3.2 million", "3200000", "correct"),
+        ("3.2\\text{ million}", "3,200,000", "correct"),
+        ("4.5k", "4500", "correct"),
+        ("1.2\\text{k}", "1200", "correct"),
+        ("1.5M", "1500000", "correct"),
+        ("2 billion", "2000000000", "correct"),
+        ("2bn", "2000000000", "correct"),
+        ("7 trillion", "7000000000000", "correct"),
+        ("1.2 \\times 10^6", "1200000", "correct"),
+        ("45k", "4500", "wrong"),
+        ("2.5 million", "250000", "wrong"),
+        ("5 m", "5000000", "wrong"),  # a metre, never a million
+        ("300 K", "300", "correct"),  # kelvin, never 300 thousand
+        # chances in words
+        ("1 in 4", "\\frac{1}{4}", "correct"),
+        ("3 out of 8", "0.375", "correct"),
+        ("1 \\text{ chance in } 6", "\\frac16", "correct"),
+        ("3 \\text{ out of } 10", "0.3", "correct"),
+        ("1 in 5", "\\frac{1}{4}", "wrong"),
+        ("1 in 6", "\\frac{5}{6}", "wrong"),
+        # special solution sets, one name each
+        ("\\varnothing", "\\text{no solution}", "correct"),
+        ("\\text{no real solutions}", "\\emptyset", "correct"),
+        ("\\{\\}", "\\varnothing", "correct"),
+        ("∅", "\\text{none}", "correct"),
+        ("\\text{all real numbers}", "\\mathbb{R}", "correct"),
+        ("(-\\infty, \\infty)", "\\text{all reals}", "correct"),
+        ("ℝ", "(-\\infty, +\\infty)", "correct"),
+        ("\\text{infinitely many solutions}", "\\text{infinitely many}", "correct"),
+        ("(-\\infty, 0) \\cup [0, \\infty)", "\\mathbb{R}", "correct"),
+        ("\\text{no solution}", "\\mathbb{R}", "wrong"),
+        ("\\{0\\}", "\\emptyset", "wrong"),
+        ("\\mathbb{R} \\setminus \\{0\\}", "\\mathbb{R}", "wrong"),
+        ("\\text{exactly one solution}", "\\text{infinitely many}", "wrong"),
+        ("\\emptyset", "3", "wrong"),
+        ("\\text{none}", "0", "undecided"),  # no solution, or their number?
+        # residue classes
+        ("x \\equiv 3 \\pmod{7}", "3", "correct"),
+        ("n \\equiv 6 \\ (\\mathrm{mod}\\ 11)", "6", "correct"),
+        ("x ≡ 10 (mod 7)", "3", "correct"),
+        ("3 \\bmod 7", "3", "correct"),
+        ("3", "x \\equiv 3 \\pmod 7", "correct"),
+        ("x \\equiv 10 \\pmod{7}", "x \\equiv 3 \\pmod 7", "correct"),
+        ("x \\equiv 5 \\pmod{7}", "2", "wrong"),
+        ("x \\equiv 0 \\pmod{3}", "3", "wrong"),  # reduces to 0, not 3
+        ("x \\equiv 3 \\pmod{8}", "x \\equiv 3 \\pmod 7", "wrong"),
+        ("4", "x \\equiv 3 \\pmod 7", "wrong"),
+        ("10", "x \\equiv 3 \\pmod 7", "undecided"),  # a member, not the least residue
+        # weekdays and dates
+        ("\\text{Tue}", "Tuesday", "correct"),
+        ("Wed.", "Wednesday", "correct"),
+        ("thurs", "Thursday", "correct"),
+        ("Tue", "Thursday", "wrong"),
+        ("\\text{5 March}", "March 5", "correct"),
+        ("Mar. 5, 2024", "2024-03-05", "correct"),
+        ("the 5th of March", "March 5", "correct"),
+        ("31 December 2023", "2023-12-31", "correct"),
+        ("March 4", "2024-03-05", "wrong"),
+        ("December 30, 2023", "2023-12-31", "wrong"),
+        ("March 5, 2023", "2024-03-05", "wrong"),
+        # a bound is no value
+        ("\\le 8", "8", "wrong"),
+        ("> 30", "31", "wrong"),
+        ("x > 4", "5", "wrong"),
+        ("8", "x \\le 8", "wrong"),
+        # labelled parts, in order
+        ("(a) 12; (b) 7", "12, 7", "correct"),
+        ("(a) 0.5; (b) 0.25", "\\frac12, \\frac14", "correct"),
+        ("(a) 20; (b) 5", "5, 20", "wrong"),
+        ("(a) 4; (b) 16; (c) 46", "4, 16, 64", "wrong"),
+        ("(a) 12; (b) 7", "12", "wrong"),
+    ],
+)
+def test_blind_split_notations(pred, gold, verdict):
+    assert _verdict(pred, gold).verdict == verdict, (pred, gold, _verdict(pred, gold))
+
+
+@pytest.mark.parametrize(
+    "pred, gold, verdict",
+    [
+        ("\\begin{cases} x & x \\ge 0 \\\\ -x & x < 0 \\end{cases}", "|x|", "correct"),
+        ("f(x)=\\begin{cases}x^2, & x<0\\\\ 2x, & x\\geq 0\\end{cases}",
+         "\\begin{cases} x^2 & x<0 \\\\ 2x & x\\ge 0\\end{cases}", "correct"),
+        ("\\begin{cases} 1-x & x<1 \\\\ x-1 & \\text{otherwise} \\end{cases}", "|x-1|", "correct"),
+        ("\\begin{cases} x & x > 0 \\\\ 0 & \\text{if } x \\le 0\\end{cases}", "\\max(x, 0)", "correct"),
+        ("|x|", "\\begin{cases} x & x \\ge 0 \\\\ -x & x < 0 \\end{cases}", "correct"),
+        ("\\begin{cases} x & x \\ge 0 \\\\ x & x < 0 \\end{cases}", "|x|", "wrong"),
+        ("\\begin{cases} 2 & x > 0 \\\\ 0 & x \\le 0 \\end{cases}", "\\begin{cases} 1 & x>0 \\\\ 0 & x\\leq 0\\end{cases}",
+         "wrong"),
+        ("\\begin{cases} x & x > 0 \\end{cases}", "\\max(x, 0)", "wrong"),  # undefined for x <= 0
+        # equal at every probe, but a branch on an interval is not proven
+        ("\\begin{cases} x^2 & 0<x<1 \\\\ 1 & \\text{otherwise} \\end{cases}",
+         "\\begin{cases} x^2 & 0<x<1 \\\\ 1 & \\text{else} \\end{cases}", "undecided"),
+    ],
+)
+def test_piecewise_functions_compared_by_value(pred, gold, verdict):
+    judged = _verdict(pred, gold)
+    assert judged.verdict == verdict, (pred, gold, judged)
+    assert answer_type(pred) == "piecewise" or answer_type(gold) == "piecewise"
+
+
+@pytest.mark.parametrize(
+    "pred, gold, verdict",
+    [
+        ("(3, 0.5)", "\\left(3,\\frac12\\right)", "correct"),
+        ("[0, \\frac{1}{2}]", "[0,\\frac12]", "correct"),
+        ("(-\\infty, 3]", "(-\\infty, \\frac{6}{2}]", "correct"),
+        ("\\{2, 1, 1\\}", "\\{1,2\\}", "correct"),
+        ("\\begin{pmatrix} 2 \\\\ 1 \\end{pmatrix}", "(1, 2)", "wrong"),
+        ("(1, 2, 3)", "(1, 2)", "wrong"),
+        ("(-\\infty, 3]", "(\\infty, 3]", "wrong"),
+        ("(0.333, 1)", "(\\frac13, 1)", "wrong"),  # an approximation, as for a number
+    ],
+)
+def test_collections_of_numbers_are_judged_without_sympy(pred, gold, verdict):
+    from rewardsmith.reward_fns.math_verifier.judges import quick_judge
+
+    judged = quick_judge(pred, gold)  # in-process: None would mean the symbolic guard was needed
+    assert judged is not None and (judged.verdict, judged.method) == (verdict, "numeric items"), judged
+
+
+@pytest.mark.parametrize(
+    "pred, gold, same",
+    [("x^{2} + 1", "x^2+1", True), ("1011_{2}", "1011_2", True), ("(2, -3)", "(2,-3)", True),
+     ("4 2", "42", False), ("2 1/2", "21/2", False), ("a_{10}", "a_1 0", False)],
+)
+def test_compact_text_drops_only_what_cannot_change_the_answer(pred, gold, same):
+    from rewardsmith.reward_fns.math_verifier.normalize import compact
+
+    assert (compact(pred) == compact(gold)) is same

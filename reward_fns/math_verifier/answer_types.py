@@ -11,9 +11,11 @@ set         ``\\{1, 2\\}`` (order does not matter)
 interval    ``[1, 2)``, ``(-\\infty, 3]``, a union ``(0, 1) \\cup (2, 3)``
 tuple       ``(1, 2, 3)``, ``[1, 2, 3]``; ``(1, 2)`` is a point or an open interval
 matrix      ``\\begin{pmatrix}..\\end{pmatrix}`` (``bmatrix``, ``array``, ...)
+piecewise   ``\\begin{cases} x & x \\ge 0 \\\\ -x & x < 0 \\end{cases}`` (``f(x) =`` before it too)
 list        ``1, 2, 3`` without brackets (the solutions of an equation: any order)
 inequality  ``x \\ge 3``, ``1 < x < 2``
 equation    ``y = 2x + 3``
+parts       ``(a) 12; (b) 7``: the parts of a multi-part answer, in order
 text        words (``Monday``, ``yes``)
 expression  anything else (``2\\sqrt{3}``, ``x^2 + 1``)
 ========== =====================================================================
@@ -21,7 +23,8 @@ expression  anything else (``2\\sqrt{3}``, ``x^2 + 1``)
 A quantity with a unit is read before canonical form drops the unit
 (:mod:`~rewardsmith.reward_fns.math_verifier.units`).
 
-:func:`type_verdict` refuses an answer whose type cannot be the gold's,
+:func:`type_verdict` refuses an answer whose type cannot be the gold's (a bound such as
+``\\le 8`` or ``x > 4`` is never a number, nor a number a bound),
 before math-verify (which reads ``(1, 2)`` as an interval and takes the set
 ``\\{1, 2\\}`` for it): a set for anything in ordered brackets, or anything
 in ordered brackets for a set. :func:`vector_as_tuple` reads a matrix of one
@@ -32,8 +35,8 @@ from __future__ import annotations
 
 import re
 
-ANSWER_TYPES = ("choice", "number", "set", "interval", "tuple", "matrix", "list", "inequality", "equation", "text",
-                "expression")
+ANSWER_TYPES = ("choice", "number", "set", "interval", "tuple", "matrix", "piecewise", "list", "inequality", "equation",
+                "text", "expression")
 _CHOICE = re.compile(r"^\(?[A-E]\)?$")
 _SET = re.compile(r"^\\\{.*\\\}$", re.DOTALL)
 _ORDERED = re.compile(r"^[(\[].*[)\]]$", re.DOTALL)
@@ -41,6 +44,11 @@ _INTERVAL = re.compile(r"^[(\[][^,()\[\]]*,[^,()\[\]]*[)\]]$")
 _MATRIX = re.compile(r"^\\begin\{([pbBvV]?matrix|array)\}")
 _INEQUALITY = re.compile(r"<|>|\\(?:le|ge|leq|geq|lt|gt|neq|ne)(?![A-Za-z])")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
+_PIECEWISE = re.compile(r"^(?:[A-Za-z](?:\([a-z]\))?\s*=\s*)?\\begin\{cases\}(.*)\\end\{cases\}$", re.DOTALL)
+# A part label: "(a)", "**(b)**", "Part (c):", "(ii)"; never the argument of a function ("f(a)").
+_PART_LABEL = re.compile(r"(?:^|(?<=[\s;,.:*]))(?:\*\*)?(?:[Pp]art\s*)?\((?P<label>[a-h]|i{1,3}|iv|vi{0,3})\)(?:\*\*)?\s*[:.]?"
+                         r"(?:\*\*)?\s*")
+_PART_ORDERS = (("a", "b", "c", "d", "e", "f", "g", "h"), ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii"))
 _MATRIX_ENVIRONMENTS = frozenset({"matrix", "pmatrix", "bmatrix", "Bmatrix", "vmatrix", "Vmatrix", "array"})
 
 
@@ -67,6 +75,8 @@ def answer_type(canonical: str) -> str:
         return "number"
     if _MATRIX.match(canonical):
         return "matrix"
+    if _PIECEWISE.match(canonical):
+        return "piecewise"
     if _SET.match(canonical):
         return "set"
     if "\\cup" in canonical or (_INTERVAL.match(canonical) and canonical[0] + canonical[-1] in ("(]", "[)", "[]")):
@@ -92,7 +102,74 @@ def type_verdict(answer: str, target: str) -> str | None:
         return f"a set is no {target_kind}: the gold is ordered"
     if target_kind == "set" and answer_kind in ordered:
         return f"a {answer_kind} is no set"
+    # "\\le 8", "x > 4": a bound on a value commits to no value, and a value is no bound.
+    if {answer_kind, target_kind} == {"inequality", "number"}:
+        return "a bound is no value" if answer_kind == "inequality" else "a value is no bound"
     return None
+
+
+def piecewise_rows(canonical: str) -> list[tuple[str, str]] | None:
+    """The ``(value, condition)`` rows of a ``cases`` environment, else ``None``.
+
+    A row is ``value & condition`` or ``value, condition``; the words "if",
+    "for", "when" before a condition are the condition's.
+    """
+    match = _PIECEWISE.match(canonical.strip())
+    if match is None:
+        return None
+    rows = []
+    for row in (r.strip() for r in re.split(r"\\\\", match.group(1))):
+        if not row:
+            continue
+        if "&" in row:
+            value, condition = row.split("&", 1)
+        elif _top_level_commas(row) >= 1:
+            value, condition = row.rsplit(",", 1)
+        else:
+            return None
+        value = value.strip().rstrip(",").strip()
+        if not value or not condition.strip():
+            return None
+        rows.append((value, condition.strip()))
+    return rows or None
+
+
+def labelled_parts(text: str) -> list[tuple[int, str]] | None:
+    """The parts of ``text`` labelled (a), (b), ... or (i), (ii), ...: ``(offset, part text)`` of the
+    last run of at least two labels in order from the first; ``None`` when there is none.
+
+    A part's text runs from its label to the next label (the last one to the end of ``text``).
+    """
+    labels = list(_PART_LABEL.finditer(text))
+    run: list[re.Match[str]] = []
+    last: list[re.Match[str]] = []
+    for label in labels:
+        order = _PART_ORDERS[0] if label.group("label") in _PART_ORDERS[0] else _PART_ORDERS[1]
+        index = order.index(label.group("label"))
+        previous = run[-1].group("label") if run else None
+        if index == 0:
+            run = [label]
+        elif previous in order and order.index(previous) == index - 1:
+            run.append(label)
+        else:
+            run = []
+        if len(run) >= 2:
+            last = list(run)
+    if not last:
+        return None
+    run = last
+    ends = [label.start() for label in run[1:]]
+    ends.append(next((label.start() for label in labels if label.start() > run[-1].start()), len(text)))
+    return [(label.start(), text[label.end() : end]) for label, end in zip(run, ends)]
+
+
+def part_values(answer: str) -> list[str] | None:
+    """The values of an answer written as labelled parts (``(a) 12; (b) 7`` -> 12, 7), else ``None``."""
+    parts = labelled_parts(answer.strip())
+    if parts is None or parts[0][0] != 0:
+        return None
+    values = [part.strip().rstrip(";,.").strip() for _, part in parts]
+    return values if all(values) else None
 
 
 def vector_as_tuple(canonical: str) -> str:

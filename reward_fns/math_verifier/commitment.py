@@ -34,23 +34,30 @@ cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
 "then"/... before it (within its sentence) up to the marker, and in the words
 a phrase puts before its value ("the answer is maybe 5"):
 
-- negated: "not \\boxed{5}", "the answer is not 5", or after it
+- negated: "not \\boxed{5}", "it cannot be / isn't 5", "rule out 5",
+  ``\\boxed{\\neq 5}``, "the answer is not 5", or after it
   "\\boxed{5} is wrong / incorrect / not the answer";
+- bounded: "at least / at most / less than / more than / up to / of the
+  order of 5", ``\\boxed{\\le 5}``, "5 or more" (a bound commits to no value);
 - doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
   "I guess", "not sure";
 - conditioned or tested: "if it were \\boxed{5}", "if the answer is 5", "if
   x = 5" (an "if" clause that states a value; "if we add them we get 12" is
   a step), "would be" after an "if" / "had" clause in the sentence ("if it
   asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
-  try";
+  try"; a condition after the value ("12 (if 10 per box)", "26, assuming
+  ..."); a sentence opened by a hypothesis or a changed problem ("suppose
+  ...", "had it been ...", "if x = 5, then ...", "if we ignore / drop the
+  condition, the count is 14"), up to a contrast ("but", "so", ...);
 - attributed to someone or something else: "a common / typical mistake",
   "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
   "my friend / the book / the answer key says", "according to the book",
   "reference / official solution", "I thought", "at first", "initially",
   "part (a)", "(a):";
 - dismissed: "ignore", "disregard";
-- echoed from the question: "the problem states / says / gives", "we are
-  given / told", "restating";
+- echoed from the question: "the problem (statement) states / says / gives /
+  mentions", "we are given / told", "restating", a value in quotation
+  marks, a value marked "(given)";
 - listed among candidates: "the candidates / options / possibilities /
   possible values are", "is one of", "either" (not "either way / case").
 
@@ -77,8 +84,21 @@ different answers committed side by side are no single answer).
 
 After the last commitment, a correction cue followed by a closing sentence
 that ends on one value ("Wait, no: it is 1/3.") commits to that value; a
-retraction ("that is wrong", "I made a mistake", "scratch that") with no
-value after it leaves nothing committed.
+retraction ("this is wrong", "that can't be right", "this result is
+invalid", "ignore that", "I'm withdrawing this answer", "I made a mistake",
+"scratch that") with no value after it, after a correction cue or in the
+next sentence and with no other number before it (one after a number is
+about that number), leaves nothing committed; so does a disclaimer of any
+answer after the last commitment ("I could not determine / finish / solve",
+"cannot be determined", "is still unknown", "not enough information", "I
+have not computed").
+
+**4b. Labelled parts.** A response that answers parts labelled ``(a)``,
+``(b)``, ... (or ``(i)``, ``(ii)``, ``Part (a):``, ``**(a)**``) in order,
+each part committing to one value by these same rules read within the part,
+commits to the parts in order, ``(a) 12; (b) 7`` (rule ``labelled parts``),
+when nothing is committed after them. A single "part (a)" stays attributed
+to another part.
 
 **5. No marker.** When no marker commits, the closing sentence does, if it
 states one value (its last math span, the value after its last ``=``, its one
@@ -99,6 +119,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from rewardsmith.reward_fns.math_verifier.answer_types import labelled_parts
 from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
     BOXED,
@@ -118,7 +139,7 @@ from rewardsmith.reward_fns.answer_extraction import (
     visible_text,
 )
 
-PHRASE, CLOSING = "answer is", "final sentence"
+PHRASE, CLOSING, PARTS = "answer is", "final sentence", "labelled parts"
 CORRECTION = "correction"
 MAX_MARKERS = 256  # the last this many markers are read; an answer is never marked more often
 _WINDOW = 240  # characters of a marker's clause read for cues
@@ -130,12 +151,41 @@ _PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s
 
 # Section 3: cues in the clause before a marker.
 _CLAUSE_BREAK = re.compile(r"(?i)[,;]|[.!?](?=\s)|\n|\b(?:but|however|so|thus|therefore|hence|then|and so)\b")
-_NEGATED_JUST_BEFORE = re.compile(r"(?i)\b(?:not|never|rather than|instead of|isn't|wasn't|aren't|no longer)[\s$:*(]*$")
-_NEGATED_VALUE = re.compile(r"(?i)^[\s$*]*(?:not|never|no longer)\b")
+# A negation that governs the value after it: "not", "cannot be", "it isn't", "rule out", "anything but".
+_NEGATED_JUST_BEFORE = re.compile(
+    r"(?i)(?:\b(?:not|never|cannot|rather than|instead of|other than|anything but|no longer|rules? out|ruled out|"
+    r"ruling out|excluding|except)|n't)(?:\s+(?:be|been|equal(?:s|ing)?(?: to)?|possibly|definitely|certainly|"
+    r"really|actually|quite|simply|just|the answer|the value|it|is|was|this))*[\s$:*(]*$")
+_NEGATED_VALUE = re.compile(r"(?i)^[\s$*{]*(?:(?:not|never|no longer)\b|≠|\\neq?(?![A-Za-z])|\\not\s*=)")
+# A value stated as a bound, not as the value: "at least 42", "\\boxed{\\le 8}", "100 or more".
+_BOUND_WORDS = (r"\b(?:at (?:least|most|minimum|maximum)|no (?:more|less|fewer|greater|smaller|larger) than|(?:more|less|"
+                r"fewer|greater|smaller|larger|bigger|higher|lower) than|up to|upwards of|above|below|over|under|"
+                r"exceeds?|exceeding|(?:of|on) the order of|bounded by)")
+_BOUND_JUST_BEFORE = re.compile(r"(?i)" + _BOUND_WORDS + r"[\s$:*(]*$")
+_BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:[<>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|" + _BOUND_WORDS + r")")
+_BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|"
+                          r"thereabouts)|(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|\+(?!\s*\d)|and up)\b")
+_BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
+                             r"(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|and up)\b")
+# A condition after the value: "12 (if 10 per box)", "26, assuming x = 5", "3 under that assumption".
+_CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
+                                r"my|our) assumption|in that case|in this case)\b")
+# A value in quotation marks, or marked as given, is echoed, not answered.
+_QUOTED_VALUE = re.compile(r"^\s*(?:\"[^\"]*\"|“[^”]*”|``.*''|'[^']*')\s*$", re.DOTALL)
+_CONDITION_IN_VALUE = re.compile(r"(?i)(?:\(\s*|,\s*|\s)(?:if|assuming|supposing|provided|unless)\b")
+_GIVEN = re.compile(r"(?i)\((?:given|as given|from the (?:problem|question|statement))\)|\bas given\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
 _WOULD = re.compile(r"(?i)\bwould(?: have)? (?:be|been|get|give|equal)\b")
 # A counterfactual "if" ("if the problem had asked / were / asked instead"), not a step ("if we combine these").
 _IF = re.compile(r"(?i)\bif\b[^,;]*\b(?:had|were|instead|asked|wanted|meant)\b|\b(?:had|were) (?:we|it|the|you)\b")
+# "If we combine these, the answer is 12" is a step; a hypothesis ("suppose", "had it been", "if x = 5, then")
+# or a changed problem ("if we ignore / drop / relax the condition") is not.
+_CONDITION_OPENER = re.compile(r"(?i)^[\s*>]*(?:suppose|supposing|assuming|imagine|hypothetically|had|were|"
+                               r"if\b[^,;]*\b(?:had|were|instead|ignor(?:e|ed|ing)|drop(?:ped|ping)?|relax(?:ed|ing)?|"
+                               r"remov(?:e|ed|ing)|without)\b|"
+                               # "If x = 5, then ..." / "if the side is 7 then ...": an if clause that states a value
+                               r"if\b[^,;]*?(?:=|\b(?:is|are|was|equals?)\b)[^,;]*?(?:,|\bthen\b))")
+_SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead|actually)\b)")
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
     "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|not sure|unsure)\b"),
@@ -155,7 +205,8 @@ _CANCELS = {
                              r"(?:I|we) (?:first |initially )?thought(?! about)|"
                              r"part\s*\(?[a-h]\)?(?=[\s:,)]|$))|\([a-h]\)\s*:"),
     "dismissed": re.compile(r"(?i)\b(?:ignore|disregard)\b"),
-    "echoed": re.compile(r"(?i)\b(?:the (?:problem|question) (?:states|says|gives|tells|asks|mentions)|"
+    "echoed": re.compile(r"(?i)\b(?:the (?:problem|question)(?: statement| text)? (?:states|says|gives|tells|asks|mentions|"
+                         r"lists|provides|uses)|(?:given|stated|mentioned|quoted) in the (?:problem|question)|"
                          r"we are (?:given|told)|restat(?:e|ed|ing))\b"),
     "listed": re.compile(r"(?i)\b(?:(?:candidates|possibilities|possible (?:values|answers)|options|choices) (?:are|include)|"
                          r"(?:is|be|are) one of|either(?! way| case))\b"),
@@ -170,10 +221,29 @@ _CORRECTION_CUE = re.compile(
     r"just kidding|never ?mind|nope|I meant|"
     r"I made (?:a|an) (?:mistake|error)|that(?:'s| is| was) (?:wrong|incorrect|not right))\b|\bno\s*[,:;!]"
 )
+# A committed value withdrawn after it, with no value put in its place.
 _RETRACTION = re.compile(
-    r"(?i)(?:^|[.!;:,]\s*|\b(?:no|oh|wait|hmm+|oops|actually)\W+)(?:that(?:'s| is| was) (?:wrong|incorrect|not right)"
-    r"|I made (?:a|an) (?:mistake|error)|scratch that)"
+    r"(?i)\b(?:(?:this|that|it|the above|my answer|this answer|that answer|this result|that result|the result|"
+    r"which)(?:'s| is| was| seems| would be| must be)\s+(?:definitely |clearly |certainly |obviously )?(?:wrong|"
+    r"incorrect|invalid|not (?:right|correct|valid|the answer))|(?:can't|cannot|couldn't|could not) be (?:right|"
+    r"correct)|I made (?:a|an) (?:mistake|error)|scratch that|(?:ignore|disregard) (?:that|this|it|the above)|"
+    r"(?:I'm |I am )?(?:withdraw(?:ing|n)?|retract(?:ing|ed)?)\b|(?:I|we) need to redo)"
 )
+# The response says it did not reach an answer: what it marked before is no commitment.
+_DISCLAIMER = re.compile(
+    r"(?i)\b(?:(?:I|we)(?: still)? (?:could not|couldn't|cannot|can't|was unable to|am unable to|were unable to|"
+    r"did not|didn't|have not|haven't|do not|don't|never) (?:(?:actually|fully|really) )?(?:finish|complete|"
+    r"have enough|(?:solve|determine|compute|work out|figure out|calculate|find)(?=\s*(?:[.;!,]|$))|"
+    r"(?:solve|determine|compute|work out|figure out|calculate|find|get|know) (?:it|this|that|the problem|"
+    r"(?:the |a |what |its )?(?:actual |real |correct |final |exact )?(?:answer|value|solution|result|area|total|"
+    r"count|quantity|remainder|number)))|(?:I|we) (?:have|had)(?: not|n't)(?: yet)? (?:solved|computed|found|"
+    r"determined|worked out|finished|completed)|(?:cannot|can't|could not|couldn't) be (?:determined|"
+    r"found|computed|solved)|(?:is|remains|stays) (?:still )?(?:undetermined|unknown|unsolved|not determined)|"
+    r"(?:not enough|insufficient) information|(?:I'm|I am) not sure (?:of|about) the answer|(?:I will|I'll) stop here|"
+    r"unknown to me)"
+)
+_TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
+_WORD_ANSWER = re.compile(r"[A-Za-z][A-Za-z '-]*")
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
 _ANNOUNCED = re.compile(r"(?i)\banswer\**\s*(?:is|would be|will be|should be|[:：])\W{0,12}$")
 _FINAL = re.compile(r"(?i)\b(?:final(?:ly)?|in conclusion|ultimately|in the end)\b")
@@ -225,8 +295,12 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
             spans.append((mark.start, mark.end))
         else:
             commitments.append(mark)
+    # Each labelled part is read on its own (a part label cancels a value only when it stands alone).
+    parts = _parts(text, convention)
     # The sentence rules below never read a value back out of a cancelled marker.
     text = _blanked(text, spans)
+    if parts is not None and (not commitments or commitments[-1].start >= parts[0]):
+        return Reading(parts[1], PARTS)
     if not commitments:
         closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
         if closing:
@@ -234,18 +308,36 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         return Reading(None, why=_nothing(cancelled, cut))
     group, superseding = _last_group(text, commitments)
     tail = text[group[-1].end :]
+    disclaimer = _DISCLAIMER.search(tail)
+    if disclaimer:
+        return Reading(None, why=f"disclaimed ({disclaimer.group(0)!r}): " + ", ".join(m.value.strip() for m in group))
     cue = _CORRECTION_CUE.search(tail)
-    if cue:
-        corrected = _corrected_value(tail[cue.start() :])
-        if corrected:
-            return Reading(corrected, CORRECTION)
-        if _RETRACTION.search(tail):
-            return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
+    corrected = _corrected_value(tail[cue.start() :]) if cue else None
+    if corrected:
+        return Reading(corrected, CORRECTION)
+    # A word answer ("No. It is incorrect.") may be followed by words that sound like a retraction.
+    if not all(_is_word_answer(m.value) for m in group) and _retracted(tail, cue):
+        return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
     chosen = _primary(group, convention)
     others = tuple(dict.fromkeys(m.value.strip() for m in group if m is not chosen and not _same(m.value, chosen.value)))
     # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
     rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
     return Reading(chosen.value.strip(), rule, others)
+
+
+def _parts(text: str, convention: str) -> tuple[int, str] | None:
+    """``(where the parts start, "(a) v; (b) w")`` when ``text`` answers labelled parts, each committing
+    to one value (read by these same rules within the part), else ``None``."""
+    parts = labelled_parts(text)
+    if parts is None:
+        return None
+    values = []
+    for _, part in parts:
+        reading = read_commitment(part, convention)
+        if reading.answer is None or reading.others:
+            return None
+        values.append(reading.answer)
+    return parts[0][0], "; ".join(f"({chr(ord('a') + i)}) {value}" for i, value in enumerate(values))
 
 
 def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
@@ -336,9 +428,18 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     """Why ``mark`` is mentioned rather than committed, or ``None`` when it is a commitment."""
     before = clauses.before(text, mark.start)
     value = mark.value
-    if (_NEGATED_JUST_BEFORE.search(before) or _NEGATED_VALUE.match(value)
-            or _DECLARED_WRONG.match(text, mark.end, mark.end + _AFTER)):
+    after = text[mark.end : mark.end + _AFTER]
+    if _NEGATED_JUST_BEFORE.search(before) or _NEGATED_VALUE.match(value) or _DECLARED_WRONG.match(after):
         return "negated"
+    if (_BOUND_JUST_BEFORE.search(before) or _BOUND_VALUE.match(value) or _BOUND_AFTER.match(after)
+            or _BOUND_IN_VALUE.search(value)):
+        return "bounded"
+    if _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value)):
+        return "conditioned"
+    if _QUOTED_VALUE.match(value) or _GIVEN.search(value) or _GIVEN.match(after.lstrip(" $*")):
+        return "echoed"
+    if _CONDITION_OPENER.match(_opening_clause(text, mark.start)):
+        return "conditioned"
     # "If the problem asked for the product, the answer would be 180": a conditional main clause.
     lead = before + (text[mark.start : mark.end - len(value)] if mark.kind == PHRASE else "")  # "answer would be"
     if _WOULD.search(lead) and _IF.search(_sentence_before(text, mark.start)):
@@ -347,6 +448,12 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "listed"
     # "the answer is maybe 5": the words before the value qualify it too.
     return _clause_cue(before) or _clause_cue(_VALUE_HEAD.match(value).group(0))
+
+
+def _opening_clause(text: str, at: int) -> str:
+    """The part of the sentence before ``at`` since its start or its last contrast ("but", "so", ...)."""
+    window = text[max(0, at - _WINDOW) : at]
+    return window[max((m.end() for m in _SENTENCE_OR_CONTRAST.finditer(window)), default=0) :]
 
 
 def _sentence_before(text: str, at: int) -> str:
@@ -400,6 +507,20 @@ def _same(value: str, other: str) -> bool:
     return plain(value) == plain(other)
 
 
+def _is_word_answer(value: str) -> bool:
+    return bool(_WORD_ANSWER.fullmatch(_TEXT_GROUP.sub(r"\1", value).strip(" $*.")))
+
+
+def _retracted(tail: str, cue: re.Match[str] | None) -> bool:
+    """Whether ``tail`` (what follows the last commitment) withdraws it: a retraction with no number
+    before it (one after a number is about that number), after a correction cue or in the next sentence."""
+    retraction = _RETRACTION.search(tail)
+    if retraction is None or numbers(tail[: retraction.start()]):
+        return False
+    return (cue is not None and cue.start() <= retraction.start()) or \
+        len(_SENTENCE_BREAK.findall(tail, 0, retraction.start())) <= 1
+
+
 def _corrected_value(tail: str) -> str | None:
     """The value a correction ends on: the closing sentence must end on a single new value.
 
@@ -424,7 +545,7 @@ def _closing_value(text: str) -> str | None:
     if not sentence:
         return None
     value = sentence_value(sentence)
-    if value is None:
+    if value is None or "\0" in value:  # a blanked (cancelled) marker is no value
         return None
     at = sentence.rfind(value)
     # A value picked among several numbers is qualified by the whole sentence ("the candidates are

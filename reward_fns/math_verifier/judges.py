@@ -8,11 +8,20 @@ with units are read from the answers as written (:mod:`.clock`,
 that applies decides:
 
 ``answer too long`` a final answer over 1,000 characters: wrong, unread.
+``parts``          a multi-part answer (``(a) 12; (b) 7``, as the commitment
+                   reads labelled parts) against the gold's parts (labelled,
+                   else its comma-separated items): the same number of parts,
+                   each equal to the gold's part in its place.
 ``time of day``    both are times of day, one with AM/PM: the same time.
+``date``           both are weekdays ("Tue" = "Tuesday") or both calendar dates
+                   ("5 March" = "March 5" = ``2024-03-05``): the same day
+                   (:mod:`.dates`).
 ``quantity``       the gold and the answer are quantities with units: the same
                    value once converted to the gold's unit (pint).
 ``empty gold``     undecided.
-``string``         identical canonical strings.
+``string``         identical canonical strings, also once spaces beside symbols
+                   and braces around a one-token power or index go
+                   (``x^{2} + 1`` = ``x^2+1``: ``normalize.compact``).
 ``hedge``          the answer offers alternatives ("42 or 43") that are not all
                    equal: wrong, unless together they are the gold ("2 or -2"
                    for ``\\pm 2``, reported as ``collection``). A gold that
@@ -25,6 +34,11 @@ that applies decides:
                    ``accept_decimal_for_percent``). Digits followed by an
                    ellipsis that is no repeating pattern ("2...", "3.14159...")
                    are never exactly equal (``ellipsis``).
+``congruence``     a residue class (``x \\equiv 3 \\pmod{7}``, ``3 \\bmod 7``)
+                   against a class or an integer (``_congruence``).
+``solution set``   a special solution set (the empty set, the real line,
+                   "infinitely many", in any spelling) against another form
+                   (``_solution_set``).
 ``spaced digits``  digit groups separated by spaces that are not thousands
                    groups ("4 2"): wrong, never read as 42.
 ``restatement``    a quantity restated in other units ("60 minutes = 1 hour"):
@@ -44,11 +58,15 @@ that applies decides:
 ``text``           word answers (Monday, yes): case, punctuation and articles
                    ignored, never handed to a symbolic parser (which reads
                    "Monday" as a product of symbols).
-``type``           a set against a tuple, interval or matrix, or the reverse:
-                   wrong (:mod:`.answer_types`).
+``type``           a set against a tuple, interval or matrix, or the reverse,
+                   a bound (``\\le 8``, ``x > 4``) against a number, or a
+                   number against a bound: wrong (:mod:`.answer_types`).
 ``equation``       two equations (``y = 2x + 3``, ``2x - y + 3 = 0``): equal when
                    ``lhs - rhs`` of one is a nonzero constant times the other's.
                    An assignment ``x = 5`` against a value compares ``5``.
+``numeric items``  a tuple, interval or set of plain numbers against one with
+                   the same brackets: item by item with the numeric judge
+                   (a set in any order), without sympy.
 ``math_verify``    math-verify (sympy) on both sides, each wrapped in
                    ``\\boxed{}`` so that an unboxed or undelimited answer and a
                    gold without ``$`` still parse.
@@ -80,12 +98,15 @@ from typing import Any, Callable, Optional
 from rewardsmith.reward_fns.math_verifier.normalize import (
     ParsedNumber,
     canonical_answer,
+    compact,
     parse_number,
     restated_numbers,
     split_assignment,
 )
-from rewardsmith.reward_fns.math_verifier.answer_types import type_verdict
+from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, part_values, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
+from rewardsmith.reward_fns.math_verifier.dates import date_verdict
+from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, congruence
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
@@ -94,6 +115,8 @@ MIN_APPROX_SIGNIFICANT_DIGITS = 3
 MAX_ANSWER_CHARS = 1000
 
 _OR = re.compile(r"\s+or\s+|\s*\\lor\s*|\s*\\vee\s*")
+_PART_SEPARATOR = re.compile(r"\s*;\s*|\s*,\s+|,(?!\d{3}(?:\D|$))")  # not the comma of 1,234
+_ITEM_SEPARATOR = re.compile(r"\s*,\s*")
 _LIST_SEPARATOR = re.compile(r"\s+or\s+|\s+and\s+|\s*,\s*|\s*;\s*")
 _CHOICE = re.compile(r"^(?:(?:option|choice)\s+)?\(?([A-Ea-e])\)?(?:$|[\s.:)])", re.IGNORECASE)
 _GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
@@ -179,6 +202,12 @@ _WHY = {
     "quantity": "compared as quantities with units (pint)",
     "type": "the answer's type cannot be the gold's",
     "time of day": "compared as times of day",
+    "parts": "compared part by part, in order",
+    "numeric items": "tuples, intervals or sets of numbers compared item by item (sets in any order)",
+    "date": "compared as days of the week or calendar dates",
+    "congruence": "compared as residue classes",
+    "solution set": "compared as special solution sets",
+    "piecewise": "compared branch by branch as a piecewise function",
     "no answer": "there is no answer to compare",
     "empty gold": "the gold answer is empty",
     "unparsed gold": "the gold cannot be read as any answer type",
@@ -205,9 +234,15 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     """
     if len(pred) > MAX_ANSWER_CHARS:
         return Verdict(False, "answer too long")
+    parts = part_values(pred)
+    if parts is not None:
+        return _parts(parts, part_values(gold) or _split(_PART_SEPARATOR, gold.strip()), symbolic, policy)
     times = clock_verdict(pred, gold)  # before units: "2 pm" is a time, not two picometres
     if times is not None:
         return Verdict(times[0], "time of day", times[1])
+    dates = date_verdict(pred, gold)
+    if dates is not None:
+        return Verdict(dates[0], "date", dates[1])
     quantities = quantity_verdict(pred, gold)
     if quantities is not None:
         return Verdict(quantities[0], "quantity", quantities[1])
@@ -227,6 +262,20 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
         if not verdict.correct:
             return _hedge_or_collection(options, target, symbolic)
     return _equal(options[0], target, symbolic, policy)
+
+
+def _parts(parts: list[str], golds: list[str], symbolic: SymbolicJudge | None,
+           policy: GradingPolicy) -> Verdict | None:
+    """A multi-part answer against the gold's parts (its labelled parts, else its comma-separated items),
+    each part equal to the gold's part of the same place."""
+    if len(parts) != len(golds):
+        return Verdict(False, "parts", f"{len(parts)} parts against a gold of {len(golds)}")
+    for place, (part, gold) in enumerate(zip(parts, golds), 1):
+        verdict = run_judges(part, gold, symbolic, policy)
+        if verdict is None or not verdict.correct:
+            return verdict if verdict is None or verdict.verdict == "undecided" else \
+                Verdict(False, "parts", f"part {place}: {verdict.why}")
+    return Verdict(True, "parts", f"each of the {len(parts)} parts equals the gold's part in its place")
 
 
 def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
@@ -297,11 +346,17 @@ def _has_variables(*assignments: str) -> bool:
 
 
 def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, policy: GradingPolicy) -> Verdict | None:
-    if answer == target:
+    if answer == target or compact(answer) == compact(target):
         return Verdict(True, "string")
     answer_number, target_number = parse_number(answer), parse_number(target)
     if answer_number is not None and target_number is not None:
         return _compare_numbers(answer_number, target_number, policy)
+    residues = _congruence(answer, target, answer_number, target_number)
+    if residues is not None:
+        return residues
+    special = _solution_set(answer, target, answer_number, target_number)
+    if special is not None:
+        return special
     if _SPACED_DIGITS.match(answer):
         return Verdict(False, "spaced digits")
     if answer.endswith(ELLIPSIS) and answer_number is None and not target.endswith(ELLIPSIS):
@@ -319,9 +374,111 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     mismatch = type_verdict(answer, target)
     if mismatch is not None:
         return Verdict(False, "type", mismatch)
+    items = _numeric_items_verdict(answer, target, policy)
+    if items is not None:
+        return items
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)
+
+
+def _congruence(answer: str, target: str, answer_number: ParsedNumber | None,
+                target_number: ParsedNumber | None) -> Verdict | None:
+    """A residue class against a class or an integer; ``None`` when neither side is a class.
+
+    Two classes are equal when their moduli are and their residues agree
+    modulo it. A class answer for an integer gold must reduce to it (``x
+    \\equiv 10 \\pmod 7`` for 3; a modulus of 1 reduces everything to 0, never
+    to 3). An integer answer for a class gold is right when it is the least
+    residue, wrong when it is no member, and undecided when it is another member.
+    """
+    answer_class, target_class = congruence(answer), congruence(target)
+    if answer_class is None and target_class is None:
+        return None
+    if answer_class is not None and target_class is not None:
+        (residue, modulus), (gold_residue, gold_modulus) = answer_class, target_class
+        same = modulus == gold_modulus and (residue - gold_residue) % modulus == 0
+        return Verdict(same, "congruence", f"residue classes {residue} mod {modulus} and {gold_residue} mod {gold_modulus}")
+    number = target_number if answer_class is not None else answer_number
+    if number is None or number.percent or number.value.denominator != 1:
+        return Verdict(False, "congruence", "a residue class against what is no integer")
+    value = int(number.value)
+    if answer_class is not None:
+        residue, modulus = answer_class
+        return Verdict(residue % modulus == value, "congruence", f"{residue} mod {modulus} reduces to {residue % modulus}")
+    residue, modulus = target_class
+    if (value - residue) % modulus:
+        return Verdict(False, "congruence", f"{value} is not {residue} mod {modulus}")
+    if value == residue % modulus:
+        return Verdict(True, "congruence", f"{value} is the least residue {residue} mod {modulus}")
+    return Verdict("undecided", "congruence", f"{value} is {residue} mod {modulus} but not its least residue")
+
+
+def _solution_set(answer: str, target: str, answer_number: ParsedNumber | None,
+                  target_number: ParsedNumber | None) -> Verdict | None:
+    """A special solution set (``notation.solution_set``) against an answer of another form.
+
+    Two different special sets, or one against a word, a tuple or a
+    non-zero number, are wrong; the empty set against the number 0 is
+    undecided (no solution, or zero of them?). Sets and intervals go on to
+    math-verify (``(-\\infty, 0) \\cup [0, \\infty)`` is the real line).
+    """
+    specials = (EMPTY_SET, REAL_LINE, INFINITELY_MANY)
+    if answer not in specials and target not in specials:
+        return None
+    if answer in specials and target in specials:
+        return Verdict(False, "solution set", f"{answer} is not {target}")
+    number = target_number if answer in specials else answer_number
+    if number is not None:
+        if number.value == 0 and EMPTY_SET in (answer, target):
+            return Verdict("undecided", "solution set", "the empty set against 0: no solution, or their number?")
+        return Verdict(False, "solution set", "a special solution set is no number")
+    other = target if answer in specials else answer
+    if _is_text(other) or answer_type(other) in ("tuple", "matrix", "choice", "equation"):
+        return Verdict(False, "solution set", f"a special solution set is no {answer_type(other)}")
+    return None
+
+
+_INFINITIES = {"\\infty": "+inf", "+\\infty": "+inf", "-\\infty": "-inf"}
+
+
+def _numeric_items(canonical: str) -> tuple[str, list[str]] | None:
+    """``(brackets, items)`` of a tuple, interval or set whose items are plain numbers (or infinities, in an
+    interval), else ``None``: such collections need no sympy."""
+    kind = answer_type(canonical)
+    if kind == "set":
+        brackets, inner = "{}", canonical[2:-2]
+    elif kind in ("tuple", "interval") and "\\cup" not in canonical:
+        brackets, inner = canonical[0] + canonical[-1], canonical[1:-1]
+    else:
+        return None
+    items = [item.strip() for item in _split(_ITEM_SEPARATOR, inner)]
+    if len(items) < 2 and kind != "set":
+        return None
+    for item in items:
+        if item not in _INFINITIES and parse_number(item) is None:
+            return None
+    return brackets, items
+
+
+def _numeric_items_verdict(answer: str, target: str, policy: GradingPolicy) -> Verdict | None:
+    """Tuples, intervals and sets of plain numbers, item by item with the numeric judge (sets in any order)."""
+    answer_items, target_items = _numeric_items(answer), _numeric_items(target)
+    if answer_items is None or target_items is None or answer_items[0] != target_items[0]:
+        return None  # "(1, 2)" may be a point or an open interval: math-verify decides
+    (brackets, items), (_, golds) = answer_items, target_items
+
+    def same(item: str, gold: str) -> bool:
+        if item in _INFINITIES or gold in _INFINITIES:
+            return _INFINITIES.get(item) == _INFINITIES.get(gold)
+        return _compare_numbers(parse_number(item), parse_number(gold), policy).correct
+
+    if brackets == "{}":  # a set: each element of one is an element of the other ({1, 1, 2} = {1, 2})
+        return Verdict(all(any(same(i, g) for g in golds) for i in items)
+                       and all(any(same(i, g) for i in items) for g in golds), "numeric items")
+    if len(items) != len(golds):
+        return Verdict(False, "numeric items", f"{len(items)} items against {len(golds)}")
+    return Verdict(all(same(i, g) for i, g in zip(items, golds)), "numeric items")
 
 
 def _is_text(text: str) -> bool:

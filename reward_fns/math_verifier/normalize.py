@@ -6,7 +6,10 @@ degree signs, currency and trailing units are removed; unicode math (``½``,
 ``¹⁄₂``, ``π``, ``√2``, ``−``) becomes LaTeX; a trigonometric function of an
 angle in degrees gets the angle in radians; a trailing ellipsis becomes
 ``\\ldots``; a number wrapped in words ("an integer 42", "42, since ...")
-becomes the number. :func:`split_assignment` reads ``x = 5`` and
+becomes the number; a number with a magnitude ("2.5 million", ``45k``), a chance
+in words ("1 in 4") and a special solution set ("no solution", "all real
+numbers") become the number, fraction or set they name
+(:mod:`~rewardsmith.reward_fns.math_verifier.notation`). :func:`split_assignment` reads ``x = 5`` and
 :func:`restated_numbers` the sides of ``60 minutes = 1 hour``.
 :func:`parse_number` reads a canonical answer that is a plain number (integer,
 decimal, fraction, mixed number, percentage, thousands separators, repeating
@@ -20,7 +23,13 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rewardsmith.reward_fns.math_verifier.notation import spelled_number, typeset_quantities
+from rewardsmith.reward_fns.math_verifier.notation import (
+    chance_phrase,
+    scaled_number,
+    solution_set,
+    spelled_number,
+    typeset_quantities,
+)
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
 from rewardsmith.reward_fns.math_verifier.answer_types import vector_as_tuple
 from rewardsmith.reward_fns.math_verifier.numerals import chinese_number, plain_digits, roman_number, words_to_number
@@ -57,7 +66,6 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\ap
 _RESTATED_SIDE = re.compile(rf"^({_NUMBER_CORE})\s*({_UNIT_WORDS})$")
 _ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…|\\[lc]?dots\b|\\dotsc\b)\s*$")
 _ENDS_WITH_JOINER = re.compile(r"\b(?:or|and)\s*\}?\s*$")
-_SCALED = re.compile(r"^(\d+(?:\.\d+)?)\s*(thousand|million)$", re.IGNORECASE)
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per cent)\b")
 _LOG_BASE_E = re.compile(r"\\log_\{?e\}?(?![A-Za-z])")
 # A trigonometric function of an angle in degrees: "\sin 60^\circ", "cos(30°)", "\tan^2 45^{\circ}".
@@ -76,7 +84,7 @@ _SUPERSCRIPTS, _SUBSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹", "₀₁₂₃₄₅�
 _SLASHED_FRACTION = re.compile(rf"([{_SUPERSCRIPTS}\d]+)\s*[⁄∕]\s*([{_SUBSCRIPTS}\d]+)")
 _PLAIN_DIGITS = str.maketrans(_SUPERSCRIPTS + _SUBSCRIPTS, "0123456789" * 2)
 _UNICODE_SYMBOLS = (("π", "\\pi "), ("∞", "\\infty "), ("−", "-"), ("×", "\\times "), ("·", "\\cdot "),
-                    ("÷", "/"), ("≤", "\\le "), ("≥", "\\ge "), ("≠", "\\neq "))
+                    ("÷", "/"), ("≤", "\\le "), ("≥", "\\ge "), ("≠", "\\neq "), ("≡", "\\equiv "))
 
 _DECIMAL = re.compile(r"^([+-]?)(\d{1,3}(?:,\d{3})+|\d*)(?:\.(\d+))?$")
 _SLASH_FRACTION = re.compile(r"^([+-]?)(\d+)\s*/\s*(\d+)$")
@@ -92,7 +100,6 @@ _REPEATING_BAR = re.compile(r"^([+-]?)(\d*)\.(\d*)(?:\\(?:overline|bar|dot)\{(\d
 _ELLIPSIS_DECIMAL = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?\\ldots$")
 MAX_REPEATING_PERIOD = 6
 
-_SCALES = {"thousand": 1000, "million": 1_000_000}
 ENGLISH = ("en",)  # words after a number are read in English only (see words_to_number)
 
 
@@ -136,15 +143,6 @@ def _trig_degrees_to_radians(text: str) -> str:
     return _TRIG_DEGREES.sub(radians, text)
 
 
-def _scaled_number(text: str) -> str | None:
-    """``5000`` for "5 thousand" (or million), else ``None``."""
-    match = _SCALED.match(text)
-    if match is None:
-        return None
-    value = Fraction(match.group(1).replace(",", "")) * _SCALES[match.group(2).lower()]
-    return str(value.numerator) if value.denominator == 1 else None
-
-
 def _number_in_prose(text: str) -> str | None:
     """The number of "an integer 42", "42 apples", "42, which is even"; ``None`` for other shapes."""
     match = _NUMBER_IN_PROSE.match(text)
@@ -181,6 +179,7 @@ def canonical_answer(text: str) -> str:
     text = text.strip().rstrip(".;,").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
+    text = scaled_number(text) or text  # before units: "1.2\\text{k}" is 1200, not 1.2 of a unit k
     # Units: a trailing \text{ cm} group after an answer (not after an equation's last side:
     # "60 \text{ minutes} = 1 \text{ hour}" is a restatement), then bare words after a number.
     while "=" not in text:
@@ -192,8 +191,22 @@ def canonical_answer(text: str) -> str:
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
-    text = _scaled_number(text) or _number_in_prose(text) or spelled_number(text) or text
+    text = (scaled_number(text) or chance_phrase(text) or solution_set(text) or _number_in_prose(text)
+            or spelled_number(text) or text)
     return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
+
+
+_SPACE_BY_SYMBOL = re.compile(r"\s*([^\w\s\\])\s*")
+_ONE_TOKEN_GROUP = re.compile(r"([_^])\{(\w|\\[A-Za-z]+)\}")
+
+
+def compact(canonical: str) -> str:
+    """``canonical`` without spaces beside symbols and braces around a one-token power or index
+    (``x^{2} + 1`` -> ``x^2+1``, ``1011_{2}`` -> ``1011_2``): two answers equal here are the same text.
+
+    Spaces between words or digits stay ("4 2" is two numbers, "2 1/2" a mixed number).
+    """
+    return _ONE_TOKEN_GROUP.sub(r"\1\2", _SPACE_BY_SYMBOL.sub(r"\1", canonical))
 
 
 def split_assignment(text: str) -> tuple[str, str] | None:

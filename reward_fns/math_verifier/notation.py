@@ -10,10 +10,24 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   number: fractions in words ("three quarters"), "a dozen", ordinals ("the
   3rd", ``21^{st}``, "the third"), a mixed number with "and" ("2 and 1/2"),
   and a base-n number with its digits in parentheses (``(1011)_2``).
+* :func:`scaled_number`: a number with a magnitude word or suffix ("3.2
+  million", "2 billion", ``4.5k``, ``1.5\\text{M}``, "2bn") as the plain number.
+* :func:`chance_phrase`: a chance written in words ("1 in 4", "3 out of 8",
+  "1 chance in 6") as the fraction it is. Odds ("1 to 3") are no chance:
+  they are left alone.
+* :func:`solution_set`: the names of the two special solution sets, in words
+  or symbols, as one name each: the empty set (``\\emptyset``,
+  ``\\varnothing``, ``∅``, ``\\{\\}``, "no solution", "no real roots", "none")
+  is ``\\emptyset``; the real line (``\\mathbb{R}``, ``ℝ``, ``(-\\infty,
+  \\infty)``, "all real numbers", "all reals") is ``\\mathbb{R}``; "infinitely
+  many (solutions)" is ``infinitely many``.
+* :func:`congruence`: a residue class (``x \\equiv 3 \\pmod{7}``, ``3 \\bmod 7``,
+  "3 (mod 7)") as ``(residue, modulus)``.
 """
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 _UNIT_BODY = r"((?:[^{}]|\{[^{}]*\})*)"
 _SI_QUANTITY = re.compile(r"\\(?:SI|qty)\s*\{([^{}]*)\}\s*\{" + _UNIT_BODY + r"\}")
@@ -40,6 +54,70 @@ _ORDINAL_SUFFIX = re.compile(r"^(?:the\s+)?([+-]?\d+)\s*(?:\^\s*\{\s*(?:st|nd|rd
 _ORDINAL_WORD = re.compile(r"^the\s+(\w+)$")
 _MIXED_WITH_AND = re.compile(r"^(\d+)\s+and\s+(\d+\s*/\s*\d+|\\frac\s*\{\d+\}\s*\{\d+\})$")
 _PARENTHESISED_BASE = re.compile(r"^\((\w+)\)(_\s*\{?\d+\}?)$")
+
+
+# Magnitude words and suffixes: a word after a space or glued, a letter glued ("45k", "1.5M") or alone in a
+# \text group; of single letters only k/K and upper-case M ("300 K" is kelvin, "5m" a metre, "2B" a choice).
+_MAGNITUDES = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
+               "billion": 10**9, "bn": 10**9, "trillion": 10**12}
+_SCALED = re.compile(r"^([+-]?\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|\s*(thousand|million|billion|"
+                     r"trillion|mn|bn)|(k|K|M))$", re.IGNORECASE)  # a lone letter glued: "300 K" is kelvin
+_SCALED_LETTERS = frozenset({"k", "K", "M", "mn", "bn"})
+_CHANCE = re.compile(r"^(\d+)\s*(?:\\text\s*\{\s*)?(?:chances?\s+)?(?:in|out\s+of)(?:\s*\})?\s*(\d+)"
+                     r"(?:\s*(?:\\text\s*\{\s*)?(?:chances?|tries|trials|cases)?(?:\s*\})?)?$", re.IGNORECASE)
+EMPTY_SET, REAL_LINE, INFINITELY_MANY = "\\emptyset", "\\mathbb{R}", "infinitely many"
+_EMPTY_SET = re.compile(r"^(?:\\emptyset|\\varnothing|∅|\\\{\s*\\\}|\{\s*\}|(?:the\s+)?empty\s+set|none|"
+                        r"(?:there\s+(?:is|are)\s+)?no\s+(?:real\s+|such\s+|possible\s+|valid\s+)?"
+                        r"(?:solutions?|roots?|values?|zeros?|answers?)(?:\s+exists?)?)$", re.IGNORECASE)
+_REAL_LINE = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R|\(\s*-\s*\\infty\s*,\s*\+?\s*\\infty\s*\)|"
+                        r"(?:all|any|every)\s+real(?:\s+numbers?|s|\s+values?(?:\s+of\s+[a-z])?|\s+[a-z])?)$",
+                        re.IGNORECASE)
+_INFINITELY_MANY = re.compile(r"^(?:there\s+are\s+)?infinitely\s+many(?:\s+(?:real\s+)?solutions)?$", re.IGNORECASE)
+_MOD = r"(?:\\pmod|\\bmod|\\mod|\\operatorname\s*\{\s*mod\s*\}|mod)"
+_CONGRUENCE = re.compile(r"^(?:[A-Za-z](?:_\{?\w+\}?)?\s*(?:\\equiv|≡)\s*)?([+-]?\d+)\s*(\()?\s*" + _MOD +
+                         r"\s*\{?\s*(\d+)\s*\}?\s*(\))?$")
+
+
+def scaled_number(text: str) -> str | None:
+    """The plain number of a number with a magnitude word or suffix ("2.5 million" -> 2500000), else ``None``."""
+    match = _SCALED.match(text)
+    if match is None:
+        return None
+    word = match.group(2) or match.group(3) or match.group(4)
+    if match.group(2) and word.lower() not in _MAGNITUDES:
+        return None
+    if len(word) <= 2 and word not in _SCALED_LETTERS:
+        return None  # "5 m" is five metres, "5 mm" five millimetres
+    value = Fraction(match.group(1).replace(",", "")) * _MAGNITUDES[word.lower()]
+    return str(value.numerator) if value.denominator == 1 else None
+
+
+def chance_phrase(text: str) -> str | None:
+    """The fraction of a chance in words ("3 out of 8" -> ``\\frac{3}{8}``), else ``None``."""
+    match = _CHANCE.match(text)
+    if match is None or int(match.group(2)) == 0:
+        return None
+    return f"\\frac{{{match.group(1)}}}{{{match.group(2)}}}"
+
+
+def solution_set(text: str) -> str | None:
+    """The one name of a special solution set (see the module docstring), else ``None``."""
+    text = " ".join(text.split())
+    if _EMPTY_SET.match(text):
+        return EMPTY_SET
+    if _REAL_LINE.match(text):
+        return REAL_LINE
+    if _INFINITELY_MANY.match(text):
+        return INFINITELY_MANY
+    return None
+
+
+def congruence(text: str) -> tuple[int, int] | None:
+    """``(residue, modulus)`` of a residue class (``x \\equiv 3 \\pmod{7}`` -> (3, 7)), else ``None``."""
+    match = _CONGRUENCE.match(text.strip())
+    if match is None or (match.group(2) is None) != (match.group(4) is None) or int(match.group(3)) == 0:
+        return None
+    return int(match.group(1)), int(match.group(3))
 
 
 def _unit_group(unit: str) -> str:

@@ -22,6 +22,7 @@ from sympy.parsing.sympy_parser import (
     standard_transformations,
 )
 
+from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, piecewise_rows
 from rewardsmith.reward_fns.math_verifier.normalize import ParsedNumber
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
 from rewardsmith.reward_fns.math_verify_lib import parse, verify
@@ -140,6 +141,10 @@ def symbolic_equal(
     """Equations, math-verify (``\\log`` read both ways), the approximation rule, then sympy on plain text."""
     if _is_equation(answer) and _is_equation(target):
         return Verdict(same_equation(answer, target), "equation")
+    if "piecewise" in (answer_type(answer), answer_type(target)):
+        piecewise = piecewise_verdict(answer, target)
+        if piecewise is not None:
+            return piecewise
     correct, gold_parsed, pred_parsed = _verified(answer, target)
     # math-verify rounds to 6 decimals, so it takes 2.718282 for e: a decimal answer must equal
     # exactly, and digits before an ellipsis ("2...") never do.
@@ -167,6 +172,106 @@ def symbolic_equal(
     if not preds:
         return Verdict("undecided", "unparsed answer")
     return _decided_difference(_first_expression(preds), _first_expression(golds))
+
+
+_OTHERWISE = re.compile(r"^(?:otherwise|else|elsewhere|all other [a-z]+|\\text\s*\{\s*(?:otherwise|else)\s*\})$",
+                        re.IGNORECASE)
+_CONDITION_WORD = re.compile(r"\\text\s*\{\s*(?:if|for|when|where)?\s*\}|\b(?:if|for|when|where)\b")
+
+
+def _by_name(value: Any) -> Any:
+    # math-verify may build one variable as symbols with different assumptions: one plain symbol per name.
+    return value.xreplace({symbol: sympy.Symbol(symbol.name) for symbol in value.free_symbols})
+
+
+def _condition(text: str) -> Any | None:
+    text = _CONDITION_WORD.sub(" ", text).strip(" ,")
+    if _OTHERWISE.match(text):
+        return sympy.true
+    parsed = _math_verify_parse(text)
+    conditions = [v for v in parsed if isinstance(v, sympy.core.relational.Relational)]
+    if not conditions and parsed and isinstance(parsed[0], sympy.FiniteSet):
+        conditions = [sympy.And(*parsed[0])]  # "0 < x \\text{ and } x < 1"
+    if not conditions and parsed and isinstance(parsed[0], sympy.logic.boolalg.Boolean):
+        conditions = [parsed[0]]
+    return _by_name(conditions[0]) if conditions else None
+
+
+def _function(text: str) -> Any | None:
+    """``text`` as a sympy function of its variables: a ``cases`` environment as a Piecewise, else an expression."""
+    rows = piecewise_rows(text)
+    if rows is None:
+        expression = _first_expression(_math_verify_parse(text))
+        return None if expression is None else _by_name(expression)
+    pieces = []
+    for value_text, condition_text in rows:
+        value, condition = _first_expression(_math_verify_parse(value_text)), _condition(condition_text)
+        if value is None or condition is None:
+            return None
+        pieces.append((_by_name(value), condition))
+    try:
+        return sympy.Piecewise(*pieces)
+    except Exception:  # noqa: BLE001 - sympy refuses conditions that are no booleans
+        return None
+
+
+def _half_line(condition: Any, variable: Any) -> Any | None:
+    """The substitution that puts ``variable`` on the side of a boundary ``condition`` states (``x >= 1``:
+    x = 1 + t, t >= 0), or its one value for an equality; ``None`` for other conditions."""
+    if not isinstance(condition, sympy.core.relational.Relational):
+        return None
+    lhs, rhs = condition.lhs, condition.rhs
+    if lhs != variable:
+        lhs, rhs, condition = rhs, lhs, condition.reversed
+    if lhs != variable or rhs.free_symbols:
+        return None
+    if isinstance(condition, sympy.Eq):
+        return rhs
+    if not isinstance(condition, (sympy.Gt, sympy.Ge, sympy.Lt, sympy.Le)):
+        return None
+    strict = isinstance(condition, (sympy.Gt, sympy.Lt))
+    t = sympy.Symbol("t_piece", positive=True) if strict else sympy.Symbol("t_piece", nonnegative=True)
+    return rhs + t if isinstance(condition, (sympy.Gt, sympy.Ge)) else rhs - t
+
+
+def piecewise_verdict(answer: str, target: str) -> Verdict | None:
+    """A piecewise function (a ``cases`` environment) against a function, by value; ``None`` when unread.
+
+    Wrong when the two differ (or one is undefined) at a probe point on
+    either side of each boundary; correct when each branch is proven equal
+    to the other side on its half-line (``x \\ge 0``: x = t, t >= 0, and
+    simplify); else undecided.
+    """
+    pred, gold = _function(answer), _function(target)
+    if pred is None or gold is None:
+        return None
+    variables = (pred.free_symbols | gold.free_symbols)
+    if len(variables) != 1:
+        return Verdict("undecided", "piecewise", "a piecewise function of other than one variable")
+    variable = next(iter(variables))
+    difference = pred - gold
+    boundaries = {float(atom) for atom in (pred.atoms(sympy.Number) | gold.atoms(sympy.Number)) if atom.is_real}
+    points = {float(p) for p in _PROBE_POINTS} | {b + d for b in boundaries for d in (-0.37, 0.0, 0.41)}
+    for point in sorted(points):
+        value = _evaluate(difference, {str(variable): sympy.nsimplify(point)})
+        if value is None or value != value or abs(value) > 1e-9:  # None or nan: one side undefined there
+            if _evaluate(pred, {str(variable): sympy.nsimplify(point)}) is None and \
+                    _evaluate(gold, {str(variable): sympy.nsimplify(point)}) is None:
+                continue  # neither is defined here
+            return Verdict(False, "piecewise", f"they differ at {variable} = {point:g}")
+    for piecewise, other in ((pred, gold), (gold, pred)):
+        if not isinstance(piecewise, sympy.Piecewise):
+            continue
+        for index, (value, condition) in enumerate(piecewise.args):
+            if condition is sympy.true and index == 1:
+                condition = ~piecewise.args[0][1]  # "otherwise" after one half-line is the other half-line
+            at = _half_line(condition, variable)
+            if at is None:
+                return Verdict("undecided", "piecewise", f"the branch for {condition} is equal where evaluated, "
+                               "not proven")
+            if sympy.simplify((value - other).subs(variable, at)) != 0:
+                return Verdict("undecided", "piecewise", f"the branch for {condition} is not proven equal")
+    return Verdict(True, "piecewise", "each branch equals the other side on its half-line")
 
 
 def _evaluate(expression: Any, values: dict[str, Any]) -> complex | None:
