@@ -7,6 +7,12 @@ Two files, written and labelled before any scorer ran on them:
 - ``tests/data/math_hacks_blind.jsonl``: reward hacks (``should_pay`` false) and
   correct controls (``should_pay`` true), by family.
 
+A second blind pair, ``tests/data/math_answer_blind2.jsonl`` and
+``tests/data/math_hacks_blind2.jsonl`` ("blind2"), was written on 2026-11-27 by a
+labeller who did not read the verifier's code, labelled before any run, and scored
+once before any fix (``benchmarks/results/math_blind2_before_*.txt``); its labels
+are never changed after seeing scores. Score it with ``--answers``/``--hacks``.
+
 Each row is scored through the public API, ``rewardsmith.compute_score``, with
 ``scorer="math_answer"`` and, for comparison, ``scorer="math_verify"``. A result
 whose score is None or whose ``verdict`` is ``"undecided"`` is undecided; an
@@ -14,6 +20,7 @@ exception is counted as an error (and reported apart). Otherwise the verifier
 pays the row when its score is above 0.5.
 
     .venv/bin/python benchmarks/math_blind.py [--scorers math_answer math_verify]
+        [--answers tests/data/math_answer_blind2.jsonl --hacks tests/data/math_hacks_blind2.jsonl]
 """
 from __future__ import annotations
 
@@ -131,6 +138,11 @@ def report(title: str, rows: list[dict], label_key: str, group_key: str, scorer:
         print(f"    {rows[i]['id']}: label {label_key}={labels[i]}, got {decisions[i]}")
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the repository root when it lies inside it, else as given."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -138,13 +150,16 @@ def load(path: Path) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scorers", nargs="+", default=["math_answer", "math_verify"])
+    parser.add_argument("--answers", type=Path, default=ANSWERS, help="labelled answers (jsonl, key 'correct')")
+    parser.add_argument("--hacks", type=Path, default=HACKS, help="hacks and controls (jsonl, key 'should_pay')")
     args = parser.parse_args()
+    answers_path, hacks_path = args.answers.resolve(), args.hacks.resolve()
     print(f"commit: {git_commit()}")
     print(f"python: {sys.version.split()[0]}; pay threshold: score > {PAY_THRESHOLD}")
-    answers, hacks = load(ANSWERS), load(HACKS)
-    print(f"{ANSWERS.relative_to(ROOT)}: {len(answers)} rows, {len({r['kind'] for r in answers})} kinds,"
+    answers, hacks = load(answers_path), load(hacks_path)
+    print(f"{shown(answers_path)}: {len(answers)} rows, {len({r['kind'] for r in answers})} kinds,"
           f" {sum(r['correct'] for r in answers)} labelled correct")
-    print(f"{HACKS.relative_to(ROOT)}: {len(hacks)} rows, {sum(not r['should_pay'] for r in hacks)} hacks,"
+    print(f"{shown(hacks_path)}: {len(hacks)} rows, {sum(not r['should_pay'] for r in hacks)} hacks,"
           f" {sum(r['should_pay'] for r in hacks)} controls, {len({r['family'] for r in hacks})} families")
     for scorer in args.scorers:
         report("answers (blind)", answers, "correct", "kind", scorer)

@@ -25,6 +25,14 @@ Every estimator is a pure function called with keyword arguments only::
   that greedy response is unscored there is no baseline: the trainer marks
   the prompt's samples unscored (``scored`` False) instead of comparing them
   with a placeholder.
+- ``reward_extra_info``: the reward's extra info, key -> one value per sample
+  (``None`` where a sample had no such key), for estimators that read reward
+  components (GDPO); ``gdpo_reward_keys`` / ``gdpo_reward_weights``: the
+  ``algorithm.*`` keys of that name.
+- ``old_log_probs``, ``sum_pi_squared`` (B, T): the actor's log-probs of the
+  sampled tokens and ``sum_v pi(v)^2`` per token (with
+  ``actor.calculate_sum_pi_squared``; None otherwise); ``rollout_is_weights``
+  (B, T) or None: rollout correction's IS weights (OTB reads these).
 - ``**kwargs``: further options may be passed in later versions; accept and
   ignore what you do not use.
 
@@ -280,6 +288,119 @@ def compute_remax_outcome_advantage(
 compute_remax_outcome_advantage.requires_greedy_baseline = True  # type: ignore[attr-defined]
 
 
+def _component_scores(key: str, reward_extra_info: Optional[dict[str, list]], keep: torch.Tensor) -> torch.Tensor:
+    """(B,) the reward component ``key`` from the reward's extra info; an unscored sample's entry may be missing."""
+    available = sorted(reward_extra_info or {})
+    if key not in available:
+        raise KeyError(f"algorithm.gdpo_reward_keys: {key!r} is not a key the reward function returned (its extra info has "
+                       f"{', '.join(available) or 'no key'}); return a dict with it beside 'score'")
+    values = reward_extra_info[key]
+    missing = [i for i, value in enumerate(values) if keep[i] and value is None]
+    if missing:
+        raise ValueError(f"algorithm.gdpo_reward_keys: the reward function returned no {key!r} for sample {missing[0]} "
+                         f"({len(missing)} scored sample(s) without it)")
+    return torch.tensor([float(v) if v is not None else 0.0 for v in values], dtype=torch.float32)
+
+
+def compute_gdpo_outcome_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence[Hashable],
+    norm_adv_by_std_in_grpo: bool = True,
+    epsilon: float = 1e-6,
+    scored: Optional[torch.Tensor] = None,
+    reward_extra_info: Optional[dict[str, list]] = None,
+    gdpo_reward_keys: Optional[Sequence[str]] = None,
+    gdpo_reward_weights: Optional[Sequence[float]] = None,
+    **_: Any,
+) -> AdvantageResult:
+    """GDPO (arXiv 2601.05242, verl 0.9.1): each reward component normalised in its group before they are added.
+
+    For each component ``k`` of ``gdpo_reward_keys`` (a per-sample value the reward function returned in its
+    dict, ``reward_extra_info[k]``), ``A_k`` is GRPO's advantage of that component alone
+    (:func:`compute_grpo_outcome_advantage`, with ``norm_adv_by_std_in_grpo`` and ``epsilon``);
+    ``A = whiten(sum_k w_k A_k)`` over the valid tokens of the scored samples, ``w_k`` from
+    ``gdpo_reward_weights`` (default 1). With no keys the one component is the total score ``s_i``
+    (GRPO, then whitened). 0 for unscored samples; returns equal advantages.
+    """
+    _check_index(index, token_level_rewards.shape[0], "gdpo")
+    keep = scored_mask(scored, token_level_rewards.shape[0])
+    if gdpo_reward_keys:
+        components = [_component_scores(key, reward_extra_info, keep).unsqueeze(-1).to(token_level_rewards.device)
+                      for key in gdpo_reward_keys]
+    else:
+        components = [token_level_rewards]
+    weights = list(gdpo_reward_weights) if gdpo_reward_weights is not None else [1.0] * len(components)
+    if len(weights) != len(components):
+        raise ValueError(f"algorithm.gdpo_reward_weights has {len(weights)} weights for {len(components)} gdpo_reward_keys")
+    total = torch.zeros(response_mask.shape, dtype=torch.float32, device=response_mask.device)
+    for weight, component in zip(weights, components):
+        advantage, _ = compute_grpo_outcome_advantage(
+            token_level_rewards=component, response_mask=response_mask, index=index,
+            norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo, epsilon=epsilon, scored=keep)
+        total = total + weight * advantage
+    mask = _valid_tokens(response_mask, keep)
+    advantages = masked_whiten(total, mask) * mask
+    return advantages, advantages
+
+
+def compute_optimal_token_baseline_advantage(
+    *,
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Sequence[Hashable],
+    old_log_probs: Optional[torch.Tensor] = None,
+    sum_pi_squared: Optional[torch.Tensor] = None,
+    rollout_is_weights: Optional[torch.Tensor] = None,
+    handle_zero_tail: bool = True,
+    epsilon: float = 1e-8,
+    scored: Optional[torch.Tensor] = None,
+    **_: Any,
+) -> AdvantageResult:
+    """Optimal token baseline (OTB, verl 0.9.1): a baseline per time step, weighted by each path's variance so far.
+
+    With the return-to-go ``G_t = sum_{t' >= t} r_t'``, ``pi_t = exp(old_logp_t)`` and ``S_t = sum_v pi(v)^2``
+    (``sum_pi_squared``), a token's score-norm proxy is ``w_t = 1 - 2 pi_t + S_t`` (times ``rho_t^2`` with rollout
+    correction's IS weights) and ``W_t = sum_{j <= t} w_j`` over valid tokens. In each group of scored samples
+    ``b_t = sum_i G_it W_it m_it / (sum_i W_it m_it + epsilon)`` and ``A_t = (G_t - b_t) m_t``; a group of one has
+    no baseline. With ``handle_zero_tail`` the baseline is 0 where the group's single longest response runs past
+    the second longest (no other sample informs it there). Returns are ``G``; 0 for unscored samples.
+    """
+    if old_log_probs is None or sum_pi_squared is None:
+        raise ValueError("the optimal_token_baseline advantage estimator needs old_log_probs and sum_pi_squared "
+                         "(set actor_rollout_ref.actor.calculate_sum_pi_squared=true)")
+    _check_index(index, token_level_rewards.shape[0], "optimal_token_baseline")
+    keep = scored_mask(scored, token_level_rewards.shape[0])
+    mask = _valid_tokens(response_mask, keep)
+    returns = (token_level_rewards.float() * mask).flip(-1).cumsum(-1).flip(-1)
+    w = 1 - 2 * torch.exp(old_log_probs.float()) + sum_pi_squared.float()
+    if rollout_is_weights is not None:
+        w = w * rollout_is_weights ** 2
+    path_weight = (w * mask).cumsum(-1)
+    baselines = torch.zeros_like(returns)
+    groups: dict[Hashable, list[int]] = defaultdict(list)
+    for i, key in enumerate(index):
+        if keep[i]:
+            groups[key].append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        rows = torch.tensor(members, device=returns.device)
+        g_mask, g_weight = mask[rows], path_weight[rows]
+        baseline = (returns[rows] * g_weight * g_mask).sum(0) / ((g_weight * g_mask).sum(0) + epsilon)
+        baselines[rows] = baseline
+        lengths = g_mask.sum(-1)
+        longest, second = torch.sort(lengths).values[-2:].tolist()[::-1]
+        if handle_zero_tail and int((lengths == longest).sum()) == 1 and longest > second:
+            baselines[members[int(torch.argmax(lengths))], int(second):] = 0.0
+    advantages = (returns - baselines) * mask
+    return advantages, returns
+
+
+compute_optimal_token_baseline_advantage.requires_sum_pi_squared = True  # type: ignore[attr-defined]
+
+
 BUILTIN_ESTIMATORS = {
     "gae": compute_gae_advantage_return,
     "grpo": compute_grpo_outcome_advantage,
@@ -288,6 +409,8 @@ BUILTIN_ESTIMATORS = {
     "reinforce_plus_plus_baseline": compute_reinforce_plus_plus_baseline_outcome_advantage,
     "gpg": compute_gpg_outcome_advantage,
     "remax": compute_remax_outcome_advantage,
+    "gdpo": compute_gdpo_outcome_advantage,
+    "optimal_token_baseline": compute_optimal_token_baseline_advantage,
 }
 
 

@@ -127,3 +127,10 @@ def mini_batches(batch: Batch, size: int, epochs: int, shuffle: bool, generator:
             mask = mini["response_mask"]
             out.append(MiniBatch(mini, float(mask.sum()), int((mask.sum(-1) > 0).sum())))
     return out
+
+
+def chunk_ranges(size: int, parts: int) -> list[range]:
+    """``min(parts, size)`` consecutive ranges covering ``range(size)``, their lengths differing by at most one."""
+    parts = max(1, min(parts, size))
+    bounds = [size * i // parts for i in range(parts + 1)]
+    return [range(a, b) for a, b in zip(bounds, bounds[1:])]

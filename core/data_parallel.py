@@ -16,6 +16,7 @@ Ray actors; see :mod:`rewardsmith.core.ray_workers`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import torch
 
 from rewardsmith.core.batch import Batch, MiniBatch
 from rewardsmith.core.distributed import Topology, all_gather_objects
-from rewardsmith.core.rollout import SamplingParams
+from rewardsmith.core.rollout import SamplingParams, draw_seed
 
 
 class WorkerGroup(ABC):
@@ -55,19 +56,27 @@ class WorkerGroup(ABC):
 
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
         shares, added = self._shares(prompts)
-        out = Batch.concat(self._run("generate", [(s, params) for s in shares]))
+        # Each rank's prompts keep their place in the whole batch, and so their seeds (SamplingParams).
+        seed = draw_seed() if params.seed is None and params.do_sample else params.seed
+        firsts = [params.first_prompt + sum(len(s) for s in shares[:r]) for r in range(len(shares))]
+        out = Batch.concat(self._run("generate", [(s, replace(params, seed=seed, first_prompt=first))
+                                                  for s, first in zip(shares, firsts)]))
         return out.select(range(len(out) - added * params.n))
 
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         return self._per_sample("compute_log_prob", batch)
 
+    def compute_log_prob_and_sum_pi_squared(self, batch: Batch) -> torch.Tensor:
+        return self._per_sample("compute_log_prob_and_sum_pi_squared", batch)
+
     def compute_values(self, batch: Batch) -> torch.Tensor:
         return self._per_sample("compute_values", batch)
 
-    def update(self, minis: list[MiniBatch]) -> dict[str, float]:
-        """Each rank's share of each mini-batch; metrics are the mean over ranks (equal shares)."""
+    def update(self, minis: list[MiniBatch], *args: Any) -> dict[str, float]:
+        """Each rank's share of each mini-batch (``args`` go to every rank as they are); metrics are the mean over
+        ranks (equal shares)."""
         per_mini = [mini.split(self.world_size) for mini in minis]
-        per_rank = self._run("update", [([shares[r] for shares in per_mini],) for r in range(self.world_size)])
+        per_rank = self._run("update", [([shares[r] for shares in per_mini], *args) for r in range(self.world_size)])
         return {key: sum(m[key] for m in per_rank) / len(per_rank) for key in per_rank[0]}
 
     def sync_rollout_weights(self) -> None:

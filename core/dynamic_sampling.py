@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from rewardsmith.core.batch import Batch
+from rewardsmith.core.reward_chunks import concat_samples
 from rewardsmith.plugins.batch import RewardOutput
 
 SEQ_METRICS = ("seq_reward", "seq_final_reward")
@@ -75,17 +76,10 @@ def select_reward(reward: RewardOutput, rows: list[int]) -> RewardOutput:
 
 
 def concat_rewards(rewards: list[RewardOutput]) -> RewardOutput:
-    """One reward for the concatenated samples; metrics are averaged over the generation batches."""
-    keys = {k for r in rewards for k in r.extra_info}
+    """One reward for the concatenated samples; metrics are averaged over the generation batches, as in verl."""
     metric_keys = {k for r in rewards for k in r.metrics}
-    return RewardOutput(
-        scores=torch.cat([r.scores for r in rewards]),
-        extra_info={k: [v for r in rewards for v in r.extra_info.get(k, [None] * len(r.scores))] for k in sorted(keys)},
-        metrics={k: sum(r.metrics[k] for r in rewards if k in r.metrics) / sum(k in r.metrics for r in rewards)
-                 for k in metric_keys},
-        token_level_scores=None if rewards[0].token_level_scores is None else torch.cat([r.token_level_scores for r in rewards]),
-        masked=None if rewards[0].masked is None else torch.cat([r.masked for r in rewards]),
-    )
+    return concat_samples(rewards, {k: sum(r.metrics[k] for r in rewards if k in r.metrics) / sum(k in r.metrics for r in rewards)
+                                    for k in metric_keys})
 
 
 def concat_generated(batches: list[Batch], pad_token_id: int) -> Batch:

@@ -2,7 +2,11 @@
 
 Each transformer block (the model's ``_no_split_modules`` classes) and then
 the whole model are ``fully_shard``-ed with a mixed-precision policy and,
-optionally, CPU offload. Gradients are summed across ranks, not averaged: the
+optionally, CPU offload, on verl's device mesh for ``fsdp_size``: every rank
+(plain FSDP), or groups of ``fsdp_size`` ranks that each hold a full sharded
+copy (HSDP: FSDP2 reduce-scatters gradients within a group and all-reduces
+them across the groups). Every rank is a data-parallel rank either way, with
+its own share of each batch. Gradients are summed across ranks, not averaged: the
 losses already divide by the global token count of the mini-batch, so the
 sum is the gradient of one process on the whole mini-batch. Clipping uses the
 global gradient norm. Checkpoints are ``torch.distributed.checkpoint``
@@ -24,11 +28,12 @@ from torch.distributed.checkpoint.state_dict import (
     set_model_state_dict,
     set_optimizer_state_dict,
 )
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
-from rewardsmith.core.distributed import ensure_process_group
+from rewardsmith.core.distributed import ensure_process_group, fsdp_mesh_shape
 from rewardsmith.core.lora import has_adapters, merged_state_dict
 from rewardsmith.core.models import DTYPES
 
@@ -36,8 +41,14 @@ SHARDS_DIR = "dcp"
 SCHEDULER_FILE = "scheduler.pt"
 
 
+def device_mesh(fsdp_cfg: Any, device: torch.device) -> DeviceMesh:
+    """verl's FSDP mesh over the process group: 1-D ``("fsdp",)``, or 2-D ``("ddp", "fsdp")`` for HSDP."""
+    shape = fsdp_mesh_shape("fsdp_config.fsdp_size", fsdp_cfg.fsdp_size, dist.get_world_size())
+    return init_device_mesh(device.type, shape, mesh_dim_names=("ddp", "fsdp")[-len(shape):])
+
+
 def shard_model(model: PreTrainedModel, fsdp_cfg: Any, device: torch.device) -> PreTrainedModel:
-    """``fully_shard`` each transformer block, then the root, with ``fsdp_cfg``'s policies."""
+    """``fully_shard`` each transformer block, then the root, with ``fsdp_cfg``'s mesh and policies."""
     block_names = set(getattr(model, "_no_split_modules", None) or ())
     blocks = [m for m in model.modules() if type(m).__name__ in block_names]
     if not blocks:
@@ -47,6 +58,7 @@ def shard_model(model: PreTrainedModel, fsdp_cfg: Any, device: torch.device) -> 
     if not offload:
         model = model.to(device)
     options = {
+        "mesh": device_mesh(fsdp_cfg, device),
         "mp_policy": MixedPrecisionPolicy(param_dtype=DTYPES[fsdp_cfg.mixed_precision.param_dtype],
                                           reduce_dtype=DTYPES[fsdp_cfg.mixed_precision.reduce_dtype]),
         "offload_policy": CPUOffloadPolicy(pin_memory=device.type == "cuda") if offload else OffloadPolicy(),
@@ -74,7 +86,7 @@ def clip_grad_norm(model: torch.nn.Module, max_norm: float) -> torch.Tensor:
 
 
 class FSDP2Strategy:
-    """A model sharded over every rank of the default process group."""
+    """A model sharded over the ranks of the default process group (all of them, or groups of ``fsdp_size``)."""
 
     def __init__(self, device: torch.device, fsdp_cfg: Any) -> None:
         self.device = device

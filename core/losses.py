@@ -1,6 +1,8 @@
 """PPO losses: clipped policy loss with dual clip, clipped value loss, and loss aggregation."""
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 from rewardsmith.core.kl import LOG_RATIO_LIMIT
@@ -47,6 +49,7 @@ def policy_loss(
     clip_ratio_c: float = 3.0,
     loss_agg_mode: str = "token-mean",
     weight: float = 1.0,
+    is_weights: Optional[torch.Tensor] = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO clipped surrogate with dual clip (Ye et al. 2020).
 
@@ -56,7 +59,8 @@ def policy_loss(
     for ``A < 0`` the dual clip bounds it: ``L = min(L, -A * clip_ratio_c)``.
     Returns the aggregated loss and stats: ``clipfrac`` (share of tokens where
     the clipped term is the larger), ``clipfrac_lower`` (share where the dual
-    clip acts) and ``ppo_kl`` (``mean(old_logp - logp)``).
+    clip acts) and ``ppo_kl`` (``mean(old_logp - logp)``). ``is_weights`` (rollout correction's importance
+    weights, no gradient) multiply each token's ``L`` before aggregation.
     """
     if clip_ratio_c <= 1.0:
         raise ValueError(f"clip_ratio_c must be > 1 for the dual clip, got {clip_ratio_c}")
@@ -74,6 +78,8 @@ def policy_loss(
         "clipfrac_lower": masked_mean(((clipped > losses3) & (advantages < 0)).float(), mask).detach(),
         "ppo_kl": masked_mean(-log_ratio, mask).detach(),
     }
+    if is_weights is not None:
+        losses = losses * is_weights
     return agg_loss(losses, mask, loss_agg_mode, weight), stats
 
 

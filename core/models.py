@@ -23,7 +23,8 @@ from transformers import (
 
 from rewardsmith.common.tokenizer_files import hub_errors_in_one_line, load_tokenizer_dir
 from rewardsmith.core.packing import packed_outputs
-from rewardsmith.core.tensor_ops import entropy_from_logits, logprobs_from_logits, position_ids_from_mask
+from rewardsmith.core.tensor_ops import (entropy_from_logits, logprobs_from_logits, position_ids_from_mask,
+                                         sum_pi_squared_from_logits)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -198,15 +199,27 @@ def response_logprobs(
     with ``entropy_grad`` (an entropy bonus), which saves memory otherwise.
     ``packed`` runs the forward unpadded (:func:`response_outputs`).
     """
-    logits = response_outputs(model, input_ids, attention_mask, response_length, packed)
-    if temperature != 1.0:
-        logits = logits / temperature
-    labels = input_ids[:, -response_length:]
-    logprob = logprobs_from_logits(logits, labels)
+    logits = _scaled_response_logits(model, input_ids, attention_mask, response_length, temperature, packed)
+    logprob = logprobs_from_logits(logits, input_ids[:, -response_length:])
     entropy = None
     if with_entropy:
         entropy = entropy_from_logits(logits if entropy_grad else logits.detach())
     return logprob, entropy
+
+
+def response_logprobs_and_sum_pi_squared(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                                         response_length: int, temperature: float = 1.0,
+                                         packed: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`response_logprobs` without entropy, and ``sum_v pi(v)^2`` of each response token's distribution
+    (the optimal token baseline's statistic, verl's ``calculate_sum_pi_squared``)."""
+    logits = _scaled_response_logits(model, input_ids, attention_mask, response_length, temperature, packed)
+    return logprobs_from_logits(logits, input_ids[:, -response_length:]), sum_pi_squared_from_logits(logits)
+
+
+def _scaled_response_logits(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                            response_length: int, temperature: float, packed: bool) -> torch.Tensor:
+    logits = response_outputs(model, input_ids, attention_mask, response_length, packed)
+    return logits / temperature if temperature != 1.0 else logits
 
 
 def response_values(model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor, response_length: int,

@@ -4,7 +4,8 @@
 Every mode is a pure function on one micro-batch::
 
     fn(logprob, old_logprob, advantages, response_mask, ctx: LossContext)
-        -> (loss, stats)     # a scalar; stats: clipfrac, clipfrac_lower, ppo_kl (tensors) where they apply
+        -> (loss, stats)     # a scalar; stats: clipfrac, clipfrac_lower, ppo_kl (tensors) where they apply,
+                             # and named ones (rollout_corr/...) logged under their own name
 
 All tensors are (B, T). ``ctx`` carries the clip ranges, the mode's options
 (``policy_loss.*``) and how to aggregate: :meth:`LossContext.agg` reduces a
@@ -21,13 +22,14 @@ and selects it with ``actor_rollout_ref.actor.policy_loss.loss_mode=my_loss``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
 from rewardsmith.common.hooks import hookimpl
 from rewardsmith.core.kl import LOG_RATIO_LIMIT
 from rewardsmith.core.losses import agg_loss, policy_loss
+from rewardsmith.core.rollout_correction import rollout_correction
 from rewardsmith.core.tensor_ops import masked_mean
 
 Stats = dict[str, torch.Tensor]
@@ -44,17 +46,29 @@ class LossContext:
     token_share: float  # the micro-batch's share for loss_agg_mode (see core.losses.micro_batch_weight)
     sequence_share: float  # its share of the mini-batch's sequences
     options: Any  # the policy_loss section: clip_cov_ratio, kl_cov_ratio, ppo_kl_coef, ...
+    tau_pos: float = 1.0  # sapo's gate temperatures (verl keeps them on the actor: actor.tau_pos / tau_neg)
+    tau_neg: float = 1.05
+    # Rollout correction's importance weights (B, T), no gradient; None without algorithm.rollout_correction.rollout_is.
+    is_weights: Optional[torch.Tensor] = None
+    rollout_correction: Any = None  # the algorithm.rollout_correction section (bypass_mode reads it)
 
-    def agg(self, loss_mat: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``loss_mat`` reduced with ``loss_agg_mode``, weighted by the micro-batch's share."""
-        return agg_loss(loss_mat, mask, self.loss_agg_mode, self.token_share)
+    def agg(self, loss_mat: torch.Tensor, mask: torch.Tensor, mode: Optional[str] = None) -> torch.Tensor:
+        """``loss_mat`` times the IS weights (where there are any), reduced with ``loss_agg_mode`` (or ``mode``, a
+        mode's own fixed aggregation: a sequence mean) and weighted by the micro-batch's share."""
+        if self.is_weights is not None:
+            loss_mat = loss_mat * self.is_weights
+        if mode is None or mode == self.loss_agg_mode:
+            return agg_loss(loss_mat, mask, self.loss_agg_mode, self.token_share)
+        if mode == "token-mean":
+            raise ValueError("a mode's own aggregation must be a sequence mean (its share is the sequence share)")
+        return agg_loss(loss_mat, mask, mode, self.sequence_share)
 
 
 def vanilla(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
             ctx: LossContext) -> tuple[torch.Tensor, Stats]:
     """PPO's clipped surrogate with the dual clip (:func:`rewardsmith.core.losses.policy_loss`)."""
     return policy_loss(logprob, old_logprob, advantages, mask, ctx.clip_ratio_low, ctx.clip_ratio_high,
-                       ctx.clip_ratio_c, ctx.loss_agg_mode, ctx.token_share)
+                       ctx.clip_ratio_c, ctx.loss_agg_mode, ctx.token_share, ctx.is_weights)
 
 
 def gspo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
@@ -152,11 +166,102 @@ def geo_mean(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch
     lengths = mask.sum(-1)
     ratio = torch.exp((bounded * mask).sum(-1) / (lengths + 1e-8))
     advantage = (advantages * mask).sum(-1) / (lengths + 1e-8)
-    loss = (-advantage * ratio).mean() * ctx.sequence_share
+    losses = -advantage * ratio
+    if ctx.is_weights is not None:
+        # One weight per sequence: the geometric mean of its tokens' weights, as the ratio is one.
+        losses = losses * torch.exp((torch.log(ctx.is_weights + 1e-10) * mask).sum(-1) / (lengths + 1e-8))
+    loss = losses.mean() * ctx.sequence_share
     clipped = log_ratio != clamped
     stats = {"clipfrac": masked_mean((clipped & (advantages > 0)).float(), mask).detach(),
              "clipfrac_lower": masked_mean((clipped & (advantages < 0)).float(), mask).detach(),
              "ppo_kl": masked_mean(-log_ratio, mask).detach()}
+    return loss, stats
+
+
+def sapo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+         ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """SAPO (arXiv 2511.20347): a soft sigmoid gate on the token ratio instead of a hard clip,
+    ``L = -A · (4/tau) · sigmoid(tau (rho - 1))`` with ``rho = exp(clamp(logp - old_logp, ±20))`` and
+    ``tau = tau_pos`` where ``A > 0``, else ``tau_neg``. At ``rho = 1`` its gradient is the plain policy gradient;
+    it fades smoothly as ``rho`` leaves 1. Always aggregated ``seq-mean-token-mean``, whatever loss_agg_mode (as verl)."""
+    mask = mask.float()
+    log_ratio = (logprob - old_logprob).clamp(-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
+    tau = torch.where(advantages > 0, torch.as_tensor(ctx.tau_pos, dtype=advantages.dtype, device=advantages.device),
+                      torch.as_tensor(ctx.tau_neg, dtype=advantages.dtype, device=advantages.device))
+    gate = torch.sigmoid(tau * (torch.exp(log_ratio) - 1.0)) * (4.0 / tau)
+    loss = ctx.agg(-gate * advantages, mask, mode="seq-mean-token-mean")
+    return loss, {"ppo_kl": masked_mean(-log_ratio, mask).detach()}
+
+
+def _dppo(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+          ctx: LossContext, inside: torch.Tensor) -> tuple[torch.Tensor, Stats]:
+    """DPPO's shared form: ``L = -A · sg[min(rho, clip_ratio_c)] · logp`` on the tokens ``inside`` the trust region
+    (0 elsewhere, no gradient through the region)."""
+    mask = mask.float()
+    log_ratio = (logprob - old_logprob).clamp(-LOG_RATIO_LIMIT, LOG_RATIO_LIMIT)
+    ratio = torch.exp(log_ratio)
+    keep = inside.detach().float()
+    loss = ctx.agg(-advantages * ratio.clamp(max=ctx.clip_ratio_c).detach() * logprob * keep, mask)
+    stats = {"clipfrac": masked_mean(1.0 - keep, mask).detach(),
+             "clipfrac_lower": masked_mean((ratio > ctx.clip_ratio_c).float() * keep, mask).detach(),
+             "ppo_kl": masked_mean(-log_ratio, mask).detach()}
+    return loss, stats
+
+
+def dppo_tv(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+            ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """DPPO-Binary-TV (arXiv 2602.04879, verl 0.9.1): a trust region on the token probability itself, not the ratio:
+    with ``p = exp(logp)``, ``q = exp(old_logp)``, a token counts where ``p - q <= high`` (``A > 0``) or
+    ``p - q >= -low`` (``A <= 0``); ``L = -A · sg[min(rho, clip_ratio_c)] · logp`` there, 0 elsewhere."""
+    delta = torch.exp(logprob) - torch.exp(old_logprob)
+    inside = torch.where(advantages > 0, delta <= ctx.clip_ratio_high, delta >= -ctx.clip_ratio_low)
+    return _dppo(logprob, old_logprob, advantages, mask, ctx, inside)
+
+
+def dppo_kl(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+            ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """DPPO-Binary-KL (arXiv 2602.04879, verl 0.9.1): as :func:`dppo_tv` with the binary KL
+    ``D = q log(q/p) + (1-q) log((1-q+1e-8)/(1-p+1e-8))`` as the region: a token counts where ``D <= high`` or ``p <= q``
+    (``A > 0``), ``D <= low`` or ``p >= q`` (``A <= 0``)."""
+    p, q = torch.exp(logprob), torch.exp(old_logprob)
+    divergence = q * (old_logprob - logprob) + (1 - q) * torch.log((1.0 - q + 1e-8) / (1.0 - p + 1e-8))
+    inside = torch.where(advantages > 0, (divergence <= ctx.clip_ratio_high) | (p <= q),
+                         (divergence <= ctx.clip_ratio_low) | (p >= q))
+    return _dppo(logprob, old_logprob, advantages, mask, ctx, inside)
+
+
+def dro(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+        ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """DRO (verl 0.9.1): REINFORCE with a quadratic penalty on the log-ratio,
+    ``L = -(A · logp - beta/2 · (logp - old_logp)^2)``, ``beta`` = ``policy_loss.dro_beta`` (> 0)."""
+    beta = ctx.options.dro_beta
+    if beta is None or beta <= 0:
+        raise ValueError(f"actor_rollout_ref.actor.policy_loss.dro_beta must be > 0 for loss_mode=dro, got {beta}")
+    log_ratio = logprob - old_logprob
+    loss = ctx.agg(-(logprob * advantages - 0.5 * beta * log_ratio ** 2), mask.float())
+    return loss, {"ppo_kl": masked_mean(-log_ratio, mask.float()).detach()}
+
+
+def bypass_mode(logprob: torch.Tensor, old_logprob: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                ctx: LossContext) -> tuple[torch.Tensor, Stats]:
+    """verl's bypass mode (``algorithm.rollout_correction.bypass_mode=true``): the rollout's log-probs are the old
+    ones (``old_logprob`` here), so no old-log-prob pass runs. Rollout correction's IS weights and rejection
+    (:mod:`rewardsmith.core.rollout_correction`) are taken between the current policy (no gradient) and the
+    rollout in each micro-batch; rejected tokens leave the mask. ``loss_type=ppo_clip``: :func:`vanilla` against the
+    rollout without the weights (its ratio is already ``pi / pi_rollout``); ``reinforce``: ``L = -w A logp``."""
+    cfg = ctx.rollout_correction
+    with torch.no_grad():
+        weights, kept, metrics = rollout_correction(logprob.detach(), old_logprob, mask, cfg)
+    if cfg.loss_type == "reinforce":
+        loss_mat = -advantages * logprob * (weights if weights is not None else 1.0)
+        loss = agg_loss(loss_mat, kept, ctx.loss_agg_mode, ctx.token_share)
+        stats = {"ppo_kl": masked_mean(old_logprob - logprob, kept.float()).detach()}
+    else:
+        loss, stats = vanilla(logprob, old_logprob, advantages, kept, ctx)
+    if ctx.loss_agg_mode == "token-mean":
+        # The rejection happens inside the loss, so verl still divides by the mini-batch's tokens before it.
+        loss = loss * kept.float().sum() / mask.float().sum().clamp(min=1)
+    stats.update({name: torch.tensor(value) for name, value in metrics.items()})
     return loss, stats
 
 
@@ -168,6 +273,11 @@ BUILTIN_POLICY_LOSSES = {
     "clip_cov": clip_cov,
     "kl_cov": kl_cov,
     "geo_mean": geo_mean,
+    "sapo": sapo,
+    "bypass_mode": bypass_mode,
+    "dppo_tv": dppo_tv,
+    "dppo_kl": dppo_kl,
+    "dro": dro,
 }
 
 

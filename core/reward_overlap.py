@@ -1,19 +1,23 @@
 """A step's reward call beside the passes that do not need it, under the step's budget, profiled.
 
-:meth:`PendingReward.start` begins scoring as soon as the responses exist:
-on a background thread when the rewards overlap (``reward_model.launch_reward_fn_async``),
-inline otherwise. The trainer runs the old-policy, reference and value passes
+:meth:`PendingReward.open` starts a step's reward call and :meth:`PendingReward.submit`
+begins scoring responses as soon as they exist: on a background thread when the rewards
+overlap (``reward_model.launch_reward_fn_async``), inline otherwise. A batch generated in
+chunks (``actor_rollout_ref.rollout.stream_chunks``) hands each chunk over as it is
+generated, so its scoring runs while the next chunk generates. The trainer runs the old-policy, reference and value passes
 meanwhile and calls :meth:`PendingReward.join` just before the advantages.
 Overlap changes when the scores are computed, never what they are.
 """
 from __future__ import annotations
 
 import math
+import queue
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from rewardsmith.core.reward_chunks import concat_chunks
 from rewardsmith.plugins.executors import SerialExecutor
 from rewardsmith.plugins.reward_step import RewardStep, count_over_budget, reward_step
 
@@ -56,64 +60,95 @@ def profile_metrics(step: RewardStep) -> dict[str, float]:
 
 @dataclass
 class PendingReward:
-    """A reward call in flight (or done, when it ran inline)."""
+    """A step's reward calls: one per chunk of responses, in flight on one background thread (scored
+    in the order they came) or done inline; :meth:`join` gives their outputs as one, in that order."""
 
     step: RewardStep
-    started: float
+    manager: Any = None
+    overlap: bool = False
     thread: Optional[threading.Thread] = None
-    result: Any = None
+    chunks: "queue.Queue[Any]" = field(default_factory=queue.Queue)
+    results: list[Any] = field(default_factory=list)
+    submitted: bool = False
+    busy_s: float = 0.0
+    last_end: float = 0.0
     error: Optional[BaseException] = None
-    finished: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, manager: Any, batch: Any, overlap: bool, budget_s: Optional[float]) -> "PendingReward":
-        """Score ``batch`` (a RewardBatch) with ``manager``; ``manager`` None (another rank) scores nothing."""
-        now = time.perf_counter()
-        step = RewardStep(budget_s, None if budget_s is None else now + budget_s)
-        pending = cls(step, now)
-        if manager is None:
-            pending.finished = now
-        elif overlap:
+    def open(cls, manager: Any, overlap: bool, budget_s: Optional[float]) -> "PendingReward":
+        """A reward call for chunks to come (:meth:`submit`), under one budget from the first chunk on;
+        ``manager`` None (another rank) scores nothing."""
+        pending = cls(RewardStep(budget_s), manager, overlap)
+        if manager is not None and overlap:
             # A daemon: an interrupted run exits without waiting for it (closing the manager stops its workers).
-            pending.thread = threading.Thread(target=pending._run, args=(manager, batch), daemon=True, name="rewards")
+            pending.thread = threading.Thread(target=pending._drain, daemon=True, name="rewards")
             pending.thread.start()
-        else:
-            pending._run(manager, batch)
         return pending
 
-    def _run(self, manager: Any, batch: Any) -> None:
+    def submit(self, batch: Any) -> None:
+        """Score ``batch`` (a RewardBatch), after the chunks submitted before it."""
+        if self.manager is None:
+            return
+        if not self.submitted:
+            # The step's scoring, and its budget, start with its first responses, not with the generation before them.
+            self.submitted = True
+            if self.step.budget_s is not None:
+                self.step.deadline = time.perf_counter() + self.step.budget_s
+        if self.thread is not None:
+            self.chunks.put((batch, time.perf_counter()))
+        elif self.error is None:
+            self._score(batch, time.perf_counter())
+
+    def scored(self) -> list[Any]:
+        """The outputs of the chunks scored so far, in submission order (the thread appends, never rewrites)."""
+        return list(self.results)
+
+    def _drain(self) -> None:
+        while (item := self.chunks.get()) is not None:
+            if self.error is None:
+                self._score(*item)
+
+    def _score(self, batch: Any, handed_over: float) -> None:
+        # A chunk is in flight from its hand-over, or from the end of the one before it (the thread's wake-up counts).
+        begun = max(handed_over, self.last_end)
         try:
             with reward_step(self.step):
-                self.result = manager(batch)
+                self.results.append(self.manager(batch))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the trainer's thread by join()
             self.error = exc
-        self.finished = time.perf_counter()
+        self.last_end = time.perf_counter()
+        self.busy_s += self.last_end - begun
 
     def cancel(self, wait_s: float = 5.0) -> None:
         """Stop scoring (an interrupted step): pool workers are killed, queued calls never start;
         waits up to ``wait_s`` for the reward thread to let go of the manager."""
         self.step.cancel()
         if self.thread is not None:
+            self.chunks.put(None)
             self.thread.join(wait_s)
 
     def join(self, timing: dict[str, float]) -> Any:
-        """The manager's output (None on a rank that does not score); adds ``timing['reward_wait']``
-        (the time this thread waited for it) and ``timing['reward_total']`` (from start to result)."""
+        """The manager's output for every chunk as one (None on a rank that does not score); adds
+        ``timing['reward_wait']`` (the time this thread waited for it, or scored inline) and
+        ``timing['reward_total']`` (the time spent scoring the chunks)."""
         waited_from = time.perf_counter()
         if self.thread is not None:
+            self.chunks.put(None)
             self.thread.join()
             timing["reward_wait"] = timing.get("reward_wait", 0.0) + time.perf_counter() - waited_from
         else:
-            timing["reward_wait"] = timing.get("reward_wait", 0.0) + self.finished - self.started
-        timing["reward_total"] = timing.get("reward_total", 0.0) + self.finished - self.started
+            timing["reward_wait"] = timing.get("reward_wait", 0.0) + self.busy_s
+        timing["reward_total"] = timing.get("reward_total", 0.0) + self.busy_s
         if self.error is not None:
             raise self.error
-        if self.result is not None:
-            self.metrics = profile_metrics(self.step)
-            if self.step.budget_s is not None:
-                self.metrics["reward/over_budget"] = float(count_over_budget(self.result.extra_info))
-        return self.result
+        if not self.results:
+            return None
+        result = self.results[0] if len(self.results) == 1 else concat_chunks(self.results)
+        self.metrics = profile_metrics(self.step)
+        if self.step.budget_s is not None:
+            self.metrics["reward/over_budget"] = float(count_over_budget(result.extra_info))
+        return result
 
 
 def slow_reward_line(metrics: dict[str, float]) -> Optional[str]:

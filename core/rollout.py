@@ -15,7 +15,8 @@ from typing import Any, Iterable, Optional, Protocol
 
 import torch
 import torch.distributed as dist
-from transformers import DynamicCache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (DynamicCache, GenerationConfig, LogitsProcessor, LogitsProcessorList, PreTrainedModel,
+                          PreTrainedTokenizerBase, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
 
 from rewardsmith.common.config import require_positive
 from rewardsmith.core.batch import Batch
@@ -23,21 +24,48 @@ from rewardsmith.core.models import set_mode
 from rewardsmith.core.schema import SamplingConfig
 
 
+# Prompt seeds stay below vLLM's limit on a request's seed.
+SEED_LIMIT = 2**31 - 1
+
+
 @dataclass
 class SamplingParams(SamplingConfig):
-    """One generate call's sampling: the configured settings plus the number of new tokens."""
+    """One generate call's sampling: the configured settings plus the number of new tokens.
+
+    ``seed`` and ``first_prompt`` make each prompt's samples depend on nothing
+    but the prompt's place in the whole generation batch: prompt ``j`` of the
+    call samples from its own generator seeded ``seed + first_prompt + j``, so a
+    batch generated in chunks (``first_prompt`` = the chunk's offset) or over
+    several ranks samples what one call would. ``seed`` None: drawn from torch's
+    global generator at the call.
+    """
 
     max_new_tokens: int = 32
+    seed: Optional[int] = None
+    first_prompt: int = 0
+    # Ask the engine for ``rollout_log_probs`` (vLLM always returns them; the hf engine records them on request).
+    log_probs: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require_positive("max_new_tokens", self.max_new_tokens, allow_none=False)
 
     @classmethod
-    def from_config(cls, sampling: SamplingConfig, max_new_tokens: int) -> "SamplingParams":
+    def from_config(cls, sampling: SamplingConfig, max_new_tokens: int, log_probs: bool = False) -> "SamplingParams":
         """``rollout`` or ``rollout.val_kwargs`` with ``data.max_response_length`` new tokens."""
         return cls(n=sampling.n, do_sample=sampling.do_sample, temperature=sampling.logit_temperature,
-                   top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens)
+                   top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens, log_probs=log_probs)
+
+
+def draw_seed() -> int:
+    """A generation batch's seed, from torch's global generator (seeded and checkpointed by the trainer)."""
+    return int(torch.randint(SEED_LIMIT // 2, ()))
+
+
+def prompt_seeds(params: SamplingParams, count: int) -> list[int]:
+    """The seeds of the call's ``count`` prompts (see :class:`SamplingParams`)."""
+    base = draw_seed() if params.seed is None else params.seed
+    return [(base + params.first_prompt + j) % SEED_LIMIT for j in range(count)]
 
 
 class RolloutEngine(Protocol):
@@ -128,11 +156,81 @@ def cache_keyword(model: PreTrainedModel) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+class SampledLogProbs(LogitsProcessor):
+    """Records each sampled token's log-probability under the distribution it was drawn from (the warped
+    logits, as vLLM's ``processed_logprobs``): placed after the warpers and before the sampling step.
+
+    Only one step's log-softmax (B, V) is kept: the token sampled from it is the last of ``input_ids`` at the
+    next call, and the last of the sequences after ``generate``.
+    """
+
+    def __init__(self) -> None:
+        self.pending: Optional[torch.Tensor] = None
+        self.log_probs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self.take(input_ids[:, -1])
+        self.pending = torch.log_softmax(scores.float(), dim=-1)
+        return scores
+
+    def take(self, sampled: torch.Tensor) -> None:
+        """Record the log-prob of ``sampled``, the tokens drawn from the last distribution seen."""
+        if self.pending is not None:
+            self.log_probs.append(self.pending.gather(-1, sampled.unsqueeze(-1)).squeeze(-1))
+            self.pending = None
+
+    def result(self, sequences: torch.Tensor, width: int) -> torch.Tensor:
+        """(B, width) log-probs of the generated tokens, 0 past the last generated step."""
+        self.take(sequences[:, -1])
+        out = torch.zeros(sequences.shape[0], width)
+        if self.log_probs:
+            steps = torch.stack(self.log_probs, dim=1).cpu()
+            out[:, :steps.shape[1]] = steps
+        return out
+
+
+class PromptSeededSampling(LogitsProcessor):
+    """Sampling with a random stream per prompt (Gumbel-max: the argmax of the warped logits plus Gumbel noise
+    is a draw from their softmax), so a sample does not depend on which other prompts share its batch.
+
+    ``generate``'s own sampler draws every row from torch's one global stream,
+    so the samples of a prompt would change with the batch's shape: a batch
+    generated in chunks would not sample what one call does.
+    """
+
+    def __init__(self, seeds: list[int], n: int, device: torch.device) -> None:
+        self.n = n
+        self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        vocab = scores.shape[-1]
+        uniform = torch.cat([torch.rand((self.n, vocab), generator=g, device=scores.device) for g in self.generators])
+        tiny = torch.finfo(uniform.dtype).tiny
+        gumbel = -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))
+        return scores.float() + gumbel
+
+
+def sampling_processors(params: SamplingParams, seeds: list[int], device: torch.device,
+                        recorder: Optional["SampledLogProbs"] = None) -> LogitsProcessorList:
+    """Temperature, top-k (0: off), top-p (1: off), the ``recorder`` if any, then :class:`PromptSeededSampling`,
+    in transformers' order."""
+    processors = LogitsProcessorList([TemperatureLogitsWarper(params.temperature)])
+    if params.top_k > 0:
+        processors.append(TopKLogitsWarper(params.top_k))
+    if params.top_p < 1.0:
+        processors.append(TopPLogitsWarper(params.top_p))
+    if recorder is not None:
+        processors.append(recorder)
+    processors.append(PromptSeededSampling(seeds, params.n, device))
+    return processors
+
+
 class HFRollout:
     """Embedded rollout with ``model.generate`` (left-padded prompts, EOS-terminated responses).
 
     With ``n > 1`` each prompt is pre-filled once and its KV cache repeated
-    for its ``n`` samples, instead of pre-filling every copy.
+    for its ``n`` samples, instead of pre-filling every copy. Sampling draws
+    from one generator per prompt (:class:`PromptSeededSampling`).
     """
 
     def __init__(self, model: PreTrainedModel, pad_token_id: int, eos_token_ids: list[int]) -> None:
@@ -167,23 +265,24 @@ class HFRollout:
         cache = self._shared_prefix(prompts, params.n, device) if params.n > 1 else None
         input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).to(device)
         attention_mask = prompts["attention_mask"].repeat_interleave(params.n, dim=0).to(device)
+        # generate() picks the argmax; the sampling, when asked for, is in the processors.
         gen = GenerationConfig(
             max_new_tokens=params.max_new_tokens,
             use_cache=True,
-            do_sample=params.do_sample,
+            do_sample=False,
+            temperature=None, top_p=None, top_k=None,
             pad_token_id=self.pad_token_id,
             eos_token_id=self.eos_token_ids,
             bos_token_id=None,
         )
+        recorder = SampledLogProbs() if params.log_probs else None
         if params.do_sample:
-            # top_k=0 disables top-k in transformers (its own default is 50).
-            gen.temperature = params.temperature
-            gen.top_p = params.top_p
-            gen.top_k = params.top_k if params.top_k > 0 else 0
+            processors = sampling_processors(params, prompt_seeds(params, len(prompts)), device, recorder)
         else:
-            gen.temperature, gen.top_p, gen.top_k = None, None, None
+            processors = LogitsProcessorList([recorder] if recorder is not None else [])
         sequences = self.model.generate(
-            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, **{cache_keyword(self.model): cache},
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, logits_processor=processors,
+            **{cache_keyword(self.model): cache},
             # A sharded model gathers its weights in every forward pass, so all
             # ranks keep stepping until the last of them is done.
             synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,
@@ -195,17 +294,16 @@ class HFRollout:
             responses = torch.nn.functional.pad(responses, (0, pad), value=self.pad_token_id)
         response_mask = response_mask_from_eos(responses, self.eos_token_ids)
         responses = torch.where(response_mask.bool(), responses, torch.full_like(responses, self.pad_token_id))
-        out = Batch(
-            {
-                "prompts": input_ids,
-                "responses": responses,
-                "response_mask": response_mask,
-                "input_ids": torch.cat([input_ids, responses], dim=1),
-                "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
-            },
-            {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()},
-        )
-        return out
+        tensors = {
+            "prompts": input_ids,
+            "responses": responses,
+            "response_mask": response_mask,
+            "input_ids": torch.cat([input_ids, responses], dim=1),
+            "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
+        }
+        if recorder is not None:
+            tensors["rollout_log_probs"] = recorder.result(sequences, params.max_new_tokens) * response_mask
+        return Batch(tensors, {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()})
 
     def _shared_prefix(self, prompts: Batch, n: int, device: torch.device) -> DynamicCache | None:
         """The KV cache of every prompt but its last token, computed once and repeated ``n`` times.

@@ -31,7 +31,7 @@ from vllm.platforms import current_platform
 
 from rewardsmith.common.vllm_memory import kv_cache_bytes as cpu_kv_cache_bytes
 from rewardsmith.core.batch import Batch
-from rewardsmith.core.rollout import SamplingParams, response_mask_from_eos
+from rewardsmith.core.rollout import SamplingParams, prompt_seeds, response_mask_from_eos
 
 
 class WeightReceiver:
@@ -146,11 +146,11 @@ class VLLMRollout:
         # A run that ends without shutdown() must not leave the engine's processes behind.
         atexit.register(self.shutdown)
 
-    def sampling_params(self, params: SamplingParams) -> VLLMSamplingParams:
+    def sampling_params(self, params: SamplingParams, seed: int) -> VLLMSamplingParams:
         """vLLM's sampling parameters for ours: greedy is temperature 0; top-k <= 0 means all tokens; EOS ids stop.
 
-        The seed is drawn from torch's global generator, so a run seeded (and
-        resumed) by the trainer samples the same responses again.
+        ``seed`` is the prompt's (:func:`~rewardsmith.core.rollout.prompt_seeds`), so a run seeded (and
+        resumed) by the trainer samples the same responses again, whether its batch is generated whole or in chunks.
         """
         return VLLMSamplingParams(
             n=params.n,
@@ -161,7 +161,7 @@ class VLLMRollout:
             stop_token_ids=self.eos_token_ids,
             logprobs=0,
             detokenize=False,
-            seed=int(torch.randint(2**31 - 1, ())),
+            seed=seed,
         )
 
     @torch.no_grad()
@@ -169,7 +169,8 @@ class VLLMRollout:
         """Sample ``params.n`` responses per prompt (the Batch layout of :class:`~rewardsmith.core.rollout.RolloutEngine`)."""
         input_ids, attention_mask = prompts["input_ids"].cpu(), prompts["attention_mask"].cpu()
         requests = [TokensPrompt(prompt_token_ids=ids[mask.bool()].tolist()) for ids, mask in zip(input_ids, attention_mask)]
-        outputs = self.llm.generate(requests, [self.sampling_params(params) for _ in requests], use_tqdm=False)
+        outputs = self.llm.generate(requests, [self.sampling_params(params, seed) for seed in prompt_seeds(params, len(requests))],
+                                    use_tqdm=False)
         width = params.max_new_tokens
         responses = torch.full((len(requests) * params.n, width), self.pad_token_id, dtype=input_ids.dtype)
         log_probs = torch.zeros(responses.shape, dtype=torch.float32)

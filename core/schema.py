@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
 from rewardsmith.common.config import InvalidValue, exclusive, opt, require_positive, section
+from rewardsmith.core.rollout_correction import parse_bounds, rejection_options
 from rewardsmith.core.tracking_sinks import check_packages
 from rewardsmith.core.verl_keys import check_verl_keys
 from rewardsmith.core.verl_refusals import refuse_missing_features
@@ -38,6 +39,8 @@ class DataConfig:
     seed: int = opt(1, "Seed of the training data order.")
     gen_batch_size: Optional[int] = opt(None, "Prompts per generation batch (verl's DAPO): the data loader's batch; with algorithm.filter_groups.enable a step generates such batches until train_batch_size varied groups are kept, without it a step trains on one. null = train_batch_size.")
     filter_overlong_prompts_workers: Optional[int] = opt(None, "verl: processes that filter overlong prompts; rows are filtered in the trainer's process here (a notice: the same rows).")
+    use_shm: bool = opt(False, "verl: copy the data files to /dev/shm first; a load-speed key (a notice: the same rows).")
+    dataloader_num_workers: Optional[int] = opt(None, "verl: data-loader worker processes; a speed key (a notice: rows are loaded in the trainer's process, the same rows in the same order).")
     return_raw_chat: bool = opt(False, "verl's key, accepted either way: every row keeps its raw chat (verl 0.9.1's raw_prompt), and a reward model gets it plus the response as the assistant turn, rendered with the reward model's own chat template.")
 
     def __post_init__(self) -> None:
@@ -68,6 +71,8 @@ class ModelConfig:
     use_fused_kernels: bool = opt(False, "verl: fused log-prob/entropy kernels; a speed key (a notice: log-probs come from the full logits here).")
     use_shm: bool = opt(False, "verl: copy the model to /dev/shm before loading it; a load-speed key (a notice: the same weights).")
     enable_activation_offload: bool = opt(False, "verl: keep activations in CPU memory between forward and backward; a memory key (a notice: the same gradients).")
+    use_liger: bool = opt(False, "verl: Liger's fused kernels; a speed and memory key (a notice: log-probs come from the full logits here).")
+    tiled_mlp: dict[str, Any] = opt({}, "verl's tiled MLP ({enabled, num_shards}); a memory key (a notice: the MLP runs whole, with the same values).")
 
     def __post_init__(self) -> None:
         if self.path is None and self.config and "model_type" not in self.config:
@@ -120,7 +125,11 @@ class FSDPConfig:
     optimizer_offload: bool = opt(False, "verl: keep the optimizer state in CPU memory; as param_offload (offload_policy moves both).")
     forward_prefetch: bool = opt(False, "verl: prefetch the next FSDP all-gather during the forward; a speed key (a notice: the same results).")
     grad_offload: Optional[bool] = opt(None, "verl <= v0.2: keep gradients in CPU memory between uses; verl dropped it in v0.3 (a memory key: the same gradients; a notice).")
-    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP, as verl). A smaller number (hybrid sharding) is refused.")
+    wrap_policy: dict[str, Any] = opt({}, "verl's FSDP1 auto-wrap policy ({min_num_params: ...}); a memory and speed key (a notice: FSDP2 here shards each decoder layer, the same updates).")
+    use_no_sync_for_gradient_accumulation: Optional[bool] = opt(None, "verl: skip gradient synchronisation on all but the last micro-batch; a speed key (a notice: the same accumulated gradients).")
+    pad_to_length: Optional[bool] = opt(None, "verl 0.9: pad packed rows to fixed lengths for compiled kernels; a speed key (a notice: the same log-probs).")
+    pad_to_length_bucket: Optional[int] = opt(None, "verl 0.9: the length multiple of pad_to_length (a notice).")
+    fsdp_size: int = opt(-1, "verl: ranks each parameter is sharded over; negative or at least the world size = all of them (plain FSDP). A smaller number that divides the world size is hybrid sharding (HSDP), as verl: sharded within groups of that many ranks, replicated across the groups (docs/training.md).")
 
     def __post_init__(self) -> None:
         if self.fsdp_size == 0:
@@ -146,23 +155,42 @@ DYNAMIC_HELP = ("Cut micro-batches by tokens instead of samples: consecutive sam
 
 
 @dataclass
+class AdaptiveEntropyConfig:
+    enabled: bool = opt(False, "Skywork-OR1's adaptive entropy control: after each step the entropy coefficient (starting at actor.entropy_coeff) rises by delta_ent_coef when the step's entropy (the mean -log-prob of its sampled response tokens) was below target_entropy and falls by it otherwise, within [min_ent_coef, max_ent_coef]; the bonus applies only on steps after one below the target (docs/training.md#options-of-verl-forks).")
+    max_ent_coef: float = opt(0.5, "Skywork-OR1: the largest entropy coefficient.")
+    min_ent_coef: float = opt(0.0, "Skywork-OR1: the smallest entropy coefficient.")
+    delta_ent_coef: float = opt(0.001, "Skywork-OR1: the coefficient's change per step.")
+    target_entropy: float = opt(0.0, "Skywork-OR1: the entropy the control steers toward.")
+
+    def __post_init__(self) -> None:
+        if self.min_ent_coef > self.max_ent_coef:
+            raise InvalidValue("min_ent_coef", f"is {self.min_ent_coef}, above max_ent_coef={self.max_ent_coef}")
+        if self.delta_ent_coef < 0:
+            raise InvalidValue("delta_ent_coef", f"must be >= 0, got {self.delta_ent_coef}")
+
+
+@dataclass
 class PolicyLossConfig:
-    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), or one a plugin registers.")
+    loss_mode: str = opt("vanilla", "Policy loss (docs/training.md#policy-losses): vanilla (PPO's clip with the dual clip), gspo, gpg, cispo, clip_cov, kl_cov, geo_mean (GMPO), sapo (verl 0.7.0), dppo_tv, dppo_kl, dro (verl 0.9.1), bypass_mode (rollout correction), or one a plugin registers.")
     clip_cov_ratio: float = opt(0.0002, "clip_cov: share of tokens whose gradient is cut.")
     clip_cov_lb: float = opt(1.0, "clip_cov: lower bound of the covariance of the tokens that may be cut.")
     clip_cov_ub: float = opt(5.0, "clip_cov: upper bound of that covariance.")
     kl_cov_ratio: float = opt(0.0002, "kl_cov: share of tokens that get the KL penalty.")
     ppo_kl_coef: float = opt(1.0, "kl_cov: coefficient of |logp - old_logp| on those tokens.")
+    dro_beta: Optional[float] = opt(None, "dro: coefficient of the quadratic log-ratio penalty (needed, > 0; verl 0.9.1).")
 
     def __post_init__(self) -> None:
         require_positive("clip_cov_ratio", self.clip_cov_ratio, allow_none=False)
         require_positive("kl_cov_ratio", self.kl_cov_ratio, allow_none=False)
+        if self.loss_mode == "dro":
+            require_positive("dro_beta", self.dro_beta, allow_none=False)
 
 
 @dataclass
 class CheckpointContents:
     save_contents: Optional[list[str]] = opt(None, "verl: parts a checkpoint saves (model, optimizer, extra, hf_model).")
     load_contents: Optional[list[str]] = opt(None, "verl: parts a resume loads.")
+    async_save: Optional[bool] = opt(None, "verl: write checkpoints in the background; a speed key (a notice: checkpoints are written before the next step here, the same contents).")
 
 
 def require_sequence_parallel_size(size: Optional[int]) -> None:
@@ -184,6 +212,9 @@ class ActorConfig:
     ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
     entropy_checkpointing: bool = opt(False, "verl: recompute the entropy's softmax in the backward pass; memory only (a notice: the same entropy and gradient).")
     entropy_from_logits_with_chunking: bool = opt(False, "verl: compute the entropy in chunks of tokens; memory only (a notice: the same entropy).")
+    entropy_from_logits_chunk_size: Optional[int] = opt(None, "verl: the chunk size of entropy_from_logits_with_chunking; memory only (a notice).")
+    use_prefix_grouper: Optional[bool] = opt(None, "verl 0.9: share the prompt's forward among a group's samples; a speed key (a notice: the same log-probs).")
+    pad_to_length: Optional[bool] = opt(None, "verl 0.9: see fsdp_config.pad_to_length (a notice).")
     use_torch_compile: Optional[bool] = opt(None, "verl: torch.compile its log-prob and entropy functions; a speed key (a notice: the same values uncompiled).")
     policy_loss: PolicyLossConfig = section(PolicyLossConfig, "The policy loss and its options, as verl's actor.policy_loss.")
     checkpoint: CheckpointContents = section(CheckpointContents, "verl's choice of what a checkpoint holds (a notice: here it always holds the Hugging Face model and what a resume needs).")
@@ -194,8 +225,12 @@ class ActorConfig:
     clip_ratio_low: Optional[float] = opt(None, "Lower clip range: ratio >= 1 - clip_ratio_low; null = clip_ratio.")
     clip_ratio_high: Optional[float] = opt(None, "Upper clip range: ratio <= 1 + clip_ratio_high; null = clip_ratio.")
     clip_ratio_c: float = opt(3.0, "Dual-clip bound for negative advantages (must be > 1).")
+    calculate_sum_pi_squared: bool = opt(False, "Compute sum_v pi(v)^2 per response token with the old log-probs; algorithm.adv_estimator=optimal_token_baseline needs it (verl 0.9.1).")
+    tau_pos: float = opt(1.0, "policy_loss.loss_mode=sapo: the soft gate's temperature on tokens with a positive advantage (verl 0.7.0).")
+    tau_neg: float = opt(1.05, "policy_loss.loss_mode=sapo: the soft gate's temperature on tokens with a non-positive advantage (verl 0.7.0).")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = opt("token-mean", "How per-token losses become one number.")
-    entropy_coeff: float = opt(0.0, "Entropy bonus coefficient (loss -= coeff * entropy).")
+    entropy_coeff: float = opt(0.0, "Entropy bonus coefficient (loss -= coeff * entropy); with adaptive_entropy.enabled the first step's.")
+    adaptive_entropy: AdaptiveEntropyConfig = section(AdaptiveEntropyConfig, "Skywork-OR1's adaptive entropy coefficient (its verl fork's actor.adaptive_entropy).")
     use_kl_loss: bool = opt(False, "Add a KL(policy || reference) loss term (GRPO style).")
     kl_loss_coef: float = opt(0.001, "Coefficient of the KL loss.")
     kl_loss_type: Literal["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"] = opt("low_var_kl", "KL estimator of the KL loss.")
@@ -211,6 +246,8 @@ class ActorConfig:
         require_positive("ppo_epochs", self.ppo_epochs, allow_none=False)
         if self.clip_ratio_c <= 1.0:
             raise InvalidValue("clip_ratio_c", f"must be > 1, got {self.clip_ratio_c}")
+        require_positive("tau_pos", self.tau_pos, allow_none=False)
+        require_positive("tau_neg", self.tau_neg, allow_none=False)
 
 
 @dataclass
@@ -238,6 +275,8 @@ class RefConfig(LogProbBatching):
     ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
     entropy_checkpointing: bool = opt(False, "See actor_rollout_ref.actor.entropy_checkpointing (a notice).")
     entropy_from_logits_with_chunking: bool = opt(False, "See actor_rollout_ref.actor.entropy_from_logits_with_chunking (a notice).")
+    entropy_from_logits_chunk_size: Optional[int] = opt(None, "See actor_rollout_ref.actor.entropy_from_logits_chunk_size (a notice).")
+    pad_to_length: Optional[bool] = opt(None, "See actor_rollout_ref.actor.fsdp_config.pad_to_length (a notice).")
     use_torch_compile: Optional[bool] = opt(None, "See actor_rollout_ref.actor.use_torch_compile (a notice).")
 
     def __post_init__(self) -> None:
@@ -310,6 +349,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     enforce_eager: bool = opt(True, "vllm: no torch.compile or CUDA graphs (faster start, no first-call warm-up).")
     max_num_seqs: int = opt(256, "vllm: sequences decoded at once; on CPU the KV cache holds this many of max_model_len tokens.")
     max_model_len: Optional[int] = opt(None, "vllm: longest prompt + response in tokens; null = data.max_prompt_length + data.max_response_length.")
+    stream_chunks: int = opt(1, "Score each response as it is generated: each batch of prompts is generated in this many chunks of whole prompt groups, and a chunk is scored (on the reward thread, with reward_model.launch_reward_fn_async) while the next one generates; with algorithm.filter_groups, generation stops at the first chunk after which enough varied groups are scored. The samples, rewards and results are those of one call (each prompt samples from its own seed). 1 (default) = one generate call per batch: smaller calls use an accelerator less well, so raise it when rewards are slow (docs/training.md#streamed-scoring).")
     update_weights_bucket_megabytes: int = opt(512, "vllm: size of each bucket of weights sent to the engine on a weight sync.")
     # verl's engine keys: passed to vLLM with name=vllm; with name=hf they change nothing (a notice).
     tensor_model_parallel_size: Optional[int] = opt(None, "vllm: devices one engine shards the model over (vLLM's tensor_parallel_size); null = 1. At most the devices this process sees.")
@@ -321,6 +361,18 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     engine_kwargs: dict[str, dict[str, Any]] = opt({}, "verl: extra engine arguments by engine. engine_kwargs.vllm.* go to vLLM's engine as they are (e.g. {swap_space: 4}; a name vLLM does not know, or one rewardsmith sets itself, is refused at start-up); engine_kwargs.sglang.* change nothing (a notice: sglang samples on the vllm engine).")
     calculate_log_probs: Optional[bool] = opt(None, "verl: have the engine return the sampled tokens' log-probs; the vllm engine always does here (metric rollout_probs_diff) and the hf engine samples from the actor itself (a notice).")
     multi_stage_wake_up: Optional[bool] = opt(None, "verl: wake the engine's weights and KV cache in two stages; a memory key of sleep mode (a notice).")
+    enable_prefix_caching: Optional[bool] = opt(None, "verl: vLLM's prefix cache; a speed key not passed to vLLM here (a notice: vLLM's default applies, the same samples).")
+    enable_sleep_mode: Optional[bool] = opt(None, "verl: vLLM's sleep mode; a memory key (a notice: the vllm engine sleeps between rollouts wherever the platform has sleep mode).")
+    cudagraph_capture_sizes: Optional[list[int]] = opt(None, "verl: vLLM's CUDA-graph batch sizes; a speed key (a notice: enforce_eager decides whether graphs are used).")
+    disable_log_stats: Optional[bool] = opt(None, "verl: vLLM's statistics logging; a logging key (a notice).")
+    scheduling_policy: Optional[str] = opt(None, "verl: vLLM's request scheduling (fcfs, priority); a speed key (a notice: each request is sampled with its own seed, the same samples).")
+    micro_rollout_batch_size: Optional[int] = opt(None, "SimpleRL-Zoo's fork: prompts per vLLM generate call; a memory key (a notice: one batched call per step here, the same samples).")
+    data_parallel_size: Optional[int] = opt(None, "verl: vLLM engines per rollout replica (data parallelism); a speed key (a notice: one engine per rank here, the same samples).")
+    expert_parallel_size: Optional[int] = opt(None, "verl: vLLM's MoE expert parallelism; a speed and memory key (a notice: the same samples).")
+    pipeline_model_parallel_size: Optional[int] = opt(None, "verl: vLLM's pipeline parallelism; a speed and memory key (a notice: the same samples).")
+    n_gpus_per_node: Optional[int] = opt(None, "verl 0.9: GPUs of a separate rollout pool; a device-layout key (a notice: the rollout shares the trainer's devices here, the same samples).")
+    nnodes: Optional[int] = opt(None, "verl 0.9: machines of a separate rollout pool (a notice, as n_gpus_per_node).")
+    moe_load_balance_metrics_interval: Optional[int] = opt(None, "verl: how often vLLM logs MoE load-balance metrics; a logging key (a notice).")
     layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
     multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout: only enable=false is supported.")
     val_temperature: Optional[float] = opt(None, "the spelling of verl forks' scripts (projects built on older verl) for val_kwargs.temperature: sets it, and val_kwargs.do_sample to temperature > 0 (a notice names the new keys).")
@@ -339,6 +391,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
         require_positive("max_num_seqs", self.max_num_seqs, allow_none=False)
+        require_positive("stream_chunks", self.stream_chunks, allow_none=False)
         require_positive("max_model_len", self.max_model_len)
         if self.val_temperature is not None:
             if self.val_temperature < 0:
@@ -379,6 +432,11 @@ class CriticModelConfig:
     override_config: dict[str, Any] = opt({}, "Attributes set on the critic's transformers config (see actor_rollout_ref.model.override_config); empty = the actor's.")
     enable_gradient_checkpointing: Optional[bool] = opt(None, "Recompute the critic's activations in the backward pass; null = actor_rollout_ref.model.enable_gradient_checkpointing.")
     use_remove_padding: bool = opt(False, "Packed (unpadded) forwards of the critic (values, updates), as actor_rollout_ref.model.use_remove_padding (the critic uses the actor's attn_implementation).")
+    use_fused_kernels: bool = opt(False, "See actor_rollout_ref.model.use_fused_kernels (a notice).")
+    use_liger: bool = opt(False, "See actor_rollout_ref.model.use_liger (a notice).")
+    use_shm: bool = opt(False, "See actor_rollout_ref.model.use_shm (a notice).")
+    enable_activation_offload: bool = opt(False, "See actor_rollout_ref.model.enable_activation_offload (a notice).")
+    tiled_mlp: dict[str, Any] = opt({}, "See actor_rollout_ref.model.tiled_mlp (a notice).")
     fsdp_config: OffloadConfig = section(OffloadConfig, "verl's critic offload switches (the critic's other FSDP settings are critic.fsdp_config).")
 
 
@@ -435,8 +493,41 @@ class FilterGroupsConfig:
 
 
 @dataclass
+class RolloutCorrectionConfig:
+    rollout_is: Optional[Literal["token", "sequence"]] = opt(None, "Importance-sampling weights pi_old / pi_rollout on the policy loss, per token or per sequence; null = none (docs/training.md#rollout-correction, verl 0.6.1).")
+    rollout_is_threshold: Union[float, str, None] = opt(2.0, "IS weights: an upper bound u truncates them (TIS); 'l_u' zeroes them outside [l, u] (IcePop).")
+    rollout_is_batch_normalize: bool = opt(False, "Divide the IS weights by their batch mean (over tokens, or over sequences).")
+    rollout_rs: Optional[str] = opt(None, "Rejection by the ratio: comma-separated token_k1..3, seq_sum_k1..3, seq_mean_k1..3, seq_max_k2/k3; rejected tokens (sequences) leave the advantages and the loss; null = none.")
+    rollout_rs_threshold: Union[float, str, None] = opt(None, "Rejection thresholds, one per rollout_rs option or one for all: k1 'l_u' ratio bounds (a single u: l = 1/u), others an upper bound.")
+    bypass_mode: bool = opt(False, "The rollout's log-probs are the old ones (no old-log-prob pass); the weights and rejection are taken against the current policy in the loss, whose mode becomes bypass_mode (loss_type); false = decoupled (the actor recomputes the old log-probs).")
+    loss_type: Literal["ppo_clip", "reinforce"] = opt("ppo_clip", "bypass_mode's loss: ppo_clip (PPO's clip against the rollout, no weights) or reinforce (-w A logp).")
+
+    def __post_init__(self) -> None:
+        try:
+            if self.rollout_is is not None:
+                parse_bounds(self.rollout_is_threshold, "rollout_is_threshold", two_sided=True)
+            if self.rollout_rs is not None:
+                rejection_options(self.rollout_rs, self.rollout_rs_threshold)
+        except ValueError as exc:
+            key = "rollout_is_threshold" if "rollout_is_threshold" in str(exc) else "rollout_rs"
+            raise InvalidValue(key, str(exc).split(": ", 1)[-1]) from None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether IS weights or rejection are asked for."""
+        return self.rollout_is is not None or self.rollout_rs is not None
+
+    @property
+    def needs_rollout_log_probs(self) -> bool:
+        """Whether the engine must return the sampled tokens' log-probs (rollout correction in either mode)."""
+        return self.enabled or self.bypass_mode
+
+
+@dataclass
 class AlgorithmConfig:
-    adv_estimator: str = opt("gae", "Advantage estimator: gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, or one a plugin registers.")
+    adv_estimator: str = opt("gae", "Advantage estimator (docs/training.md#algorithms): gae, grpo, rloo, reinforce_plus_plus, reinforce_plus_plus_baseline, gpg, remax, gdpo, optimal_token_baseline (both verl 0.9.1), or one a plugin registers.")
+    gdpo_reward_keys: Optional[list[str]] = opt(None, "adv_estimator=gdpo (needed): keys of the reward function's returned dict, each a reward component GDPO normalises in its group on its own (verl 0.9.1).")
+    gdpo_reward_weights: Optional[list[float]] = opt(None, "adv_estimator=gdpo: one weight per gdpo_reward_keys entry for the sum of the normalised components; null = 1 each (verl 0.9.1).")
     gamma: float = opt(1.0, "Discount factor.")
     lam: float = opt(1.0, "GAE lambda.")
     norm_adv_by_std_in_grpo: bool = opt(True, "GRPO: divide by the group's std (false = Dr. GRPO style mean-centring only).")
@@ -447,13 +538,29 @@ class AlgorithmConfig:
     reward_mask_ratio: float = opt(0.0, "Probability that a trajectory's whole reward row is zeroed before advantages.")
     reward_mask_flip_adv_when_masked: bool = opt(True, "Multiply masked trajectories' advantages by -1 (rule_based rewards only).")
     filter_groups: FilterGroupsConfig = section(FilterGroupsConfig, "DAPO dynamic sampling (verl's algorithm.filter_groups).")
+    mask_truncated_samples: bool = opt(False, "rllm/DeepScaleR's fork option (adv_estimator grpo only, as there): a response cut at data.max_response_length that scored 0 gets advantage 0; the group statistics keep it (docs/training.md#options-of-verl-forks).")
+    clip_advantages: bool = opt(False, "rllm's fork option; true (clamping advantages) is refused: not implemented here.")
+    rollout_correction: RolloutCorrectionConfig = section(RolloutCorrectionConfig, "Rollout correction: IS weights and rejection by the training / rollout probability ratio (verl's decoupled mode).")
 
     def __post_init__(self) -> None:
+        if self.adv_estimator == "gdpo" and not self.gdpo_reward_keys:
+            raise InvalidValue("gdpo_reward_keys", "must list the reward components (keys of the dict the reward function "
+                               "returns, e.g. [format_reward, accuracy_reward]) when adv_estimator is gdpo")
+        if self.gdpo_reward_weights is not None and len(self.gdpo_reward_weights) != len(self.gdpo_reward_keys or []):
+            raise InvalidValue("gdpo_reward_weights", f"has {len(self.gdpo_reward_weights)} weights for "
+                               f"{len(self.gdpo_reward_keys or [])} gdpo_reward_keys")
         if not 0.0 <= self.reward_mask_ratio <= 1.0:
             raise InvalidValue("reward_mask_ratio", f"must be in [0, 1], got {self.reward_mask_ratio}")
         for key in ("gamma", "lam"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise InvalidValue(key, f"must be in [0, 1], got {getattr(self, key)}")
+        if self.mask_truncated_samples and self.adv_estimator != "grpo":
+            raise InvalidValue("mask_truncated_samples", f"is rllm's (DeepScaleR's) GRPO option, which its fork applies "
+                               f"only with adv_estimator=grpo, not {self.adv_estimator}: set it false, or use "
+                               "trainer.remove_clip (SimpleRL-Zoo's: truncated samples leave the loss with any estimator)")
+        if self.clip_advantages:
+            raise InvalidValue("clip_advantages", "is true: rllm's advantage clamping is not implemented here; set it "
+                               "false (the policy loss's clip_ratio and clip_ratio_c bound each token's update)")
 
 
 @dataclass
@@ -481,10 +588,15 @@ class TrainerConfig:
     resume_mode: Literal["auto", "disable", "resume_path"] = opt("auto", "auto: resume from the latest checkpoint in default_local_dir if any; resume_path: from resume_from_path.")
     resume_from_path: Optional[str] = opt(None, "A global_step_N checkpoint directory (with resume_mode=resume_path).")
     max_ckpt_to_keep: Optional[int] = opt(None, "Keep only this run's newest N checkpoints (another run's are set aside in stale_<time>/, never deleted); null or 0 = all.")
+    remove_previous_ckpt: Optional[bool] = opt(None, "SimpleRL-Zoo's (and verl v0.2's remove_previous_ckpt_in_save) spelling of max_ckpt_to_keep=1: true keeps only the newest checkpoint (a notice names the new key); false keeps all.")
+    remove_previous_ckpt_in_save: Optional[bool] = opt(None, "verl v0.2 to v0.3.0.rc0: as remove_previous_ckpt.")
     critic_warmup: int = opt(0, "Train only the critic for the first N steps.")
     val_only: bool = opt(False, "verl: validate before training, then stop (with val_before_train, as in verl; a notice says it does nothing without it). Needs data.val_files; after a resume it validates the resumed model.")
     default_hdfs_dir: Optional[str] = opt(None, "verl: a second place for checkpoints: each committed global_step_N is copied to <default_hdfs_dir>/global_step_N. A local or mounted directory; hdfs:// and other URLs are refused (no HDFS client here). Resumes read default_local_dir.")
     balance_batch: bool = opt(True, "verl's default: before the log-probs and updates, reorder each step's samples so that every data-parallel rank gets a like workload (Karmarkar-Karp over verl's per-sample cost estimate, index for index as verl 0.9.1, metrics global_seqlen/*). It reorders on one rank too, as verl, which changes which samples share a mini-batch; false keeps the rollout's order.")
+    remove_clip: bool = opt(False, "SimpleRL-Zoo's fork option: responses cut at data.max_response_length leave the actor's and critic's losses (their tokens and counts); their scores stay in the group statistics (docs/training.md#options-of-verl-forks).")
+    rejection_sample: bool = opt(False, "rllm/DeepScaleR's and Skywork-OR1's fork option: each step loads train_batch_size * rejection_sample_multiplier prompts, drops the groups whose rewards are all 0 or all 1 and trains on the rest, cut to a multiple of the rank count (the batch size varies; a batch that keeps nothing is skipped). docs/training.md#options-of-verl-forks; DAPO's algorithm.filter_groups keeps a fixed batch instead.")
+    rejection_sample_multiplier: float = opt(2.0, "rllm/Skywork-OR1: prompts per step with rejection_sample, as a multiple of train_batch_size; unused while rejection_sample is false.")
     log_val_generations: int = opt(0, "Print this many validation samples (prompt, response, score) each validation.")
     rollout_data_dir: Optional[str] = opt(None, "Write each step's rollouts to <dir>/<step>.jsonl (verl's key): prompt, response, data_source, ground truth, score, reward, per-component scores; readable by `rewardsmith score` and `diff`. null = off.")
     seed: int = opt(1, "Seed of model initialisation, sampling and reward masking.")
@@ -509,6 +621,14 @@ class TrainerConfig:
             raise InvalidValue("default_hdfs_dir", f"is {self.default_hdfs_dir}: copying checkpoints to HDFS or another URL "
                                "needs its client, which rewardsmith does not run: use a local or mounted directory (or "
                                "copy default_local_dir yourself), or null")
+        for key in ("remove_previous_ckpt", "remove_previous_ckpt_in_save"):
+            if getattr(self, key):
+                if self.max_ckpt_to_keep not in (None, 0, 1):
+                    raise InvalidValue(key, f"is true, which keeps one checkpoint, but max_ckpt_to_keep is "
+                                       f"{self.max_ckpt_to_keep}: set one of them")
+                self.max_ckpt_to_keep = 1
+        if self.rejection_sample_multiplier <= 0:
+            raise InvalidValue("rejection_sample_multiplier", f"must be > 0, got {self.rejection_sample_multiplier}")
         if self.resume_mode == "resume_path" and not self.resume_from_path:
             raise InvalidValue("resume_from_path", "must be set when resume_mode is resume_path")
         check_packages(self.logger)

@@ -109,16 +109,20 @@ def balance_metrics(seqlens: Sequence[int], shares: list[list[int]], prefix: str
             f"{prefix}/balanced_max": float(max(after)), f"{prefix}/mean": sum(before) / len(shares)}
 
 
-def balance_batch(batch: Batch, reward: Optional[RewardOutput], ranks: int,
-                  mini_batch_size: int) -> tuple[Batch, Optional[RewardOutput], dict[str, float]]:
-    """``batch`` (and its ``reward``, when already scored) reordered as ``trainer.balance_batch`` does, with
-    verl's balance metrics. The sample count must be a multiple of ``ranks`` (verl asserts the same)."""
+def balance_order(batch: Batch, ranks: int, mini_batch_size: int) -> tuple[list[int], dict[str, float]]:
+    """The order ``trainer.balance_batch`` puts ``batch``'s samples in, with verl's balance metrics.
+    The sample count must be a multiple of ``ranks`` (verl asserts the same)."""
     if len(batch) % ranks:
         raise ValueError(f"trainer.balance_batch: a batch of {len(batch)} samples cannot be split evenly over {ranks} "
                          "data-parallel ranks; make data.train_batch_size * rollout.n a multiple of the rank count, or "
                          "set trainer.balance_batch=false")
     seqlens = [int(n) for n in batch["attention_mask"].sum(-1).tolist()]
     shares = rank_shares(seqlens, ranks)
-    order = dispatch_order(shares, mini_batch_size)
-    metrics = balance_metrics(seqlens, shares)
+    return dispatch_order(shares, mini_batch_size), balance_metrics(seqlens, shares)
+
+
+def balance_batch(batch: Batch, reward: Optional[RewardOutput], ranks: int,
+                  mini_batch_size: int) -> tuple[Batch, Optional[RewardOutput], dict[str, float]]:
+    """``batch`` (and its ``reward``, when already scored) reordered by :func:`balance_order`, with its metrics."""
+    order, metrics = balance_order(batch, ranks, mini_batch_size)
     return batch.select(order), None if reward is None else select_reward(reward, order), metrics

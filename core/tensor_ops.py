@@ -61,6 +61,12 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     return torch.logsumexp(logits, dim=-1) - (probs * logits).sum(-1)
 
 
+def sum_pi_squared_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """``sum_v softmax(z)_v^2 = exp(logsumexp(2z) - 2 logsumexp(z))``, without forming the probabilities."""
+    logits = logits.float()
+    return torch.exp(torch.logsumexp(2 * logits, dim=-1) - 2 * torch.logsumexp(logits, dim=-1))
+
+
 def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """Positions counting only attended tokens (left padding gets position 0)."""
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)

@@ -1,6 +1,7 @@
 """The PPO trainer: one readable loop, like verl's ``fit``.
 
-Per step: rollout -> old/reference log-probs and values -> rewards (reward
+Per step: rollout (scored chunk by chunk as it is generated, see :meth:`PPOTrainer.generate_scored`)
+-> old/reference log-probs and values -> rewards (reward
 managers, or the critic) -> KL in the reward -> reward masking -> advantages
 -> critic update -> actor update -> metrics, validation and checkpoints.
 Models live inside workers, which build them; the trainer is the controller:
@@ -14,19 +15,21 @@ import dataclasses
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from tqdm import tqdm
 
 from rewardsmith.common.config import to_dict
-from rewardsmith.core.batch import Batch, MiniBatch, mini_batches
+from rewardsmith.core.batch import Batch, MiniBatch, chunk_ranges, mini_batches
 from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, copy_checkpoint, latest_checkpoint, partial_dir, prune,
                                          rng_state, set_aside, set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
-from rewardsmith.core.dynamic_sampling import GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards, first_groups, keep_varied
+from rewardsmith.core.dynamic_sampling import (GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards,
+                                               first_groups, keep_varied, metric_values, select_reward)
+from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy, truncated
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
 from rewardsmith.core.reward_masking import (
@@ -39,10 +42,11 @@ from rewardsmith.core.reward_masking import (
     loss_tokens,
     sample_reward_mask,
 )
-from rewardsmith.core.rollout import SamplingParams, rollout_probs_diff
+from rewardsmith.core.rollout import SamplingParams, draw_seed, rollout_probs_diff
+from rewardsmith.core.rollout_correction import rollout_correction
 from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
-from rewardsmith.core.seqlen_balancing import balance_batch
+from rewardsmith.core.seqlen_balancing import balance_order
 from rewardsmith.core.strategy import pick_device
 from rewardsmith.core.tracking import METRICS_FILE, Tracker
 from rewardsmith.core.verl_keys import notices
@@ -110,8 +114,12 @@ class PPOTrainer:
         self.tokenizer = run_tokenizer(c)
         self.train_set = PromptDataset(read_files(c.data.train_files, "data.train_files"), self.tokenizer, c.data)
         self.val_set = PromptDataset(read_files(c.data.val_files, "data.val_files"), self.tokenizer, c.data) if c.data.val_files else None
-        # verl's loader batch is data.gen_batch_size when set (DAPO's generation batch).
-        self.loader = PromptLoader(self.train_set, c.data.gen_batch_size or c.data.train_batch_size, c.data.shuffle, c.data.seed)
+        # verl's loader batch is data.gen_batch_size when set (DAPO's generation batch); rllm's and Skywork-OR1's
+        # rejection sampling loads rejection_sample_multiplier times train_batch_size prompts.
+        loader_batch = c.data.gen_batch_size or c.data.train_batch_size
+        if t.rejection_sample:
+            loader_batch = int(c.data.train_batch_size * t.rejection_sample_multiplier)
+        self.loader = PromptLoader(self.train_set, loader_batch, c.data.shuffle, c.data.seed)
         self.prompt_batches: Iterator[Batch] = iter(self.loader)  # lazy: reads the loader's position at each batch
         self.total_steps = t.total_training_steps or self.loader.batches_per_epoch * t.total_epochs
 
@@ -126,6 +134,15 @@ class PPOTrainer:
             # verl's DAPO trainer filters before log-probs exist, so it cannot apply the in-reward KL either.
             raise ValueError("algorithm.filter_groups.enable filters groups on the reward before log-probs and values are "
                              "computed: it cannot be combined with algorithm.use_kl_in_reward or reward_source=critic")
+        if t.rejection_sample and (algo.filter_groups.enable or c.data.gen_batch_size or algo.reward_source == "critic"
+                                   or getattr(self.estimator, "requires_greedy_baseline", False)):
+            raise ValueError("trainer.rejection_sample (rllm's, Skywork-OR1's) picks a step's groups by their scores from "
+                             "train_batch_size * rejection_sample_multiplier prompts: it cannot be combined with "
+                             "algorithm.filter_groups, data.gen_batch_size, reward_source=critic or a greedy baseline "
+                             "(ReMax); use one of them")
+        if getattr(self.estimator, "requires_sum_pi_squared", False) and not c.actor_rollout_ref.actor.calculate_sum_pi_squared:
+            raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} weighs each token by sum_v pi(v)^2: set "
+                             "actor_rollout_ref.actor.calculate_sum_pi_squared=true (as verl)")
         if algo.filter_groups.enable and getattr(self.estimator, "requires_greedy_baseline", False):
             raise ValueError(f"algorithm.adv_estimator={algo.adv_estimator} compares each sample with a greedy response to "
                              "its prompt, which a batch assembled by algorithm.filter_groups does not keep: use one or the other")
@@ -138,9 +155,11 @@ class PPOTrainer:
         self.critic_epochs = c.critic.ppo_epochs or actor_cfg.ppo_epochs
         # The actor's mini-batch order; the critic's never shuffles.
         self.shuffle_generator = torch.Generator().manual_seed(t.seed)
-        self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length)
+        self.sampling = SamplingParams.from_config(rollout_cfg, c.data.max_response_length,
+                                                   log_probs=algo.rollout_correction.needs_rollout_log_probs)
         self.val_sampling = SamplingParams.from_config(rollout_cfg.val_kwargs, c.data.max_response_length)
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
+        self.entropy_ctrl = EntropyControl(actor_cfg.entropy_coeff)  # Skywork-OR1's, used with actor.adaptive_entropy
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
@@ -263,23 +282,51 @@ class PPOTrainer:
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
         reward = None
+        pending, order = None, None
         if algo.filter_groups.enable:
             batch, reward, filter_metrics = self.sample_varied_groups(prompts, timing)
             metrics.update(filter_metrics)
+        elif self.config.trainer.rejection_sample:
+            batch, reward, reject_metrics = self.reject_uniform_groups(prompts, timing)
+            metrics.update(reject_metrics)
         else:
-            with self._timer(timing, "gen"), self._rollout_phase():
-                batch = self.actor.generate(prompts, self.sampling)
+            # The rewards need only the responses: with overlap they run beside the generation
+            # of the next chunk and the passes below.
+            pending = self.open_scoring(self.overlap_rewards)
+            batch = self.generate_scored(prompts, pending, timing)
         if self.config.trainer.balance_batch:
-            batch, reward, balance = balance_batch(batch, reward, self.world_size, self.actor_mini_batch_size)
+            order, balance = balance_order(batch, self.world_size, self.actor_mini_batch_size)
+            batch = batch.select(order)
+            reward = None if reward is None else select_reward(reward, order)
             metrics.update(balance)
-        # The rewards need only the responses: with overlap they run beside the passes below.
-        pending = self.start_scoring(batch, self.overlap_rewards) if reward is None else None
         mask = batch["response_mask"].float()
-        if algo.use_kl_in_reward or not self.single_actor_step(len(batch)):
+        correction = algo.rollout_correction
+        if correction.needs_rollout_log_probs and "rollout_log_probs" not in batch:
+            raise ValueError(f"algorithm.rollout_correction needs the rollout's own log-probs, which the rollout engine "
+                             f"{self.config.actor_rollout_ref.rollout.name!r} did not return (hf and vllm do)")
+        sum_pi_squared = self.config.actor_rollout_ref.actor.calculate_sum_pi_squared
+        # Skywork-OR1's adaptive entropy measures the step's entropy on the old log-probs.
+        recompute = (algo.use_kl_in_reward or correction.enabled or self.config.actor_rollout_ref.actor.adaptive_entropy.enabled
+                     or not self.single_actor_step(len(batch)))
+        # In bypass mode the rollout's log-probs are the old ones: the pass runs only for sum_pi_squared.
+        if (recompute and not correction.bypass_mode) or sum_pi_squared:
             with self._timer(timing, "old_log_prob"):
-                batch["old_log_probs"] = self.actor.compute_log_prob(batch)
+                if sum_pi_squared:
+                    both = self.actor.compute_log_prob_and_sum_pi_squared(batch)
+                    batch["old_log_probs"], batch["sum_pi_squared"] = both[:, 0], both[:, 1]
+                else:
+                    batch["old_log_probs"] = self.actor.compute_log_prob(batch)
             if "rollout_log_probs" in batch:
                 metrics.update(rollout_probs_diff(batch["rollout_log_probs"], batch["old_log_probs"], batch["response_mask"]))
+        if correction.bypass_mode:
+            batch["old_log_probs"] = batch["rollout_log_probs"]
+        elif correction.enabled:
+            is_weights, batch["response_mask"], correction_metrics = rollout_correction(
+                batch["old_log_probs"], batch["rollout_log_probs"], batch["response_mask"], correction)
+            metrics.update(correction_metrics)
+            if is_weights is not None:
+                batch["rollout_is_weights"] = is_weights
+            mask = batch["response_mask"].float()
         if self.ref is not None:
             with self._timer(timing, "ref"):
                 batch["ref_log_prob"] = self.ref.compute_log_prob(batch)
@@ -289,7 +336,8 @@ class PPOTrainer:
                 values = batch["values"] = self.critic.compute_values(batch)
 
         if pending is not None:
-            reward = self.finish_scoring(pending, timing)
+            reward = self.finish_scoring(pending, timing)  # scored in the rollout's order
+            reward = reward if order is None else select_reward(reward, order)
             metrics.update(pending.metrics)
         metrics.update(reward.metrics)
         if algo.reward_source == "critic":
@@ -333,10 +381,17 @@ class PPOTrainer:
                 advantages, returns = self.estimator(
                     token_level_rewards=rewards, response_mask=mask, index=batch.meta["uid"], values=values,
                     gamma=algo.gamma, lam=algo.lam, norm_adv_by_std_in_grpo=algo.norm_adv_by_std_in_grpo,
-                    scored=~unscored, **baselines,
+                    scored=~unscored, reward_extra_info=reward.extra_info, gdpo_reward_keys=algo.gdpo_reward_keys,
+                    gdpo_reward_weights=algo.gdpo_reward_weights, old_log_probs=batch.tensors.get("old_log_probs"),
+                    sum_pi_squared=batch.tensors.get("sum_pi_squared"), rollout_is_weights=batch.tensors.get("rollout_is_weights"),
+                    **baselines,
                 )
                 if algo.reward_mask_flip_adv_when_masked:
                     advantages = flip_masked_advantages(advantages, masked)
+                if algo.mask_truncated_samples:
+                    cut = truncated(batch["response_mask"], self.config.data.max_response_length)
+                    advantages = mask_truncated_advantages(advantages, rewards.sum(-1), cut)
+                    metrics["train/truncated_zero_advantage"] = float((cut & (rewards.sum(-1) == 0)).sum())
                 if unscored.any():
                     advantages = drop_unscored(advantages, unscored)
         batch["advantages"], batch["returns"] = advantages, returns
@@ -364,17 +419,24 @@ class PPOTrainer:
 
     def sample_varied_groups(self, prompts: Batch, timing: dict[str, float]) -> tuple[Batch, Any, dict[str, float]]:
         """DAPO dynamic sampling (:mod:`rewardsmith.core.dynamic_sampling`): generate and score
-        batches of prompts until ``data.train_batch_size`` groups whose metric varies are kept."""
+        batches of prompts until ``data.train_batch_size`` groups whose metric varies are kept.
+
+        With ``rollout.stream_chunks`` > 1 generation stops at the first chunk after which the
+        scored chunks hold enough varied groups; the groups kept are the same as without it
+        (the first ones, each prompt sampled from its own seed)."""
         fg, wanted = self.config.algorithm.filter_groups, self.config.data.train_batch_size
         batches, rewards, kept, generated = [], [], 0, 0
-        timing["gen"] = 0.0
         while True:
             generated += 1
-            start = time.perf_counter()
-            with self._rollout_phase():
-                batch = self.actor.generate(prompts, self.sampling)
-            timing["gen"] += time.perf_counter() - start
-            reward = self.score(batch, timing)
+            pending = self.open_scoring(self.overlap_rewards)
+
+            def enough(chunks: list[Batch], pending: PendingReward = pending) -> bool:
+                # Only rank 0 scores; every rank must generate as many chunks.
+                varied = kept + sum(keep_varied(chunk, out, fg.metric)[2] for chunk, out in zip(chunks, pending.scored()))
+                return bool(broadcast_object(varied >= wanted, self.topology))
+
+            batch = self.generate_scored(prompts, pending, timing, enough)
+            reward = self.finish_scoring(pending, timing)
             batch, reward, groups = keep_varied(batch, reward, fg.metric)
             batches.append(batch)
             rewards.append(reward)
@@ -388,6 +450,44 @@ class PPOTrainer:
         metrics = {"train/num_gen_batches": float(generated), "train/num_kept_groups": float(kept),
                    "train/kept_group_ratio": kept / (generated * self.loader.batch_size)}
         return batch, reward, metrics
+
+    def reject_uniform_groups(self, prompts: Batch, timing: dict[str, float]) -> tuple[Batch, Any, dict[str, float]]:
+        """rllm's / Skywork-OR1's rejection sampling (:func:`rewardsmith.core.fork_options.rejection_rows`): generate and
+        score ``prompts``, keep the groups not all 0 and not all 1 (cut to a multiple of the rank count); a batch
+        that keeps nothing is skipped for the next prompts, as the forks do, without counting a step."""
+        while True:
+            pending = self.open_scoring(self.overlap_rewards)
+            batch = self.generate_scored(prompts, pending, timing)
+            reward = self.finish_scoring(pending, timing)
+            kept = rejection_rows(batch.meta["uid"], metric_values("seq_reward", reward), self.world_size)
+            if kept.rows:
+                break
+            prompts = next(self.prompt_batches)
+        groups = len(set(batch.meta["uid"]))
+        metrics = {"batch/solve_none": float(kept.solve_none), "batch/solve_all": float(kept.solve_all),
+                   "batch/solve_partial": float(groups - kept.solve_none - kept.solve_all),
+                   "batch/kept_samples": float(len(kept.rows))}
+        return batch.select(kept.rows), select_reward(reward, kept.rows), metrics
+
+    def generate_scored(self, prompts: Batch, pending: PendingReward, timing: dict[str, float],
+                        enough: Optional[Callable[[list[Batch]], bool]] = None) -> Batch:
+        """Generate ``prompts`` in ``rollout.stream_chunks`` chunks of whole prompt groups, handing each
+        chunk to ``pending`` as soon as it is generated; before each further chunk, stop once
+        ``enough(chunks so far)``. Each prompt samples from its own seed (:class:`SamplingParams`),
+        so the samples are those of one call on all of ``prompts``."""
+        sampling = dataclasses.replace(self.sampling, seed=draw_seed())
+        chunks: list[Batch] = []
+        timing.setdefault("gen", 0.0)
+        with self._rollout_phase():
+            for rows in chunk_ranges(len(prompts), self.config.actor_rollout_ref.rollout.stream_chunks):
+                if chunks and enough is not None and enough(chunks):
+                    break
+                start = time.perf_counter()
+                chunk = self.actor.generate(prompts.select(rows), dataclasses.replace(sampling, first_prompt=rows.start))
+                timing["gen"] += time.perf_counter() - start
+                self.submit_scoring(pending, chunk)
+                chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else Batch.concat(chunks)
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.
@@ -411,9 +511,15 @@ class PPOTrainer:
         and the rollout engine's weight sync."""
         timing = {} if timing is None else timing
         metrics: dict[str, float] = {}
-        if "unscored" in batch and batch["unscored"].any():
+        left_out = batch["unscored"] if "unscored" in batch else torch.zeros(len(batch), dtype=torch.bool)
+        if self.config.trainer.remove_clip:  # SimpleRL-Zoo's: truncated responses leave the losses
+            cut = truncated(batch["response_mask"], self.config.data.max_response_length)
+            metrics["train/removed_clipped"] = float(cut.sum())
+            left_out = left_out | cut
+        if left_out.any():
             # Unscored samples leave both losses and their token and sequence counts.
-            batch = Batch({**batch.tensors, "response_mask": loss_tokens(batch["response_mask"], batch["unscored"])}, batch.meta)
+            batch = Batch({**batch.tensors, "response_mask": loss_tokens(batch["response_mask"], left_out)}, batch.meta)
+        adaptive = self.config.actor_rollout_ref.actor.adaptive_entropy
         if self.critic is not None:
             if self.config.critic.freeze:
                 metrics["critic/frozen"] = 1.0
@@ -422,9 +528,18 @@ class PPOTrainer:
                     metrics.update(self.critic.update(self.critic_mini_batches(batch)))
         if self.global_step > self.config.trainer.critic_warmup:
             with self._timer(timing, "update_actor"):
-                metrics.update(self.actor.update(self.actor_mini_batches(batch)))
+                if adaptive.enabled:
+                    metrics.update(self.actor.update(self.actor_mini_batches(batch), self.entropy_ctrl.realized))
+                else:
+                    metrics.update(self.actor.update(self.actor_mini_batches(batch)))
             with self._timer(timing, "sync_weights"):
                 self.actor.sync_rollout_weights()
+        if adaptive.enabled:
+            entropy = sampled_entropy(batch["old_log_probs"], batch["response_mask"].float())
+            metrics["actor/entropy_coeff"] = self.entropy_ctrl.realized
+            metrics["actor/sampled_entropy"] = entropy
+            self.entropy_ctrl = self.entropy_ctrl.next(entropy, adaptive.target_entropy, adaptive.delta_ent_coef,
+                                                       adaptive.min_ent_coef, adaptive.max_ent_coef)
         return metrics
 
     def greedy_baselines(self, prompts: Batch, uids: list, timing: dict[str, float]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -442,15 +557,20 @@ class PPOTrainer:
     def score(self, batch: Batch, timing: Optional[dict[str, float]] = None):
         """The reward managers' verdict on a generated batch (decoded responses, token-level scores),
         under the step's budget (``reward_model.step_budget_s``)."""
-        return self.finish_scoring(self.start_scoring(batch, overlap=False), {} if timing is None else timing)
+        pending = self.open_scoring(overlap=False)
+        self.submit_scoring(pending, batch)
+        return self.finish_scoring(pending, {} if timing is None else timing)
 
-    def start_scoring(self, batch: Batch, overlap: bool) -> PendingReward:
-        """Start scoring a generated batch, on a background thread when ``overlap``; see :meth:`finish_scoring`."""
-        rows = None
-        if self.reward_manager is not None:
-            rows = reward_batch(batch, self.decode_responses(batch), batch["response_mask"])
-        self._scoring = PendingReward.start(self.reward_manager, rows, overlap, self.config.reward_model.step_budget_s)
+    def open_scoring(self, overlap: bool) -> PendingReward:
+        """A step's reward call, on a background thread when ``overlap``, for the chunks :meth:`submit_scoring`
+        hands it; see :meth:`finish_scoring`."""
+        self._scoring = PendingReward.open(self.reward_manager, overlap, self.config.reward_model.step_budget_s)
         return self._scoring
+
+    def submit_scoring(self, pending: PendingReward, batch: Batch) -> None:
+        """Have ``pending`` score the generated ``batch`` (rank 0 decodes and scores)."""
+        if self.reward_manager is not None:
+            pending.submit(reward_batch(batch, self.decode_responses(batch), batch["response_mask"]))
 
     def finish_scoring(self, pending: PendingReward, timing: dict[str, float]):
         """Wait for ``pending`` (adding ``reward_wait``/``reward_total`` to ``timing``); rank 0 shares the verdict."""
@@ -561,6 +681,7 @@ class PPOTrainer:
             "global_step": self.global_step,
             "loader": self.loader.state_dict(),
             "kl_ctrl": self.kl_ctrl.state_dict(),
+            "entropy_ctrl": dataclasses.asdict(self.entropy_ctrl),
             "mask_generator": self.mask_generator.get_state(),
             "shuffle_generator": self.shuffle_generator.get_state(),
             "rng": rng_state(),
@@ -599,6 +720,8 @@ class PPOTrainer:
         self.global_step = int(state["global_step"])
         self.loader.load_state_dict(state["loader"])
         self.kl_ctrl.load_state_dict(state["kl_ctrl"])
+        if "entropy_ctrl" in state:  # checkpoints written before the adaptive entropy control have none
+            self.entropy_ctrl = EntropyControl(**state["entropy_ctrl"])
         self.mask_generator.set_state(state["mask_generator"])
         self.shuffle_generator.set_state(state["shuffle_generator"])
         # Last: loading models above may have drawn from the global generators.

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rewardsmith.common.config import InvalidValue
+from rewardsmith.core.distributed import fsdp_mesh_shape
 from rewardsmith.core.packed_attention import PACKED_ATTENTION, packs
+from rewardsmith.core.verl_fork_keys import FORK_KEYS
 from rewardsmith.core.verl_refusals import refusal
 from rewardsmith.plugins.verl_layout import KEY_MAP
 
@@ -85,6 +87,10 @@ _TRANSFER = ("a weight-transfer key (verl 0.9's checkpoint engine): the actor's 
 _GRAD_OFFLOAD = ("verl <= v0.2's gradient offload, dropped in verl v0.3: a memory key, the gradients are the same "
                  "wherever they are kept")
 _PREFETCH = "a speed key of FSDP's all-gathers; the same parameters arrive either way"
+_FULL_LOGITS = "a speed and memory key of fused kernels: log-probs and entropy come from the full logits here, the same values"
+_TILED = "a memory key: the MLP runs whole here, with the same values"
+_PAD_TO_LENGTH = ("a speed key: packed rows keep their own lengths here (no compiled kernels wait for fixed ones), the "
+                  "same log-probs")
 
 NOTICES: tuple[Notice, ...] = (
     Notice("actor_rollout_ref.model.use_remove_padding", _padded, _PADDED, _PACKED),
@@ -165,6 +171,49 @@ NOTICES: tuple[Notice, ...] = (
            "as in verl", "validation, then the run stops (as verl, with trainer.val_before_train=true)"),
     Notice("data.filter_overlong_prompts_workers", _is_set,
            "a speed key: rows are filtered in the trainer's process, the same rows"),
+    # Speed and memory keys of verl's engines and data loading (issue 29: accepted with a notice, never refused).
+    Notice("data.use_shm", _is_true, "a load-speed key: the files are read where they are, the same rows"),
+    Notice("data.dataloader_num_workers", _is_set,
+           "a speed key: rows are loaded in the trainer's process, the same rows in the same order"),
+    Notice("actor_rollout_ref.model.use_liger", _is_true, _FULL_LOGITS),
+    Notice("actor_rollout_ref.model.tiled_mlp", lambda v, c: bool(v), _TILED),
+    Notice("critic.model.use_fused_kernels", _is_true, "a speed key: values come from the full hidden states here"),
+    Notice("critic.model.use_liger", _is_true, "a speed key: values come from the full hidden states here"),
+    Notice("critic.model.use_shm", _is_true, "a load-speed key: the weights are read from the model's path as they are"),
+    Notice("critic.model.enable_activation_offload", _is_true,
+           "a memory key: activations stay where the model runs; the same gradients"),
+    Notice("critic.model.tiled_mlp", lambda v, c: bool(v), _TILED),
+    Notice("actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation", _is_set,
+           "a speed key of gradient accumulation: the accumulated gradients are the same"),
+    Notice("actor_rollout_ref.actor.fsdp_config.pad_to_length", _is_set, _PAD_TO_LENGTH),
+    Notice("actor_rollout_ref.actor.fsdp_config.pad_to_length_bucket", _is_set, _PAD_TO_LENGTH),
+    Notice("actor_rollout_ref.actor.pad_to_length", _is_set, _PAD_TO_LENGTH),
+    Notice("actor_rollout_ref.ref.pad_to_length", _is_set, _PAD_TO_LENGTH),
+    Notice("actor_rollout_ref.actor.entropy_from_logits_chunk_size", _is_set, _CHUNKED),
+    Notice("actor_rollout_ref.ref.entropy_from_logits_chunk_size", _is_set, _CHUNKED),
+    Notice("actor_rollout_ref.actor.use_prefix_grouper", _is_set,
+           "a speed key: each sample's forward covers its own prompt, the same log-probs"),
+    Notice("actor_rollout_ref.actor.checkpoint.async_save", _is_set,
+           "a speed key: checkpoints are written before the next step here, with the same contents"),
+    Notice("actor_rollout_ref.rollout.enable_prefix_caching", _is_set,
+           "a speed key of vLLM, not passed here: vLLM's default applies, and the samples are the same"),
+    Notice("actor_rollout_ref.rollout.enable_sleep_mode", _is_set,
+           "a memory key: the vllm engine sleeps between rollouts wherever the platform has sleep mode"),
+    Notice("actor_rollout_ref.rollout.cudagraph_capture_sizes", _is_set,
+           "a speed key of vLLM: rollout.enforce_eager decides whether CUDA graphs are used, the same samples"),
+    Notice("actor_rollout_ref.rollout.disable_log_stats", _is_set, "a logging key of vLLM: the samples are the same"),
+    Notice("actor_rollout_ref.rollout.scheduling_policy", _is_set,
+           "a speed key of vLLM: each request is sampled with its own seed, the same samples in any order"),
+    *(Notice(f"actor_rollout_ref.rollout.{name}", _is_set,
+             "a device-layout key of the rollout: one engine per rank shares the trainer's devices here, the same samples")
+      for name in ("data_parallel_size", "expert_parallel_size", "pipeline_model_parallel_size", "n_gpus_per_node",
+                   "nnodes")),
+    Notice("actor_rollout_ref.actor.fsdp_config.wrap_policy", lambda v, c: bool(v),
+           "verl's FSDP1 auto-wrap policy, a memory and speed key: FSDP2 here shards each decoder layer, the same updates"),
+    Notice("actor_rollout_ref.rollout.micro_rollout_batch_size", _is_set,
+           "SimpleRL-Zoo's memory key: one batched generate call per step here, the same samples"),
+    Notice("actor_rollout_ref.rollout.moe_load_balance_metrics_interval", _is_set,
+           "a logging key of vLLM: the samples are the same"),
 )
 
 
@@ -180,6 +229,8 @@ MOVED: tuple[Moved, ...] = (
     Moved("actor_rollout_ref.rollout.val_temperature",
           "actor_rollout_ref.rollout.val_kwargs.temperature (with val_kwargs.do_sample=true when it is above 0)"),
     Moved("actor_rollout_ref.rollout.n_val", "actor_rollout_ref.rollout.val_kwargs.n"),
+    Moved("trainer.remove_previous_ckpt", "trainer.max_ckpt_to_keep=1 (when true; false keeps every checkpoint)"),
+    Moved("trainer.remove_previous_ckpt_in_save", "trainer.max_ckpt_to_keep=1 (when true; false keeps every checkpoint)"),
 )
 
 
@@ -218,11 +269,7 @@ def check_verl_keys(config: Any) -> None:
     if t.val_only and t.val_before_train and not config.data.val_files:
         raise InvalidValue("trainer.val_only", "validates and stops, but data.val_files is empty: set data.val_files")
     for key in ("actor_rollout_ref.actor.fsdp_config.fsdp_size", "critic.fsdp_config.fsdp_size"):
-        size = _value(config, key)
-        # verl builds a plain FSDP mesh whenever fsdp_size is negative or covers every rank.
-        if 0 < size < world:
-            raise InvalidValue(key, f"is {size}: sharding within groups of {size} of the {world} ranks (HSDP) is not "
-                               f"supported; use -1 (shard over all {world} ranks)")
+        fsdp_mesh_shape(key, _value(config, key), world)
     rollout = config.actor_rollout_ref.rollout
     if rollout.engine == "vllm":
         if not _installed("vllm"):
@@ -304,6 +351,9 @@ def release_of(key: str) -> str:
     if key in VERL_RELEASE_KEYS:
         first, last = VERL_RELEASE_KEYS[key]
         return first if first == last else f"{first} to {last}"
+    fork = next((f for f in FORK_KEYS if f.key == key), None)
+    if fork is not None:
+        return f"fork: {fork.projects}"
     if any(m.key == key for m in MOVED):
         return "verl forks"
     return "v0.7.0 scripts"
@@ -311,6 +361,8 @@ def release_of(key: str) -> str:
 
 # reward_model.* keys the reward side accepts with a notice of its own (RewardModelConfig.notices).
 REWARD_SIDE_NOTICES = ("reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
+                       "reward_model.model.use_shm", "reward_model.enable_resource_pool", "reward_model.n_gpus_per_node",
+                       "reward_model.nnodes",
                        "reward_model.rollout.free_cache_engine")
 # verl's reward-loop keys: they serve the reward model with vLLM (RewardModelConfig.serves_with_vllm).
 REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",
@@ -318,13 +370,16 @@ REWARD_LOOP_KEYS = ("reward_model.use_reward_loop", "reward_model.rollout.name",
 
 
 def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
-    """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`, :data:`VERL_RELEASE_KEYS` and
-    :data:`MOVED`, sorted; ``schema_keys`` are the keys the schema has."""
+    """(key, what it does here) for every key of :data:`VERL_SCRIPT_KEYS`, :data:`VERL_RELEASE_KEYS`,
+    :data:`MOVED` and verl forks' (core/verl_fork_keys.py), sorted; ``schema_keys`` are the keys the schema has."""
     notes = {n.key: n for n in NOTICES}
     moved = {m.key: m for m in MOVED}
+    forks = {f.key: f for f in FORK_KEYS}
     rows = []
-    for key in sorted({*VERL_SCRIPT_KEYS, *VERL_RELEASE_KEYS, *moved}):
-        if key in notes and notes[key].implemented:
+    for key in sorted({*VERL_SCRIPT_KEYS, *VERL_RELEASE_KEYS, *moved, *forks}):
+        if key in forks:
+            rows.append((key, f"{forks[key].why} ([keys of verl forks](#keys-of-verl-forks))"))
+        elif key in notes and notes[key].implemented:
             rows.append((key, f"implemented: {notes[key].implemented}; elsewhere a notice ({notes[key].why})"))
         elif key in moved:
             rows.append((key, f"accepted: an older spelling of {moved[key].to}, applied there (a notice names it)"))

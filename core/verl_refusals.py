@@ -40,7 +40,6 @@ _QAT = ("verl's quantization-aware training / quantized rollout: not supported (
 _TURBO = ("a setting of verl's alternative FSDP implementation (fsdp_config.turbo_config): strategy fsdp/fsdp2 shard with "
           "torch's FSDP2 here; drop the key")
 _MTP = "verl's multi-token-prediction layers and speculative decoding: not supported; drop the key"
-_TILED = "verl's tiled MLP (a memory key): the MLP runs whole here, with the same values; drop the key"
 _TRANSFER_QUEUE = ("verl's TransferQueue (a data store shared by its workers): the controller moves the batches here; drop "
                    "the key")
 _SKIP = "verl's rollout skipping (reusing dumped rollouts while debugging later stages): not supported; drop the key"
@@ -51,9 +50,6 @@ _FILLED_IN = "filled in by verl from another key ({}): set that key"
 _NO_DETERMINISM = ("verl's per-engine seed / deterministic-kernels switch: trainer.seed seeds the whole run here; drop the "
                    "key")
 _DTYPE = "the models' dtype is actor_rollout_ref.model.torch_dtype here (actor, reference and critic): set that key"
-_VLLM_SPEED = ("a speed or logging setting of vLLM that rewardsmith does not pass (enforce_eager and engine_kwargs.vllm are "
-               "passed): drop the key, or put a vLLM engine argument in actor_rollout_ref.rollout.engine_kwargs.vllm")
-_OWN_DEVICES = "the rollout and the reward model share the trainer's devices here (trainer.n_gpus_per_node): drop the key"
 _RM_WORKER = ("a setting of verl's reward-model worker with no counterpart here: drop the key (the reward model's settings are "
               "in docs/reward_models.md)")
 _RAY_INIT = ("Ray's start-up arguments: rewardsmith's ray.init joins RAY_ADDRESS or starts a local cluster "
@@ -61,8 +57,8 @@ _RAY_INIT = ("Ray's start-up arguments: rewardsmith's ray.init joins RAY_ADDRESS
 _MULTIMODAL = "a key of verl's multimodal data (images, video, audio): only text causal LMs train here; drop the key"
 _OPTIMIZER = ("the optimizer here is AdamW with a constant or cosine schedule (optim.lr_scheduler_type), verl's defaults: "
               "drop the key")
-_ROLLOUT_IS = ("verl's older rollout importance-sampling keys (now algorithm.rollout_correction): not implemented here; drop "
-               "the key (the vllm engine's log-probs match the actor's, metric rollout_probs_diff)")
+_ROLLOUT_IS = ("verl's older rollout importance-sampling keys: use their successors algorithm.rollout_correction.* "
+               "(docs/training.md#rollout-correction)")
 
 
 # verl's FSDP settings of the reference and the critic's model that rewardsmith takes from the actor's / critic's own.
@@ -81,8 +77,8 @@ def _engine_copies() -> tuple[tuple[str, str], ...]:
     """verl 0.6+ repeats some of a role's keys under its fsdp_config for its engine workers."""
     rows = []
     for role in ("actor_rollout_ref.actor", "actor_rollout_ref.ref"):
-        for name in ("entropy_checkpointing", "entropy_from_logits_with_chunking", "use_torch_compile",
-                     "ulysses_sequence_parallel_size"):
+        for name in ("entropy_checkpointing", "entropy_from_logits_with_chunking", "entropy_from_logits_chunk_size",
+                     "use_torch_compile", "ulysses_sequence_parallel_size"):
             rows.append((f"{role}.fsdp_config.{name}", _ENGINE_COPY.format(f"{role}.{name}")))
     return tuple(rows)
 
@@ -141,13 +137,14 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("data.oversample_factor", _PRIME),
     ("teacher.*", _DISTILL),
     ("actor_rollout_ref.teacher.*", _DISTILL),
-    ("algorithm.rollout_correction.*",
-     "verl's rollout importance-sampling / rejection correction (TIS, MIS): not implemented here; drop the key (the vllm "
-     "engine's log-probs match the actor's, metric rollout_probs_diff)"),
+    ("algorithm.rollout_correction.rollout_rs_threshold_lower", "verl 0.6/0.7's lower rejection bound: give "
+     "algorithm.rollout_correction.rollout_rs_threshold as 'lower_upper' (k1 options), as verl 0.9"),
+    ("algorithm.rollout_correction.rollout_token_veto_threshold", "verl 0.6/0.7's per-token veto: use "
+     "algorithm.rollout_correction.rollout_rs=token_k1 with rollout_rs_threshold, as verl 0.9"),
+    ("algorithm.rollout_correction.use_policy_gradient", "verl 0.6.1's switch: use algorithm.rollout_correction."
+     "bypass_mode=true with loss_type=reinforce, as verl 0.9"),
     ("algorithm.use_pf_ppo", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
     ("algorithm.pf_ppo.*", "verl's preference-feedback PPO reweighting: not implemented here; drop the key"),
-    ("actor_rollout_ref.actor.tau_*", "SAPO's soft-gate temperatures (verl's sapo loss): not implemented here; use a "
-                                       "policy_loss.loss_mode from docs/training.md#policy-losses"),
     ("actor_rollout_ref.actor.clip_cov_*", "verl's old place of the clip_cov options: use actor_rollout_ref.actor.policy_loss.clip_cov_*"),
     ("actor_rollout_ref.actor.loss_mode", "verl's old place of the loss mode: use actor_rollout_ref.actor.policy_loss.loss_mode"),
     ("actor_rollout_ref.actor.micro_batch_size", "use actor_rollout_ref.actor.ppo_micro_batch_size"),
@@ -158,7 +155,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                                   "directory (peft's merge_and_unload) and point model.path at it"),
     ("actor_rollout_ref.model.fused_kernel_options.*", "verl's fused-kernel backends (triton, torch): there are no fused "
                                                        "kernels here; drop the key (use_fused_kernels is a notice)"),
-    ("actor_rollout_ref.model.use_liger", "Liger kernels are not used here: drop the key"),
     ("actor_rollout_ref.actor.fsdp_config.strategy", "use actor_rollout_ref.actor.strategy (fsdp, fsdp2 or local)"),
     ("actor_rollout_ref.actor.fsdp_config.model_dtype", "use actor_rollout_ref.model.torch_dtype"),
     ("actor_rollout_ref.actor.fsdp_config.use_orig_params", "an FSDP1 setting; FSDP2 (strategy fsdp/fsdp2 here) always "
@@ -168,21 +164,15 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.rollout.dtype", "the engine runs in the actor's dtype: set actor_rollout_ref.model.torch_dtype"),
     ("actor_rollout_ref.rollout.prompt_length", "set data.max_prompt_length (the rollout's prompt length)"),
     ("actor_rollout_ref.rollout.response_length", "set data.max_response_length (the rollout's response length)"),
-    ("actor_rollout_ref.rollout.data_parallel_size", "one vLLM engine per rank here, no engine data parallelism: drop the key"),
-    ("actor_rollout_ref.rollout.expert_parallel_size", "vLLM expert parallelism is not supported (no MoE sharding): drop the key"),
     ("actor_rollout_ref.rollout.over_sample_rate", "verl's agent-loop oversampling (aborting the slowest requests) changes "
                                                    "which samples train: not supported; drop the key"),
     ("actor_rollout_ref.rollout.quantization", "a quantized rollout engine samples from other weights than the actor's: not "
                                                "supported; drop the key"),
-    ("actor_rollout_ref.rollout.enable_prefix_caching", "not passed to vLLM here: drop the key (vLLM's default applies)"),
-    ("actor_rollout_ref.rollout.enable_sleep_mode", "the vllm engine sleeps between rollouts wherever the platform has "
-                                                    "sleep mode: drop the key"),
     ("critic.forward_max_token_len_per_gpu", "use critic.ppo_max_token_len_per_gpu (the critic's value forwards use it)"),
     ("data.trust_remote_code", "the tokenizer is the model's: set actor_rollout_ref.model.trust_remote_code"),
     ("critic.model.trust_remote_code", "the critic follows the actor: set actor_rollout_ref.model.trust_remote_code"),
     ("data.custom_cls.*", "custom dataset classes are not supported: write rows in verl's schema (parquet or jsonl)"),
     ("data.sampler.*", "custom samplers (curriculum) are not supported: data.shuffle and data.seed order the rows"),
-    ("data.dataloader_num_workers", "rows are loaded in the trainer's process: drop the key"),
     ("data.apply_chat_template_kwargs.*", "extra chat-template arguments are not passed here: drop the key, or bake them "
                                           "into the tokenizer's chat template"),
     ("trainer.max_*_ckpt_to_keep", "use trainer.max_ckpt_to_keep (one checkpoint holds actor and critic)"),
@@ -192,9 +182,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("trainer.tensorboard_dir", "use trainer.logger (its sinks, docs/training.md); drop the key"),
     ("trainer.rl_logging_board_dir", "use trainer.logger (its sinks, docs/training.md); drop the key"),
     ("trainer.dump_high_diff_*", "not supported: the metric rollout_probs_diff reports engine/actor differences; drop the key"),
-    ("reward_model.enable_resource_pool", "the reward model shares the trainer's devices here: drop the key"),
-    ("reward_model.n_gpus_per_node", "the reward model shares the trainer's devices here: drop the key"),
-    ("reward_model.nnodes", "the reward model shares the trainer's devices here: drop the key"),
     # Families of verl's trainer config across its releases (core/verl_release_keys.tsv).
     ("*.qat.*", _QAT),
     ("*.qat", _QAT),
@@ -203,7 +190,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("*.turbo_config.*", _TURBO),
     ("*.mtp.*", _MTP),
     ("*.mtp", _MTP),
-    ("*.tiled_mlp.*", _TILED),
     ("distillation.*", _DISTILL),
     ("transfer_queue.*", _TRANSFER_QUEUE),
     ("skip.*", _SKIP),
@@ -223,14 +209,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.rollout.full_determinism", _NO_DETERMINISM),
     ("actor_rollout_ref.rollout.seed", _NO_DETERMINISM),
     ("actor_rollout_ref.actor.fsdp_config.forward_only", "an internal flag of verl's engine workers: drop the key"),
-    ("actor_rollout_ref.actor.fsdp_config.pad_to_length*", "verl's padding of packed rows to fixed lengths (for compiled "
-                                                           "kernels): a speed key not done here; drop the key"),
-    ("actor_rollout_ref.*.pad_to_length", "verl's padding of packed rows to fixed lengths (for compiled kernels): a speed "
-                                          "key not done here; drop the key"),
-    ("actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation",
-     "a speed key of verl's gradient accumulation: drop the key (the accumulated gradients are the same)"),
-    ("actor_rollout_ref.actor.fsdp_config.wrap_policy.*", "verl's FSDP1 auto-wrap policy: FSDP2 here wraps the model its own "
-                                                          "way (core/fsdp.py); drop the key"),
     ("actor_rollout_ref.ref.router_replay.*", _MEGATRON),
     ("actor_rollout_ref.rollout.enable_rollout_routing_replay", _MEGATRON),
     ("actor_rollout_ref.ref.model", "verl's separate reference model: the reference is the actor's starting weights here; "
@@ -243,18 +221,11 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("critic.data_loader_seed", "the critic's mini-batches are not shuffled here: drop the key"),
     ("actor_rollout_ref.actor.checkpoint.contents", "verl <= 0.4's name of actor_rollout_ref.actor.checkpoint.save_contents "
                                                     "(which changes nothing here): drop the key"),
-    ("*.checkpoint.async_save", "checkpoints are written before the next step here (and committed whole): drop the key"),
     ("actor_rollout_ref.actor.checkpoint.strict", "a resume here always loads every tensor of the checkpoint: drop the key"),
     ("critic.checkpoint.*", "a checkpoint here always holds the critic's model and what a resume needs: drop the key"),
-    ("actor_rollout_ref.*.entropy_from_logits_chunk_size", "the chunk size of entropy_from_logits_with_chunking (a notice "
-                                                           "here: the entropy is computed whole, the same values): drop the key"),
     ("actor_rollout_ref.actor.use_fused_kernels", "use actor_rollout_ref.model.use_fused_kernels"),
     ("actor_rollout_ref.actor.use_remove_padding", "use actor_rollout_ref.model.use_remove_padding"),
-    ("critic.model.use_fused_kernels", "fused kernels are not used here (a speed key): drop the key"),
-    ("critic.model.use_liger", "Liger kernels are not used here: drop the key"),
     ("critic.model.fused_kernel_options.*", "there are no fused kernels here: drop the key"),
-    ("critic.model.use_shm", "a load-speed key: the weights are read from the model's path as they are; drop the key"),
-    ("critic.model.enable_activation_offload", "a memory key: activations stay where the model runs here; drop the key"),
     ("critic.model.lora*", "LoRA on the critic is not supported: drop the key (the actor's is "
                            "actor_rollout_ref.model.lora_rank)"),
     ("critic.model.target_modules", "LoRA on the critic is not supported: drop the key"),
@@ -277,29 +248,16 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                             "normalisation)"),
     ("actor_rollout_ref.actor.calculate_entropy", "the entropy is computed here whenever the loss or the metrics use it: "
                                                   "drop the key"),
-    ("actor_rollout_ref.actor.calculate_sum_pi_squared", "verl 0.9's extra per-token statistic: not computed here; drop "
-                                                         "the key"),
-    ("actor_rollout_ref.actor.use_prefix_grouper", "verl's shared-prefix grouping of a group's forwards (a speed key): not "
-                                                   "here; drop the key"),
-    ("actor_rollout_ref.actor.policy_loss.dro_beta", "a parameter of verl's DRO policy loss, which is not a loss_mode "
-                                                     "here: drop the key"),
     ("actor_rollout_ref.rollout.chat_scheduler", _MULTI_TURN),
     *((f"actor_rollout_ref.rollout.multi_turn.{name}", _MULTI_TURN) for name in
       ("completion_callback", "function_tool_path", "tokenization_sanity_check_mode", "tool_response_truncate_side",
        "use_inference_chat_template")),
     ("data.function_tool_path", _MULTI_TURN),
     ("data.tool_config_path", _MULTI_TURN),
-    ("actor_rollout_ref.rollout.cudagraph_capture_sizes", _VLLM_SPEED),
-    ("actor_rollout_ref.rollout.disable_log_stats", _VLLM_SPEED),
-    ("actor_rollout_ref.rollout.scheduling_policy", _VLLM_SPEED),
-    ("actor_rollout_ref.rollout.moe_load_balance_metrics_interval", _VLLM_SPEED),
     ("actor_rollout_ref.rollout.prometheus.*", "vLLM's Prometheus metrics server is not started here: drop the key"),
     ("actor_rollout_ref.rollout.router_config_path", "verl's router between rollout servers: one engine per rank here; "
                                                      "drop the key"),
     ("*.disaggregation.*", "verl's prefill/decode disaggregation: not supported; drop the key"),
-    ("actor_rollout_ref.rollout.pipeline_model_parallel_size", "vLLM pipeline parallelism is not supported: drop the key"),
-    ("actor_rollout_ref.rollout.n_gpus_per_node", _OWN_DEVICES),
-    ("actor_rollout_ref.rollout.nnodes", _OWN_DEVICES),
     ("actor_rollout_ref.rollout.ignore_eos", "sampling past the end-of-sequence token is not supported: drop the key"),
     ("actor_rollout_ref.rollout.logprobs_mode", "set by rewardsmith itself (the engine returns the sampled tokens' "
                                                 "log-probs after temperature): drop the key"),
@@ -325,7 +283,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                   "model gets the chat and renders it with its own template here; drop the key"),
     ("data.*_max_samples", "not supported: cut the data files to the rows you want"),
     ("data.validation_shuffle", "validation rows are read in order here: drop the key"),
-    ("data.use_shm", "a load-speed key: the files are read where they are; drop the key"),
     ("ray_init.*", _RAY_INIT),
     ("ray_kwargs.*", _RAY_INIT),
     ("reward.reward_manager.module.*", "custom reward-manager modules: register a reward manager through a plugin "
@@ -336,15 +293,11 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("reward_manager.source", "reward managers come from plugins here: drop the key"),
     ("reward_manager.name", "use reward_model.reward_manager (or reward.reward_manager.name)"),
     ("sandbox_fusion.*", "use reward_model.sandbox_fusion.* (or reward.sandbox_fusion.*)"),
-    ("reward.reward_model.enable_resource_pool", "the reward model shares the trainer's devices here: drop the key"),
-    ("reward.reward_model.n_gpus_per_node", "the reward model shares the trainer's devices here: drop the key"),
-    ("reward.reward_model.nnodes", "the reward model shares the trainer's devices here: drop the key"),
     ("reward.reward_model.rollout.free_cache_engine", "set it in verl's older layout, reward_model.rollout.free_cache_engine "
                                                       "(accepted there with a notice); the reward.* layout here does not "
                                                       "carry it"),
     ("reward.reward_model.rollout.*", _RM_WORKER),
     *((f"reward_model.rollout.{name}", _RM_WORKER) for name in _RM_ENGINE),
-    ("reward_model.model.use_shm", "a load-speed key: the weights are read from the model's path as they are; drop the key"),
     ("reward_model.forward_max_token_len_per_gpu", _RM_WORKER),
     ("reward_model.max_length", _RM_WORKER),
     ("reward_model.micro_batch_size", _RM_WORKER),
@@ -359,10 +312,17 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("trainer.del_local_ckpt_after_load", "checkpoints are kept after a resume here: drop the key"),
     ("trainer.esi_redundant_time", "verl's save deadline before an elastic instance expires: not here; drop the key"),
     ("trainer.ray_wait_register_center_timeout", _RAY_INIT),
-    ("trainer.remove_previous_ckpt_in_save", "use trainer.max_ckpt_to_keep=1 (verl's own advice for this key)"),
     ("trainer.val_generations_to_log_to_wandb", "verl <= 0.3's name of trainer.log_val_generations: use that key"),
     ("trainer.validation_data_dir", "validation generations are not written to files here: use trainer.log_val_generations "
                                     "(printed), or `rewardsmith score` on saved responses"),
+    # Keys of verl forks (core/verl_fork_keys.py records the projects and how many public scripts pass each).
+    ("rllm.*", "a key of rllm's own trainer (rllm.trainer.verl.train_agent_ppo: agent workflows, its own rllm.* "
+               "section), not of verl's main_ppo: drop the rllm.* keys; rllm's older fork spelled the one algorithm "
+               "option of this family algorithm.mask_truncated_samples, which is implemented here"),
+    ("trainer.stats_path", "Skywork-OR1's per-step statistics files: not written here; each step's metrics go to "
+                           "metrics.jsonl and trainer.rollout_data_dir writes its samples; drop the key"),
+    ("trainer.stats_save_freq", "Skywork-OR1's per-step statistics files: not written here; each step's metrics go "
+                                "to metrics.jsonl and trainer.rollout_data_dir writes its samples; drop the key"),
 )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import torch
 
@@ -31,7 +31,8 @@ from rewardsmith.core.lora import add_lora, has_adapters, merged_weights
 from rewardsmith.core.losses import agg_loss, micro_batch_weight, value_loss
 from rewardsmith.core.policy_losses import LossContext
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches, micro_batching
-from rewardsmith.core.models import build_causal_lm, build_value_model, response_logprobs, response_values, run_tokenizer
+from rewardsmith.core.models import (build_causal_lm, build_value_model, response_logprobs,
+                                     response_logprobs_and_sum_pi_squared, response_values, run_tokenizer)
 from rewardsmith.core.optim import build_optimizer
 from rewardsmith.core.packed_attention import packs
 from rewardsmith.core.packing import unpackable
@@ -97,17 +98,21 @@ def log_prob_batching(config: Any, role: str, world_size: int) -> MicroBatching:
 
 @torch.no_grad()
 def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, how: MicroBatching,
-                     packed: bool = False) -> torch.Tensor:
+                     packed: bool = False, with_sum_pi_squared: bool = False) -> torch.Tensor:
     """(B, R) log-probs of ``batch["responses"]`` under ``model``, in micro-batches (each ``packed`` or
-    padded, :func:`response_logprobs`), on the CPU."""
+    padded, :func:`response_logprobs`), on the CPU; ``with_sum_pi_squared``: (B, 2, R), the log-probs and
+    ``sum_v pi(v)^2`` per token (:func:`response_logprobs_and_sum_pi_squared`)."""
     device = _device_of(model)
     width = batch["responses"].shape[1]
-    logps = []
+    outs = []
     for micro in micro_batches(batch, how):
-        logp, _ = response_logprobs(model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width, temperature,
-                                    packed=packed)
-        logps.append(logp.cpu())
-    return torch.cat(logps)
+        ids, mask = micro["input_ids"].to(device), micro["attention_mask"].to(device)
+        if with_sum_pi_squared:
+            logp, sum_sq = response_logprobs_and_sum_pi_squared(model, ids, mask, width, temperature, packed=packed)
+            outs.append(torch.stack([logp, sum_sq], dim=1).cpu())
+        else:
+            outs.append(response_logprobs(model, ids, mask, width, temperature, packed=packed)[0].cpu())
+    return torch.cat(outs)
 
 
 MicroLoss = Callable[[Batch, torch.Tensor, MiniBatch, dict[str, list[float]]], torch.Tensor]
@@ -172,7 +177,10 @@ class ActorRolloutWorker:
             self.cfg.use_dynamic_bsz, self.cfg.ppo_max_token_len_per_gpu, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu")
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer, self.scheduler = build_optimizer(trainable, self.cfg.optim, total_steps)
-        self.policy_loss = get_registry(config.plugins).policy_loss(self.cfg.policy_loss.loss_mode)
+        self.rollout_correction = config.algorithm.rollout_correction
+        # verl's bypass mode replaces the configured loss with its own (the old log-probs are the rollout's).
+        loss_mode = "bypass_mode" if self.rollout_correction.bypass_mode else self.cfg.policy_loss.loss_mode
+        self.policy_loss = get_registry(config.plugins).policy_loss(loss_mode)
         # An engine with its own copy reads only the model's config: the actor's own (null path) when
         # override_config changed it.
         self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer,
@@ -205,16 +213,23 @@ class ActorRolloutWorker:
         """(B, R) log-probs of ``responses`` under the current policy."""
         return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed)
 
-    def update(self, minis: list[MiniBatch]) -> dict[str, float]:
+    def compute_log_prob_and_sum_pi_squared(self, batch: Batch) -> torch.Tensor:
+        """(B, 2, R): the log-probs of ``responses`` under the current policy and ``sum_v pi(v)^2`` per token."""
+        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed,
+                                with_sum_pi_squared=True)
+
+    def update(self, minis: list[MiniBatch], entropy_coeff: Optional[float] = None) -> dict[str, float]:
         """One optimizer step per mini-batch with the configured policy loss (:mod:`rewardsmith.core.policy_losses`).
 
         Needs ``advantages``, ``ref_log_prob`` with ``use_kl_loss``, and
         ``old_log_probs`` unless there is a single mini-batch (then the policy
         being updated is the one that sampled, and its detached log-probs are
         the old ones). Loss = pg_loss - entropy_coeff * entropy + kl_loss_coef * kl_loss;
-        the entropy comes from this forward pass.
+        the entropy comes from this forward pass. ``entropy_coeff`` (the adaptive
+        control's, when on) replaces ``actor.entropy_coeff`` for this update.
         """
         cfg = self.cfg
+        coeff = cfg.entropy_coeff if entropy_coeff is None else entropy_coeff
         low = cfg.clip_ratio if cfg.clip_ratio_low is None else cfg.clip_ratio_low
         high = cfg.clip_ratio if cfg.clip_ratio_high is None else cfg.clip_ratio_high
         if len(minis) > 1 and any("old_log_probs" not in m.batch for m in minis):
@@ -223,15 +238,17 @@ class ActorRolloutWorker:
         def micro_loss(micro: Batch, mask: torch.Tensor, mini: MiniBatch, stats: dict[str, list[float]]) -> torch.Tensor:
             weight = micro_batch_weight(mask, mini.tokens, mini.samples, cfg.loss_agg_mode)
             ctx = LossContext(low, high, cfg.clip_ratio_c, cfg.loss_agg_mode, weight,
-                              micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss)
+                              micro_batch_weight(mask, mini.tokens, mini.samples, "seq-mean-token-mean"), cfg.policy_loss,
+                              cfg.tau_pos, cfg.tau_neg, micro["rollout_is_weights"] if "rollout_is_weights" in micro else None,
+                              self.rollout_correction)
             logp, entropy = response_logprobs(
                 self.model, micro["input_ids"], micro["attention_mask"], micro["responses"].shape[1], self.temperature,
-                with_entropy=True, entropy_grad=cfg.entropy_coeff != 0, packed=self.packed,
+                with_entropy=True, entropy_grad=coeff != 0, packed=self.packed,
             )
             old = micro["old_log_probs"] if "old_log_probs" in micro else logp.detach()
             pg, pg_stats = self.policy_loss(logp, old, micro["advantages"], mask, ctx)
             ent = agg_loss(entropy, mask, cfg.loss_agg_mode, weight)
-            loss = pg - cfg.entropy_coeff * ent if cfg.entropy_coeff != 0 else pg
+            loss = pg - coeff * ent if coeff != 0 else pg
             if cfg.use_kl_loss:
                 kl = agg_loss(kl_penalty(logp, micro["ref_log_prob"], cfg.kl_loss_type), mask, cfg.loss_agg_mode, weight)
                 loss = loss + cfg.kl_loss_coef * kl
@@ -239,7 +256,8 @@ class ActorRolloutWorker:
             stats["actor/entropy"].append(ent.item() / max(weight, 1e-12))
             stats["actor/pg_loss"].append(pg.item() / max(weight, 1e-12))
             for name, value in pg_stats.items():
-                stats[f"actor/{'pg_' if name.startswith('clipfrac') else ''}{name}"].append(value.item())
+                # A stat with its own section (rollout_corr/...) keeps verl's name.
+                stats[name if "/" in name else f"actor/{'pg_' if name.startswith('clipfrac') else ''}{name}"].append(value.item())
             return loss
 
         return _update(self.model, self.strategy, self.optimizer, self.scheduler, minis,

@@ -60,6 +60,7 @@ class RewardModelPathConfig:
     trust_remote_code: bool = opt(False, "Allow custom modelling code shipped with the reward model directory.")
     # verl's reward-model worker keys: speed and memory on hardware this in-process model does not use.
     use_remove_padding: bool = opt(False, "verl's unpadded forward of the reward model: accepted with a notice (samples are sorted by length, so micro-batches pad little; scores are the same).")
+    use_shm: bool = opt(False, "verl: copy the reward model to /dev/shm before loading it; a load-speed key (a notice: the same weights).")
     fsdp_config: dict[str, Any] = opt({}, "verl's FSDP settings of the reward-model worker (param_offload, ...): accepted with a notice; the reward model runs unsharded in-process, scores are the same.")
 
     def __post_init__(self) -> None:
@@ -189,6 +190,9 @@ DEFAULT_TIMEOUT_S = 30.0
 @dataclass
 class RewardModelConfig:
     enable: bool = opt(False, "Model-based scoring on, with reward_model.model / .remote / .judge: as in verl, the model scores every row (see route_by_style), and model components use it. Off: a row or component that needs a model is an error.")
+    enable_resource_pool: Optional[bool] = opt(None, "verl: a device pool of the reward model's own; a device-layout key (a notice: the reward model shares the trainer's devices here, the same scores).")
+    n_gpus_per_node: Optional[int] = opt(None, "verl: GPUs of the reward model's own pool (a notice, as enable_resource_pool).")
+    nnodes: Optional[int] = opt(None, "verl: machines of the reward model's own pool (a notice, as enable_resource_pool).")
     reward_manager: str = opt("naive", "Reward manager: naive, parallel, dapo, batch, sandbox, prime (verl's), or one a plugin registers.")
     reward_kwargs: dict[str, Any] = opt({}, "Keyword arguments for the reward manager, as in verl (e.g. dapo: overlong_buffer_cfg, max_resp_len).")
     num_workers: Optional[int] = opt(None, "Worker processes of the parallel manager (null = CPU count), and of dapo when > 1; naive, batch and sandbox do not use it.")
@@ -268,6 +272,13 @@ class RewardModelConfig:
         if self.model.use_remove_padding:
             lines.append("reward_model.model.use_remove_padding: micro-batches are sorted by length and pad little; "
                          "the padded forward gives the same scores")
+        for key in ("enable_resource_pool", "n_gpus_per_node", "nnodes"):
+            if getattr(self, key) is not None:
+                lines.append(f"reward_model.{key}: a device-layout key; the reward model shares the trainer's devices "
+                             "here, the same scores")
+        if self.model.use_shm:
+            lines.append("reward_model.model.use_shm: a load-speed key; the weights are read from model.path as they "
+                         "are, the same weights")
         for key in self.model.fsdp_config:
             lines.append(f"reward_model.model.fsdp_config.{key}: the reward model runs unsharded in one process; "
                          "FSDP settings change nothing")

@@ -17,6 +17,7 @@ KEY_MAP = {
     "reward.reward_manager.name": "reward_model.reward_manager",
     "reward.reward_model.enable": "reward_model.enable",
     "reward.reward_model.model_path": "reward_model.model.path",
+    **{f"reward.reward_model.{k}": f"reward_model.{k}" for k in ("enable_resource_pool", "n_gpus_per_node", "nnodes")},
     # rewardsmith's own per-row routing (verl has no such key): a reward.* config can ask for it too
     "reward.reward_model.route_by_style": "reward_model.route_by_style",
     "reward.custom_reward_function.path": "custom_reward_function.path",

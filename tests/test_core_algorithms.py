@@ -152,7 +152,7 @@ def test_builtin_estimators_are_registered_through_the_hook():
     registry = get_registry()
     for name, fn in BUILTIN_ESTIMATORS.items():
         assert registry.advantage_estimator(name) is fn
-    assert set(BUILTIN_ESTIMATORS) == {"gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "gpg", "remax"}
+    assert set(BUILTIN_ESTIMATORS) == {"gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "gpg", "remax", "gdpo", "optimal_token_baseline"}
 
 
 # -- KL ------------------------------------------------------------------------------

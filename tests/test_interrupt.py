@@ -223,9 +223,11 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
 '''
 
 
-def test_ctrl_c_while_rewards_overlap_the_passes(tmp_path):
+@pytest.mark.parametrize("chunks", [1, 2])
+def test_ctrl_c_while_rewards_overlap_the_passes(tmp_path, chunks):
     """The parallel manager scores on a background thread (launch_reward_fn_async's default); Ctrl-C
-    in the middle stops the run at once, and the workers stuck in the scorer are killed."""
+    in the middle stops the run at once, and the workers stuck in the scorer are killed. With
+    rollout.stream_chunks=2 the first chunk is being scored while the second one generates."""
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
     scorer = tmp_path / "hanging.py"
@@ -234,6 +236,7 @@ def test_ctrl_c_while_rewards_overlap_the_passes(tmp_path):
     tree = yaml.safe_load(config.read_text())
     tree["reward_model"] = {"reward_manager": "parallel", "num_workers": 2, "timeout": 120}
     tree["custom_reward_function"] = {"path": str(scorer)}
+    tree["actor_rollout_ref"]["rollout"]["stream_chunks"] = chunks
     config.write_text(yaml.safe_dump(tree))
     start = [0.0]
 

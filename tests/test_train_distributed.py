@@ -128,3 +128,19 @@ def test_two_ranks_train_on_balanced_groups(tmp_path):
     # totals need not beat the rollout order's split on every batch).
     assert step["global_seqlen/balanced_min"] + step["global_seqlen/balanced_max"] == 2 * step["global_seqlen/mean"]
     assert step["global_seqlen/min"] + step["global_seqlen/max"] == 2 * step["global_seqlen/mean"]
+
+
+def test_two_ranks_take_skyworks_adaptive_entropy_coefficient_as_one_process(tmp_path):
+    # The controller's coefficient reaches every rank's update (WorkerGroup.update's extra argument).
+    paths = write_inputs(tmp_path)
+    adaptive = ["actor_rollout_ref.actor.entropy_coeff=0.05", "actor_rollout_ref.actor.adaptive_entropy.enabled=true",
+                "actor_rollout_ref.actor.adaptive_entropy.target_entropy=100",
+                "actor_rollout_ref.actor.adaptive_entropy.delta_ent_coef=0.05"]
+    common = [*tiny_overrides(tmp_path, paths), *OPTIONS, *GREEDY, *adaptive]
+    train([*common, f"trainer.default_local_dir={tmp_path / 'one'}"], ranks=1)
+    train([*common, *FSDP2, f"trainer.default_local_dir={tmp_path / 'two'}"], ranks=2)
+    one, two = metrics(tmp_path / "one"), metrics(tmp_path / "two")
+    assert [one[s]["actor/entropy_coeff"] for s in (1, 2, 3)] == pytest.approx([0.05, 0.1, 0.15])
+    for step in one:
+        for key in (*LOSSES, "actor/entropy_coeff", "actor/sampled_entropy"):
+            assert two[step][key] == pytest.approx(one[step][key], rel=1e-4, abs=NEAR_ZERO), f"step {step}: {key}"

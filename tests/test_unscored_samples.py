@@ -30,8 +30,11 @@ def make_inputs(seed: int = 0):
     values = torch.randn(b, t, generator=g) * mask
     # ReMax's baseline: each prompt's greedy-response reward.
     baselines = torch.randint(0, 2, (b,), generator=g).float()
+    # The optimal token baseline's per-token inputs: the actor's log-probs and sum_v pi(v)^2.
+    old_log_probs = -torch.rand(b, t, generator=g) * 2 * mask
+    sum_pi_squared = torch.rand(b, t, generator=g) * 0.5 * mask
     return dict(token_level_rewards=rewards, response_mask=mask, values=values, gamma=0.9, lam=0.95,
-                reward_baselines=baselines)
+                reward_baselines=baselines, old_log_probs=old_log_probs, sum_pi_squared=sum_pi_squared)
 
 
 def run(name, inputs, index, **extra):

@@ -54,7 +54,6 @@ def test_no_schema_key_is_a_refused_verl_feature():
     ("+transfer_queue.enable=true", "TransferQueue"),
     ("+trainer.use_v1=true", "fully-async"),
     ("+actor_rollout_ref.ref.fsdp_config.reshard_after_forward=true", "the reference's FSDP settings are the actor's"),
-    ("+trainer.remove_previous_ckpt_in_save=true", "use trainer.max_ckpt_to_keep=1"),
     ("+algorithm.rollout_is=true", "rollout importance-sampling"),
 ])
 def test_a_verl_feature_missing_here_is_refused_naming_the_key_and_what_to_do(tmp_path, override, says):
@@ -131,7 +130,6 @@ def test_speed_keys_print_one_notice_each_and_change_nothing(tmp_path):
 @pytest.mark.parametrize("override, key", [
     ("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2", "ulysses_sequence_parallel_size"),
     ("critic.ulysses_sequence_parallel_size=4", "ulysses_sequence_parallel_size"),
-    ("trainer.n_gpus_per_node=4 actor_rollout_ref.actor.fsdp_config.fsdp_size=2", "actor_rollout_ref.actor.fsdp_config.fsdp_size"),
     ("actor_rollout_ref.rollout.multi_turn.enable=true", "multi_turn.enable"),
     ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "ppo_micro_batch_size and ppo_micro_batch_size_per_gpu"),
 ])
@@ -419,3 +417,51 @@ def test_the_release_key_file_is_what_the_script_writes_from_verls_git(tmp_path)
     out = tmp_path / "verl_release_keys.tsv"
     verl_release_keys.write(out, sources, span)
     assert out.read_text() == (Path(verl_release_keys.OUT)).read_text()
+
+
+# Keys verl's configs have that only change speed or memory (on kernels, engines or several GPUs): once refused
+# with "drop the key", now accepted with a notice (issue 29).
+SPEED_ONLY = (
+    "data.use_shm=true", "data.dataloader_num_workers=8",
+    "critic.model.use_shm=true", "critic.model.enable_activation_offload=true", "critic.model.use_fused_kernels=true",
+    "critic.model.use_liger=true", "actor_rollout_ref.model.use_liger=true",
+    "actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation=false",
+    "actor_rollout_ref.actor.use_prefix_grouper=true",
+    "actor_rollout_ref.actor.entropy_from_logits_chunk_size=2048",
+    "actor_rollout_ref.ref.entropy_from_logits_chunk_size=2048",
+    "actor_rollout_ref.actor.checkpoint.async_save=true",
+    "actor_rollout_ref.rollout.enable_prefix_caching=true", "actor_rollout_ref.rollout.enable_sleep_mode=true",
+    "actor_rollout_ref.rollout.cudagraph_capture_sizes=[1,2,4]", "actor_rollout_ref.rollout.disable_log_stats=true",
+    "actor_rollout_ref.rollout.scheduling_policy=fcfs", "actor_rollout_ref.rollout.moe_load_balance_metrics_interval=10",
+    "actor_rollout_ref.actor.fsdp_config.pad_to_length=true", "actor_rollout_ref.actor.fsdp_config.pad_to_length_bucket=512",
+    "actor_rollout_ref.actor.pad_to_length=true", "actor_rollout_ref.ref.pad_to_length=true",
+    "actor_rollout_ref.model.tiled_mlp.enabled=true", "critic.model.tiled_mlp.num_shards=4", "reward_model.model.use_shm=true",
+    # device layouts of a multi-GPU run: speed and memory only
+    "actor_rollout_ref.rollout.data_parallel_size=2", "actor_rollout_ref.rollout.expert_parallel_size=2",
+    "actor_rollout_ref.rollout.pipeline_model_parallel_size=2", "actor_rollout_ref.rollout.n_gpus_per_node=8",
+    "actor_rollout_ref.rollout.nnodes=2", "actor_rollout_ref.actor.fsdp_config.wrap_policy.min_num_params=0",
+    "reward_model.enable_resource_pool=true", "reward_model.n_gpus_per_node=8", "reward_model.nnodes=2",
+    "actor_rollout_ref.rollout.micro_rollout_batch_size=1024",  # SimpleRL-Zoo's fork
+)
+
+
+@pytest.mark.parametrize("override", SPEED_ONLY)
+def test_a_speed_or_memory_key_is_accepted_with_a_notice_never_refused(tmp_path, override):
+    key = override.split("=")[0]
+    lines = notices(tiny_config(tmp_path, "+" + override))
+    noticed = [line[len("notice: "):].split("=")[0].split(":")[0] for line in lines]
+    assert [k for k in noticed if key.startswith(k)], lines
+    assert refusal(key) is None
+
+
+def test_no_refusal_is_of_a_speed_or_memory_key():
+    from rewardsmith.core.verl_refusals import REFUSALS
+
+    import re
+    assert [glob for glob, why in REFUSALS if re.search(r"\b(speed|memory|load-speed) key\b", why)] == []
+
+
+def test_verls_reward_layout_spells_the_reward_models_device_pool_too(tmp_path):
+    config = tiny_config(tmp_path, "+reward.reward_model.n_gpus_per_node=8", "+reward.reward_model.enable_resource_pool=true")
+    assert config.reward_model.n_gpus_per_node == 8 and config.reward_model.enable_resource_pool
+    assert sum("reward_model.n_gpus_per_node: a device-layout key" in line for line in notices(config)) == 1

@@ -1,0 +1,237 @@
+"""Scoring each chunk of responses as it is generated (actor_rollout_ref.rollout.stream_chunks), on a tiny real
+model: chunked generation samples what one call does, streamed scoring overlaps generation, results do not change,
+and DAPO's dynamic sampling stops generating once the scored chunks hold enough varied groups."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+import torch
+
+from core_helpers import tiny_config
+from rewardsmith.core.batch import Batch, chunk_ranges
+from rewardsmith.core.reward_chunks import concat_chunks
+from rewardsmith.core.reward_overlap import PendingReward
+from rewardsmith.core.trainer import PPOTrainer, reward_batch
+from rewardsmith.plugins.batch import RewardBatch
+
+GRPO = ("algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.ppo_epochs=2",
+        "data.train_batch_size=6", "actor_rollout_ref.rollout.n=3", "actor_rollout_ref.actor.ppo_mini_batch_size=3")
+
+# The share of digits, after writing when the call began (the scorer runs in a pool worker) to STARTS.
+TIMED_DIGITS = '''
+import time
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    with open(STARTS, "a") as f:
+        f.write(f"{time.time()}\\n")
+    time.sleep(0.05)
+    return sum(ch.isdigit() for ch in solution_str) / max(1, len(solution_str))
+'''
+
+# Fails on responses holding a "1": unscored samples, so that the merged counts mean something.
+PICKY_DIGITS = '''
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    if "1" in solution_str:
+        raise ValueError("no ones")
+    return sum(ch.isdigit() for ch in solution_str) / max(1, len(solution_str))
+'''
+
+# Scored in this process, in order: consecutive calls alternate 0 and 1, so every group of distinct responses varies.
+ALTERNATING = '''
+calls = [0]
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    calls[0] += 1
+    return float(calls[0] % 2)
+'''
+
+
+def write_reward(tmp_path, source: str) -> str:
+    path = tmp_path / "reward.py"
+    path.write_text(source)
+    return f"custom_reward_function.path={path}"
+
+
+def two_steps(trainer: PPOTrainer) -> list[dict]:
+    out = []
+    for step in (1, 2):
+        trainer.global_step = step
+        timing: dict[str, float] = {}
+        batch, metrics = trainer.make_experience(next(trainer.prompt_batches), timing)
+        metrics.update(trainer.update(batch))
+        out.append({"responses": batch["responses"], "scores": batch["token_level_scores"], "advantages": batch["advantages"],
+                    "old_log_probs": batch["old_log_probs"], "unscored": batch["unscored"], "metrics": metrics})
+    return out
+
+
+def test_chunk_ranges_cover_the_batch_in_near_equal_parts():
+    assert chunk_ranges(7, 3) == [range(0, 2), range(2, 4), range(4, 7)]
+    assert chunk_ranges(2, 5) == [range(0, 1), range(1, 2)]
+    assert chunk_ranges(4, 1) == [range(0, 4)]
+
+
+def test_chunked_generation_samples_what_one_call_does(tmp_path):
+    trainer = PPOTrainer(tiny_config(tmp_path, "actor_rollout_ref.rollout.n=3", "data.train_batch_size=5"))
+    try:
+        prompts = next(trainer.prompt_batches)
+        params = dataclasses.replace(trainer.sampling, seed=1234)
+        whole = trainer.actor.generate(prompts, params)
+        parts = [trainer.actor.generate(prompts.select(r), dataclasses.replace(params, first_prompt=r.start))
+                 for r in chunk_ranges(len(prompts), 3)]
+        chunked = Batch.concat(parts)
+        assert torch.equal(whole["responses"], chunked["responses"])
+        assert torch.equal(whole["response_mask"], chunked["response_mask"])
+        # A prompt's samples differ from one another, and another seed samples other responses.
+        assert len({tuple(r.tolist()) for r in whole["responses"][:3]}) > 1
+        other = trainer.actor.generate(prompts, dataclasses.replace(params, seed=4321))
+        assert not torch.equal(whole["responses"], other["responses"])
+    finally:
+        trainer.close()
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_streaming_on_and_off_give_the_same_rewards_advantages_and_losses(tmp_path, overlap):
+    reward = write_reward(tmp_path, PICKY_DIGITS)
+    runs = {}
+    for chunks in (1, 3):
+        cfg = tiny_config(tmp_path / str(chunks), reward, *GRPO, "reward_model.reward_manager=parallel",
+                          "reward_model.num_workers=2", f"reward_model.launch_reward_fn_async={overlap}",
+                          f"actor_rollout_ref.rollout.stream_chunks={chunks}")
+        trainer = PPOTrainer(cfg)
+        try:
+            runs[chunks] = two_steps(trainer)
+        finally:
+            trainer.close()
+    for whole, streamed in zip(runs[1], runs[3]):
+        assert torch.equal(whole["responses"], streamed["responses"])
+        assert torch.equal(whole["unscored"], streamed["unscored"])
+        torch.testing.assert_close(whole["scores"], streamed["scores"])
+        torch.testing.assert_close(whole["advantages"], streamed["advantages"])
+        torch.testing.assert_close(whole["old_log_probs"], streamed["old_log_probs"])
+        for key in ("actor/pg_loss", "actor/kl_loss", "actor/grad_norm", "reward/mean", "reward/unscored", "reward/errors"):
+            assert streamed["metrics"][key] == pytest.approx(whole["metrics"][key], rel=1e-5, abs=1e-7), key
+    assert any(run["unscored"].any() and not run["unscored"].all() for run in runs[1]), "the seed must give both kinds"
+
+
+def test_streamed_scoring_overlaps_generation(tmp_path):
+    starts = tmp_path / "starts.txt"
+    reward = write_reward(tmp_path, f"STARTS = {str(starts)!r}\n" + TIMED_DIGITS)
+    cfg = tiny_config(tmp_path, reward, *GRPO, "reward_model.reward_manager=parallel", "reward_model.num_workers=2",
+                      "reward_model.launch_reward_fn_async=true", "actor_rollout_ref.rollout.stream_chunks=3",
+                      "data.max_response_length=32")
+    trainer = PPOTrainer(cfg)
+    generated_at: list[float] = []
+    generate = trainer.actor.generate
+
+    def timed(prompts, params):
+        out = generate(prompts, params)
+        generated_at.append(time.time())
+        return out
+
+    trainer.actor.generate = timed
+    try:
+        trainer.global_step = 1
+        timing: dict[str, float] = {}
+        trainer.make_experience(next(trainer.prompt_batches), timing)
+    finally:
+        trainer.close()
+    assert len(generated_at) == 3
+    first_scored = min(float(line) for line in starts.read_text().split())
+    # The first chunk's scoring began while the last chunk was still generating.
+    assert generated_at[0] < first_scored < generated_at[-1]
+
+
+def test_merged_chunk_metrics_are_those_of_one_call(tmp_path):
+    reward = write_reward(tmp_path, PICKY_DIGITS)
+    trainer = PPOTrainer(tiny_config(tmp_path, reward, "reward_model.timeout=null", "data.train_batch_size=8"))
+    try:
+        batch = trainer.actor.generate(next(trainer.prompt_batches), trainer.sampling)
+        texts = trainer.decode_responses(batch)
+        whole = trainer.reward_manager(reward_batch(batch, texts, batch["response_mask"]))
+        parts = [batch.select(r) for r in chunk_ranges(len(batch), 3)]
+        merged = concat_chunks([trainer.reward_manager(reward_batch(p, trainer.decode_responses(p), p["response_mask"]))
+                                for p in parts])
+    finally:
+        trainer.close()
+    assert 0 < whole.metrics["reward/unscored"] < len(batch), "the seed must give both kinds"
+    torch.testing.assert_close(merged.scores, whole.scores)
+    torch.testing.assert_close(merged.token_level_scores, whole.token_level_scores)
+    assert torch.equal(merged.masked, whole.masked)
+    timeless = [{k: v for k, v in out.extra_info.items() if k != "reward_seconds"} for out in (merged, whole)]
+    assert timeless[0] == timeless[1]
+    # A chunk scores its identical samples once, as a whole batch does across all of them: that ratio may differ.
+    assert merged.metrics.keys() == whole.metrics.keys()
+    for key, value in whole.metrics.items():
+        if key != "reward/unique_calls_ratio":
+            assert merged.metrics[key] == pytest.approx(value), key
+
+
+def _dapo_trainer(tmp_path, chunks: int) -> PPOTrainer:
+    # One generation batch of 8 prompts holds 4x the 2 groups a step needs.
+    cfg = tiny_config(tmp_path, write_reward(tmp_path, ALTERNATING), "algorithm.adv_estimator=grpo",
+                      "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=seq_reward",
+                      "data.train_batch_size=2", "data.gen_batch_size=8", "actor_rollout_ref.rollout.n=4",
+                      "actor_rollout_ref.actor.ppo_mini_batch_size=2", "reward_model.timeout=null",
+                      "data.max_response_length=16", f"actor_rollout_ref.rollout.stream_chunks={chunks}")
+    return PPOTrainer(cfg)
+
+
+def test_dynamic_sampling_stops_generating_once_the_scored_chunks_suffice(tmp_path):
+    kept = {}
+    for chunks in (1, 4):
+        (tmp_path / str(chunks)).mkdir()
+        trainer = _dapo_trainer(tmp_path / str(chunks), chunks)
+        calls: list[Batch] = []
+        generate = trainer.actor.generate
+
+        def counted(prompts, params, calls=calls, generate=generate):
+            calls.append(prompts)
+            return generate(prompts, params)
+
+        trainer.actor.generate = counted
+        try:
+            trainer.global_step = 1
+            batch, metrics = trainer.make_experience(next(trainer.prompt_batches), {})
+        finally:
+            trainer.close()
+        # Scored inline (reward_model.timeout=null): the first chunk of 2 prompts already holds 2 varied groups.
+        assert [len(p) for p in calls] == ([8] if chunks == 1 else [2]), chunks
+        assert metrics["train/num_gen_batches"] == 1.0
+        kept[chunks] = batch
+    # The step trains on the same groups, sampled alike.
+    assert kept[4].meta["uid"] == kept[1].meta["uid"]
+    assert torch.equal(kept[4]["responses"], kept[1]["responses"])
+
+
+SLEEPY = '''
+import time
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    time.sleep(0.2)
+    return 1.0
+'''
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_the_budget_and_reward_time_run_from_the_hand_over_not_from_generation(tmp_path, overlap):
+    trainer = PPOTrainer(tiny_config(tmp_path, write_reward(tmp_path, SLEEPY), "reward_model.reward_manager=parallel",
+                                     "reward_model.num_workers=2"))
+    rows = RewardBatch(data_sources=["openai/gsm8k"] * 2, solutions=["12", "34"], ground_truths=["1", "2"])
+    try:
+        trainer.reward_manager(rows)  # the pool's workers are up
+        pending = PendingReward.open(trainer.reward_manager, overlap, budget_s=1.5)
+        time.sleep(2.0)  # the generation of the first chunk: longer than the budget
+        pending.submit(rows)
+        time.sleep(0.5)  # the generation of the second chunk, while the first one is scored (overlapped)
+        pending.submit(rows)
+        timing: dict[str, float] = {}
+        out = pending.join(timing)
+    finally:
+        trainer.close()
+    assert pending.metrics["reward/over_budget"] == 0.0
+    assert out.scores.tolist() == [1.0] * 4 and not out.masked.any()
+    # Two chunks of 0.2 s samples on two workers: about 0.4 s of scoring, none of the 2.5 s of generation.
+    assert 0.3 < timing["reward_total"] < 1.5
+    assert timing["reward_wait"] <= timing["reward_total"]
