@@ -1,8 +1,11 @@
 """verl's own launch scripts through ``rewardsmith train``: which run, which stop, and where.
 
-The corpus is ``tests/data/verl_scripts/<name>.txt``: the overrides of a launch
-script from verl's ``examples/`` or ``recipe/`` (source path and commit in its
-header), one ``key=value`` per line exactly as the script passes them. Each is
+A corpus is a folder of ``<name>.txt`` files: the overrides of a launch script
+from verl's ``examples/`` or ``recipe/`` (source path and commit in its header),
+one ``key=value`` per line exactly as the script passes them. There are two
+(``CORPORA``): verl v0.7.0's scripts (``tests/data/verl_scripts``) and those of
+the newest verl commit in the mirror here (``tests/data/verl_scripts_main``);
+script names are unique across both. Each is
 run as ``rewardsmith train <overrides>`` in a process of its own, with ONLY
 these substitutions (everything else goes through as written):
 
@@ -12,7 +15,8 @@ these substitutions (everything else goes through as written):
   random policy is never right, so DAPO's filter would find no group to keep);
   ``reward_model.model.path`` -> a tiny one-output sequence classifier;
 - data files -> tiny parquet in verl's schema with the data sources verl's
-  preprocessing writes to that file (gsm8k, MATH, DAPO-Math-17k, AIME-2024, Eurus-2-RL);
+  preprocessing writes to that file (gsm8k, MATH, DAPO-Math-17k, AIME-2024, Eurus-2-RL;
+  a placeholder path such as ``data/train.parquet`` gets DAPO-Math-17k's rows);
   a ``custom_reward_function.path`` of the recipe -> its copy under ``files/``;
 - GPU/node counts -> ``trainer.n_gpus_per_node=1``, ``trainer.nnodes=1``, and the
   devices one model is split over (``*tensor_model_parallel_size``,
@@ -35,10 +39,11 @@ Loggers stay as written and log offline: ``WANDB_MODE=offline`` with
 ``WANDB_DIR``, ``MLFLOW_TRACKING_URI=file:...``, ``SWANLAB_MODE=local``, all
 under the run's folder.
 
-Usage: ``python benchmarks/verl_corpus.py [--only NAME ...] [--json]
-[--timeout 300] [--workdir DIR]``. Prints a table (script, pass/fail, seconds,
-first error line); ``--json`` prints the rows as JSON instead. Exit status 0
-when every script run passed, else 1.
+Usage: ``python benchmarks/verl_corpus.py [--corpus NAME ...] [--only NAME ...]
+[--json] [--timeout 300] [--workdir DIR]``. Prints a table (script, pass/fail,
+seconds, first error line), then one line per corpus: how many of its scripts
+passed, with the date and the rewardsmith commit measured; ``--json`` prints
+the rows as JSON instead. Exit status 0 when every script run passed, else 1.
 """
 from __future__ import annotations
 
@@ -57,7 +62,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "verl_scripts"
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+CORPUS = DATA / "verl_scripts"
+# Each corpus by its name: the verl release or commit its scripts come from.
+CORPORA = {"v0.7.0": CORPUS, "main-b178a3c": DATA / "verl_scripts_main"}
 PROMPT_LEN, RESPONSE_LEN = 320, 16
 TRAIN_BATCH, MINI_BATCH, MICRO_BATCH = 4, 2, 2
 ANSWER = 18  # every stand-in row's answer
@@ -127,7 +135,11 @@ def _rows_for(kind: str, split: str) -> list[dict]:
 def data_kind(path: str) -> str:
     """Which verl data set a script's data path names (by the file and folder names verl's scripts use)."""
     low = path.lower()
-    for needle, kind in (("gsm8k", "gsm8k"), ("dapo-math", "dapo"), ("aime", "aime"), ("eurus", "eurus"),
+    # Placeholders a script leaves for the user's own file (your_train_file, data/train.parquet) get DAPO's
+    # math rows, the data set of the recipes these examples come from (verl's rollout-correction docs).
+    if low in ("data/train.parquet", "data/test.parquet"):
+        return "dapo"
+    for needle, kind in (("gsm8k", "gsm8k"), ("dapo", "dapo"), ("aime", "aime"), ("eurus", "eurus"),
                          ("your_train_file", "dapo"), ("/math/", "math")):
         if needle in low:
             return kind
@@ -358,7 +370,7 @@ def run_script(name: str, assets: dict[str, Path], work: Path, timeout: float) -
     with contextlib.ExitStack() as stack:
         start = time.perf_counter()
         try:
-            for model_name, port in served_models(CORPUS / f"{name}.txt"):
+            for model_name, port in served_models(script_path(name)):
                 stack.enter_context(serving(assets["judge"], model_name, port, run_dir / f"serve_{model_name}.log"))
         except RuntimeError as exc:
             return {"script": name, "passed": False, "seconds": round(time.perf_counter() - start, 1),
@@ -368,7 +380,8 @@ def run_script(name: str, assets: dict[str, Path], work: Path, timeout: float) -
 
 def _train(name: str, assets: dict[str, Path], run_dir: Path, timeout: float) -> dict:
     """``rewardsmith train`` with the script's substituted overrides, in ``run_dir``."""
-    overrides = substitute(read_script(CORPUS / f"{name}.txt"), assets, run_dir)
+    path = script_path(name)
+    overrides = substitute(read_script(path), assets, run_dir, path.parent)
     (run_dir / "overrides.txt").write_text("\n".join(overrides) + "\n")
     env = dict(os.environ, WANDB_MODE="offline", WANDB_DIR=str(run_dir), WANDB_SILENT="true",
                MLFLOW_TRACKING_URI=f"file:{run_dir / 'mlruns'}", SWANLAB_MODE="local",
@@ -387,22 +400,58 @@ def _train(name: str, assets: dict[str, Path], run_dir: Path, timeout: float) ->
             "error": error, "log": str(run_dir / "train.log")}
 
 
-def script_names() -> list[str]:
-    """Every script of the corpus, by name."""
-    return sorted(p.stem for p in CORPUS.glob("*.txt"))
+def script_names(corpus: str | None = None) -> list[str]:
+    """Every script of one corpus (of every corpus when ``corpus`` is None), by name."""
+    folders = [CORPORA[corpus]] if corpus else CORPORA.values()
+    return sorted(p.stem for folder in folders for p in folder.glob("*.txt"))
+
+
+def corpus_of(name: str) -> str:
+    """The name of the corpus that holds script ``name``."""
+    for corpus, folder in CORPORA.items():
+        if (folder / f"{name}.txt").exists():
+            return corpus
+    raise KeyError(f"no script {name!r} in any corpus ({', '.join(CORPORA)})")
+
+
+def script_path(name: str) -> Path:
+    """The corpus file of script ``name``."""
+    return CORPORA[corpus_of(name)] / f"{name}.txt"
+
+
+def measured_at() -> str:
+    """Today's date (UTC) and the rewardsmith commit measured (``+`` when the work tree has changes)."""
+    root = Path(__file__).resolve().parent.parent
+    git = ["git", "-C", str(root)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
+    return f"{time.strftime('%Y-%m-%d', time.gmtime())}, rewardsmith commit {commit or 'unknown'}{'+' if dirty else ''}"
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """One line per corpus run: how many of its scripts passed, and when and at which commit."""
+    when = measured_at()
+    lines = []
+    for corpus in CORPORA:
+        mine = [r for r in rows if corpus_of(r["script"]) == corpus]
+        if mine:
+            lines.append(f"verl {corpus} corpus: {sum(r['passed'] for r in mine)} of {len(mine)} scripts train "
+                         f"({when})")
+    return lines
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", nargs="+", choices=list(CORPORA), help="run only these corpora")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these scripts")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per script")
     parser.add_argument("--workdir", type=Path, help="where models, data and runs go (default: a temporary folder)")
     args = parser.parse_args(argv)
-    names = script_names()
+    names = [name for corpus in args.corpus or CORPORA for name in script_names(corpus)]
     unknown = sorted(set(args.only or ()) - set(names))
     if unknown:
-        parser.error(f"no such script(s) in {CORPUS}: {', '.join(unknown)}")
+        parser.error(f"no such script(s) in the corpora {', '.join(args.corpus or CORPORA)}: {', '.join(unknown)}")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="verl_corpus_"))
     assets = build_assets(work)
     rows = []
@@ -417,6 +466,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(rows, indent=1))
     else:
         print(f"\n{sum(r['passed'] for r in rows)} of {len(rows)} passed (logs under {work / 'runs'})")
+        print("\n".join(summary(rows)))
     return 0 if all(r["passed"] for r in rows) else 1
 
 

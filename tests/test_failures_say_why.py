@@ -220,3 +220,26 @@ def test_a_hub_id_that_is_neither_local_nor_on_the_hub_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "rewardsmith train: error: tokenizer sftout/model: no such local directory, and the Hugging Face hub could not give it")
+
+
+@pytest.mark.parametrize("hydra_args", [["--config-path=./config", "--config-name=ppo_trainer"],
+                                        ["--config-name=ppo_trainer"]])
+def test_verls_stock_config_arguments_are_a_notice(tmp_path, capsys, monkeypatch, hydra_args):
+    # verl's own scripts pass Hydra's --config-path/--config-name for its stock PPO config; the run goes on
+    # (here to the next check, the missing model directory) after one notice.
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    missing = str(tmp_path / "model")
+    assert main(["train", *hydra_args, "examples/configs/arith_grpo.yaml", f"actor_rollout_ref.model.path={missing}"]) == 2
+    captured = capsys.readouterr()
+    assert "is verl's stock PPO config" in captured.out and "changes nothing here" in captured.out
+    assert f"actor_rollout_ref.model.path: directory {missing} does not exist" in captured.err
+
+
+@pytest.mark.parametrize("hydra_args, says", [
+    (["--config-path=./config", "--config-name=ppo_megatron_trainer"], "Megatron-LM"),
+    (["--config-path=/my/configs", "--config-name=mine"], "pass it as a YAML config file"),
+])
+def test_other_hydra_configs_are_refused_saying_what_to_do(capsys, hydra_args, says):
+    assert main(["train", *hydra_args, "data.train_files=x.parquet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--config-name=" in err[0] and says in err[0]

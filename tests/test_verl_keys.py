@@ -14,21 +14,22 @@ from rewardsmith.common.config import ConfigError, describe
 from rewardsmith.core.micro_batches import MicroBatching, micro_batches
 from rewardsmith.core.trainer import PPOTrainer, measures_machine
 from rewardsmith.core.schema import Config
-from rewardsmith.core.verl_keys import MOVED, NOTICES, VERL_SCRIPT_KEYS, key_statuses, notices
+from rewardsmith.core.verl_keys import MOVED, NOTICES, VERL_RELEASE_KEYS, VERL_SCRIPT_KEYS, key_statuses, notices
 from rewardsmith.core.verl_refusals import refusal
 from rewardsmith.core.workers import build_strategy
 
 torch.set_num_threads(1)
-CORPUS = Path(__file__).parent / "data" / "verl_scripts"
+CORPORA = (Path(__file__).parent / "data" / "verl_scripts", Path(__file__).parent / "data" / "verl_scripts_main")
 
 
 def test_the_key_list_holds_the_corpus_keys_and_every_key_has_a_status():
     keys = set()
-    for script in CORPUS.glob("*.txt"):
+    for script in (script for corpus in CORPORA for script in corpus.glob("*.txt")):
         for line in script.read_text().splitlines():
-            if line.strip() and not line.startswith("#") and "=" in line:
+            if line.strip() and not line.startswith(("#", "--")) and "=" in line:
                 keys.add(line.split("=", 1)[0].lstrip("+"))
-    assert keys <= set(VERL_SCRIPT_KEYS)
+    # The newer corpus's keys that v0.7.0's scripts lack are keys of a newer release's trainer config.
+    assert keys <= set(VERL_SCRIPT_KEYS) | set(VERL_RELEASE_KEYS)
     assert len(VERL_SCRIPT_KEYS) > 400  # every example and recipe script of verl v0.7.0, not only the corpus
     schema_keys = {key for key, *_ in describe(Config)}
     statuses = dict(key_statuses(schema_keys))

@@ -24,8 +24,42 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# verl's PPO entry point reads its stock config from verl/trainer/config/ppo_trainer.yaml (Hydra's
+# --config-path is relative to verl/trainer, so "config" and "./config" name that folder); this
+# command's defaults are that config's.
+VERL_CONFIG_PATHS = (None, "config", "./config", "config/", "./config/")
+VERL_PPO_CONFIG = "ppo_trainer"
+
+
+def add_verl_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """Hydra's ``--config-path`` / ``--config-name``, as verl's launch scripts pass them to main_ppo."""
+    parser.add_argument("--config-path", help="verl's Hydra config folder: only verl's own (config) is accepted")
+    parser.add_argument("--config-name", help=f"verl's Hydra config name: only {VERL_PPO_CONFIG} (this command's "
+                                              "defaults) is accepted")
+
+
+def verl_config_notice(config_path: Optional[str], config_name: Optional[str]) -> Optional[str]:
+    """The start-up notice for verl's ``--config-path``/``--config-name`` when they name verl's stock PPO config;
+    a ``ConfigError`` saying what to do for any other config."""
+    if config_path is None and config_name is None:
+        return None
+    if config_path in VERL_CONFIG_PATHS and config_name in (None, VERL_PPO_CONFIG):
+        given = " ".join(f"--config-{k}={v}" for k, v in (("path", config_path), ("name", config_name)) if v)
+        return f"notice: {given} is verl's stock PPO config (verl/trainer/config/{VERL_PPO_CONFIG}.yaml), " \
+               "whose defaults are this command's; changes nothing here"
+    if config_name == "ppo_megatron_trainer":
+        raise ConfigError("--config-name=ppo_megatron_trainer: verl's Megatron-LM config; Megatron-LM is not an "
+                          "engine here: drop it and use actor_rollout_ref.actor.strategy=fsdp2")
+    raise ConfigError(f"--config-path={config_path} --config-name={config_name}: a Hydra config of your own is "
+                      "not read here; pass it as a YAML config file (rewardsmith train FILE.yaml key=value ...) "
+                      "with its keys inline (no Hydra defaults list)")
+
+
 def load_from_args(args: argparse.Namespace) -> Config:
     """The config: the first item without '=' is the file, the rest are overrides."""
+    notice = verl_config_notice(getattr(args, "config_path", None), getattr(args, "config_name", None))
+    if notice:
+        print(notice, flush=True)
     items = list(args.args)
     path = items.pop(0) if items and "=" not in items[0] else None
     for item in items:

@@ -5,13 +5,15 @@ import argparse
 
 import yaml
 
-from rewardsmith.commands.config_args import add_config_arguments, load_from_args, require_files, require_model_dirs
+from rewardsmith.commands.config_args import (add_config_arguments, add_verl_config_arguments, load_from_args,
+                                              require_files, require_model_dirs)
 from rewardsmith.common.config import to_dict
 from rewardsmith.common.redaction import redact_config
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
+    add_verl_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
