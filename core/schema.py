@@ -124,6 +124,7 @@ class FSDPConfig:
     param_offload: bool = opt(False, "verl: keep parameters in CPU memory between uses. On a CUDA device with strategy fsdp2 it turns on offload_policy; on the CPU there is nothing to move (a notice).")
     optimizer_offload: bool = opt(False, "verl: keep the optimizer state in CPU memory; as param_offload (offload_policy moves both).")
     forward_prefetch: bool = opt(False, "verl: prefetch the next FSDP all-gather during the forward; a speed key (a notice: the same results).")
+    strategy: Optional[StrategyName] = opt(None, "verl >= 0.6's engine spelling of the role's strategy (its scripts for the new worker, trainer.use_legacy_worker_impl=disable): sets the role's strategy (a notice names that key); null = the role's own.")
     grad_offload: Optional[bool] = opt(None, "verl <= v0.2: keep gradients in CPU memory between uses; verl dropped it in v0.3 (a memory key: the same gradients; a notice).")
     wrap_policy: dict[str, Any] = opt({}, "verl's FSDP1 auto-wrap policy ({min_num_params: ...}); a memory and speed key (a notice: FSDP2 here shards each decoder layer, the same updates).")
     use_no_sync_for_gradient_accumulation: Optional[bool] = opt(None, "verl: skip gradient synchronisation on all but the last micro-batch; a speed key (a notice: the same accumulated gradients).")
@@ -152,6 +153,18 @@ STRATEGY_HELP = ("local: the whole model in this process; fsdp2: sharded across 
 SP_HELP = "verl's Ulysses sequence parallelism: 1 = none (a notice: every rank holds whole sequences); > 1 is refused."
 DYNAMIC_HELP = ("Cut micro-batches by tokens instead of samples: consecutive samples while their valid tokens (prompt + response) "
                 "fit the token budget. The gradient is the same (docs/training.md#micro-batches).")
+
+def engine_strategy(strategy: str, fsdp_config: "FSDPConfig") -> str:
+    """The role's strategy once ``fsdp_config.strategy`` (verl's engine spelling) is applied: it sets a role
+    left at ``local``, and must agree with one set otherwise (fsdp and fsdp2 are one strategy here)."""
+    wanted = fsdp_config.strategy
+    if wanted is None:
+        return strategy
+    sharded = {"fsdp", "fsdp2"}
+    if strategy != "local" and not ({strategy, wanted} <= sharded or strategy == wanted):
+        raise InvalidValue("fsdp_config.strategy", f"is {wanted!r} but the role's strategy is {strategy!r}: give one of them")
+    return wanted if strategy == "local" else strategy
+
 
 
 @dataclass
@@ -237,6 +250,7 @@ class ActorConfig:
     optim: OptimConfig = section(OptimConfig, "Actor optimizer.")
 
     def __post_init__(self) -> None:
+        self.strategy = engine_strategy(self.strategy, self.fsdp_config)
         require_positive("ppo_mini_batch_size", self.ppo_mini_batch_size, allow_none=False)
         require_positive("ppo_micro_batch_size", self.ppo_micro_batch_size)
         require_positive("ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)
@@ -460,6 +474,7 @@ class CriticConfig:
     optim: CriticOptimConfig = section(CriticOptimConfig, "Critic optimizer.")
 
     def __post_init__(self) -> None:
+        self.strategy = engine_strategy(self.strategy, self.fsdp_config)
         require_positive("ppo_micro_batch_size", self.ppo_micro_batch_size)
         require_positive("ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)
         exclusive("ppo_micro_batch_size", self.ppo_micro_batch_size, "ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)

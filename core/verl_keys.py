@@ -219,10 +219,12 @@ NOTICES: tuple[Notice, ...] = (
 
 @dataclass(frozen=True)
 class Moved:
-    """``key`` is an older spelling (a past verl release's, or a verl fork's) of ``to``; its value is applied there."""
+    """``key`` is ``kind`` (by default an older spelling: a past verl release's, or a verl fork's) of ``to``;
+    its value is applied there."""
 
     key: str
     to: str
+    kind: str = "an older spelling"
 
 
 MOVED: tuple[Moved, ...] = (
@@ -230,6 +232,9 @@ MOVED: tuple[Moved, ...] = (
           "actor_rollout_ref.rollout.val_kwargs.temperature (with val_kwargs.do_sample=true when it is above 0)"),
     Moved("actor_rollout_ref.rollout.n_val", "actor_rollout_ref.rollout.val_kwargs.n"),
     Moved("trainer.remove_previous_ckpt", "trainer.max_ckpt_to_keep=1 (when true; false keeps every checkpoint)"),
+    Moved("actor_rollout_ref.actor.fsdp_config.strategy", "actor_rollout_ref.actor.strategy",
+          "verl's engine spelling (its new-worker scripts)"),
+    Moved("critic.fsdp_config.strategy", "critic.strategy", "verl's engine spelling (its new-worker scripts)"),
     Moved("trainer.remove_previous_ckpt_in_save", "trainer.max_ckpt_to_keep=1 (when true; false keeps every checkpoint)"),
 )
 
@@ -249,7 +254,7 @@ def notices(config: Any) -> list[str]:
     for moved in MOVED:
         value = _value(config, moved.key)
         if value is not None:
-            lines.append(f"notice: {moved.key}={value} is an older spelling of {moved.to}; applied there, use that key")
+            lines.append(f"notice: {moved.key}={value} is {moved.kind} of {moved.to}; applied there, use that key")
     return lines + [f"notice: {line}" for line in config.reward_model.notices()]
 
 
@@ -382,7 +387,7 @@ def key_statuses(schema_keys: set[str]) -> list[tuple[str, str]]:
         elif key in notes and notes[key].implemented:
             rows.append((key, f"implemented: {notes[key].implemented}; elsewhere a notice ({notes[key].why})"))
         elif key in moved:
-            rows.append((key, f"accepted: an older spelling of {moved[key].to}, applied there (a notice names it)"))
+            rows.append((key, f"accepted: {moved[key].kind} of {moved[key].to}, applied there (a notice names it)"))
         elif key in notes:
             rows.append((key, f"accepted; a notice when it changes nothing here ({notes[key].why})"))
         elif key in REWARD_SIDE_NOTICES:

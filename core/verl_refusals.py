@@ -155,7 +155,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                                   "directory (peft's merge_and_unload) and point model.path at it"),
     ("actor_rollout_ref.model.fused_kernel_options.*", "verl's fused-kernel backends (triton, torch): there are no fused "
                                                        "kernels here; drop the key (use_fused_kernels is a notice)"),
-    ("actor_rollout_ref.actor.fsdp_config.strategy", "use actor_rollout_ref.actor.strategy (fsdp, fsdp2 or local)"),
     ("actor_rollout_ref.actor.fsdp_config.model_dtype", "use actor_rollout_ref.model.torch_dtype"),
     ("actor_rollout_ref.actor.fsdp_config.use_orig_params", "an FSDP1 setting; FSDP2 (strategy fsdp/fsdp2 here) always "
                                                             "keeps the original parameters: drop the key"),

@@ -129,9 +129,8 @@ NEEDS = {
                          "bypass_mode=true, loss_type=reinforce)",
     "rollout_corr_multi_rs": "rollout correction: algorithm.rollout_correction.* (token-level IS, rejection "
                              "rollout_rs=token_k1,seq_max_k2, bypass_mode=true, loss_type=ppo_clip)",
-    "sapo_qwen3_30b": "SAPO: actor.policy_loss.loss_mode=sapo with actor.tau_pos / tau_neg; and verl 0.9's engine "
-                      "spelling of the strategy, actor_rollout_ref.actor.fsdp_config.strategy=fsdp "
-                      "(with trainer.use_legacy_worker_impl=disable)",
+    "sapo_qwen3_30b": "SAPO: actor.policy_loss.loss_mode=sapo with actor.tau_pos / tau_neg; and verl's engine "
+                      "spelling of the strategy, actor_rollout_ref.actor.fsdp_config.strategy=fsdp",
 }
 
 

@@ -1,5 +1,6 @@
 """Keys of past verl releases and of verl forks' scripts: implemented, accepted under their new name, or noticed."""
 import json
+from functools import reduce
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,18 @@ def test_val_temperature_and_n_val_set_val_kwargs_and_say_so(tmp_path, temperatu
 def test_n_samples_is_refused_saying_what_to_use(tmp_path):
     with pytest.raises(ConfigError, match="data.n_samples: responses per prompt.*set actor_rollout_ref.rollout.n instead"):
         tiny_config(tmp_path, "+data.n_samples=8")
+
+
+@pytest.mark.parametrize("role, prefix", [("actor", "actor_rollout_ref.actor"), ("critic", "critic")])
+def test_the_engine_spelling_of_the_strategy_sets_the_role_and_says_so(tmp_path, role, prefix):
+    config = tiny_config(tmp_path, f"{prefix}.fsdp_config.strategy=fsdp")
+    assert reduce(getattr, f"{prefix}.strategy".split("."), config) == "fsdp"
+    assert (f"notice: {prefix}.fsdp_config.strategy=fsdp is verl's engine spelling (its new-worker scripts) of "
+            f"{prefix}.strategy; applied there, use that key") in notices(config)
+
+
+def test_the_engine_spelling_of_the_strategy_must_agree_with_the_role(tmp_path):
+    config = tiny_config(tmp_path / "a", "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.actor.fsdp_config.strategy=fsdp")
+    assert config.actor_rollout_ref.actor.strategy == "fsdp2"  # fsdp and fsdp2 are one strategy here
+    with pytest.raises(ConfigError, match=r"actor_rollout_ref.actor.fsdp_config.strategy is 'local' but the role's strategy is 'fsdp'"):
+        tiny_config(tmp_path / "b", "actor_rollout_ref.actor.strategy=fsdp", "actor_rollout_ref.actor.fsdp_config.strategy=local")
