@@ -89,6 +89,12 @@ def reward_batch(batch: Batch, texts: list[str], response_mask: Optional[torch.T
                        response_mask=response_mask, response_lengths=response_lengths)
 
 
+def response_lengths(batch: Batch) -> torch.Tensor:
+    """(B,) each response's length in tokens: all it attends after the prompt, a multi-turn episode's tool
+    responses included (its generated tokens alone are ``response_mask``, which may have gaps)."""
+    return batch["attention_mask"][:, -batch["responses"].shape[1]:].sum(-1)
+
+
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
     if values.numel() == 0:
         return {}
@@ -448,7 +454,7 @@ class PPOTrainer:
         """Start scoring a generated batch, on a background thread when ``overlap``; see :meth:`finish_scoring`."""
         rows = None
         if self.reward_manager is not None:
-            rows = reward_batch(batch, self.decode_responses(batch), batch["response_mask"])
+            rows = reward_batch(batch, self.decode_responses(batch), batch["response_mask"], response_lengths(batch).tolist())
         self._scoring = PendingReward.start(self.reward_manager, rows, overlap, self.config.reward_model.step_budget_s)
         return self._scoring
 
@@ -467,8 +473,8 @@ class PPOTrainer:
         return overlaps_by_default(self.reward_manager)
 
     def decode_responses(self, batch: Batch) -> list[str]:
-        """Each sample's response text, up to and including its EOS, special tokens dropped."""
-        lengths = batch["response_mask"].sum(-1).tolist()
+        """Each sample's response text (a multi-turn episode's with its tool responses), special tokens dropped."""
+        lengths = response_lengths(batch).tolist()
         return [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(batch["responses"], lengths)]
 
     def score_texts(self, rows: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None,
@@ -483,7 +489,7 @@ class PPOTrainer:
         """Statistics of the step's batch; the reward ones (score, rewards, advantages, returns) over the
         samples the update used: an unscored sample's score is a placeholder (counted in ``reward/unscored``)."""
         mask = batch["response_mask"].bool()
-        lengths = batch["response_mask"].sum(-1).float()
+        lengths = response_lengths(batch).float()
         used = ~batch["unscored"]
         used_tokens = mask & used.unsqueeze(-1)
         metrics = {}
@@ -513,7 +519,7 @@ class PPOTrainer:
             batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
                                            self.val_sampling) for start in range(0, len(self.val_set), size)]
         texts = [text for b in batches for text in self.decode_responses(b)]
-        lengths = [int(n) for b in batches for n in b["response_mask"].sum(-1).tolist()]
+        lengths = [int(n) for b in batches for n in response_lengths(b).tolist()]
         prompts = [row for b in batches for row in b["prompts"]]
         # One reward call for the whole set, so its metrics (counts, means) cover all of it.
         rows = Batch(meta={k: [v for b in batches for v in b.meta[k]] for k in batches[0].meta})

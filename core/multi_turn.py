@@ -1,0 +1,399 @@
+"""Multi-turn rollouts with tools: any :class:`~rewardsmith.core.rollout.RolloutEngine` driven turn by turn.
+
+Each sample is one episode, as in verl's tool agent loop: the model writes a
+turn; its tool calls (Hermes-style ``<tool_call>{"name": ..., "arguments":
+{...}}</tool_call>``, verl's default ``format``) run concurrently
+(:func:`~rewardsmith.reward_fns.tools.call_tools`); their responses, cut to
+``max_tool_response_length`` characters, join the conversation as ``tool``
+messages rendered with the tokenizer's chat template; and the model writes
+the next turn, until a turn has no call, a turn limit is reached or the
+response budget (``data.max_response_length`` tokens, tool responses
+included) is spent.
+
+The result is a batch like a single-turn engine's, with one difference: the
+response holds the tool responses too (attended, ``attention_mask`` 1) and
+``response_mask`` is 1 only on the tokens the model generated, so the losses,
+the KL and the advantages see only those. The conversation (``messages``), the
+tool calls with their outcomes, ``num_turns`` and verl's ``tool_rewards`` /
+``turn_scores`` go into each sample's ``extra_info``, which the scorer gets.
+
+The runtime token stream is built turn by turn (the generated tokens as they
+are, each tool group's tokens rendered on their own, as verl's Continuous
+Token builder does); ``tokenization_sanity_check_mode`` compares it with the
+whole conversation rendered at once and counts the episodes where they differ.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import difflib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from rewardsmith.core.batch import Batch
+from rewardsmith.core.rollout import RolloutEngine, SamplingParams
+from rewardsmith.reward_fns.tools import ToolCall, ToolResult, ToolStats, call_tools
+
+log = logging.getLogger(__name__)
+
+# Why an episode ended.
+NO_TOOL_CALL, MAX_ASSISTANT_TURNS, MAX_USER_TURNS, LENGTH = "no_tool_call", "max_assistant_turns", "max_user_turns", "length"
+
+_HERMES = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+# The stand-in conversation a tool group is rendered after (verl's Continuous Token builder does the same),
+# so a group's tokens do not depend on how the template would re-render the model's own turns.
+_SYNTHETIC_PREFIX = [{"role": "system", "content": "synthetic system"}, {"role": "user", "content": "synthetic user"}]
+
+
+def parse_hermes(text: str) -> tuple[str, list[ToolCall], int]:
+    """The text without its ``<tool_call>`` blocks, the calls in them, and how many blocks were malformed.
+
+    As verl's ``hermes`` parser: a block must hold JSON with ``name`` and
+    ``arguments``; one that does not is skipped (counted here, logged by verl).
+    """
+    calls, malformed = [], 0
+    if "<tool_call>" in text and "</tool_call>" in text:
+        for block in _HERMES.findall(text):
+            try:
+                parsed = json.loads(block)
+                calls.append(ToolCall(str(parsed["name"]), parsed["arguments"]))
+            except (ValueError, KeyError, TypeError):
+                malformed += 1
+        text = _HERMES.sub("", text)
+    return text, calls, malformed
+
+
+TOOL_PARSERS: dict[str, Callable[[str], tuple[str, list[ToolCall], int]]] = {"hermes": parse_hermes}
+
+
+def truncate_tool_text(text: str, limit: int, side: str) -> str:
+    """``text`` cut to ``limit`` characters with verl's markers (``left``, ``right`` or ``middle``)."""
+    if len(text) <= limit:
+        return text
+    if side == "left":
+        return "(truncated)..." + text[-limit:]
+    if side == "right":
+        return text[:limit] + "...(truncated)"
+    half = limit // 2
+    return text[:half] + "...(truncated)..." + text[-half:]
+
+
+class ChatTokens:
+    """Token ids of a conversation's pieces, rendered with the tokenizer's chat template (and the tools' schemas)."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, tool_schemas: Optional[list[dict]], eos_token_ids: Sequence[int]) -> None:
+        self.tokenizer = tokenizer
+        self.tool_schemas = tool_schemas or None
+        self.eos_token_ids = set(eos_token_ids)
+        self.separator = self._turn_separator()
+
+    def render(self, messages: list[dict], add_generation_prompt: bool) -> list[int]:
+        """The ids of ``messages`` rendered whole (the text tokenized as the dataset tokenizes prompts)."""
+        text = self.tokenizer.apply_chat_template(messages, tools=self.tool_schemas, tokenize=False,
+                                                  add_generation_prompt=add_generation_prompt)
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def suffix(self, prefix: list[dict], appended: list[dict], add_generation_prompt: bool) -> list[int]:
+        """The ids ``appended`` adds after ``prefix`` (an error when the template re-renders the prefix differently)."""
+        before = self.render(prefix, add_generation_prompt=False)
+        after = self.render(prefix + appended, add_generation_prompt=add_generation_prompt)
+        if after[: len(before)] != before:
+            roles = [m.get("role") for m in appended] or ["generation prompt"]
+            raise ValueError(f"multi-turn rollout: the chat template renders {roles} by changing the conversation "
+                             "before them, so they cannot be appended turn by turn")
+        return after[len(before):]
+
+    def tool_group(self, tool_messages: list[dict]) -> list[int]:
+        """The ids of one round of tool responses, with the generation prompt of the next assistant turn."""
+        calls = [{"type": "function", "function": {"name": m.get("name", "tool"), "arguments": {}}} for m in tool_messages]
+        assistant = {"role": "assistant", "content": "", "tool_calls": calls}
+        return self.suffix([*_SYNTHETIC_PREFIX, assistant], tool_messages, add_generation_prompt=True)
+
+    def _turn_separator(self) -> list[int]:
+        """What the template puts after an assistant turn's end-of-turn token (e.g. ChatML's newline):
+        the model stops at that token, so these are added as environment tokens before the next message."""
+        rendered = self.suffix(_SYNTHETIC_PREFIX, [{"role": "assistant", "content": "x"}], add_generation_prompt=False)
+        prompt = self.suffix(_SYNTHETIC_PREFIX, [], add_generation_prompt=True)
+        turn = rendered[len(prompt):] if rendered[: len(prompt)] == prompt else rendered
+        ends = [i for i, tok in enumerate(turn) if tok in self.eos_token_ids]
+        return turn[ends[-1] + 1:] if ends else []
+
+
+@dataclass
+class Episode:
+    """One sample's conversation as it grows: messages, and the runtime token stream with its loss mask."""
+
+    messages: list[dict]
+    prompt_ids: list[int]
+    full_prompt_ids: list[int]  # before truncation to the prompt limit: what the sanity check renders after
+    create_kwargs: dict[str, dict]  # per tool name: its instances' create_kwargs (the row's extra_info.tools_kwargs)
+    response_ids: list[int] = field(default_factory=list)
+    response_mask: list[int] = field(default_factory=list)
+    log_probs: list[float] = field(default_factory=list)
+    generated: list[list[int]] = field(default_factory=list)  # each assistant turn's tokens
+    assistant_turns: int = 0
+    user_turns: int = 0
+    tool_calls: list[dict] = field(default_factory=list)
+    tool_rewards: list[float] = field(default_factory=list)
+    malformed_calls: int = 0
+    stop_reason: Optional[str] = None
+    tokenization_mismatch: bool = False
+    prompt_messages: int = 0
+
+    @property
+    def runtime_ids(self) -> list[int]:
+        return self.prompt_ids + self.response_ids
+
+    def append(self, ids: Sequence[int], generated: bool, log_probs: Optional[Sequence[float]] = None) -> None:
+        self.response_ids.extend(ids)
+        self.response_mask.extend([int(generated)] * len(ids))
+        self.log_probs.extend(log_probs if log_probs is not None else [0.0] * len(ids))
+
+    def trajectory(self) -> dict[str, Any]:
+        """What the scorer's ``extra_info`` gains (verl's ``num_turns``, ``tool_rewards``, ``turn_scores``, and ours)."""
+        return {"num_turns": self.assistant_turns + self.user_turns + 1, "tool_rewards": list(self.tool_rewards),
+                "turn_scores": [], "messages": self.messages, "tool_calls": self.tool_calls,
+                "stop_reason": self.stop_reason}
+
+
+class MultiTurnRollout:
+    """A :class:`RolloutEngine` that runs tool-calling episodes on another engine (``inner``).
+
+    ``config`` is ``actor_rollout_ref.rollout.multi_turn``; ``tools`` maps tool
+    names to tools (:func:`rewardsmith.plugins.environments.load_tools`).
+    ``stats`` accumulates every call's outcome across ``generate`` calls.
+    """
+
+    def __init__(self, inner: RolloutEngine, tokenizer: PreTrainedTokenizerBase, tools: Mapping[str, Any], config: Any,
+                 eos_token_ids: Sequence[int], max_prompt_length: Optional[int] = None) -> None:
+        if config.format not in TOOL_PARSERS:
+            raise ValueError(f"actor_rollout_ref.rollout.multi_turn.format: {config.format!r} is not a tool-call format "
+                             f"here; allowed: {', '.join(sorted(TOOL_PARSERS))}")
+        self.inner = inner
+        self.tokenizer = tokenizer
+        self.tools = dict(tools)
+        self.config = config
+        self.parse = TOOL_PARSERS[config.format]
+        self.eos_token_ids = list(eos_token_ids)
+        self.max_prompt_length = max_prompt_length
+        schemas = [tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True) for tool in self.tools.values()]
+        self.chat = ChatTokens(tokenizer, schemas, self.eos_token_ids)
+        self.stats = ToolStats()
+
+    # The inner engine's lifecycle is this engine's.
+    def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
+        self.inner.update_weights(weights)
+
+    def sleep(self) -> None:
+        self.inner.sleep()
+
+    def wake(self) -> None:
+        self.inner.wake()
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        """``params.n`` episodes per prompt, n adjacent; see the module docstring for the result."""
+        n = params.n
+        meta = {k: [v for v in items for _ in range(n)] for k, items in prompts.meta.items()}
+        infos = prompts.meta.get("extra_info") or [None] * len(prompts)
+        episodes = [self._start(messages, info) for messages, info in zip(prompts.meta["raw_prompt"], infos) for _ in range(n)]
+        budget = params.max_new_tokens
+        # The first turn samples n per prompt in one call (an engine may share each prompt's prefill).
+        first = Batch(_left_padded([episodes[i * n].runtime_ids for i in range(len(prompts))], self._pad))
+        turn = self.inner.generate(first, params)
+        live = list(range(len(episodes)))
+        while live:
+            live = self._take_turn([episodes[i] for i in live], turn, budget, live)
+            if not live:
+                break
+            remaining = max(budget - len(episodes[i].response_ids) for i in live)
+            batch = Batch(_left_padded([episodes[i].runtime_ids for i in live], self._pad))
+            turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining))
+        for episode in episodes:
+            self._check_tokenization(episode)
+        mismatched = sum(e.tokenization_mismatch for e in episodes)
+        if mismatched:
+            log.warning("multi-turn rollout: %d of %d episodes tokenize differently turn by turn than whole "
+                        "(multi_turn.tokenization_sanity_check_mode=%s); review the chat template",
+                        mismatched, len(episodes), self.config.tokenization_sanity_check_mode)
+        meta["extra_info"] = [{**(info or {}), **e.trajectory()} for info, e in zip(meta.get("extra_info", [None] * len(episodes)), episodes)]
+        meta["multi_turn"] = [{"assistant_turns": e.assistant_turns, "user_turns": e.user_turns,
+                               "malformed_tool_calls": e.malformed_calls, "tokenization_mismatch": e.tokenization_mismatch}
+                              for e in episodes]
+        return self._batch(episodes, budget, meta, with_log_probs="rollout_log_probs" in turn)
+
+    @property
+    def _pad(self) -> int:
+        return self.tokenizer.pad_token_id
+
+    def _start(self, messages: list[dict], extra_info: Optional[dict]) -> Episode:
+        # verl renders the first prompt with the tools' schemas and keeps its last max_prompt_length tokens.
+        ids = self.chat.render(list(messages), add_generation_prompt=True)
+        kept = ids[-self.max_prompt_length:] if self.max_prompt_length and len(ids) > self.max_prompt_length else ids
+        tools_kwargs = (extra_info or {}).get("tools_kwargs") or {}
+        create = {name: dict((kw or {}).get("create_kwargs") or {}) for name, kw in tools_kwargs.items()}
+        return Episode(messages=[dict(m) for m in messages], prompt_ids=kept, full_prompt_ids=ids, create_kwargs=create,
+                       prompt_messages=len(messages))
+
+    def _take_turn(self, episodes: list[Episode], turn: Batch, budget: int, index: list[int]) -> list[int]:
+        """Add each episode's generated turn, run the calls of those that continue; the indices still live."""
+        lengths = turn["response_mask"].sum(-1).tolist()
+        calling: list[tuple[int, Episode, list[ToolCall]]] = []
+        for row, (pos, episode) in enumerate(zip(index, episodes)):
+            room = budget - len(episode.response_ids)
+            ids = turn["responses"][row, : min(int(lengths[row]), room)].tolist()
+            log_probs = turn["rollout_log_probs"][row, : len(ids)].tolist() if "rollout_log_probs" in turn else None
+            episode.append(ids, generated=True, log_probs=log_probs)
+            episode.generated.append(ids)
+            episode.assistant_turns += 1
+            text = self.tokenizer.decode([t for t in ids if t not in self.eos_token_ids], skip_special_tokens=True)
+            content, calls, malformed = self.parse(text)
+            episode.malformed_calls += malformed
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:  # the calls that run (call_tools drops and counts the rest), as verl's message lists them
+                message["tool_calls"] = [{"type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                                         for c in calls[: self.config.max_parallel_calls]]
+            episode.messages.append(message)
+            ended = bool(ids) and ids[-1] in self.eos_token_ids
+            cfg = self.config
+            if not ended or len(episode.response_ids) >= budget:
+                episode.stop_reason = LENGTH
+            elif cfg.max_assistant_turns and episode.assistant_turns >= cfg.max_assistant_turns:
+                episode.stop_reason = MAX_ASSISTANT_TURNS
+            elif cfg.max_user_turns and episode.user_turns >= cfg.max_user_turns:
+                episode.stop_reason = MAX_USER_TURNS
+            elif not calls:
+                episode.stop_reason = NO_TOOL_CALL
+            else:
+                calling.append((pos, episode, calls))
+        results = self._run_tools([(episode, calls) for _, episode, calls in calling])
+        live = []
+        for (pos, episode, calls), outcome in zip(calling, results):
+            if self._add_tool_responses(episode, calls, outcome, budget):
+                live.append(pos)
+        return live
+
+    def _run_tools(self, work: list[tuple[Episode, list[ToolCall]]]) -> list[list[ToolResult]]:
+        """Every calling episode's calls, all episodes at once (each turn's first max_parallel_calls concurrently)."""
+        if not work:
+            return []
+
+        async def run_all() -> list[list[ToolResult]]:
+            return list(await asyncio.gather(*(
+                call_tools(self.tools, calls, max_parallel_calls=self.config.max_parallel_calls,
+                           create_kwargs=episode.create_kwargs, timeout_s=self.config.tool_timeout_s, stats=self.stats)
+                for episode, calls in work)))
+
+        return asyncio.run(run_all())
+
+    def _add_tool_responses(self, episode: Episode, calls: list[ToolCall], results: list[ToolResult], budget: int) -> bool:
+        """Append the responses as one tool round; False (the episode ends) when they do not fit the budget."""
+        cfg = self.config
+        messages = []
+        for call, result in zip(calls, results):
+            text = truncate_tool_text(result.response.text or "", cfg.max_tool_response_length, cfg.tool_response_truncate_side)
+            messages.append({"role": "tool", "content": text})
+            episode.tool_calls.append({"turn": episode.assistant_turns, "name": call.name, "arguments": call.arguments,
+                                       "status": result.status, "error": result.error, "response": text,
+                                       "reward": result.reward})
+            if result.reward is not None:
+                episode.tool_rewards.append(result.reward)
+        ids = self.chat.separator + self.chat.tool_group(messages)
+        if len(episode.response_ids) + len(ids) >= budget:
+            # As verl: a tool round that does not fit ends the episode without entering the sequence
+            # (its calls stay in tool_calls).
+            episode.stop_reason = LENGTH
+            return False
+        episode.messages.extend(messages)
+        episode.append(ids, generated=False)
+        episode.user_turns += 1
+        return True
+
+    def _check_tokenization(self, episode: Episode) -> None:
+        """verl's tokenization sanity check: the response tokens equal the conversation rendered whole."""
+        mode = self.config.tokenization_sanity_check_mode
+        if mode == "disable":
+            return
+        expected = whole_conversation_ids(self.chat, episode)[len(episode.full_prompt_ids):]
+        actual = episode.response_ids
+        # The whole rendering closes the last turn, which the model ended at its end-of-turn token or the budget cut.
+        tail = expected[len(actual):]
+        closing = tail == self.chat.separator or (tail[:1] and tail[0] in self.chat.eos_token_ids and tail[1:] == self.chat.separator)
+        if expected[: len(actual)] == actual and (not tail or closing):
+            return
+        if mode == "ignore_strippable" and only_whitespace_differs(self.tokenizer, expected, actual):
+            return
+        episode.tokenization_mismatch = True
+
+    def _batch(self, episodes: list[Episode], budget: int, meta: dict[str, list], with_log_probs: bool) -> Batch:
+        prompts = _left_padded([e.prompt_ids for e in episodes], self._pad)
+        responses = torch.full((len(episodes), budget), self._pad, dtype=torch.long)
+        response_mask = torch.zeros_like(responses)
+        attended = torch.zeros_like(responses)
+        log_probs = torch.zeros(responses.shape, dtype=torch.float32)
+        for i, e in enumerate(episodes):
+            k = len(e.response_ids)
+            responses[i, :k] = torch.tensor(e.response_ids, dtype=torch.long)
+            response_mask[i, :k] = torch.tensor(e.response_mask, dtype=torch.long)
+            attended[i, :k] = 1
+            log_probs[i, :k] = torch.tensor(e.log_probs, dtype=torch.float32)
+        tensors = {"prompts": prompts["input_ids"], "responses": responses, "response_mask": response_mask,
+                   "input_ids": torch.cat([prompts["input_ids"], responses], dim=1),
+                   "attention_mask": torch.cat([prompts["attention_mask"], attended], dim=1)}
+        if with_log_probs:
+            tensors["rollout_log_probs"] = log_probs
+        return Batch(tensors, meta)
+
+
+def whole_conversation_ids(chat: ChatTokens, episode: Episode) -> list[int]:
+    """The episode's conversation rendered at once, each assistant turn as the text the model generated."""
+    messages = [dict(m) for m in episode.messages[: episode.prompt_messages]]
+    turns = iter(episode.generated)
+    for message in episode.messages[len(messages):]:
+        if message["role"] == "assistant":
+            ids = next(turns)
+            text = chat.tokenizer.decode([t for t in ids if t not in chat.eos_token_ids])
+            messages.append({"role": "assistant", "content": text})
+        else:
+            messages.append(message)
+    return chat.render(messages, add_generation_prompt=False)
+
+
+def only_whitespace_differs(tokenizer: PreTrainedTokenizerBase, expected: list[int], actual: list[int]) -> bool:
+    """Whether every stretch where the two id lists differ decodes to whitespace on both sides
+    (verl's ``ignore_strippable``)."""
+    matcher = difflib.SequenceMatcher(a=expected, b=actual, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal" and (tokenizer.decode(expected[i1:i2]).strip() or tokenizer.decode(actual[j1:j2]).strip()):
+            return False
+    return True
+
+
+
+def _left_padded(rows: list[list[int]], pad: int) -> dict[str, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+            mask[i, width - len(r):] = 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def multi_turn_engine(inner: RolloutEngine, config: Any, tokenizer: PreTrainedTokenizerBase, registry: Any,
+                      max_prompt_length: Optional[int]) -> MultiTurnRollout:
+    """``inner`` driven turn by turn with the tools of ``config.tool_config_path`` (``rollout.multi_turn``)."""
+    from rewardsmith.plugins.environments import load_tools
+
+    tools = load_tools(config.tool_config_path, registry) if config.tool_config_path else {}
+    return MultiTurnRollout(inner, tokenizer, tools, config, [tokenizer.eos_token_id], max_prompt_length)

@@ -1,0 +1,84 @@
+"""A tool-aware chat tokenizer and a scripted rollout engine for the multi-turn tests."""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import torch
+
+from rewardsmith.core.batch import Batch
+from rewardsmith.core.rollout import SamplingParams, response_mask_from_eos
+from rewardsmith.demo.char_tokenizer import build_char_tokenizer
+
+TOOL = "<|tool|>"
+
+# The demo's turn format plus the tool role and the tools' names in a system turn (as chat templates
+# with tool support show the schemas); every piece is rendered the same alone as in a whole conversation.
+TOOL_TEMPLATE = (
+    "{% if tools %}{{ '<|system|>tools:' }}{% for t in tools %}{{ ' ' + t['function']['name'] }}{% endfor %}"
+    "{{ '<|end|>' }}{% endif %}"
+    "{% for message in messages %}"
+    "{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}"
+)
+
+
+def tool_tokenizer(template: str = TOOL_TEMPLATE):
+    """The demo's character tokenizer with a ``<|tool|>`` special token and a template that renders tools."""
+    tok = build_char_tokenizer()
+    tok.add_tokens([TOOL], special_tokens=True)
+    tok.chat_template = template
+    return tok
+
+
+class ScriptedEngine:
+    """A :class:`~rewardsmith.core.rollout.RolloutEngine` whose turns are ``script(conversation text)``:
+    deterministic text where a random model could not write a tool call. Records each call's prompts."""
+
+    def __init__(self, tokenizer, script: Callable[[str], str]) -> None:
+        self.tokenizer = tokenizer
+        self.script = script
+        self.calls: list[list[str]] = []
+
+    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        tok = self.tokenizer
+        texts = [tok.decode(ids[mask.bool()].tolist()) for ids, mask in zip(prompts["input_ids"], prompts["attention_mask"])]
+        self.calls.append(texts)
+        rows = []
+        for text in texts:
+            for _ in range(params.n):
+                ids = tok(self.script(text), add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+                rows.append(ids[: params.max_new_tokens])
+        responses = torch.full((len(rows), params.max_new_tokens), tok.pad_token_id, dtype=torch.long)
+        for i, ids in enumerate(rows):
+            responses[i, : len(ids)] = torch.tensor(ids)
+        mask = response_mask_from_eos(responses, [tok.eos_token_id])
+        responses = torch.where(mask.bool(), responses, torch.full_like(responses, tok.pad_token_id))
+        prompt_ids = prompts["input_ids"].repeat_interleave(params.n, 0)
+        prompt_mask = prompts["attention_mask"].repeat_interleave(params.n, 0)
+        return Batch({"prompts": prompt_ids, "responses": responses, "response_mask": mask,
+                      "input_ids": torch.cat([prompt_ids, responses], 1),
+                      "attention_mask": torch.cat([prompt_mask, mask], 1)},
+                     {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()})
+
+    def update_weights(self, weights: Iterable) -> None:
+        pass
+
+    def sleep(self) -> None:
+        pass
+
+    def wake(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+
+def calculator_script(expression: str, answer_prefix: str = "answer ") -> Callable[[str], str]:
+    """First turn: call the calculator on ``expression``; after a tool response: answer with its last line."""
+    def script(conversation: str) -> str:
+        if TOOL not in conversation:
+            return '<tool_call>{"name": "calculator", "arguments": {"expression": "%s"}}</tool_call>' % expression
+        result = conversation.rsplit(TOOL, 1)[1].split("<|end|>")[0]
+        return answer_prefix + result
+    return script
