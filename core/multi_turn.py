@@ -143,6 +143,7 @@ class Episode:
     tool_calls: list[dict] = field(default_factory=list)
     tool_rewards: list[float] = field(default_factory=list)
     malformed_calls: int = 0
+    tool_stats: ToolStats = field(default_factory=ToolStats)
     stop_reason: Optional[str] = None
     tokenization_mismatch: bool = False
     prompt_messages: int = 0
@@ -168,7 +169,8 @@ class MultiTurnRollout:
 
     ``config`` is ``actor_rollout_ref.rollout.multi_turn``; ``tools`` maps tool
     names to tools (:func:`rewardsmith.plugins.environments.load_tools`).
-    ``stats`` accumulates every call's outcome across ``generate`` calls.
+    Each sample's ``multi_turn`` meta holds its turn counts, its calls'
+    :class:`ToolStats` and the sanity check's verdict (:func:`episode_metrics`).
     """
 
     def __init__(self, inner: RolloutEngine, tokenizer: PreTrainedTokenizerBase, tools: Mapping[str, Any], config: Any,
@@ -185,7 +187,6 @@ class MultiTurnRollout:
         self.max_prompt_length = max_prompt_length
         schemas = [tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True) for tool in self.tools.values()]
         self.chat = ChatTokens(tokenizer, schemas, self.eos_token_ids)
-        self.stats = ToolStats()
 
     # The inner engine's lifecycle is this engine's.
     def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
@@ -226,7 +227,7 @@ class MultiTurnRollout:
                         "(multi_turn.tokenization_sanity_check_mode=%s); review the chat template",
                         mismatched, len(episodes), self.config.tokenization_sanity_check_mode)
         meta["extra_info"] = [{**(info or {}), **e.trajectory()} for info, e in zip(meta.get("extra_info", [None] * len(episodes)), episodes)]
-        meta["multi_turn"] = [{"assistant_turns": e.assistant_turns, "user_turns": e.user_turns,
+        meta["multi_turn"] = [{"assistant_turns": e.assistant_turns, "user_turns": e.user_turns, "tool_stats": e.tool_stats,
                                "malformed_tool_calls": e.malformed_calls, "tokenization_mismatch": e.tokenization_mismatch}
                               for e in episodes]
         return self._batch(episodes, budget, meta, with_log_probs="rollout_log_probs" in turn)
@@ -290,7 +291,8 @@ class MultiTurnRollout:
         async def run_all() -> list[list[ToolResult]]:
             return list(await asyncio.gather(*(
                 call_tools(self.tools, calls, max_parallel_calls=self.config.max_parallel_calls,
-                           create_kwargs=episode.create_kwargs, timeout_s=self.config.tool_timeout_s, stats=self.stats)
+                           create_kwargs=episode.create_kwargs, timeout_s=self.config.tool_timeout_s,
+                           stats=episode.tool_stats)
                 for episode, calls in work)))
 
         return asyncio.run(run_all())
@@ -352,6 +354,32 @@ class MultiTurnRollout:
         if with_log_probs:
             tensors["rollout_log_probs"] = log_probs
         return Batch(tensors, meta)
+
+
+def episode_metrics(batch: Batch) -> dict[str, float]:
+    """A multi-turn batch's metrics: turns per episode (verl's ``num_turns/*``), tool calls per episode, the share
+    of response tokens the environment wrote, per tool its calls, failures by kind, dropped calls and latency
+    p50/p99, and the episodes whose turn-by-turn tokens differ from the whole conversation's."""
+    infos = batch.meta["multi_turn"]
+    turns = torch.tensor([i["assistant_turns"] + i["user_turns"] + 1 for i in infos], dtype=torch.float32)
+    width = batch["responses"].shape[1]
+    attended = batch["attention_mask"][:, -width:].sum()
+    stats = ToolStats()
+    for info in infos:
+        stats.merge(info["tool_stats"])
+    metrics = {"num_turns/mean": turns.mean().item(), "num_turns/max": turns.max().item(), "num_turns/min": turns.min().item(),
+               "multi_turn/tool_calls_per_episode": sum(stats.calls.values()) / len(infos),
+               "multi_turn/env_token_share": float(attended - batch["response_mask"].sum()) / max(float(attended), 1.0),
+               "multi_turn/malformed_tool_calls": float(sum(i["malformed_tool_calls"] for i in infos)),
+               "multi_turn/tokenization_mismatch": float(sum(i["tokenization_mismatch"] for i in infos))}
+    for name, summary in stats.summary().items():
+        for key, value in summary.items():
+            if key.startswith("latency_"):
+                if value is not None:
+                    metrics[f"tool/{name}/{key[:-2]}_ms"] = value * 1000.0
+            else:
+                metrics[f"tool/{name}/{key}"] = float(value)
+    return metrics
 
 
 def whole_conversation_ids(chat: ChatTokens, episode: Episode) -> list[int]:

@@ -29,6 +29,7 @@ from rewardsmith.core.distributed import barrier, broadcast_object, init_distrib
 from rewardsmith.core.dynamic_sampling import GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards, first_groups, keep_varied
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
+from rewardsmith.core.multi_turn import episode_metrics
 from rewardsmith.core.reward_masking import (
     affected_groups,
     apply_reward_mask,
@@ -242,6 +243,8 @@ class PPOTrainer:
         metrics.update(self.update(batch, timing))
         timing["step"] = time.perf_counter() - start
         metrics.update(self._data_metrics(batch))
+        if "multi_turn" in batch.meta:
+            metrics.update(episode_metrics(batch))
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
         tokens = batch["attention_mask"].sum().item()
         metrics["perf/total_num_tokens"] = float(tokens)

@@ -14,7 +14,8 @@ from multi_turn_helpers import TOOL, ScriptedEngine, calculator_script, tool_tok
 from core_helpers import tiny_config
 from rewardsmith.common.config import ConfigError
 from rewardsmith.core.batch import Batch
-from rewardsmith.core.multi_turn import LENGTH, MAX_ASSISTANT_TURNS, NO_TOOL_CALL, MultiTurnRollout, parse_hermes, truncate_tool_text
+from rewardsmith.core.multi_turn import (LENGTH, MAX_ASSISTANT_TURNS, NO_TOOL_CALL, MultiTurnRollout, episode_metrics, parse_hermes,
+                                         truncate_tool_text)
 from rewardsmith.core.rollout import HFRollout, SamplingParams
 from rewardsmith.core.schema import MultiTurnConfig
 from rewardsmith.core.trainer import PPOTrainer
@@ -80,7 +81,12 @@ def test_an_episode_trains_only_on_generated_tokens_and_carries_its_trajectory()
                                        "status": "ok", "error": None, "response": "408", "reward": 0.0}]
     # The prompt is rendered with the tools' schemas, as verl renders it.
     assert tok.decode(out["prompts"][0][out["prompts"][0] != tok.pad_token_id]).startswith("<|system|>tools: calculator")
-    assert engine.stats.summary()["calculator"]["calls"] == 2
+    metrics = episode_metrics(out)
+    assert metrics["tool/calculator/calls"] == 2 and metrics["tool/calculator/failures"] == 0
+    assert metrics["num_turns/mean"] == 4 and metrics["multi_turn/tool_calls_per_episode"] == 1
+    env_tokens = len(tok(f"{TOOL}408<|end|><|assistant|>", add_special_tokens=False)["input_ids"])
+    assert metrics["multi_turn/env_token_share"] == env_tokens / out["attention_mask"][0, -200:].sum().item()
+    assert metrics["tool/calculator/latency_p99_ms"] >= metrics["tool/calculator/latency_p50_ms"] > 0
 
 
 def test_turn_by_turn_tokens_equal_the_conversation_rendered_whole():
@@ -148,7 +154,7 @@ def test_tools_run_concurrently_up_to_max_parallel_calls():
     tool = SleepTool({"name": "sleep", "seconds": 0.01})
     engine, out = rollout(calls_script("sleep", 3), {"sleep": tool}, 300, 1, max_parallel_calls=1)
     assert [c["arguments"] for c in out.meta["extra_info"][0]["tool_calls"]] == [{"i": 0}]
-    assert engine.stats.summary()["sleep"]["dropped"] == 2
+    assert episode_metrics(out)["tool/sleep/dropped"] == 2
 
 
 def test_a_failing_and_a_hanging_tool_become_error_results_counted_and_the_episode_goes_on():
@@ -169,8 +175,9 @@ def test_a_failing_and_a_hanging_tool_become_error_results_counted_and_the_episo
     assert tool_texts == ["Error when executing tool: RuntimeError: the backend said no",
                           "Error when executing tool: tool 'stuck' timed out after 0.3 s"]
     assert info["messages"][-1] == {"role": "assistant", "content": "no luck"} and info["stop_reason"] == NO_TOOL_CALL
-    summary = engine.stats.summary()
-    assert summary["bad"]["failed"] == 1 and summary["stuck"]["timeout"] == 1
+    metrics = episode_metrics(out)
+    assert metrics["tool/bad/failed"] == metrics["tool/bad/failures"] == 1
+    assert metrics["tool/stuck/timeout"] == metrics["tool/stuck/failures"] == 1
 
 
 def test_episodes_end_at_the_turn_limits_and_the_response_budget():
@@ -309,8 +316,7 @@ def test_two_training_steps_with_the_calculator_tool(tmp_path):
     finally:
         trainer.close()
     assert metrics["critic/score/mean"] == 1.0 and metrics["val/reward/mean"] == 1.0
-    # 2 steps x 4 prompts x 2 samples, and the 8 validation prompts.
-    assert rollout_engine.stats.summary()["calculator"]["calls"] == 24
+    assert metrics["tool/calculator/calls"] == 8 and metrics["num_turns/mean"] == 4  # 4 prompts x 2 samples
     assert all(torch.isfinite(torch.tensor(v)) for v in metrics.values())
 
 
