@@ -32,6 +32,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from uuid import uuid4
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 
 # Why an episode ended.
 NO_TOOL_CALL, MAX_ASSISTANT_TURNS, MAX_USER_TURNS, LENGTH = "no_tool_call", "max_assistant_turns", "max_user_turns", "length"
+INTERACTION_DONE, INTERACTION_FAILED = "interaction_done", "interaction_failed"
 
 _HERMES = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
@@ -110,11 +112,13 @@ class ChatTokens:
                              "before them, so they cannot be appended turn by turn")
         return after[len(before):]
 
-    def tool_group(self, tool_messages: list[dict]) -> list[int]:
-        """The ids of one round of tool responses, with the generation prompt of the next assistant turn."""
-        calls = [{"type": "function", "function": {"name": m.get("name", "tool"), "arguments": {}}} for m in tool_messages]
-        assistant = {"role": "assistant", "content": "", "tool_calls": calls}
-        return self.suffix([*_SYNTHETIC_PREFIX, assistant], tool_messages, add_generation_prompt=True)
+    def context(self, messages: list[dict]) -> list[int]:
+        """The ids of one round of tool responses, or of a user message, with the next turn's generation prompt."""
+        assistant: dict[str, Any] = {"role": "assistant", "content": "x"}
+        if messages[0]["role"] == "tool":
+            assistant = {"role": "assistant", "content": "", "tool_calls": [
+                {"type": "function", "function": {"name": m.get("name", "tool"), "arguments": {}}} for m in messages]}
+        return self.suffix([*_SYNTHETIC_PREFIX, assistant], messages, add_generation_prompt=True)
 
     def _turn_separator(self) -> list[int]:
         """What the template puts after an assistant turn's end-of-turn token (e.g. ChatML's newline):
@@ -124,6 +128,15 @@ class ChatTokens:
         turn = rendered[len(prompt):] if rendered[: len(prompt)] == prompt else rendered
         ends = [i for i, tok in enumerate(turn) if tok in self.eos_token_ids]
         return turn[ends[-1] + 1:] if ends else []
+
+
+@dataclass
+class InteractionSession:
+    """An episode's instance of an interaction (verl's ``interaction_kwargs`` of the row)."""
+
+    interaction: Any
+    instance_id: str
+    kwargs: dict[str, Any]
 
 
 @dataclass
@@ -144,6 +157,8 @@ class Episode:
     tool_rewards: list[float] = field(default_factory=list)
     malformed_calls: int = 0
     tool_stats: ToolStats = field(default_factory=ToolStats)
+    interaction: Optional[InteractionSession] = None
+    turn_scores: list[float] = field(default_factory=list)
     stop_reason: Optional[str] = None
     tokenization_mismatch: bool = False
     prompt_messages: int = 0
@@ -160,7 +175,7 @@ class Episode:
     def trajectory(self) -> dict[str, Any]:
         """What the scorer's ``extra_info`` gains (verl's ``num_turns``, ``tool_rewards``, ``turn_scores``, and ours)."""
         return {"num_turns": self.assistant_turns + self.user_turns + 1, "tool_rewards": list(self.tool_rewards),
-                "turn_scores": [], "messages": self.messages, "tool_calls": self.tool_calls,
+                "turn_scores": list(self.turn_scores), "messages": self.messages, "tool_calls": self.tool_calls,
                 "stop_reason": self.stop_reason}
 
 
@@ -168,19 +183,25 @@ class MultiTurnRollout:
     """A :class:`RolloutEngine` that runs tool-calling episodes on another engine (``inner``).
 
     ``config`` is ``actor_rollout_ref.rollout.multi_turn``; ``tools`` maps tool
-    names to tools (:func:`rewardsmith.plugins.environments.load_tools`).
+    names to tools, ``interactions`` names to interactions
+    (:mod:`rewardsmith.plugins.environments`). With interactions, a row's
+    ``extra_info.interaction_kwargs.name`` picks its interaction, which answers
+    every assistant turn without a tool call as a user turn, as verl's tool
+    agent loop did up to verl 0.7.
     Each sample's ``multi_turn`` meta holds its turn counts, its calls'
     :class:`ToolStats` and the sanity check's verdict (:func:`episode_metrics`).
     """
 
     def __init__(self, inner: RolloutEngine, tokenizer: PreTrainedTokenizerBase, tools: Mapping[str, Any], config: Any,
-                 eos_token_ids: Sequence[int], max_prompt_length: Optional[int] = None) -> None:
+                 eos_token_ids: Sequence[int], max_prompt_length: Optional[int] = None,
+                 interactions: Optional[Mapping[str, Any]] = None) -> None:
         if config.format not in TOOL_PARSERS:
             raise ValueError(f"actor_rollout_ref.rollout.multi_turn.format: {config.format!r} is not a tool-call format "
                              f"here; allowed: {', '.join(sorted(TOOL_PARSERS))}")
         self.inner = inner
         self.tokenizer = tokenizer
         self.tools = dict(tools)
+        self.interactions = dict(interactions or {})
         self.config = config
         self.parse = TOOL_PARSERS[config.format]
         self.eos_token_ids = list(eos_token_ids)
@@ -206,19 +227,25 @@ class MultiTurnRollout:
         n = params.n
         meta = {k: [v for v in items for _ in range(n)] for k, items in prompts.meta.items()}
         infos = prompts.meta.get("extra_info") or [None] * len(prompts)
-        episodes = [self._start(messages, info) for messages, info in zip(prompts.meta["raw_prompt"], infos) for _ in range(n)]
+        uids = prompts.meta.get("uid") or list(range(len(prompts)))
+        episodes = [self._start(messages, info, uid) for messages, info, uid in zip(prompts.meta["raw_prompt"], infos, uids)
+                    for _ in range(n)]
         budget = params.max_new_tokens
-        # The first turn samples n per prompt in one call (an engine may share each prompt's prefill).
-        first = Batch(_left_padded([episodes[i * n].runtime_ids for i in range(len(prompts))], self._pad))
-        turn = self.inner.generate(first, params)
-        live = list(range(len(episodes)))
-        while live:
-            live = self._take_turn([episodes[i] for i in live], turn, budget, live)
-            if not live:
-                break
-            remaining = max(budget - len(episodes[i].response_ids) for i in live)
-            batch = Batch(_left_padded([episodes[i].runtime_ids for i in live], self._pad))
-            turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining))
+        asyncio.run(_gather(self._start_interaction(e) for e in episodes))
+        try:
+            # The first turn samples n per prompt in one call (an engine may share each prompt's prefill).
+            first = Batch(_left_padded([episodes[i * n].runtime_ids for i in range(len(prompts))], self._pad))
+            turn = self.inner.generate(first, params)
+            live = list(range(len(episodes)))
+            while live:
+                live = self._take_turn([episodes[i] for i in live], turn, budget, live)
+                if not live:
+                    break
+                remaining = max(budget - len(episodes[i].response_ids) for i in live)
+                batch = Batch(_left_padded([episodes[i].runtime_ids for i in live], self._pad))
+                turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining))
+        finally:
+            asyncio.run(_gather(self._finalize_interaction(e) for e in episodes))
         for episode in episodes:
             self._check_tokenization(episode)
         mismatched = sum(e.tokenization_mismatch for e in episodes)
@@ -236,19 +263,46 @@ class MultiTurnRollout:
     def _pad(self) -> int:
         return self.tokenizer.pad_token_id
 
-    def _start(self, messages: list[dict], extra_info: Optional[dict]) -> Episode:
+    def _start(self, messages: list[dict], extra_info: Optional[dict], uid: Any) -> Episode:
         # verl renders the first prompt with the tools' schemas and keeps its last max_prompt_length tokens.
         ids = self.chat.render(list(messages), add_generation_prompt=True)
         kept = ids[-self.max_prompt_length:] if self.max_prompt_length and len(ids) > self.max_prompt_length else ids
         tools_kwargs = (extra_info or {}).get("tools_kwargs") or {}
         create = {name: dict((kw or {}).get("create_kwargs") or {}) for name, kw in tools_kwargs.items()}
         return Episode(messages=[dict(m) for m in messages], prompt_ids=kept, full_prompt_ids=ids, create_kwargs=create,
-                       prompt_messages=len(messages))
+                       prompt_messages=len(messages), interaction=self._session(extra_info, uid))
+
+    def _session(self, extra_info: Optional[dict], uid: Any) -> Optional[InteractionSession]:
+        """The row's interaction (``extra_info.interaction_kwargs.name``), when interactions are configured."""
+        if not self.interactions:
+            return None
+        kwargs = (extra_info or {}).get("interaction_kwargs")
+        name = kwargs.get("name") if isinstance(kwargs, dict) else None
+        if name not in self.interactions:
+            raise ValueError(f"row {uid}: extra_info.interaction_kwargs.name is {name!r}; with "
+                             f"multi_turn.interaction_config_path each row names one of: {', '.join(sorted(self.interactions))}")
+        return InteractionSession(self.interactions[name], str(uuid4()), dict(kwargs))
+
+    async def _start_interaction(self, episode: Episode) -> None:
+        session = episode.interaction
+        if session is not None:
+            await session.interaction.start_interaction(session.instance_id, **session.kwargs)
+
+    async def _finalize_interaction(self, episode: Episode) -> None:
+        session = episode.interaction
+        if session is None:
+            return
+        try:
+            await session.interaction.finalize_interaction(session.instance_id)
+        except Exception as exc:  # noqa: BLE001 - the episode is over; a leak is logged, not fatal
+            log.warning("interaction %r failed to finalize %s: %s: %s", session.kwargs.get("name"),
+                        session.instance_id, type(exc).__name__, exc)
 
     def _take_turn(self, episodes: list[Episode], turn: Batch, budget: int, index: list[int]) -> list[int]:
         """Add each episode's generated turn, run the calls of those that continue; the indices still live."""
         lengths = turn["response_mask"].sum(-1).tolist()
         calling: list[tuple[int, Episode, list[ToolCall]]] = []
+        answering: list[tuple[int, Episode]] = []
         for row, (pos, episode) in enumerate(zip(index, episodes)):
             room = budget - len(episode.response_ids)
             ids = turn["responses"][row, : min(int(lengths[row]), room)].tolist()
@@ -272,30 +326,67 @@ class MultiTurnRollout:
                 episode.stop_reason = MAX_ASSISTANT_TURNS
             elif cfg.max_user_turns and episode.user_turns >= cfg.max_user_turns:
                 episode.stop_reason = MAX_USER_TURNS
-            elif not calls:
-                episode.stop_reason = NO_TOOL_CALL
-            else:
+            elif calls:
                 calling.append((pos, episode, calls))
-        results = self._run_tools([(episode, calls) for _, episode, calls in calling])
+            elif episode.interaction is not None:
+                answering.append((pos, episode))
+            else:
+                episode.stop_reason = NO_TOOL_CALL
+        results, replies = self._respond([(episode, calls) for _, episode, calls in calling], [e for _, e in answering])
         live = []
         for (pos, episode, calls), outcome in zip(calling, results):
             if self._add_tool_responses(episode, calls, outcome, budget):
                 live.append(pos)
-        return live
+        for (pos, episode), reply in zip(answering, replies):
+            if self._add_user_turn(episode, reply, budget):
+                live.append(pos)
+        return sorted(live)
 
-    def _run_tools(self, work: list[tuple[Episode, list[ToolCall]]]) -> list[list[ToolResult]]:
-        """Every calling episode's calls, all episodes at once (each turn's first max_parallel_calls concurrently)."""
-        if not work:
-            return []
+    def _respond(self, calling: list[tuple[Episode, list[ToolCall]]], answering: list[Episode]
+                 ) -> tuple[list[list[ToolResult]], list[Optional[tuple]]]:
+        """The environment's side of a turn, all episodes at once: each calling episode's calls (its first
+        max_parallel_calls concurrently) and each answering episode's interaction reply (None when it failed)."""
+        if not calling and not answering:
+            return [], []
+        tools = [call_tools(self.tools, calls, max_parallel_calls=self.config.max_parallel_calls,
+                            create_kwargs=episode.create_kwargs, timeout_s=self.config.tool_timeout_s,
+                            stats=episode.tool_stats)
+                 for episode, calls in calling]
+        done = asyncio.run(_gather([*tools, *(self._reply(episode) for episode in answering)]))
+        return done[: len(calling)], done[len(calling):]
 
-        async def run_all() -> list[list[ToolResult]]:
-            return list(await asyncio.gather(*(
-                call_tools(self.tools, calls, max_parallel_calls=self.config.max_parallel_calls,
-                           create_kwargs=episode.create_kwargs, timeout_s=self.config.tool_timeout_s,
-                           stats=episode.tool_stats)
-                for episode, calls in work)))
+    async def _reply(self, episode: Episode) -> Optional[tuple]:
+        """The interaction's ``(should_terminate, content, score, data)``; None (logged) when it raised or timed out."""
+        session = episode.interaction
+        try:
+            return await asyncio.wait_for(session.interaction.generate_response(
+                session.instance_id, [dict(m) for m in episode.messages], **session.kwargs), self.config.tool_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - a broken interaction ends its episode, never the step
+            log.warning("interaction %r failed: %s: %s", session.kwargs.get("name"), type(exc).__name__, exc)
+            return None
 
-        return asyncio.run(run_all())
+    def _add_user_turn(self, episode: Episode, reply: Optional[tuple], budget: int) -> bool:
+        """Append the interaction's reply as a user turn; False (the episode ends) when it ends the episode,
+        failed, or does not fit the budget."""
+        if reply is None:
+            episode.stop_reason = INTERACTION_FAILED
+            return False
+        terminate, content, score, _ = reply
+        if score is not None:
+            episode.turn_scores.append(float(score))
+        message = {"role": "user", "content": str(content)}
+        ids = self.chat.separator + self.chat.context([message])
+        if len(episode.response_ids) + len(ids) >= budget:
+            episode.stop_reason = LENGTH
+            return False
+        # As verl: the reply enters the conversation even when it ends the episode.
+        episode.messages.append(message)
+        episode.append(ids, generated=False)
+        episode.user_turns += 1
+        if terminate:
+            episode.stop_reason = INTERACTION_DONE
+            return False
+        return True
 
     def _add_tool_responses(self, episode: Episode, calls: list[ToolCall], results: list[ToolResult], budget: int) -> bool:
         """Append the responses as one tool round; False (the episode ends) when they do not fit the budget."""
@@ -309,7 +400,7 @@ class MultiTurnRollout:
                                        "reward": result.reward})
             if result.reward is not None:
                 episode.tool_rewards.append(result.reward)
-        ids = self.chat.separator + self.chat.tool_group(messages)
+        ids = self.chat.separator + self.chat.context(messages)
         if len(episode.response_ids) + len(ids) >= budget:
             # As verl: a tool round that does not fit ends the episode without entering the sequence
             # (its calls stay in tool_calls).
@@ -393,7 +484,8 @@ def whole_conversation_ids(chat: ChatTokens, episode: Episode) -> list[int]:
             messages.append({"role": "assistant", "content": text})
         else:
             messages.append(message)
-    return chat.render(messages, add_generation_prompt=False)
+    # An episode that ended on the environment's turn (an interaction's last reply) holds the next generation prompt.
+    return chat.render(messages, add_generation_prompt=messages[-1]["role"] != "assistant")
 
 
 def only_whitespace_differs(tokenizer: PreTrainedTokenizerBase, expected: list[int], actual: list[int]) -> bool:
@@ -405,6 +497,10 @@ def only_whitespace_differs(tokenizer: PreTrainedTokenizerBase, expected: list[i
             return False
     return True
 
+
+
+async def _gather(awaitables: Iterable[Any]) -> list[Any]:
+    return list(await asyncio.gather(*awaitables))
 
 
 def _left_padded(rows: list[list[int]], pad: int) -> dict[str, torch.Tensor]:
@@ -420,8 +516,10 @@ def _left_padded(rows: list[list[int]], pad: int) -> dict[str, torch.Tensor]:
 
 def multi_turn_engine(inner: RolloutEngine, config: Any, tokenizer: PreTrainedTokenizerBase, registry: Any,
                       max_prompt_length: Optional[int]) -> MultiTurnRollout:
-    """``inner`` driven turn by turn with the tools of ``config.tool_config_path`` (``rollout.multi_turn``)."""
-    from rewardsmith.plugins.environments import load_tools
+    """``inner`` driven turn by turn with the tools and interactions of ``config.tool_config_path`` and
+    ``config.interaction_config_path`` (``rollout.multi_turn``)."""
+    from rewardsmith.plugins.environments import load_interactions, load_tools
 
     tools = load_tools(config.tool_config_path, registry) if config.tool_config_path else {}
-    return MultiTurnRollout(inner, tokenizer, tools, config, [tokenizer.eos_token_id], max_prompt_length)
+    interactions = load_interactions(config.interaction_config_path, registry) if config.interaction_config_path else {}
+    return MultiTurnRollout(inner, tokenizer, tools, config, [tokenizer.eos_token_id], max_prompt_length, interactions)

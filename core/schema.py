@@ -284,9 +284,10 @@ class MultiTurnConfig:
     max_tool_response_length: int = opt(256, "Characters of a tool response kept in the conversation; a longer one is cut as tool_response_truncate_side says.")
     tool_response_truncate_side: Literal["left", "middle", "right"] = opt("middle", "Which part of a long tool response is kept: its end (left: the start is cut), both ends (middle) or its start (right), with verl's (truncated) markers.")
     tool_config_path: Optional[str] = opt(None, "verl's tool config YAML (tools: [{class_name, config, tool_schema}]); its tools' schemas go into the prompt's chat template. null = no tools.")
+    interaction_config_path: Optional[str] = opt(None, "verl's interaction config YAML (interaction: [{name, class_name, config}]): simulated users that answer every assistant turn without a tool call, as user turns; each row names its interaction in extra_info.interaction_kwargs.name. null = none.")
     format: str = opt("hermes", "The tool-call format the model writes: hermes (<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>, verl's default).")
     tokenization_sanity_check_mode: Literal["strict", "ignore_strippable", "disable"] = opt("strict", "Compare each episode's tokens, built turn by turn, with its conversation rendered whole and warn (counted) where they differ: strict (any token), ignore_strippable (not where only whitespace differs), disable.")
-    tool_timeout_s: Optional[float] = opt(60.0, "rewardsmith's own: seconds a tool's create, execute and release may each take before the call becomes an error result the model sees (counted as a timeout); null = no limit.")
+    tool_timeout_s: Optional[float] = opt(60.0, "rewardsmith's own: seconds a tool's create, execute and release, or an interaction's reply, may each take; a late tool call becomes an error result the model sees (counted as a timeout), a late reply ends its episode; null = no limit.")
 
     def __post_init__(self) -> None:
         require_positive("max_assistant_turns", self.max_assistant_turns)

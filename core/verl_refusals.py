@@ -127,8 +127,6 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.rollout.multi_turn.max_turns", "verl 0.4.0's key: use actor_rollout_ref.rollout.multi_turn."
                                                        "max_assistant_turns"),
     ("actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts", _MULTI_TURN),
-    ("actor_rollout_ref.rollout.multi_turn.interaction_config_path", "interactions (simulated users) do not take turns in "
-                                                                     "the multi-turn rollout yet: drop the key"),
     ("actor_rollout_ref.rollout.agent.*", _MULTI_TURN),
     ("actor_rollout_ref.rollout.trace.*", _MULTI_TURN),
     ("*.profiler.*", _PROFILER),

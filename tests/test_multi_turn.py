@@ -231,8 +231,6 @@ def test_a_real_model_whose_turn_calls_no_tool_samples_as_the_single_turn_engine
 def test_the_multi_turn_keys_are_checked_by_name(tmp_path):
     with pytest.raises(ConfigError, match="multi-turn needs rollout.name=hf for now"):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.enable=true", "actor_rollout_ref.rollout.name=vllm")
-    with pytest.raises(ConfigError, match="interaction_config_path: interactions"):
-        tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.interaction_config_path=i.yaml")
     with pytest.raises(ConfigError, match="format"):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.format=gpt-oss")
     with pytest.raises(ConfigError, match="max_assistant_turns"):
@@ -329,3 +327,58 @@ def test_a_training_step_of_the_real_model_with_multi_turn_enabled(tmp_path):
         trainer.close()
     assert metrics["training/global_step"] == 1.0 and metrics["response_length/mean"] > 0
     assert all(torch.isfinite(torch.tensor(v)) for v in metrics.values())
+
+
+USER = "<|user|>"
+
+
+def interaction_rollout(script, interactions, extra_info, budget=300, **cfg):
+    tok = tool_tokenizer()
+    engine = MultiTurnRollout(ScriptedEngine(tok, script), tok, {}, MultiTurnConfig(enable=True, **cfg), [tok.eos_token_id],
+                              interactions=interactions)
+    return engine, engine.generate(prompts("what is 2+2?", extra_info=extra_info), SamplingParams(n=2, max_new_tokens=budget))
+
+
+def test_an_interaction_answers_turns_without_tool_calls_as_user_turns_until_it_ends_the_episode(tmp_path):
+    from rewardsmith.plugins.environments import load_interactions
+
+    (tmp_path / "interaction.yaml").write_text("interaction:\n  - name: gsm8k\n"
+                                               "    class_name: verl.interactions.gsm8k_interaction.Gsm8kInteraction\n    config: {}\n")
+    interactions = load_interactions(tmp_path / "interaction.yaml")
+    # Wrong first, right after the feedback.
+    script = lambda text: "#### 4" if "incorrect" in text else "#### 3"  # noqa: E731
+    engine, out = interaction_rollout(script, interactions, [{"interaction_kwargs": {"name": "gsm8k", "ground_truth": "4"}}])
+    tok = engine.tokenizer
+    for i in range(2):
+        info = out.meta["extra_info"][i]
+        assert [m["role"] for m in info["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+        assert info["messages"][-1]["content"] == "Your response is correct!"
+        assert info["turn_scores"] == [0.0, 1.0] and info["stop_reason"] == "interaction_done" and info["num_turns"] == 5
+        assert tok.decode(out["responses"][i][out["response_mask"][i].bool()]) == "#### 3<|end|>#### 4<|end|>"
+        assert env_text(tok, out, i) == (f"{USER}Your response is incorrect! You need to reflect on your answer and try "
+                                         f"again.<|end|><|assistant|>{USER}Your response is correct!<|end|><|assistant|>")
+        assert out.meta["multi_turn"][i]["tokenization_mismatch"] is False
+    assert interactions["gsm8k"]._instances == {}  # every episode's instance finalized
+
+
+def test_max_user_turns_counts_the_interactions_turns():
+    from rewardsmith.reward_fns.interactions.gsm8k import Gsm8kInteraction
+
+    _, out = interaction_rollout(lambda text: "#### 3", {"gsm8k": Gsm8kInteraction({"name": "gsm8k"})},
+                                 [{"interaction_kwargs": {"name": "gsm8k", "ground_truth": "4"}}], max_user_turns=2)
+    info = out.meta["extra_info"][0]
+    assert info["stop_reason"] == "max_user_turns" and info["turn_scores"] == [0.0, 0.0]
+    assert out.meta["multi_turn"][0] == {**out.meta["multi_turn"][0], "assistant_turns": 3, "user_turns": 2}
+
+
+def test_a_failing_interaction_ends_its_episode_and_a_row_without_one_is_named():
+    from rewardsmith.reward_fns.interactions import BaseInteraction
+
+    class Broken(BaseInteraction):
+        async def generate_response(self, instance_id, messages, **kwargs):
+            raise ConnectionError("user simulator down")
+
+    _, out = interaction_rollout(lambda text: "hi", {"sim": Broken({"name": "sim"})}, [{"interaction_kwargs": {"name": "sim"}}])
+    assert [info["stop_reason"] for info in out.meta["extra_info"]] == ["interaction_failed"] * 2
+    with pytest.raises(ValueError, match=r"row 0: extra_info.interaction_kwargs.name is None.*one of: sim"):
+        interaction_rollout(lambda text: "hi", {"sim": Broken({"name": "sim"})}, [{"other": 1}])
