@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 from uuid import uuid4
 
 import torch
+import torch.distributed as dist
 from transformers import PreTrainedTokenizerBase
 
 from rewardsmith.core.batch import Batch
@@ -236,14 +237,17 @@ class MultiTurnRollout:
             # The first turn samples n per prompt in one call (an engine may share each prompt's prefill).
             first = Batch(_left_padded([episodes[i * n].runtime_ids for i in range(len(prompts))], self._pad))
             turn = self.inner.generate(first, params)
-            live = list(range(len(episodes)))
-            while live:
-                live = self._take_turn([episodes[i] for i in live], turn, budget, live)
-                if not live:
-                    break
-                remaining = max(budget - len(episodes[i].response_ids) for i in live)
-                batch = Batch(_left_padded([episodes[i].runtime_ids for i in live], self._pad))
+            with_log_probs = "rollout_log_probs" in turn
+            live = self._take_turn(episodes, turn, budget, list(range(len(episodes))))
+            while any_rank(bool(live)):
+                # A rank whose episodes have all ended generates along on a stand-in row until every rank's have:
+                # a sharded model gathers its weights in every forward, on all ranks at once.
+                rows = [episodes[i] for i in live] or episodes[:1]
+                remaining = max(budget - len(e.response_ids) for e in rows) if live else 1
+                batch = Batch(_left_padded([e.runtime_ids for e in rows], self._pad))
                 turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining))
+                if live:
+                    live = self._take_turn([episodes[i] for i in live], turn, budget, live)
         finally:
             asyncio.run(_gather(self._finalize_interaction(e) for e in episodes))
         for episode in episodes:
@@ -253,11 +257,12 @@ class MultiTurnRollout:
             log.warning("multi-turn rollout: %d of %d episodes tokenize differently turn by turn than whole "
                         "(multi_turn.tokenization_sanity_check_mode=%s); review the chat template",
                         mismatched, len(episodes), self.config.tokenization_sanity_check_mode)
-        meta["extra_info"] = [{**(info or {}), **e.trajectory()} for info, e in zip(meta.get("extra_info", [None] * len(episodes)), episodes)]
+        row_infos = meta.get("extra_info", [None] * len(episodes))
+        meta["extra_info"] = [{**(info or {}), **e.trajectory()} for info, e in zip(row_infos, episodes)]
         meta["multi_turn"] = [{"assistant_turns": e.assistant_turns, "user_turns": e.user_turns, "tool_stats": e.tool_stats,
                                "malformed_tool_calls": e.malformed_calls, "tokenization_mismatch": e.tokenization_mismatch}
                               for e in episodes]
-        return self._batch(episodes, budget, meta, with_log_probs="rollout_log_probs" in turn)
+        return self._batch(episodes, budget, meta, with_log_probs)
 
     @property
     def _pad(self) -> int:
@@ -497,6 +502,15 @@ def only_whitespace_differs(tokenizer: PreTrainedTokenizerBase, expected: list[i
             return False
     return True
 
+
+
+def any_rank(flag: bool) -> bool:
+    """Whether ``flag`` holds on any rank of the process group (this process's flag without one)."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return flag
+    flags: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(flags, flag)
+    return any(flags)
 
 
 async def _gather(awaitables: Iterable[Any]) -> list[Any]:
