@@ -382,3 +382,46 @@ def test_a_failing_interaction_ends_its_episode_and_a_row_without_one_is_named()
     assert [info["stop_reason"] for info in out.meta["extra_info"]] == ["interaction_failed"] * 2
     with pytest.raises(ValueError, match=r"row 0: extra_info.interaction_kwargs.name is None.*one of: sim"):
         interaction_rollout(lambda text: "hi", {"sim": Broken({"name": "sim"})}, [{"other": 1}])
+
+
+def _rank_episode(rank: int, port: int, results) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        tok = tool_tokenizer()
+        # Rank 0's episodes answer at once; rank 1's call the tool twice first.
+        calls = {0: 0, 1: 2}[rank]
+        script = lambda text: "done" if text.count(TOOL) >= calls else calls_script("sleep", 1)("")  # noqa: E731
+
+        class Sharded(ScriptedEngine):
+            """Every generate call is a collective, as a sharded model's forward is."""
+
+            def generate(self, prompts, params):
+                dist.all_reduce(torch.ones(1))
+                return super().generate(prompts, params)
+
+        inner = Sharded(tok, script)
+        engine = MultiTurnRollout(inner, tok, {"sleep": SleepTool({"name": "sleep", "seconds": 0})},
+                                  MultiTurnConfig(enable=True), [tok.eos_token_id])
+        out = engine.generate(prompts("q"), SamplingParams(n=1, max_new_tokens=300))
+        results[rank] = (len(inner.calls), out.meta["multi_turn"][0]["assistant_turns"])
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ranks_whose_episodes_end_at_different_turns_generate_in_step():
+    import torch.multiprocessing as mp
+    from rewardsmith.sandbox.testing import free_port
+
+    manager = mp.Manager()
+    results = manager.dict()
+    context = mp.start_processes(_rank_episode, args=(free_port(), results), nprocs=2, join=False, start_method="spawn")
+    deadline = time.monotonic() + 120
+    while not context.join(timeout=1):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail("the ranks hung: one stopped generating while the other still had live episodes")
+    # Both ranks made three generate calls; rank 0's episode had one turn, rank 1's three.
+    assert dict(results) == {0: (3, 1), 1: (3, 3)}
