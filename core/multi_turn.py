@@ -18,15 +18,15 @@ tool calls with their outcomes, ``num_turns`` and verl's ``tool_rewards`` /
 ``turn_scores`` go into each sample's ``extra_info``, which the scorer gets.
 
 The runtime token stream is built turn by turn (the generated tokens as they
-are, each tool group's tokens rendered on their own, as verl's Continuous
-Token builder does); ``tokenization_sanity_check_mode`` compares it with the
-whole conversation rendered at once and counts the episodes where they differ.
+are, each tool round or user turn rendered on its own,
+:mod:`rewardsmith.core.chat_tokens`); ``tokenization_sanity_check_mode``
+compares it with the whole conversation rendered at once and counts the
+episodes where they differ.
 """
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import difflib
 import json
 import logging
 import re
@@ -39,6 +39,7 @@ import torch.distributed as dist
 from transformers import PreTrainedTokenizerBase
 
 from rewardsmith.core.batch import Batch
+from rewardsmith.core.chat_tokens import ChatTokens, only_whitespace_differs
 from rewardsmith.core.rollout import RolloutEngine, SamplingParams
 from rewardsmith.reward_fns.tools import ToolCall, ToolResult, ToolStats, call_tools
 
@@ -49,11 +50,6 @@ NO_TOOL_CALL, MAX_ASSISTANT_TURNS, MAX_USER_TURNS, LENGTH = "no_tool_call", "max
 INTERACTION_DONE, INTERACTION_FAILED = "interaction_done", "interaction_failed"
 
 _HERMES = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-
-# The stand-in conversation a tool group is rendered after (verl's Continuous Token builder does the same),
-# so a group's tokens do not depend on how the template would re-render the model's own turns.
-_SYNTHETIC_PREFIX = [{"role": "system", "content": "synthetic system"}, {"role": "user", "content": "synthetic user"}]
-
 
 def parse_hermes(text: str) -> tuple[str, list[ToolCall], int]:
     """The text without its ``<tool_call>`` blocks, the calls in them, and how many blocks were malformed.
@@ -88,49 +84,6 @@ def truncate_tool_text(text: str, limit: int, side: str) -> str:
     return text[:half] + "...(truncated)..." + text[-half:]
 
 
-class ChatTokens:
-    """Token ids of a conversation's pieces, rendered with the tokenizer's chat template (and the tools' schemas)."""
-
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, tool_schemas: Optional[list[dict]], eos_token_ids: Sequence[int]) -> None:
-        self.tokenizer = tokenizer
-        self.tool_schemas = tool_schemas or None
-        self.eos_token_ids = set(eos_token_ids)
-        self.separator = self._turn_separator()
-
-    def render(self, messages: list[dict], add_generation_prompt: bool) -> list[int]:
-        """The ids of ``messages`` rendered whole (the text tokenized as the dataset tokenizes prompts)."""
-        text = self.tokenizer.apply_chat_template(messages, tools=self.tool_schemas, tokenize=False,
-                                                  add_generation_prompt=add_generation_prompt)
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    def suffix(self, prefix: list[dict], appended: list[dict], add_generation_prompt: bool) -> list[int]:
-        """The ids ``appended`` adds after ``prefix`` (an error when the template re-renders the prefix differently)."""
-        before = self.render(prefix, add_generation_prompt=False)
-        after = self.render(prefix + appended, add_generation_prompt=add_generation_prompt)
-        if after[: len(before)] != before:
-            roles = [m.get("role") for m in appended] or ["generation prompt"]
-            raise ValueError(f"multi-turn rollout: the chat template renders {roles} by changing the conversation "
-                             "before them, so they cannot be appended turn by turn")
-        return after[len(before):]
-
-    def context(self, messages: list[dict]) -> list[int]:
-        """The ids of one round of tool responses, or of a user message, with the next turn's generation prompt."""
-        assistant: dict[str, Any] = {"role": "assistant", "content": "x"}
-        if messages[0]["role"] == "tool":
-            assistant = {"role": "assistant", "content": "", "tool_calls": [
-                {"type": "function", "function": {"name": m.get("name", "tool"), "arguments": {}}} for m in messages]}
-        return self.suffix([*_SYNTHETIC_PREFIX, assistant], messages, add_generation_prompt=True)
-
-    def _turn_separator(self) -> list[int]:
-        """What the template puts after an assistant turn's end-of-turn token (e.g. ChatML's newline):
-        the model stops at that token, so these are added as environment tokens before the next message."""
-        rendered = self.suffix(_SYNTHETIC_PREFIX, [{"role": "assistant", "content": "x"}], add_generation_prompt=False)
-        prompt = self.suffix(_SYNTHETIC_PREFIX, [], add_generation_prompt=True)
-        turn = rendered[len(prompt):] if rendered[: len(prompt)] == prompt else rendered
-        ends = [i for i, tok in enumerate(turn) if tok in self.eos_token_ids]
-        return turn[ends[-1] + 1:] if ends else []
-
-
 @dataclass
 class InteractionSession:
     """An episode's instance of an interaction (verl's ``interaction_kwargs`` of the row)."""
@@ -159,6 +112,7 @@ class Episode:
     malformed_calls: int = 0
     tool_stats: ToolStats = field(default_factory=ToolStats)
     interaction: Optional[InteractionSession] = None
+    chat: Optional[ChatTokens] = None  # renders with the tools this episode is offered
     turn_scores: list[float] = field(default_factory=list)
     stop_reason: Optional[str] = None
     tokenization_mismatch: bool = False
@@ -207,8 +161,14 @@ class MultiTurnRollout:
         self.parse = TOOL_PARSERS[config.format]
         self.eos_token_ids = list(eos_token_ids)
         self.max_prompt_length = max_prompt_length
-        schemas = [tool.tool_schema.model_dump(exclude_unset=True, exclude_none=True) for tool in self.tools.values()]
-        self.chat = ChatTokens(tokenizer, schemas, self.eos_token_ids)
+        self._chats: dict[tuple[str, ...], ChatTokens] = {}
+
+    def _chat_for(self, names: tuple[str, ...]) -> ChatTokens:
+        """The renderer that shows the model the tools ``names`` (one per selection, kept)."""
+        if names not in self._chats:
+            schemas = [self.tools[n].tool_schema.model_dump(exclude_unset=True, exclude_none=True) for n in names]
+            self._chats[names] = ChatTokens(self.tokenizer, schemas, self.eos_token_ids)
+        return self._chats[names]
 
     # The inner engine's lifecycle is this engine's.
     def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> None:
@@ -231,6 +191,10 @@ class MultiTurnRollout:
         uids = prompts.meta.get("uid") or list(range(len(prompts)))
         episodes = [self._start(messages, info, uid) for messages, info, uid in zip(prompts.meta["raw_prompt"], infos, uids)
                     for _ in range(n)]
+        cut = sum(len(e.full_prompt_ids) > len(e.prompt_ids) for e in episodes)
+        if cut:
+            log.warning("multi-turn rollout: %d of %d prompts, rendered with the tools' schemas, are longer than "
+                        "data.max_prompt_length and lost their first tokens", cut, len(episodes))
         budget = params.max_new_tokens
         asyncio.run(_gather(self._start_interaction(e) for e in episodes))
         try:
@@ -269,13 +233,17 @@ class MultiTurnRollout:
         return self.tokenizer.pad_token_id
 
     def _start(self, messages: list[dict], extra_info: Optional[dict], uid: Any) -> Episode:
+        # verl 0.9.1: a row may offer only some of the tools (extra_info.tool_selection, unknown names ignored).
+        selection = (extra_info or {}).get("tool_selection")
+        names = tuple(n for n in selection if n in self.tools) if selection and self.tools else tuple(self.tools)
+        chat = self._chat_for(names)
         # verl renders the first prompt with the tools' schemas and keeps its last max_prompt_length tokens.
-        ids = self.chat.render(list(messages), add_generation_prompt=True)
+        ids = chat.render(list(messages), add_generation_prompt=True)
         kept = ids[-self.max_prompt_length:] if self.max_prompt_length and len(ids) > self.max_prompt_length else ids
         tools_kwargs = (extra_info or {}).get("tools_kwargs") or {}
         create = {name: dict((kw or {}).get("create_kwargs") or {}) for name, kw in tools_kwargs.items()}
         return Episode(messages=[dict(m) for m in messages], prompt_ids=kept, full_prompt_ids=ids, create_kwargs=create,
-                       prompt_messages=len(messages), interaction=self._session(extra_info, uid))
+                       prompt_messages=len(messages), interaction=self._session(extra_info, uid), chat=chat)
 
     def _session(self, extra_info: Optional[dict], uid: Any) -> Optional[InteractionSession]:
         """The row's interaction (``extra_info.interaction_kwargs.name``), when interactions are configured."""
@@ -353,7 +321,7 @@ class MultiTurnRollout:
         max_parallel_calls concurrently) and each answering episode's interaction reply (None when it failed)."""
         if not calling and not answering:
             return [], []
-        tools = [call_tools(self.tools, calls, max_parallel_calls=self.config.max_parallel_calls,
+        tools = [call_tools({n: self.tools[n] for n in episode.chat.tool_names}, calls, max_parallel_calls=self.config.max_parallel_calls,
                             create_kwargs=episode.create_kwargs, timeout_s=self.config.tool_timeout_s,
                             stats=episode.tool_stats)
                  for episode, calls in calling]
@@ -380,7 +348,7 @@ class MultiTurnRollout:
         if score is not None:
             episode.turn_scores.append(float(score))
         message = {"role": "user", "content": str(content)}
-        ids = self.chat.separator + self.chat.context([message])
+        ids = episode.chat.separator + episode.chat.context([message])
         if len(episode.response_ids) + len(ids) >= budget:
             episode.stop_reason = LENGTH
             return False
@@ -405,7 +373,7 @@ class MultiTurnRollout:
                                        "reward": result.reward})
             if result.reward is not None:
                 episode.tool_rewards.append(result.reward)
-        ids = self.chat.separator + self.chat.context(messages)
+        ids = episode.chat.separator + episode.chat.context(messages)
         if len(episode.response_ids) + len(ids) >= budget:
             # As verl: a tool round that does not fit ends the episode without entering the sequence
             # (its calls stay in tool_calls).
@@ -421,11 +389,12 @@ class MultiTurnRollout:
         mode = self.config.tokenization_sanity_check_mode
         if mode == "disable":
             return
-        expected = whole_conversation_ids(self.chat, episode)[len(episode.full_prompt_ids):]
+        chat = episode.chat
+        expected = whole_conversation_ids(chat, episode)[len(episode.full_prompt_ids):]
         actual = episode.response_ids
         # The whole rendering closes the last turn, which the model ended at its end-of-turn token or the budget cut.
         tail = expected[len(actual):]
-        closing = tail == self.chat.separator or (tail[:1] and tail[0] in self.chat.eos_token_ids and tail[1:] == self.chat.separator)
+        closing = tail == chat.separator or (tail[:1] and tail[0] in chat.eos_token_ids and tail[1:] == chat.separator)
         if expected[: len(actual)] == actual and (not tail or closing):
             return
         if mode == "ignore_strippable" and only_whitespace_differs(self.tokenizer, expected, actual):
@@ -491,17 +460,6 @@ def whole_conversation_ids(chat: ChatTokens, episode: Episode) -> list[int]:
             messages.append(message)
     # An episode that ended on the environment's turn (an interaction's last reply) holds the next generation prompt.
     return chat.render(messages, add_generation_prompt=messages[-1]["role"] != "assistant")
-
-
-def only_whitespace_differs(tokenizer: PreTrainedTokenizerBase, expected: list[int], actual: list[int]) -> bool:
-    """Whether every stretch where the two id lists differ decodes to whitespace on both sides
-    (verl's ``ignore_strippable``)."""
-    matcher = difflib.SequenceMatcher(a=expected, b=actual, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal" and (tokenizer.decode(expected[i1:i2]).strip() or tokenizer.decode(actual[j1:j2]).strip()):
-            return False
-    return True
-
 
 
 def any_rank(flag: bool) -> bool:

@@ -95,7 +95,8 @@ def test_turn_by_turn_tokens_equal_the_conversation_rendered_whole():
                         {"role": "assistant", "content": calculator_script("7*6")("")},
                         {"role": "tool", "content": "42"}, {"role": "assistant", "content": "answer 42"}]
     tok = engine.tokenizer
-    whole = tok(tok.apply_chat_template(episode_messages, tools=engine.chat.tool_schemas, tokenize=False),
+    schemas = [CalculatorTool().tool_schema.model_dump(exclude_unset=True, exclude_none=True)]
+    whole = tok(tok.apply_chat_template(episode_messages, tools=schemas, tokenize=False),
                 add_special_tokens=False)["input_ids"]
     assert out["input_ids"][0][out["attention_mask"][0].bool()].tolist() == whole
     assert out.meta["multi_turn"][0]["tokenization_mismatch"] is False
@@ -425,3 +426,17 @@ def test_ranks_whose_episodes_end_at_different_turns_generate_in_step():
             pytest.fail("the ranks hung: one stopped generating while the other still had live episodes")
     # Both ranks made three generate calls; rank 0's episode had one turn, rank 1's three.
     assert dict(results) == {0: (3, 1), 1: (3, 3)}
+
+
+def test_a_row_offered_some_tools_sees_and_calls_only_those():
+    tools = {"calculator": CalculatorTool(), "sleep": SleepTool({"name": "sleep", "seconds": 0})}
+    tok = tool_tokenizer()
+    engine = MultiTurnRollout(ScriptedEngine(tok, calculator_script("1+1")), tok, tools, MultiTurnConfig(enable=True),
+                              [tok.eos_token_id])
+    out = engine.generate(prompts("a", "b", extra_info=[{"tool_selection": ["sleep", "nope"]}, None]),
+                          SamplingParams(n=1, max_new_tokens=200))
+    shown = [tok.decode(row[row != tok.pad_token_id]).split("<|end|>")[0] for row in out["prompts"]]
+    assert shown == ["<|system|>tools: sleep", "<|system|>tools: calculator sleep"]
+    calls = [info["tool_calls"][0] for info in out.meta["extra_info"]]
+    assert [(c["status"], c["response"]) for c in calls] == [
+        ("unknown_tool", "Error when executing tool: no tool named 'calculator'; tools: sleep"), ("ok", "2")]
