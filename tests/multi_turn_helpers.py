@@ -1,7 +1,7 @@
 """A tool-aware chat tokenizer and a scripted rollout engine for the multi-turn tests."""
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 import torch
 
@@ -35,9 +35,10 @@ class ScriptedEngine:
     """A :class:`~rewardsmith.core.rollout.RolloutEngine` whose turns are ``script(conversation text)``:
     deterministic text where a random model could not write a tool call. Records each call's prompts."""
 
-    def __init__(self, tokenizer, script: Callable[[str], str]) -> None:
+    def __init__(self, tokenizer, script: Callable[[str], str], log_prob: Optional[float] = None) -> None:
         self.tokenizer = tokenizer
         self.script = script
+        self.log_prob = log_prob  # when set, returned as every sampled token's rollout_log_probs (as the vllm engine's)
         self.calls: list[list[str]] = []
 
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
@@ -56,10 +57,13 @@ class ScriptedEngine:
         responses = torch.where(mask.bool(), responses, torch.full_like(responses, tok.pad_token_id))
         prompt_ids = prompts["input_ids"].repeat_interleave(params.n, 0)
         prompt_mask = prompts["attention_mask"].repeat_interleave(params.n, 0)
-        return Batch({"prompts": prompt_ids, "responses": responses, "response_mask": mask,
-                      "input_ids": torch.cat([prompt_ids, responses], 1),
-                      "attention_mask": torch.cat([prompt_mask, mask], 1)},
-                     {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()})
+        out = Batch({"prompts": prompt_ids, "responses": responses, "response_mask": mask,
+                     "input_ids": torch.cat([prompt_ids, responses], 1),
+                     "attention_mask": torch.cat([prompt_mask, mask], 1)},
+                    {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()})
+        if self.log_prob is not None:
+            out["rollout_log_probs"] = mask * self.log_prob
+        return out
 
     def update_weights(self, weights: Iterable) -> None:
         pass
@@ -82,3 +86,71 @@ def calculator_script(expression: str, answer_prefix: str = "answer ") -> Callab
         result = conversation.rsplit(TOOL, 1)[1].split("<|end|>")[0]
         return answer_prefix + result
     return script
+
+
+# Qwen2.5's chat template (ChatML with tools): an assistant turn ends "<|im_end|>\n", the model stops at
+# "<|im_end|>", and consecutive tool responses share one user turn.
+QWEN25_TEMPLATE = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}
+    {%- else %}
+        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\\n<tool_call>\\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- message.content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+{%- endif %}
+"""
+
+
+def chatml_tokenizer():
+    """The demo's character tokenizer with ChatML's special tokens, ``<|im_end|>`` as EOS, and Qwen2.5's template."""
+    tok = build_char_tokenizer()
+    tok.add_tokens(["<|im_start|>", "<|im_end|>"], special_tokens=True)
+    tok.eos_token = "<|im_end|>"
+    tok.chat_template = QWEN25_TEMPLATE
+    return tok

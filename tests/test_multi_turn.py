@@ -440,3 +440,35 @@ def test_a_row_offered_some_tools_sees_and_calls_only_those():
     calls = [info["tool_calls"][0] for info in out.meta["extra_info"]]
     assert [(c["status"], c["response"]) for c in calls] == [
         ("unknown_tool", "Error when executing tool: no tool named 'calculator'; tools: sleep"), ("ok", "2")]
+
+
+def test_a_chatml_template_gets_its_newline_after_the_models_end_of_turn_as_an_environment_token():
+    from multi_turn_helpers import chatml_tokenizer
+
+    tok = chatml_tokenizer()
+
+    def script(conversation: str) -> str:  # two calls in one turn, then the answer
+        if "<tool_response>" not in conversation:
+            return ('<tool_call>\n{"name": "calculator", "arguments": {"expression": "6*7"}}\n</tool_call>\n'
+                    '<tool_call>\n{"name": "calculator", "arguments": {"expression": "6/0"}}\n</tool_call>')
+        return "It is 42."
+
+    engine = MultiTurnRollout(ScriptedEngine(tok, script), tok, {"calculator": CalculatorTool()},
+                              MultiTurnConfig(enable=True, max_parallel_calls=2), [tok.eos_token_id])
+    out = engine.generate(prompts("What is 6*7?"), SamplingParams(n=1, max_new_tokens=400))
+    assert engine._chats[("calculator",)].separator == tok("\n", add_special_tokens=False)["input_ids"]
+    assert env_text(tok, out, 0) == ("\n<|im_start|>user\n<tool_response>\n42\n</tool_response>\n<tool_response>\n"
+                                     "Error when executing tool: division by zero\n</tool_response><|im_end|>\n"
+                                     "<|im_start|>assistant\n")
+    assert tok.decode(out["responses"][0][out["response_mask"][0].bool()]).endswith("</tool_call><|im_end|>It is 42.<|im_end|>")
+    assert out.meta["multi_turn"][0]["tokenization_mismatch"] is False
+    assert out.meta["extra_info"][0]["messages"][1]["tool_calls"][1]["function"]["arguments"] == {"expression": "6/0"}
+
+
+def test_an_engines_sampling_log_probs_are_kept_for_generated_tokens_and_zero_for_the_environments():
+    tok = tool_tokenizer()
+    engine = MultiTurnRollout(ScriptedEngine(tok, calculator_script("1+2"), log_prob=-0.5), tok, {"calculator": CalculatorTool()},
+                              MultiTurnConfig(enable=True), [tok.eos_token_id])
+    out = engine.generate(prompts("q"), SamplingParams(n=1, max_new_tokens=150))
+    expected = out["response_mask"].float() * -0.5
+    assert out["rollout_log_probs"].shape == (1, 150) and torch.equal(out["rollout_log_probs"], expected)
