@@ -472,3 +472,32 @@ def test_an_engines_sampling_log_probs_are_kept_for_generated_tokens_and_zero_fo
     out = engine.generate(prompts("q"), SamplingParams(n=1, max_new_tokens=150))
     expected = out["response_mask"].float() * -0.5
     assert out["rollout_log_probs"].shape == (1, 150) and torch.equal(out["rollout_log_probs"], expected)
+
+
+def test_verls_gsm8k_tool_and_interaction_configs_run_an_episode_with_verls_row_format(tmp_path):
+    from test_tools import GSM8K_INTERACTION_CONFIG, GSM8K_TOOL_CONFIG
+    from rewardsmith.core.multi_turn import multi_turn_engine
+    from rewardsmith.plugins.loader import get_registry
+
+    (tmp_path / "tool.yaml").write_text(GSM8K_TOOL_CONFIG)
+    (tmp_path / "interaction.yaml").write_text(GSM8K_INTERACTION_CONFIG)
+    tok = tool_tokenizer()
+
+    def script(conversation: str) -> str:  # a wrong answer to the tool, a right one, then the final answer
+        checked = conversation.count("Current parsed answer")
+        if checked < 2:
+            return '<tool_call>{"name": "calc_gsm8k_reward", "arguments": {"answer": "%s"}}</tool_call>' % ("70", "72")[checked]
+        return "#### 72"
+
+    config = MultiTurnConfig(enable=True, tool_config_path=str(tmp_path / "tool.yaml"),
+                             interaction_config_path=str(tmp_path / "interaction.yaml"))
+    engine = multi_turn_engine(ScriptedEngine(tok, script), config, tok, get_registry(), None)
+    # The row as verl's examples/data_preprocess/gsm8k_multiturn_w_tool.py (and _w_interaction.py) writes it.
+    info = {"need_tools_kwargs": True, "tools_kwargs": {"calc_gsm8k_reward": {"create_kwargs": {"ground_truth": "72"}}},
+            "interaction_kwargs": {"name": "gsm8k", "query": "q", "ground_truth": "72"}}
+    out = engine.generate(prompts("Natalia sold clips...", extra_info=[info]), SamplingParams(n=1, max_new_tokens=400))
+    got = out.meta["extra_info"][0]
+    assert [c["response"] for c in got["tool_calls"]] == ["Current parsed answer='70' reward=0.0",
+                                                          "Current parsed answer='72' reward=1.0"]
+    assert got["tool_rewards"] == [-0.05, 0.0] and got["turn_scores"] == [1.0]
+    assert got["stop_reason"] == "interaction_done" and got["num_turns"] == 7 and got["need_tools_kwargs"] is True
