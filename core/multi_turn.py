@@ -5,13 +5,14 @@ turn; its tool calls (Hermes-style ``<tool_call>{"name": ..., "arguments":
 {...}}</tool_call>``, verl's default ``format``) run concurrently
 (:func:`~rewardsmith.reward_fns.tools.call_tools`); their responses, cut to
 ``max_tool_response_length`` characters, join the conversation as ``tool``
-messages rendered with the tokenizer's chat template; and the model writes
-the next turn, until a turn has no call, a turn limit is reached or the
-response budget (``data.max_response_length`` tokens, tool responses
-included) is spent.
+messages rendered with the tokenizer's chat template; a turn without a call
+goes to the row's interaction, if any, whose reply is a user turn; and the
+model writes the next turn, until a turn has no call (or the interaction ends
+the episode), a turn limit is reached or the response budget
+(``data.max_response_length`` tokens, the environment's included) is spent.
 
 The result is a batch like a single-turn engine's, with one difference: the
-response holds the tool responses too (attended, ``attention_mask`` 1) and
+response holds the environment's tokens too (attended, ``attention_mask`` 1) and
 ``response_mask`` is 1 only on the tokens the model generated, so the losses,
 the KL and the advantages see only those. The conversation (``messages``), the
 tool calls with their outcomes, ``num_turns`` and verl's ``tool_rewards`` /
@@ -50,6 +51,7 @@ NO_TOOL_CALL, MAX_ASSISTANT_TURNS, MAX_USER_TURNS, LENGTH = "no_tool_call", "max
 INTERACTION_DONE, INTERACTION_FAILED = "interaction_done", "interaction_failed"
 
 _HERMES = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
 
 def parse_hermes(text: str) -> tuple[str, list[ToolCall], int]:
     """The text without its ``<tool_call>`` blocks, the calls in them, and how many blocks were malformed.
@@ -321,9 +323,10 @@ class MultiTurnRollout:
         max_parallel_calls concurrently) and each answering episode's interaction reply (None when it failed)."""
         if not calling and not answering:
             return [], []
-        tools = [call_tools({n: self.tools[n] for n in episode.chat.tool_names}, calls, max_parallel_calls=self.config.max_parallel_calls,
-                            create_kwargs=episode.create_kwargs, timeout_s=self.config.tool_timeout_s,
-                            stats=episode.tool_stats)
+        cfg = self.config
+        tools = [call_tools({name: self.tools[name] for name in episode.chat.tool_names}, calls,
+                            max_parallel_calls=cfg.max_parallel_calls, create_kwargs=episode.create_kwargs,
+                            timeout_s=cfg.tool_timeout_s, stats=episode.tool_stats)
                  for episode, calls in calling]
         done = asyncio.run(_gather([*tools, *(self._reply(episode) for episode in answering)]))
         return done[: len(calling)], done[len(calling):]
