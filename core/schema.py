@@ -287,7 +287,7 @@ class MultiTurnConfig:
     interaction_config_path: Optional[str] = opt(None, "verl's interaction config YAML (interaction: [{name, class_name, config}]): simulated users that answer every assistant turn without a tool call, as user turns; each row names its interaction in extra_info.interaction_kwargs.name. null = none.")
     format: str = opt("hermes", "The tool-call format the model writes: hermes (<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>, verl's default).")
     tokenization_sanity_check_mode: Literal["strict", "ignore_strippable", "disable"] = opt("strict", "Compare each episode's tokens, built turn by turn, with its conversation rendered whole and warn (counted) where they differ: strict (any token), ignore_strippable (not where only whitespace differs), disable.")
-    tool_timeout_s: Optional[float] = opt(60.0, "rewardsmith's own: seconds a tool's create, execute and release, or an interaction's reply, may each take; a late tool call becomes an error result the model sees (counted as a timeout), a late reply ends its episode; null = no limit.")
+    tool_timeout_s: Optional[float] = opt(300.0, "rewardsmith's own (verl has no limit): seconds a tool's create, execute and release, or an interaction's reply, may each take, waits in a tool's own rate limiter included; a late tool call becomes an error result the model sees (counted as a timeout), a late reply ends its episode; null = no limit.")
 
     def __post_init__(self) -> None:
         require_positive("max_assistant_turns", self.max_assistant_turns)
