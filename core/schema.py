@@ -328,13 +328,28 @@ class SamplingConfig:
 
 @dataclass
 class MultiTurnConfig:
-    enable: bool = opt(False, "Multi-turn agent rollouts; true is refused (single-turn rollouts here).")
-    format: str = opt("hermes", "verl's tool-call format; used only with enable=true (a notice when set).")
+    """verl's multi-turn (tool-calling) rollout: core/multi_turn.py, docs/environments.md#multi-turn-rollouts."""
+
+    enable: bool = opt(False, "Multi-turn rollouts: the model's tool calls run and their responses join the conversation, in the sequence but out of the loss (rollout.name=hf; docs/environments.md#multi-turn-rollouts).")
+    max_assistant_turns: Optional[int] = opt(None, "Most assistant turns per episode; null = no limit but the response length (data.max_response_length, tool responses included).")
+    max_user_turns: Optional[int] = opt(None, "Most user turns per episode, each round of tool responses counting as one (as verl counts); null = no limit.")
+    max_parallel_calls: int = opt(1, "Tool calls of one assistant turn that run (concurrently); the turn's further calls are dropped (counted).")
+    max_tool_response_length: int = opt(256, "Characters of a tool response kept in the conversation; a longer one is cut as tool_response_truncate_side says.")
+    tool_response_truncate_side: Literal["left", "middle", "right"] = opt("middle", "Which part of a long tool response is kept: its end (left: the start is cut), both ends (middle) or its start (right), with verl's (truncated) markers.")
+    tool_config_path: Optional[str] = opt(None, "verl's tool config YAML (tools: [{class_name, config, tool_schema}]); its tools' schemas go into the prompt's chat template. null = no tools.")
+    interaction_config_path: Optional[str] = opt(None, "verl's interaction config YAML (interaction: [{name, class_name, config}]): simulated users that answer every assistant turn without a tool call, as user turns; each row names its interaction in extra_info.interaction_kwargs.name. null = none.")
+    format: str = opt("hermes", "The tool-call format the model writes: hermes (<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>, verl's default).")
+    tokenization_sanity_check_mode: Literal["strict", "ignore_strippable", "disable"] = opt("strict", "Compare each episode's tokens, built turn by turn, with its conversation rendered whole and warn (counted) where they differ: strict (any token), ignore_strippable (not where only whitespace differs), disable.")
+    tool_timeout_s: Optional[float] = opt(300.0, "rewardsmith's own (verl has no limit): seconds a tool's create, execute and release, or an interaction's reply, may each take, waits in a tool's own rate limiter included; a late tool call becomes an error result the model sees (counted as a timeout), a late reply ends its episode; null = no limit.")
 
     def __post_init__(self) -> None:
-        if self.enable:
-            raise InvalidValue("enable", "multi-turn (tool-calling) rollouts are not supported: drop "
-                               "actor_rollout_ref.rollout.multi_turn.enable for single-turn rollouts")
+        require_positive("max_assistant_turns", self.max_assistant_turns)
+        require_positive("max_user_turns", self.max_user_turns)
+        require_positive("max_parallel_calls", self.max_parallel_calls, allow_none=False)
+        require_positive("max_tool_response_length", self.max_tool_response_length, allow_none=False)
+        require_positive("tool_timeout_s", self.tool_timeout_s)
+        if self.format != "hermes":
+            raise InvalidValue("format", f"{self.format!r} is not a tool-call format here; allowed: hermes")
 
 
 @dataclass
@@ -388,7 +403,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     nnodes: Optional[int] = opt(None, "verl 0.9: machines of a separate rollout pool (a notice, as n_gpus_per_node).")
     moe_load_balance_metrics_interval: Optional[int] = opt(None, "verl: how often vLLM logs MoE load-balance metrics; a logging key (a notice).")
     layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
-    multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout: only enable=false is supported.")
+    multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout, on the hf engine.")
     val_temperature: Optional[float] = opt(None, "the spelling of verl forks' scripts (projects built on older verl) for val_kwargs.temperature: sets it, and val_kwargs.do_sample to temperature > 0 (a notice names the new keys).")
     n_val: Optional[int] = opt(None, "verl forks' spelling of val_kwargs.n: sets it (a notice names the new key).")
     checkpoint_engine: CheckpointEngineConfig = section(CheckpointEngineConfig, "verl 0.9's weight transfer from the trainer to the rollout engine.")
@@ -418,6 +433,8 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
         if self.checkpoint_engine.update_weights_bucket_megabytes is not None:
             self.update_weights_bucket_megabytes = self.checkpoint_engine.update_weights_bucket_megabytes
         require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes, allow_none=False)
+        if self.multi_turn.enable and self.engine != "hf":
+            raise InvalidValue("multi_turn.enable", f"multi-turn needs rollout.name=hf for now (rollout.name is {self.name})")
         for engine, kwargs in self.engine_kwargs.items():
             if engine not in ("vllm", "sglang") or not isinstance(kwargs, dict):
                 raise InvalidValue(f"engine_kwargs.{engine}", "must be a mapping under engine_kwargs.vllm or engine_kwargs.sglang")

@@ -32,6 +32,7 @@ from rewardsmith.core.dynamic_sampling import (GenerationBudgetExhausted, budget
 from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy, truncated
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
+from rewardsmith.core.multi_turn import episode_metrics
 from rewardsmith.core.reward_masking import (
     affected_groups,
     apply_reward_mask,
@@ -91,6 +92,12 @@ def reward_batch(batch: Batch, texts: list[str], response_mask: Optional[torch.T
     return RewardBatch(data_sources=m["data_source"], solutions=texts, ground_truths=m["ground_truth"],
                        extra_infos=m["extra_info"], styles=m["style"], prompts=m["raw_prompt"],
                        response_mask=response_mask, response_lengths=response_lengths)
+
+
+def response_lengths(batch: Batch) -> torch.Tensor:
+    """(B,) each response's length in tokens: all it attends after the prompt, a multi-turn episode's tool
+    responses included (its generated tokens alone are ``response_mask``, which may have gaps)."""
+    return batch["attention_mask"][:, -batch["responses"].shape[1]:].sum(-1)
 
 
 def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
@@ -255,6 +262,8 @@ class PPOTrainer:
         metrics.update(self.update(batch, timing))
         timing["step"] = time.perf_counter() - start
         metrics.update(self._data_metrics(batch))
+        if "multi_turn" in batch.meta:
+            metrics.update(episode_metrics(batch))
         metrics.update({f"timing_s/{k}": v for k, v in timing.items()})
         tokens = batch["attention_mask"].sum().item()
         metrics["perf/total_num_tokens"] = float(tokens)
@@ -570,7 +579,8 @@ class PPOTrainer:
     def submit_scoring(self, pending: PendingReward, batch: Batch) -> None:
         """Have ``pending`` score the generated ``batch`` (rank 0 decodes and scores)."""
         if self.reward_manager is not None:
-            pending.submit(reward_batch(batch, self.decode_responses(batch), batch["response_mask"]))
+            pending.submit(reward_batch(batch, self.decode_responses(batch), batch["response_mask"],
+                                        response_lengths(batch).tolist()))
 
     def finish_scoring(self, pending: PendingReward, timing: dict[str, float]):
         """Wait for ``pending`` (adding ``reward_wait``/``reward_total`` to ``timing``); rank 0 shares the verdict."""
@@ -587,8 +597,8 @@ class PPOTrainer:
         return overlaps_by_default(self.reward_manager)
 
     def decode_responses(self, batch: Batch) -> list[str]:
-        """Each sample's response text, up to and including its EOS, special tokens dropped."""
-        lengths = batch["response_mask"].sum(-1).tolist()
+        """Each sample's response text (a multi-turn episode's with its tool responses), special tokens dropped."""
+        lengths = response_lengths(batch).tolist()
         return [self.tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(batch["responses"], lengths)]
 
     def score_texts(self, rows: Batch, texts: list[str], response_mask: Optional[torch.Tensor] = None,
@@ -603,7 +613,7 @@ class PPOTrainer:
         """Statistics of the step's batch; the reward ones (score, rewards, advantages, returns) over the
         samples the update used: an unscored sample's score is a placeholder (counted in ``reward/unscored``)."""
         mask = batch["response_mask"].bool()
-        lengths = batch["response_mask"].sum(-1).float()
+        lengths = response_lengths(batch).float()
         used = ~batch["unscored"]
         used_tokens = mask & used.unsqueeze(-1)
         metrics = {}
@@ -633,7 +643,7 @@ class PPOTrainer:
             batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
                                            self.val_sampling) for start in range(0, len(self.val_set), size)]
         texts = [text for b in batches for text in self.decode_responses(b)]
-        lengths = [int(n) for b in batches for n in b["response_mask"].sum(-1).tolist()]
+        lengths = [int(n) for b in batches for n in response_lengths(b).tolist()]
         prompts = [row for b in batches for row in b["prompts"]]
         # One reward call for the whole set, so its metrics (counts, means) cover all of it.
         rows = Batch(meta={k: [v for b in batches for v in b.meta[k]] for k in batches[0].meta})

@@ -27,8 +27,8 @@ _GENERATION = ("a key of verl's offline generation/evaluation entry point (main_
 _ASYNC = ("a key of verl's fully-async / one-step-off recipes (their own entry points, with a separate rollout cluster): "
           "`rewardsmith train` runs verl's synchronous main_ppo loop; drop the key")
 _EMBODIED = "a key of verl's vision-language / embodied (VLA) recipes: only text causal LMs train here; drop the key"
-_MULTI_TURN = ("a key of verl's multi-turn agent loop (tools, interactions, traces): multi-turn rollouts are not supported "
-               "here; drop the key (single-turn rollouts)")
+_MULTI_TURN = ("a key of verl's agent loops that the multi-turn rollout here does not have (function tools, custom agent "
+               "loops, traces, repeated rollouts): drop the key (docs/environments.md#multi-turn-rollouts)")
 _PROFILER = ("a key of verl's built-in profilers (nsys, npu, torch memory): none is built in here; drop the key and profile "
              "`rewardsmith train` from outside (py-spy, torch.profiler)")
 _PRIME = ("a key of verl's PRIME recipe (an implicit process reward model trained online, recipe/prime's own trainer): not "
@@ -119,9 +119,9 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.actor.num_images_in_input", _EMBODIED),
     ("actor_rollout_ref.actor.freeze_vision_tower", _EMBODIED),
     ("actor_rollout_ref.rollout.engine_kwargs.vllm.disable_mm_preprocessor_cache", _EMBODIED),
-    # multi_turn.enable (false) and .format are schema keys; the loop's own settings are refused.
-    ("actor_rollout_ref.rollout.multi_turn.*_config_path", _MULTI_TURN),
-    ("actor_rollout_ref.rollout.multi_turn.max_*", _MULTI_TURN),
+    # The multi-turn rollout's own keys are the schema's (core/multi_turn.py); these are of verl's other agent loops.
+    ("actor_rollout_ref.rollout.multi_turn.max_turns", "verl 0.4.0's key: use actor_rollout_ref.rollout.multi_turn."
+                                                       "max_assistant_turns"),
     ("actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts", _MULTI_TURN),
     ("actor_rollout_ref.rollout.agent.*", _MULTI_TURN),
     ("actor_rollout_ref.rollout.trace.*", _MULTI_TURN),
@@ -249,8 +249,7 @@ REFUSALS: tuple[tuple[str, str], ...] = (
                                                   "drop the key"),
     ("actor_rollout_ref.rollout.chat_scheduler", _MULTI_TURN),
     *((f"actor_rollout_ref.rollout.multi_turn.{name}", _MULTI_TURN) for name in
-      ("completion_callback", "function_tool_path", "tokenization_sanity_check_mode", "tool_response_truncate_side",
-       "use_inference_chat_template")),
+      ("completion_callback", "function_tool_path", "use_inference_chat_template")),
     ("data.function_tool_path", _MULTI_TURN),
     ("data.tool_config_path", _MULTI_TURN),
     ("actor_rollout_ref.rollout.prometheus.*", "vLLM's Prometheus metrics server is not started here: drop the key"),

@@ -36,6 +36,7 @@ from rewardsmith.core.models import (build_causal_lm, build_value_model, respons
 from rewardsmith.core.optim import build_optimizer
 from rewardsmith.core.packed_attention import packs
 from rewardsmith.core.packing import unpackable
+from rewardsmith.core.multi_turn import multi_turn_engine
 from rewardsmith.core.rollout import SamplingParams, build_rollout_engine
 from rewardsmith.core.strategy import LocalStrategy, Strategy
 from rewardsmith.core.tensor_ops import masked_mean
@@ -185,6 +186,9 @@ class ActorRolloutWorker:
         # override_config changed it.
         self.rollout = build_rollout_engine(arr.rollout, self.model, tokenizer,
                                             None if arr.model.override_config else arr.model.path)
+        if arr.rollout.multi_turn.enable:
+            self.rollout = multi_turn_engine(self.rollout, arr.rollout.multi_turn, tokenizer, get_registry(config.plugins),
+                                             config.data.max_prompt_length)
         # An engine with its own copy of the weights (vllm) starts without them.
         self.sync_rollout_weights()
 

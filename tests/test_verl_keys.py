@@ -46,7 +46,7 @@ def test_no_schema_key_is_a_refused_verl_feature():
     ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2", "Megatron-LM engine, which is not an engine here: use actor_rollout_ref.actor.strategy=fsdp2"),
     ("+async_training.staleness_threshold=0.1", "fully-async"),
     ("optim.lr=1e-5", "rewardsmith sft"),
-    ("actor_rollout_ref.rollout.multi_turn.tool_config_path=tools.yaml", "multi-turn"),
+    ("actor_rollout_ref.rollout.multi_turn.function_tool_path=tools.py", "agent loops"),
     ("global_profiler.tool=nsys", "profile"),
     ("trainer.max_actor_ckpt_to_keep=2", "use trainer.max_ckpt_to_keep"),
     # Keys of verl's trainer config in its releases (core/verl_release_keys.tsv).
@@ -130,7 +130,7 @@ def test_speed_keys_print_one_notice_each_and_change_nothing(tmp_path):
 @pytest.mark.parametrize("override, key", [
     ("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2", "ulysses_sequence_parallel_size"),
     ("critic.ulysses_sequence_parallel_size=4", "ulysses_sequence_parallel_size"),
-    ("actor_rollout_ref.rollout.multi_turn.enable=true", "multi_turn.enable"),
+    ("actor_rollout_ref.rollout.multi_turn.enable=true actor_rollout_ref.rollout.name=vllm", "multi_turn.enable"),
     ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "ppo_micro_batch_size and ppo_micro_batch_size_per_gpu"),
 ])
 def test_what_cannot_be_done_is_refused_by_name(tmp_path, override, key):

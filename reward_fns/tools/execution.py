@@ -74,6 +74,19 @@ class ToolStats:
         """Count a call past ``max_parallel_calls`` that was not run."""
         self.dropped[name] = self.dropped.get(name, 0) + 1
 
+    def merge(self, other: "ToolStats") -> None:
+        """Add ``other``'s counts and latencies to these (e.g. every episode's of a batch)."""
+        for name, count in other.calls.items():
+            self.calls[name] = self.calls.get(name, 0) + count
+        for name, kinds in other.failures.items():
+            mine = self.failures.setdefault(name, {})
+            for kind, count in kinds.items():
+                mine[kind] = mine.get(kind, 0) + count
+        for name, count in other.dropped.items():
+            self.dropped[name] = self.dropped.get(name, 0) + count
+        for name, latencies in other.latencies.items():
+            self.latencies.setdefault(name, []).extend(latencies)
+
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per tool: calls, failures (total and by kind), dropped, latency p50/p99 in seconds."""
         out = {}
