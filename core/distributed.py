@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 
-from rewardsmith.common.config import InvalidValue
 from rewardsmith.core.strategy import pick_device
 
 T = TypeVar("T")
@@ -42,26 +41,6 @@ class Topology:
 def launched_world_size() -> int:
     """The world size the launcher (torchrun) set, 1 without one."""
     return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def fsdp_mesh_shape(key: str, fsdp_size: int, world_size: int) -> tuple[int, ...]:
-    """The FSDP device mesh verl builds for ``fsdp_size`` on ``world_size`` ranks.
-
-    Negative or at least the world size: ``(world_size,)``, every parameter
-    sharded over every rank (plain FSDP). Smaller: ``(world_size // fsdp_size,
-    fsdp_size)``, dimensions ``("ddp", "fsdp")``: sharded within each group of
-    ``fsdp_size`` consecutive ranks and replicated across the groups (HSDP).
-    Raises :class:`InvalidValue` naming ``key`` when ``fsdp_size`` does not
-    divide the world size (verl's ``init_device_mesh`` would fail there too).
-    """
-    if fsdp_size < 0 or fsdp_size >= world_size:
-        return (world_size,)
-    if world_size % fsdp_size:
-        divisors = ", ".join(str(d) for d in range(1, world_size) if world_size % d == 0)
-        raise InvalidValue(key, f"is {fsdp_size}, which does not divide the {world_size} ranks: hybrid sharding shards "
-                           f"within groups of fsdp_size ranks and replicates across world_size / fsdp_size groups; use "
-                           f"one of {divisors}, or -1 (shard over all {world_size} ranks)")
-    return (world_size // fsdp_size, fsdp_size)
 
 
 def init_distributed(trainer_cfg: Any) -> Topology:

@@ -33,7 +33,8 @@ from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionP
 from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
-from rewardsmith.core.distributed import ensure_process_group, fsdp_mesh_shape
+from rewardsmith.core.distributed import ensure_process_group
+from rewardsmith.core.fsdp_mesh import fsdp_mesh_shape
 from rewardsmith.core.lora import has_adapters, merged_state_dict
 from rewardsmith.core.models import DTYPES
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
 from rewardsmith.common.config import InvalidValue, exclusive, opt, require_positive, section
-from rewardsmith.core.rollout_correction import parse_bounds, rejection_options
+from rewardsmith.core.rollout_correction_options import parse_bounds, rejection_options
 from rewardsmith.core.tracking_sinks import check_packages
 from rewardsmith.core.verl_keys import check_verl_keys
 from rewardsmith.core.verl_refusals import refuse_missing_features

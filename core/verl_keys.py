@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rewardsmith.common.config import InvalidValue
-from rewardsmith.core.distributed import fsdp_mesh_shape
+from rewardsmith.core.fsdp_mesh import fsdp_mesh_shape
 from rewardsmith.core.packed_attention import PACKED_ATTENTION, packs
 from rewardsmith.core.verl_fork_keys import FORK_KEYS
 from rewardsmith.core.verl_refusals import refusal

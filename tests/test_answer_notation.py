@@ -68,7 +68,7 @@ def test_canonical_numbers(answer, value):
 
 @pytest.mark.parametrize(
     "pred, gold, correct",
-    [("option B", "B", True), ("Choice (C)", "B", False), ("∛2", "\\sqrt[3]{2}", True), ("n³", "n^3", None),
+    [("option B", "B", True), ("Choice (C)", "B", False), ("∛2", "\\sqrt[3]{2}", True), ("n³", "n^3", True),
      ("\\SI{5}{\\meter}", "6", False), ("the 4th", "3", False), ("one third", "\\frac{1}{2}", False)],
 )
 def test_quick_judge_on_notations(pred, gold, correct):

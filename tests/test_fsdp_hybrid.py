@@ -12,7 +12,7 @@ from core_helpers import tiny_config, tiny_overrides, write_inputs
 from test_train_distributed import GREEDY, LOSSES, NEAR_ZERO, OPTIONS, metrics, train
 
 from rewardsmith.common.config import ConfigError, InvalidValue
-from rewardsmith.core.distributed import fsdp_mesh_shape
+from rewardsmith.core.fsdp_mesh import fsdp_mesh_shape
 from rewardsmith.sandbox.testing import free_port
 
 RANK_PROGRAM = Path(__file__).with_name("hsdp_rank.py")

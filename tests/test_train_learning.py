@@ -15,9 +15,11 @@ def mean_score(records, steps):
 @pytest.mark.parametrize("estimator", ["grpo", "gae"])
 def test_reward_rises_on_a_simple_reward(tmp_path, estimator):
     # The custom reward is the share of digit characters in the response; a
-    # random tiny model starts near 10/107 and learns to emit digits.
+    # random tiny model starts near 10/107 and learns to emit digits. GRPO gains
+    # about 0.3 in 30 steps on every seed tried (per-prompt sampling seeds), so
+    # the run is 40 steps long (about 0.55 by then).
     config = tiny_config(
-        tmp_path, f"algorithm.adv_estimator={estimator}", "trainer.total_training_steps=30",
+        tmp_path, f"algorithm.adv_estimator={estimator}", "trainer.total_training_steps=40",
         "actor_rollout_ref.rollout.n=4", "data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
         "actor_rollout_ref.actor.optim.lr=0.003", "critic.optim.lr=0.003", "data.val_files=[]",
     )
@@ -28,7 +30,7 @@ def test_reward_rises_on_a_simple_reward(tmp_path, estimator):
         trainer.close()
     lines = (trainer.out_dir / "metrics.jsonl").read_text().splitlines()
     records = {r["step"]: r for r in map(json.loads, lines)}
-    early, late = mean_score(records, range(1, 6)), mean_score(records, range(26, 31))
+    early, late = mean_score(records, range(1, 6)), mean_score(records, range(36, 41))
     assert early < 0.3
     assert late > early + 0.3, (early, late)
 
