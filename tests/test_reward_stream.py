@@ -127,6 +127,9 @@ def test_streamed_scoring_overlaps_generation(tmp_path):
 
     def timed(prompts, params):
         out = generate(prompts, params)
+        # A tiny model generates a chunk in ~35 ms, less than handing it to a scoring worker takes:
+        # a slower generation (as any real model's) gives the next chunk time to overlap the scoring.
+        time.sleep(0.3)
         generated_at.append(time.time())
         return out
 
