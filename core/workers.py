@@ -68,10 +68,6 @@ def _mean_metrics(collected: dict[str, list[float]]) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in collected.items() if v}
 
 
-def _device_of(model: torch.nn.Module) -> torch.device:
-    return next(model.parameters()).device
-
-
 def packed_forward(use_remove_padding: bool, model: torch.nn.Module, key: str) -> bool:
     """Whether ``model`` runs its forwards packed: ``use_remove_padding`` (config key ``key``) where its
     attention implementation packs (:func:`packs`); elsewhere the key's start-up notice said the forwards
@@ -99,11 +95,14 @@ def log_prob_batching(config: Any, role: str, world_size: int) -> MicroBatching:
 
 @torch.no_grad()
 def policy_log_probs(model: torch.nn.Module, batch: Batch, temperature: float, how: MicroBatching,
-                     packed: bool = False, with_sum_pi_squared: bool = False) -> torch.Tensor:
+                     packed: bool = False, with_sum_pi_squared: bool = False,
+                     device: Optional[torch.device] = None) -> torch.Tensor:
     """(B, R) log-probs of ``batch["responses"]`` under ``model``, in micro-batches (each ``packed`` or
     padded, :func:`response_logprobs`), on the CPU; ``with_sum_pi_squared``: (B, 2, R), the log-probs and
-    ``sum_v pi(v)^2`` per token (:func:`response_logprobs_and_sum_pi_squared`)."""
-    device = _device_of(model)
+    ``sum_v pi(v)^2`` per token (:func:`response_logprobs_and_sum_pi_squared`). ``device``: where the
+    forwards run (the strategy's; an FSDP2 model offloaded to the CPU computes on the GPU), by default
+    where the parameters are."""
+    device = device or next(model.parameters()).device
     width = batch["responses"].shape[1]
     outs = []
     for micro in micro_batches(batch, how):
@@ -130,7 +129,7 @@ def _update(model: torch.nn.Module, strategy: Strategy, optimizer: torch.optim.O
     mini, stats)`` returns a micro-batch's loss so weighted (on the model's
     device) and appends its own metrics to ``stats``.
     """
-    device = _device_of(model)
+    device = strategy.device  # the compute device: FSDP2's CPU offload keeps the parameters elsewhere
     stats: dict[str, list[float]] = defaultdict(list)
     for mini in minis:
         optimizer.zero_grad(set_to_none=True)
@@ -215,12 +214,13 @@ class ActorRolloutWorker:
     # -- training -----------------------------------------------------------------
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         """(B, R) log-probs of ``responses`` under the current policy."""
-        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed)
+        return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed,
+                                device=self.strategy.device)
 
     def compute_log_prob_and_sum_pi_squared(self, batch: Batch) -> torch.Tensor:
         """(B, 2, R): the log-probs of ``responses`` under the current policy and ``sum_v pi(v)^2`` per token."""
         return policy_log_probs(self.model, batch, self.temperature, self.log_prob_batching, self.packed,
-                                with_sum_pi_squared=True)
+                                with_sum_pi_squared=True, device=self.strategy.device)
 
     def update(self, minis: list[MiniBatch], entropy_coeff: Optional[float] = None) -> dict[str, float]:
         """One optimizer step per mini-batch with the configured policy loss (:mod:`rewardsmith.core.policy_losses`).
@@ -294,7 +294,8 @@ class ReferenceWorker:
 
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         """(B, R) log-probs of ``responses`` under the reference."""
-        return policy_log_probs(self.model, batch, self.temperature, self.batching, self.packed)
+        return policy_log_probs(self.model, batch, self.temperature, self.batching, self.packed,
+                                device=self.strategy.device)
 
 
 class CriticWorker:
@@ -333,7 +334,7 @@ class CriticWorker:
     @torch.no_grad()
     def compute_values(self, batch: Batch) -> torch.Tensor:
         """(B, R) values ``V(t)``, zero outside ``response_mask``."""
-        device = _device_of(self.model)
+        device = self.strategy.device
         width = batch["responses"].shape[1]
         out = []
         for micro in micro_batches(batch, self.batching):
