@@ -19,6 +19,9 @@ from rewardsmith.core.strategy import pick_device
 
 T = TypeVar("T")
 
+# Whether this process made the process group (ensure_process_group), and so must take it down.
+_OWNED_GROUP = False
+
 
 @dataclass(frozen=True)
 class Topology:
@@ -75,16 +78,33 @@ def ensure_process_group(device: torch.device) -> None:
     FSDP2 shards over a process group even with a single rank (which still
     gains mixed precision and CPU offload).
     """
+    global _OWNED_GROUP
     if dist.is_initialized():
         return
     backend = "nccl" if device.type == "cuda" else "gloo"
     if "MASTER_ADDR" in os.environ:
         dist.init_process_group(backend)
-        return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    else:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    _OWNED_GROUP = True
+
+
+def release_process_group() -> None:
+    """Take down the process group :func:`ensure_process_group` made (a group the caller made stays).
+
+    Left to the interpreter's teardown, the group's native threads (gloo's
+    run loops, NCCL's watchdog) are stopped in whatever order finalization
+    reaches them, which now and then aborts the process ("terminate called
+    without an active exception") after its work is done; NCCL also warns of
+    pending work. Local: no rank waits for another.
+    """
+    global _OWNED_GROUP
+    if _OWNED_GROUP and dist.is_initialized():
+        dist.destroy_process_group()
+    _OWNED_GROUP = False
 
 
 def all_gather_objects(obj: T, topology: Topology) -> list[T]:

@@ -26,7 +26,7 @@ from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, copy_checkpoint,
                                          rng_state, set_aside, set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
-from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed
+from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed, release_process_group
 from rewardsmith.core.dynamic_sampling import (GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards,
                                                first_groups, keep_varied, metric_values, select_reward)
 from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy, truncated
@@ -753,6 +753,7 @@ class PPOTrainer:
         finally:
             if self.ray is not None:
                 self.ray.shutdown()
+            release_process_group()
 
     def _write(self, text: str) -> None:
         if self.is_main:

@@ -8,6 +8,7 @@ only when their subcommand runs, so ``rewardsmith plugins`` never pays for torch
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import os
 import signal
@@ -96,18 +97,25 @@ def main(argv: list[str] | None = None) -> int:
 def console() -> None:
     """The ``rewardsmith`` command: :func:`main`'s status as the process's exit status.
 
-    After a Ctrl-C the command has already closed what it started (workers,
-    engines, trackers) and said so in one line. The process then ends at once:
-    a Ctrl-C that lands while torch runs native work beside a reward thread can
-    leave a native thread joinable at interpreter teardown, where the C++
-    runtime aborts (SIGABRT, exit -6) instead of exiting 130.
+    The process ends as Python's own exit does, less the interpreter's
+    teardown of native objects: the program's non-daemon threads are waited
+    for and the atexit callbacks run (Ray, multiprocessing, temporary
+    directories), the standard streams are flushed, then ``os._exit``. Every
+    command has closed what it started (workers, engines, trackers, the
+    process group) before it returns. Left to finalization, torch's native
+    threads (gloo's run loops, a joinable thread beside a reward thread that a
+    Ctrl-C stopped) now and then abort a finished run at teardown ("terminate
+    called without an active exception", SIGABRT, exit -6): a torchrun rank's
+    failure fails the whole launch. After a Ctrl-C the command has said so
+    in one line and the process ends at once.
     """
     status = main()
-    if status == INTERRUPTED:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
-    sys.exit(status)
+    if status != INTERRUPTED:  # after a Ctrl-C nothing more is waited for: a thread may be stuck in a scorer
+        threading._shutdown()  # as Py_FinalizeEx (sandbox/template.py ends a run the same way)
+        atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":

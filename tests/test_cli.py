@@ -85,6 +85,31 @@ def test_plugins_json_lists_builtins():
     assert builtin["distribution"] == "rewardsmith"
 
 
+def test_the_command_ends_as_python_does_waiting_for_threads_and_running_atexit(tmp_path):
+    """console() skips only the interpreter's native teardown (os._exit): what Python's own exit
+    does first still happens, and the status is kept."""
+    (tmp_path / "sitecustomize.py").write_text(f"""
+import atexit, threading, time
+from pathlib import Path
+out = Path({str(tmp_path)!r})
+def late():  # works on after the command's own code has returned
+    while threading.main_thread().is_alive():
+        time.sleep(0.05)
+    time.sleep(0.3)
+    (out / "thread").write_text("done")
+threading.Thread(target=late).start()  # not a daemon: exit waits for it
+atexit.register(lambda: (out / "atexit").write_text((out / "thread").read_text()))
+""")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    ok = subprocess.run([sys.executable, "-m", "rewardsmith", "plugins", "--json"], capture_output=True, text=True,
+                        env=env, timeout=300)
+    assert ok.returncode == 0 and json.loads(ok.stdout), ok.stderr
+    assert (tmp_path / "atexit").read_text() == "done"  # the thread ended before the atexit callbacks ran
+    failed = subprocess.run([sys.executable, "-m", "rewardsmith", "score", str(tmp_path / "missing.jsonl")],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert failed.returncode == 2 and "missing.jsonl" in failed.stderr
+
+
 def test_score_empty_input_writes_an_empty_output(tmp_path):
     src = tmp_path / "empty.jsonl"
     src.write_text("")
