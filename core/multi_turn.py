@@ -41,6 +41,7 @@ from transformers import PreTrainedTokenizerBase
 
 from rewardsmith.core.batch import Batch
 from rewardsmith.core.chat_tokens import ChatTokens, only_whitespace_differs
+from rewardsmith.core.episode_rewards import rollout_reward_scores, settle_episode_rewards
 from rewardsmith.core.rollout import RolloutEngine, SamplingParams
 from rewardsmith.reward_fns.tools import ToolCall, ToolResult, ToolStats, call_tools
 
@@ -103,6 +104,7 @@ class Episode:
     prompt_ids: list[int]
     full_prompt_ids: list[int]  # before truncation to the prompt limit: what the sanity check renders after
     create_kwargs: dict[str, dict]  # per tool name: its instances' create_kwargs (the row's extra_info.tools_kwargs)
+    calc_reward_kwargs: dict[str, dict] = field(default_factory=dict)  # per tool name: what its calc_reward gets
     response_ids: list[int] = field(default_factory=list)
     response_mask: list[int] = field(default_factory=list)
     log_probs: list[float] = field(default_factory=list)
@@ -111,6 +113,10 @@ class Episode:
     user_turns: int = 0
     tool_calls: list[dict] = field(default_factory=list)
     tool_rewards: list[float] = field(default_factory=list)
+    tool_scores: dict[str, float] = field(default_factory=dict)  # per tool: its calc_reward after its last call
+    turn_rewards: list[float] = field(default_factory=list)  # per assistant turn: its calls' step rewards + the reply's score
+    interaction_score: Optional[float] = None  # the interaction's calculate_score at the episode's end
+    interaction_score_failed: bool = False
     malformed_calls: int = 0
     tool_stats: ToolStats = field(default_factory=ToolStats)
     interaction: Optional[InteractionSession] = None
@@ -133,7 +139,8 @@ class Episode:
         """What the scorer's ``extra_info`` gains (verl's ``num_turns``, ``tool_rewards``, ``turn_scores``, and ours)."""
         return {"num_turns": self.assistant_turns + self.user_turns + 1, "tool_rewards": list(self.tool_rewards),
                 "turn_scores": list(self.turn_scores), "messages": self.messages, "tool_calls": self.tool_calls,
-                "stop_reason": self.stop_reason}
+                "stop_reason": self.stop_reason, "rollout_reward_scores": rollout_reward_scores(self),
+                "interaction_score": self.interaction_score}
 
 
 class MultiTurnRollout:
@@ -214,6 +221,7 @@ class MultiTurnRollout:
                 turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining))
                 if live:
                     live = self._take_turn([episodes[i] for i in live], turn, budget, live)
+            asyncio.run(_gather(settle_episode_rewards(e, self.tools, self.config.tool_timeout_s) for e in episodes))
         finally:
             asyncio.run(_gather(self._finalize_interaction(e) for e in episodes))
         for episode in episodes:
@@ -226,7 +234,8 @@ class MultiTurnRollout:
         row_infos = meta.get("extra_info", [None] * len(episodes))
         meta["extra_info"] = [{**(info or {}), **e.trajectory()} for info, e in zip(row_infos, episodes)]
         meta["multi_turn"] = [{"assistant_turns": e.assistant_turns, "user_turns": e.user_turns, "tool_stats": e.tool_stats,
-                               "malformed_tool_calls": e.malformed_calls, "tokenization_mismatch": e.tokenization_mismatch}
+                               "malformed_tool_calls": e.malformed_calls, "tokenization_mismatch": e.tokenization_mismatch,
+                               "turn_rewards": e.turn_rewards, "interaction_score_failed": e.interaction_score_failed}
                               for e in episodes]
         return self._batch(episodes, budget, meta, with_log_probs)
 
@@ -244,8 +253,10 @@ class MultiTurnRollout:
         kept = ids[-self.max_prompt_length:] if self.max_prompt_length and len(ids) > self.max_prompt_length else ids
         tools_kwargs = (extra_info or {}).get("tools_kwargs") or {}
         create = {name: dict((kw or {}).get("create_kwargs") or {}) for name, kw in tools_kwargs.items()}
+        reward_kwargs = {name: dict((kw or {}).get("calc_reward_kwargs") or {}) for name, kw in tools_kwargs.items()}
         return Episode(messages=[dict(m) for m in messages], prompt_ids=kept, full_prompt_ids=ids, create_kwargs=create,
-                       prompt_messages=len(messages), interaction=self._session(extra_info, uid), chat=chat)
+                       calc_reward_kwargs=reward_kwargs, prompt_messages=len(messages),
+                       interaction=self._session(extra_info, uid), chat=chat)
 
     def _session(self, extra_info: Optional[dict], uid: Any) -> Optional[InteractionSession]:
         """The row's interaction (``extra_info.interaction_kwargs.name``), when interactions are configured."""
@@ -285,6 +296,7 @@ class MultiTurnRollout:
             episode.append(ids, generated=True, log_probs=log_probs)
             episode.generated.append(ids)
             episode.assistant_turns += 1
+            episode.turn_rewards.append(0.0)
             text = self.tokenizer.decode([t for t in ids if t not in self.eos_token_ids], skip_special_tokens=True)
             content, calls, malformed = self.parse(text)
             episode.malformed_calls += malformed
@@ -326,7 +338,8 @@ class MultiTurnRollout:
         cfg = self.config
         tools = [call_tools({name: self.tools[name] for name in episode.chat.tool_names}, calls,
                             max_parallel_calls=cfg.max_parallel_calls, create_kwargs=episode.create_kwargs,
-                            timeout_s=cfg.tool_timeout_s, stats=episode.tool_stats)
+                            calc_reward_kwargs=episode.calc_reward_kwargs, timeout_s=cfg.tool_timeout_s,
+                            stats=episode.tool_stats)
                  for episode, calls in calling]
         done = asyncio.run(_gather([*tools, *(self._reply(episode) for episode in answering)]))
         return done[: len(calling)], done[len(calling):]
@@ -350,6 +363,7 @@ class MultiTurnRollout:
         terminate, content, score, _ = reply
         if score is not None:
             episode.turn_scores.append(float(score))
+            episode.turn_rewards[-1] += float(score)
         message = {"role": "user", "content": str(content)}
         ids = episode.chat.separator + episode.chat.context([message])
         if len(episode.response_ids) + len(ids) >= budget:
@@ -376,6 +390,9 @@ class MultiTurnRollout:
                                        "reward": result.reward})
             if result.reward is not None:
                 episode.tool_rewards.append(result.reward)
+                episode.turn_rewards[-1] += result.reward
+            if result.episode_reward is not None:
+                episode.tool_scores[call.name] = result.episode_reward
         ids = episode.chat.separator + episode.chat.context(messages)
         if len(episode.response_ids) + len(ids) >= budget:
             # As verl: a tool round that does not fit ends the episode without entering the sequence
