@@ -60,27 +60,17 @@ def rollout_reward_scores(episode: "Episode") -> dict[str, Any]:
     return {**episode.tool_scores, USER_TURN_REWARDS: list(episode.turn_scores)}
 
 
-def turn_end_positions(response_mask: torch.Tensor) -> list[int]:
-    """The positions of the last generated token of each assistant turn in one response.
+def place_turn_rewards(token_level_scores: torch.Tensor, episodes: Sequence[Mapping[str, Any]]) -> torch.Tensor:
+    """``token_level_scores`` plus each episode's turn rewards, each on the last token its turn generated.
 
-    Every assistant turn is a run of generated tokens (mask 1) that an environment
-    token or the end of the response closes: tool rounds and user turns lie between
-    turns, and the template's own end-of-turn tokens are environment tokens.
-    """
-    mask = response_mask.long().tolist()
-    return [i for i, m in enumerate(mask) if m and (i + 1 == len(mask) or not mask[i + 1])]
-
-
-def place_turn_rewards(token_level_scores: torch.Tensor, response_mask: torch.Tensor,
-                       turn_rewards: Sequence[Sequence[float]]) -> torch.Tensor:
-    """``token_level_scores`` plus each sample's turn rewards, the k-th on the token where its k-th turn ends.
-
-    ``turn_rewards[i]`` lists sample ``i``'s reward per assistant turn; a turn the
-    response does not hold (cut by the length limit) has no token to carry its reward.
+    ``episodes`` are the samples' ``multi_turn`` meta: ``turn_rewards`` (one per
+    assistant turn) and ``turn_ends`` (the response position of each turn's last
+    generated token, recorded by the rollout: a later mask, e.g. rollout
+    correction's, may hide it). A turn that generated nothing carries no reward.
     """
     out = token_level_scores.clone()
-    for i, rewards in enumerate(turn_rewards):
-        ends = turn_end_positions(response_mask[i])
-        for position, reward in zip(ends, rewards):
-            out[i, position] += reward
+    for i, episode in enumerate(episodes):
+        for position, reward in zip(episode["turn_ends"], episode["turn_rewards"]):
+            if position is not None:
+                out[i, position] += reward
     return out

@@ -115,6 +115,7 @@ class Episode:
     tool_rewards: list[float] = field(default_factory=list)
     tool_scores: dict[str, float] = field(default_factory=dict)  # per tool: its calc_reward after its last call
     turn_rewards: list[float] = field(default_factory=list)  # per assistant turn: its calls' step rewards + the reply's score
+    turn_ends: list[Optional[int]] = field(default_factory=list)  # per assistant turn: its last generated token's position
     interaction_score: Optional[float] = None  # the interaction's calculate_score at the episode's end
     interaction_score_failed: bool = False
     malformed_calls: int = 0
@@ -235,7 +236,8 @@ class MultiTurnRollout:
         meta["extra_info"] = [{**(info or {}), **e.trajectory()} for info, e in zip(row_infos, episodes)]
         meta["multi_turn"] = [{"assistant_turns": e.assistant_turns, "user_turns": e.user_turns, "tool_stats": e.tool_stats,
                                "malformed_tool_calls": e.malformed_calls, "tokenization_mismatch": e.tokenization_mismatch,
-                               "turn_rewards": e.turn_rewards, "interaction_score_failed": e.interaction_score_failed}
+                               "turn_rewards": e.turn_rewards, "turn_ends": e.turn_ends,
+                               "interaction_score_failed": e.interaction_score_failed}
                               for e in episodes]
         return self._batch(episodes, budget, meta, with_log_probs)
 
@@ -297,6 +299,7 @@ class MultiTurnRollout:
             episode.generated.append(ids)
             episode.assistant_turns += 1
             episode.turn_rewards.append(0.0)
+            episode.turn_ends.append(len(episode.response_ids) - 1 if ids else None)
             text = self.tokenizer.decode([t for t in ids if t not in self.eos_token_ids], skip_special_tokens=True)
             content, calls, malformed = self.parse(text)
             episode.malformed_calls += malformed

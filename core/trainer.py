@@ -32,6 +32,7 @@ from rewardsmith.core.dynamic_sampling import (GenerationBudgetExhausted, budget
 from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy, truncated
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
+from rewardsmith.core.episode_rewards import place_turn_rewards
 from rewardsmith.core.multi_turn import episode_metrics
 from rewardsmith.core.reward_masking import (
     affected_groups,
@@ -353,6 +354,8 @@ class PPOTrainer:
             scores = critic_token_level_scores(values, batch["response_mask"])
         else:
             scores = reward.token_level_scores
+            if self.config.actor_rollout_ref.rollout.multi_turn.turn_rewards_on_tokens:
+                scores = place_turn_rewards(scores, batch.meta["multi_turn"])
         batch["token_level_scores"] = scores
 
         rewards = scores
