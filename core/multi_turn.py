@@ -444,22 +444,32 @@ class MultiTurnRollout:
         return Batch(tensors, meta)
 
 
-def episode_metrics(batch: Batch) -> dict[str, float]:
-    """A multi-turn batch's metrics: turns per episode (verl's ``num_turns/*``), tool calls per episode, the share
-    of response tokens the environment wrote, per tool its calls, failures by kind, dropped calls and latency
-    p50/p99, and the episodes whose turn-by-turn tokens differ from the whole conversation's."""
-    infos = batch.meta["multi_turn"]
+def episode_metrics(batches: Batch | Sequence[Batch]) -> dict[str, float]:
+    """The metrics of a multi-turn batch (or of several, e.g. validation's, together): turns per episode (verl's
+    ``num_turns/*``), tool calls per episode, the share of response tokens the environment wrote, per tool its
+    calls, failures by kind, dropped calls, failed ``calc_reward`` calls and latency p50/p99, the share of calls
+    that failed, interactions whose score failed, and the episodes whose turn-by-turn tokens differ from the
+    whole conversation's."""
+    batches = [batches] if isinstance(batches, Batch) else list(batches)
+    infos = [info for batch in batches for info in batch.meta["multi_turn"]]
     turns = torch.tensor([i["assistant_turns"] + i["user_turns"] + 1 for i in infos], dtype=torch.float32)
-    width = batch["responses"].shape[1]
-    attended = batch["attention_mask"][:, -width:].sum()
+    attended = generated = 0.0
+    for batch in batches:
+        width = batch["responses"].shape[1]
+        attended += float(batch["attention_mask"][:, -width:].sum())
+        generated += float(batch["response_mask"].sum())
     stats = ToolStats()
     for info in infos:
         stats.merge(info["tool_stats"])
+    calls = sum(stats.calls.values())
     metrics = {"num_turns/mean": turns.mean().item(), "num_turns/max": turns.max().item(), "num_turns/min": turns.min().item(),
-               "multi_turn/tool_calls_per_episode": sum(stats.calls.values()) / len(infos),
-               "multi_turn/env_token_share": float(attended - batch["response_mask"].sum()) / max(float(attended), 1.0),
+               "multi_turn/tool_calls_per_episode": calls / len(infos),
+               "multi_turn/env_token_share": (attended - generated) / max(attended, 1.0),
                "multi_turn/malformed_tool_calls": float(sum(i["malformed_tool_calls"] for i in infos)),
-               "multi_turn/tokenization_mismatch": float(sum(i["tokenization_mismatch"] for i in infos))}
+               "multi_turn/tokenization_mismatch": float(sum(i["tokenization_mismatch"] for i in infos)),
+               "multi_turn/interaction_score_failed": float(sum(i["interaction_score_failed"] for i in infos))}
+    if calls:
+        metrics["multi_turn/tool_failure_rate"] = sum(sum(k.values()) for k in stats.failures.values()) / calls
     for name, summary in stats.summary().items():
         for key, value in summary.items():
             if key.startswith("latency_"):

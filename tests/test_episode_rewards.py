@@ -252,3 +252,46 @@ def test_an_episode_whose_tool_server_fails_is_unscored_counted_and_the_step_goe
     assert metrics["reward/tools_unavailable"] == 4 and metrics["reward/unavailable"] == 4
     assert metrics["reward/unscored"] == 4 and metrics["reward/mean"] == 0.5
     assert metrics[f"tool/search/{status}"] == 4 and metrics["tool/search/failures"] == 4
+
+
+EPISODE_KEYS = ("num_turns/mean", "multi_turn/tool_calls_per_episode", "multi_turn/env_token_share",
+                f"tool/{GSM8K}/calls", f"tool/{GSM8K}/failures", f"tool/{GSM8K}/latency_p50_ms", f"tool/{GSM8K}/latency_p99_ms",
+                "val/num_turns/mean", f"val/tool/{GSM8K}/calls")
+
+
+@pytest.mark.parametrize("package", ["wandb", "mlflow", "swanlab"])
+def test_episode_metrics_reach_every_tracking_sink(tmp_path, monkeypatch, package):
+    pytest.importorskip(package)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("SWANLAB_MODE", "offline")
+    for var in ("WANDB_DIR", "MLFLOW_TRACKING_URI", "SWANLAB_LOG_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    trainer = gsm8k_trainer(tmp_path, f"trainer.logger=[console,jsonl,{package}]", "trainer.total_training_steps=1",
+                            "trainer.project_name=episodes")
+    try:
+        trainer.fit()
+    finally:
+        trainer.close()
+    out = tmp_path / "run"
+    (record,) = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    # 2 of 4 prompts x 2 samples call the tool twice: 6 turns each (3 assistant, 2 tool rounds, + 1); the others 2.
+    assert record["num_turns/mean"] == 4 and record["num_turns/max"] == 6 and record["num_turns/min"] == 2
+    assert record[f"tool/{GSM8K}/calls"] == 8 and record[f"tool/{GSM8K}/failures"] == 0
+    assert record["multi_turn/tool_calls_per_episode"] == 1 and record["multi_turn/tool_failure_rate"] == 0
+    assert 0 < record["multi_turn/env_token_share"] < 1
+    assert 0 <= record[f"tool/{GSM8K}/latency_p50_ms"] <= record[f"tool/{GSM8K}/latency_p99_ms"]
+    assert record["val/num_turns/mean"] == 4 and record[f"val/tool/{GSM8K}/calls"] == 4
+    if package == "mlflow":
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient((out / "mlruns").resolve().as_uri())
+        (run,) = client.search_runs([client.get_experiment_by_name("episodes").experiment_id])
+        for key in EPISODE_KEYS:
+            assert [m.value for m in client.get_metric_history(run.info.run_id, key)] == [pytest.approx(record[key])], key
+        return
+    files = {"wandb": lambda: next(next((out / "wandb").glob("offline-run-*")).glob("run-*.wandb")),
+             "swanlab": lambda: next(next((out / "swanlog").glob("run-*")).glob("run-*.swanlab"))}
+    logged = files[package]().read_bytes()
+    for key in EPISODE_KEYS:
+        assert key.encode() in logged, key
