@@ -35,8 +35,10 @@ USER_TURN_REWARDS = "user_turn_rewards"
 
 
 async def settle_episode_rewards(episode: "Episode", tools: Mapping[str, Any], timeout_s: Optional[float]) -> None:
-    """Ask the row's tools the episode never called for their reward, and the interaction for its score."""
-    unused = [name for name in episode.create_kwargs if name in tools and name not in episode.tool_scores]
+    """Ask the tools the row names (``tools_kwargs``) and offers (``tools``) but the episode never called for
+    their reward, and the interaction for its score."""
+    called = {call["name"] for call in episode.tool_calls}
+    unused = [name for name in episode.create_kwargs if name in tools and name not in called]
     rewards = await asyncio.gather(*(unused_tool_reward(
         tools[name], name, create_kwargs=episode.create_kwargs[name], calc_reward_kwargs=episode.calc_reward_kwargs.get(name),
         timeout_s=timeout_s, stats=episode.tool_stats) for name in unused))

@@ -222,7 +222,8 @@ class MultiTurnRollout:
                 turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining))
                 if live:
                     live = self._take_turn([episodes[i] for i in live], turn, budget, live)
-            asyncio.run(_gather(settle_episode_rewards(e, self.tools, self.config.tool_timeout_s) for e in episodes))
+            asyncio.run(_gather(settle_episode_rewards(e, {n: self.tools[n] for n in e.chat.tool_names},
+                                                       self.config.tool_timeout_s) for e in episodes))
         finally:
             asyncio.run(_gather(self._finalize_interaction(e) for e in episodes))
         for episode in episodes:
