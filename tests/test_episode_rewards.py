@@ -295,3 +295,36 @@ def test_episode_metrics_reach_every_tracking_sink(tmp_path, monkeypatch, packag
     logged = files[package]().read_bytes()
     for key in EPISODE_KEYS:
         assert key.encode() in logged, key
+
+
+def test_the_interactions_score_is_a_component_and_an_unavailable_episode_overrides_every_failure_policy(
+        tmp_path, make_config):
+    from rewardsmith.plugins.batch import RewardBatch
+    from rewardsmith.plugins.factory import build_reward_manager
+    from rewardsmith.reward_fns.interactions.gsm8k import Gsm8kInteraction
+
+    tok = tool_tokenizer()
+    engine = MultiTurnRollout(ScriptedEngine(tok, lambda text: "#### 72" if "6*12" in text else "#### 3"), tok, {},
+                              MultiTurnConfig(enable=True, max_user_turns=2), [tok.eos_token_id],
+                              interactions={"gsm8k": Gsm8kInteraction({"name": "gsm8k"})})
+    info = {"interaction_kwargs": {"name": "gsm8k", "ground_truth": "72"}}
+    out = engine.generate(prompts("6*12?", "2+2?", extra_info=[info, info]), SamplingParams(n=1, max_new_tokens=300))
+    right, wrong = out.meta["extra_info"]
+    assert (right["interaction_score"], wrong["interaction_score"]) == (1.0, 0.0)
+    assert right["rollout_reward_scores"] == {"user_turn_rewards": [1.0]}
+    unavailable = {"tool_calls": [{"name": "search", "status": "unavailable"}]}
+    (tmp_path / "reward.py").write_text(ANSWER_REWARD)
+    cfg = make_config(f"custom_reward_function.path={tmp_path / 'reward.py'}",
+                      'reward_model.components={"*": {answer: {kind: rule, weight: 1, on_failure: raise}, '
+                      'user: {kind: interaction_score, weight: 3, on_failure: zero}}}')
+    rows = RewardBatch(["openai/gsm8k"] * 4, ["#### 72", "#### 3", "#### 72", "#### 72"], ["72"] * 4,
+                       extra_infos=[right, wrong, {"index": 3}, unavailable])
+    with build_reward_manager(cfg.reward_settings()) as manager:
+        scored = manager(rows)
+    # W = 4: 4 * (1 * answer + 3 * score) / 4; a single-turn row has no interaction score, so the answer's weight
+    # carries all of W (4 * 0.5); the episode whose tool was unavailable is unscored, never raised or zeroed.
+    assert scored.scores[:3].tolist() == [3.5, 0.0, 2.0]
+    assert scored.masked.tolist() == [False, False, False, True]
+    assert scored.extra_info["reward_status"][3] == "unavailable"
+    assert "'search' was unavailable" in scored.extra_info["reward_error"][3]
+    assert scored.metrics["reward/tools_unavailable"] == 1 and scored.metrics["reward/user/abstained"] == 1
