@@ -160,6 +160,10 @@ class RewardModelRolloutConfig:
             raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
 
 
+# Component kinds that read a multi-turn episode's environment rewards (plugins/episode_rewards.py).
+ENVIRONMENT_KINDS = ("tool_reward", "tool_step_rewards", "interaction_score")
+
+
 @dataclass
 class ComponentConfig:
     kind: Literal["rule", "local_rm", "remote_rm", "judge", "tool_reward", "tool_step_rewards", "interaction_score"] = opt("rule", "rule: a scorer; local_rm / remote_rm / judge: reward_model.model / .remote / .judge; a multi-turn episode's environment: tool_reward (a tool's own calc_reward), tool_step_rewards (the sum of its calls' step rewards), interaction_score (the interaction's calculate_score); docs/environments.md#rewards-of-an-episode.")
@@ -211,7 +215,7 @@ class RewardModelConfig:
     remote: RemoteRewardModelConfig = section(RemoteRewardModelConfig, "Reward-model servers (kind remote_rm).")
     judge: JudgeConfig = section(JudgeConfig, "LLM judge behind an OpenAI-compatible endpoint (kind judge).")
     model_scorer: Optional[Literal["local_rm", "remote_rm", "judge"]] = opt(None, "What scores `style: model` rows that no `components` pattern matches; null = the only one configured.")
-    components: dict[str, dict[str, ComponentConfig]] = opt({}, "Composite rewards per data_source pattern: {pattern: {component name: {kind, scorer, weight, gate, on_failure, ...}}}; see docs/reward_models.md.")
+    components: dict[str, dict[str, ComponentConfig]] = opt({}, "Composite rewards per data_source pattern: {pattern: {component name: {kind, scorer, tool, weight, gate, on_failure, ...}}}; see docs/reward_models.md (a multi-turn episode's tool and interaction rewards: docs/environments.md#rewards-of-an-episode).")
     # verl's reward-model semantics and its reward-loop keys (docs/reward_models.md).
     route_by_style: bool = opt(False, "false (verl): with enable true, the reward model scores EVERY row, whatever its reward_model.style (custom_reward_function.path, when set, scores every row instead); true: rewardsmith's per-row routing, `style: model` rows to the model and the others to their scorers.")
     micro_batch_size_per_gpu: Optional[int] = opt(None, "verl's per-rank reward-model micro-batch; the local reward model runs on one rank here, so it sets reward_model.model.micro_batch_size.")

@@ -25,11 +25,11 @@ import math
 import numbers
 from typing import Any, Optional
 
+from rewardsmith.plugins.config import ENVIRONMENT_KINDS
 from rewardsmith.plugins.scoring import ABSTAIN, OK, ScoreOutcome
 from rewardsmith.reward_fns.tools.execution import TIMEOUT, UNAVAILABLE
 
-TOOL_REWARD, TOOL_STEP_REWARDS, INTERACTION_SCORE = "tool_reward", "tool_step_rewards", "interaction_score"
-ENVIRONMENT_KINDS = (TOOL_REWARD, TOOL_STEP_REWARDS, INTERACTION_SCORE)
+TOOL_REWARD, TOOL_STEP_REWARDS, INTERACTION_SCORE = ENVIRONMENT_KINDS
 
 # A call that ended so was the environment's failure, not the model's.
 _ENVIRONMENT_FAILURES = (UNAVAILABLE, TIMEOUT)
@@ -49,6 +49,8 @@ def _environment_value(kind: str, tool: Optional[str], info: dict) -> Optional[f
         return float(sum(rewards)) if isinstance(rewards, list) and "tool_calls" in info else None
     if kind == INTERACTION_SCORE:
         return _number(info.get("interaction_score"))
+    if kind != TOOL_REWARD:
+        raise ValueError(f"not an environment component kind: {kind!r}; known: {', '.join(ENVIRONMENT_KINDS)}")
     scores = info.get("rollout_reward_scores")
     if not isinstance(scores, dict):
         return None

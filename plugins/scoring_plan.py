@@ -7,9 +7,8 @@ from urllib.parse import urlparse
 
 from rewardsmith.common.errors import ConfigError, NotRegistered, RewardError
 from rewardsmith.common.redaction import without_userinfo
-from rewardsmith.plugins.config import ComponentConfig, RewardSettings
+from rewardsmith.plugins.config import ENVIRONMENT_KINDS, ComponentConfig, RewardSettings
 from rewardsmith.plugins.custom import PER_SAMPLE, accepted_kwargs, load_custom_function
-from rewardsmith.plugins.episode_rewards import ENVIRONMENT_KINDS
 from rewardsmith.plugins.model_scoring.factory import SECTIONS, build_model_scorer, configured_kinds
 from rewardsmith.plugins.registry import Registry
 

@@ -16,12 +16,12 @@ from typing import Any, Optional
 
 import torch
 
-from rewardsmith.plugins.config import RewardSettings
+from rewardsmith.plugins.config import ENVIRONMENT_KINDS, RewardSettings
 from rewardsmith.plugins.batch import RewardBatch, RewardOutput, scored_mean, token_level_scores
 from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import RewardError
 from rewardsmith.plugins.executors import BrokenScorerCheck, Executor, ProcessExecutor, Progress, ScoreJob, SerialExecutor
-from rewardsmith.plugins.episode_rewards import ENVIRONMENT_KINDS, environment_outcome, unavailable_tools
+from rewardsmith.plugins.episode_rewards import environment_outcome, unavailable_tools
 from rewardsmith.plugins.model_scoring.interface import ModelRequest
 from rewardsmith.plugins.scoring_plan import Component, ScoringPlan
 from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome, is_undecided
