@@ -41,6 +41,7 @@ from transformers import PreTrainedTokenizerBase
 
 from rewardsmith.core.batch import Batch
 from rewardsmith.core.chat_tokens import ChatTokens, only_whitespace_differs
+from rewardsmith.core.episode_rewards import rollout_reward_scores, settle_episode_rewards
 from rewardsmith.core.rollout import RolloutEngine, SamplingParams
 from rewardsmith.reward_fns.tools import ToolCall, ToolResult, ToolStats, call_tools
 
@@ -103,6 +104,7 @@ class Episode:
     prompt_ids: list[int]
     full_prompt_ids: list[int]  # before truncation to the prompt limit: what the sanity check renders after
     create_kwargs: dict[str, dict]  # per tool name: its instances' create_kwargs (the row's extra_info.tools_kwargs)
+    calc_reward_kwargs: dict[str, dict] = field(default_factory=dict)  # per tool name: what its calc_reward gets
     response_ids: list[int] = field(default_factory=list)
     response_mask: list[int] = field(default_factory=list)
     log_probs: list[float] = field(default_factory=list)
@@ -111,6 +113,11 @@ class Episode:
     user_turns: int = 0
     tool_calls: list[dict] = field(default_factory=list)
     tool_rewards: list[float] = field(default_factory=list)
+    tool_scores: dict[str, float] = field(default_factory=dict)  # per tool: its calc_reward after its last call
+    turn_rewards: list[float] = field(default_factory=list)  # per assistant turn: its calls' step rewards + the reply's score
+    turn_ends: list[Optional[int]] = field(default_factory=list)  # per assistant turn: its last generated token's position
+    interaction_score: Optional[float] = None  # the interaction's calculate_score at the episode's end
+    interaction_score_failed: bool = False
     malformed_calls: int = 0
     tool_stats: ToolStats = field(default_factory=ToolStats)
     interaction: Optional[InteractionSession] = None
@@ -133,7 +140,8 @@ class Episode:
         """What the scorer's ``extra_info`` gains (verl's ``num_turns``, ``tool_rewards``, ``turn_scores``, and ours)."""
         return {"num_turns": self.assistant_turns + self.user_turns + 1, "tool_rewards": list(self.tool_rewards),
                 "turn_scores": list(self.turn_scores), "messages": self.messages, "tool_calls": self.tool_calls,
-                "stop_reason": self.stop_reason}
+                "stop_reason": self.stop_reason, "rollout_reward_scores": rollout_reward_scores(self),
+                "interaction_score": self.interaction_score}
 
 
 class MultiTurnRollout:
@@ -214,6 +222,8 @@ class MultiTurnRollout:
                 turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining))
                 if live:
                     live = self._take_turn([episodes[i] for i in live], turn, budget, live)
+            asyncio.run(_gather(settle_episode_rewards(e, {n: self.tools[n] for n in e.chat.tool_names},
+                                                       self.config.tool_timeout_s) for e in episodes))
         finally:
             asyncio.run(_gather(self._finalize_interaction(e) for e in episodes))
         for episode in episodes:
@@ -226,7 +236,9 @@ class MultiTurnRollout:
         row_infos = meta.get("extra_info", [None] * len(episodes))
         meta["extra_info"] = [{**(info or {}), **e.trajectory()} for info, e in zip(row_infos, episodes)]
         meta["multi_turn"] = [{"assistant_turns": e.assistant_turns, "user_turns": e.user_turns, "tool_stats": e.tool_stats,
-                               "malformed_tool_calls": e.malformed_calls, "tokenization_mismatch": e.tokenization_mismatch}
+                               "malformed_tool_calls": e.malformed_calls, "tokenization_mismatch": e.tokenization_mismatch,
+                               "turn_rewards": e.turn_rewards, "turn_ends": e.turn_ends,
+                               "interaction_score_failed": e.interaction_score_failed}
                               for e in episodes]
         return self._batch(episodes, budget, meta, with_log_probs)
 
@@ -244,8 +256,10 @@ class MultiTurnRollout:
         kept = ids[-self.max_prompt_length:] if self.max_prompt_length and len(ids) > self.max_prompt_length else ids
         tools_kwargs = (extra_info or {}).get("tools_kwargs") or {}
         create = {name: dict((kw or {}).get("create_kwargs") or {}) for name, kw in tools_kwargs.items()}
+        reward_kwargs = {name: dict((kw or {}).get("calc_reward_kwargs") or {}) for name, kw in tools_kwargs.items()}
         return Episode(messages=[dict(m) for m in messages], prompt_ids=kept, full_prompt_ids=ids, create_kwargs=create,
-                       prompt_messages=len(messages), interaction=self._session(extra_info, uid), chat=chat)
+                       calc_reward_kwargs=reward_kwargs, prompt_messages=len(messages),
+                       interaction=self._session(extra_info, uid), chat=chat)
 
     def _session(self, extra_info: Optional[dict], uid: Any) -> Optional[InteractionSession]:
         """The row's interaction (``extra_info.interaction_kwargs.name``), when interactions are configured."""
@@ -285,6 +299,8 @@ class MultiTurnRollout:
             episode.append(ids, generated=True, log_probs=log_probs)
             episode.generated.append(ids)
             episode.assistant_turns += 1
+            episode.turn_rewards.append(0.0)
+            episode.turn_ends.append(len(episode.response_ids) - 1 if ids else None)
             text = self.tokenizer.decode([t for t in ids if t not in self.eos_token_ids], skip_special_tokens=True)
             content, calls, malformed = self.parse(text)
             episode.malformed_calls += malformed
@@ -326,7 +342,8 @@ class MultiTurnRollout:
         cfg = self.config
         tools = [call_tools({name: self.tools[name] for name in episode.chat.tool_names}, calls,
                             max_parallel_calls=cfg.max_parallel_calls, create_kwargs=episode.create_kwargs,
-                            timeout_s=cfg.tool_timeout_s, stats=episode.tool_stats)
+                            calc_reward_kwargs=episode.calc_reward_kwargs, timeout_s=cfg.tool_timeout_s,
+                            stats=episode.tool_stats)
                  for episode, calls in calling]
         done = asyncio.run(_gather([*tools, *(self._reply(episode) for episode in answering)]))
         return done[: len(calling)], done[len(calling):]
@@ -350,6 +367,7 @@ class MultiTurnRollout:
         terminate, content, score, _ = reply
         if score is not None:
             episode.turn_scores.append(float(score))
+            episode.turn_rewards[-1] += float(score)
         message = {"role": "user", "content": str(content)}
         ids = episode.chat.separator + episode.chat.context([message])
         if len(episode.response_ids) + len(ids) >= budget:
@@ -376,6 +394,9 @@ class MultiTurnRollout:
                                        "reward": result.reward})
             if result.reward is not None:
                 episode.tool_rewards.append(result.reward)
+                episode.turn_rewards[-1] += result.reward
+            if result.episode_reward is not None:
+                episode.tool_scores[call.name] = result.episode_reward
         ids = episode.chat.separator + episode.chat.context(messages)
         if len(episode.response_ids) + len(ids) >= budget:
             # As verl: a tool round that does not fit ends the episode without entering the sequence
@@ -424,22 +445,32 @@ class MultiTurnRollout:
         return Batch(tensors, meta)
 
 
-def episode_metrics(batch: Batch) -> dict[str, float]:
-    """A multi-turn batch's metrics: turns per episode (verl's ``num_turns/*``), tool calls per episode, the share
-    of response tokens the environment wrote, per tool its calls, failures by kind, dropped calls and latency
-    p50/p99, and the episodes whose turn-by-turn tokens differ from the whole conversation's."""
-    infos = batch.meta["multi_turn"]
+def episode_metrics(batches: Batch | Sequence[Batch]) -> dict[str, float]:
+    """The metrics of a multi-turn batch (or of several, e.g. validation's, together): turns per episode (verl's
+    ``num_turns/*``), tool calls per episode, the share of response tokens the environment wrote, per tool its
+    calls, failures by kind, dropped calls, failed ``calc_reward`` calls and latency p50/p99, the share of calls
+    that failed, interactions whose score failed, and the episodes whose turn-by-turn tokens differ from the
+    whole conversation's."""
+    batches = [batches] if isinstance(batches, Batch) else list(batches)
+    infos = [info for batch in batches for info in batch.meta["multi_turn"]]
     turns = torch.tensor([i["assistant_turns"] + i["user_turns"] + 1 for i in infos], dtype=torch.float32)
-    width = batch["responses"].shape[1]
-    attended = batch["attention_mask"][:, -width:].sum()
+    attended = generated = 0.0
+    for batch in batches:
+        width = batch["responses"].shape[1]
+        attended += float(batch["attention_mask"][:, -width:].sum())
+        generated += float(batch["response_mask"].sum())
     stats = ToolStats()
     for info in infos:
         stats.merge(info["tool_stats"])
+    calls = sum(stats.calls.values())
     metrics = {"num_turns/mean": turns.mean().item(), "num_turns/max": turns.max().item(), "num_turns/min": turns.min().item(),
-               "multi_turn/tool_calls_per_episode": sum(stats.calls.values()) / len(infos),
-               "multi_turn/env_token_share": float(attended - batch["response_mask"].sum()) / max(float(attended), 1.0),
+               "multi_turn/tool_calls_per_episode": calls / len(infos),
+               "multi_turn/env_token_share": (attended - generated) / max(attended, 1.0),
                "multi_turn/malformed_tool_calls": float(sum(i["malformed_tool_calls"] for i in infos)),
-               "multi_turn/tokenization_mismatch": float(sum(i["tokenization_mismatch"] for i in infos))}
+               "multi_turn/tokenization_mismatch": float(sum(i["tokenization_mismatch"] for i in infos)),
+               "multi_turn/interaction_score_failed": float(sum(i["interaction_score_failed"] for i in infos))}
+    if calls:
+        metrics["multi_turn/tool_failure_rate"] = sum(sum(k.values()) for k in stats.failures.values()) / calls
     for name, summary in stats.summary().items():
         for key, value in summary.items():
             if key.startswith("latency_"):

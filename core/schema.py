@@ -340,6 +340,7 @@ class MultiTurnConfig:
     interaction_config_path: Optional[str] = opt(None, "verl's interaction config YAML (interaction: [{name, class_name, config}]): simulated users that answer every assistant turn without a tool call, as user turns; each row names its interaction in extra_info.interaction_kwargs.name. null = none.")
     format: str = opt("hermes", "The tool-call format the model writes: hermes (<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>, verl's default).")
     tokenization_sanity_check_mode: Literal["strict", "ignore_strippable", "disable"] = opt("strict", "Compare each episode's tokens, built turn by turn, with its conversation rendered whole and warn (counted) where they differ: strict (any token), ignore_strippable (not where only whitespace differs), disable.")
+    turn_rewards_on_tokens: bool = opt(False, "rewardsmith's own: add each assistant turn's rewards (its tool calls' step rewards, the interaction's score of the reply to it) on the last token the turn generated, beside the sample's score on its last token; off (verl's behaviour): they count only through reward components (tool_step_rewards, interaction_score). docs/environments.md#rewards-of-an-episode.")
     tool_timeout_s: Optional[float] = opt(300.0, "rewardsmith's own (verl has no limit): seconds a tool's create, execute and release, or an interaction's reply, may each take, waits in a tool's own rate limiter included; a late tool call becomes an error result the model sees (counted as a timeout), a late reply ends its episode; null = no limit.")
 
     def __post_init__(self) -> None:
@@ -348,6 +349,8 @@ class MultiTurnConfig:
         require_positive("max_parallel_calls", self.max_parallel_calls, allow_none=False)
         require_positive("max_tool_response_length", self.max_tool_response_length, allow_none=False)
         require_positive("tool_timeout_s", self.tool_timeout_s)
+        if self.turn_rewards_on_tokens and not self.enable:
+            raise InvalidValue("turn_rewards_on_tokens", "places the turns of multi-turn episodes: it needs multi_turn.enable=true")
         if self.format != "hermes":
             raise InvalidValue("format", f"{self.format!r} is not a tool-call format here; allowed: hermes")
 

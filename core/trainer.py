@@ -32,6 +32,7 @@ from rewardsmith.core.dynamic_sampling import (GenerationBudgetExhausted, budget
 from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy, truncated
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
+from rewardsmith.core.episode_rewards import place_turn_rewards
 from rewardsmith.core.multi_turn import episode_metrics
 from rewardsmith.core.reward_masking import (
     affected_groups,
@@ -353,6 +354,8 @@ class PPOTrainer:
             scores = critic_token_level_scores(values, batch["response_mask"])
         else:
             scores = reward.token_level_scores
+            if self.config.actor_rollout_ref.rollout.multi_turn.turn_rewards_on_tokens:
+                scores = place_turn_rewards(scores, batch.meta["multi_turn"])
         batch["token_level_scores"] = scores
 
         rewards = scores
@@ -635,7 +638,8 @@ class PPOTrainer:
         Returns ``val/reward/mean``, ``val/reward/<data_source>/mean`` (over
         the scored samples; none scored: absent), ``val/response_length/mean``
         and the reward managers' own metrics under ``val/`` (``val/reward/unscored``,
-        per component, per data_source, failures), model rows included.
+        per component, per data_source, failures), model rows included, and a
+        multi-turn rollout's episode metrics (``val/num_turns/mean``, ``val/tool/...``).
         """
         assert self.val_set is not None
         size = self.config.data.val_batch_size or len(self.val_set)
@@ -657,6 +661,8 @@ class PPOTrainer:
             self._write(f"[val] {prompt!r} -> {texts[i]!r} " + ("unscored" if unscored[i] else f"score={scores[i]:.3g}"))
         # The manager's own metrics (``val/reward/mean``, ``val/reward/unscored``, per source and component).
         metrics = {f"val/{k}": v for k, v in out.metrics.items()}
+        if "multi_turn" in rows.meta:
+            metrics.update({f"val/{k}": v for k, v in episode_metrics(batches).items()})
         metrics["val/response_length/mean"] = sum(lengths) / len(lengths)
         for source in sorted(set(sources)):
             picked = [i for i, src in enumerate(sources) if src == source]

@@ -160,10 +160,15 @@ class RewardModelRolloutConfig:
             raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
 
 
+# Component kinds that read a multi-turn episode's environment rewards (plugins/episode_rewards.py).
+ENVIRONMENT_KINDS = ("tool_reward", "tool_step_rewards", "interaction_score")
+
+
 @dataclass
 class ComponentConfig:
-    kind: Literal["rule", "local_rm", "remote_rm", "judge"] = opt("rule", "rule: a scorer; local_rm / remote_rm / judge: reward_model.model / .remote / .judge.")
+    kind: Literal["rule", "local_rm", "remote_rm", "judge", "tool_reward", "tool_step_rewards", "interaction_score"] = opt("rule", "rule: a scorer; local_rm / remote_rm / judge: reward_model.model / .remote / .judge; a multi-turn episode's environment: tool_reward (a tool's own calc_reward), tool_step_rewards (the sum of its calls' step rewards), interaction_score (the interaction's calculate_score); docs/environments.md#rewards-of-an-episode.")
     scorer: Optional[str] = opt(None, "rule components: the scorer's name; null = the row's data_source route (or custom_reward_function).")
+    tool: Optional[str] = opt(None, "tool_reward components: the tool (its schema's function name) whose reward counts; null = the sum over the episode's tools.")
     weight: float = opt(1.0, "Weight of this component in the sample's reward.")
     gate: Optional[str] = opt(None, "Name of an earlier component of the same data_source: this one is asked only when the gate's score >= gate_threshold.")
     gate_threshold: float = opt(0.5, "The gate passes when its score is at least this.")
@@ -177,6 +182,8 @@ class ComponentConfig:
             raise InvalidValue("weight", f"must be >= 0, got {self.weight}")
         if self.kind != "rule" and self.scorer is not None:
             raise InvalidValue("scorer", f"is for rule components; this component's kind is {self.kind}")
+        if self.kind != "tool_reward" and self.tool is not None:
+            raise InvalidValue("tool", f"is for tool_reward components; this component's kind is {self.kind}")
         if self.gate_when == "abstained" and self.gate is None:
             raise InvalidValue("gate_when", "abstained needs a gate: the component it stands in for")
         if self.gate_when == "abstained" and self.gate_value is not None:
@@ -208,7 +215,7 @@ class RewardModelConfig:
     remote: RemoteRewardModelConfig = section(RemoteRewardModelConfig, "Reward-model servers (kind remote_rm).")
     judge: JudgeConfig = section(JudgeConfig, "LLM judge behind an OpenAI-compatible endpoint (kind judge).")
     model_scorer: Optional[Literal["local_rm", "remote_rm", "judge"]] = opt(None, "What scores `style: model` rows that no `components` pattern matches; null = the only one configured.")
-    components: dict[str, dict[str, ComponentConfig]] = opt({}, "Composite rewards per data_source pattern: {pattern: {component name: {kind, scorer, weight, gate, on_failure, ...}}}; see docs/reward_models.md.")
+    components: dict[str, dict[str, ComponentConfig]] = opt({}, "Composite rewards per data_source pattern: {pattern: {component name: {kind, scorer, tool, weight, gate, on_failure, ...}}}; see docs/reward_models.md (a multi-turn episode's tool and interaction rewards: docs/environments.md#rewards-of-an-episode).")
     # verl's reward-model semantics and its reward-loop keys (docs/reward_models.md).
     route_by_style: bool = opt(False, "false (verl): with enable true, the reward model scores EVERY row, whatever its reward_model.style (custom_reward_function.path, when set, scores every row instead); true: rewardsmith's per-row routing, `style: model` rows to the model and the others to their scorers.")
     micro_batch_size_per_gpu: Optional[int] = opt(None, "verl's per-rank reward-model micro-batch; the local reward model runs on one rank here, so it sets reward_model.model.micro_batch_size.")

@@ -129,6 +129,8 @@ class Receipts:
             out["model"] = self.rm.remote.model or [redact_url(u) for u in self.rm.remote.urls]
         elif c.kind == "local_rm":
             out["model"] = self.rm.model.path
+        elif c.tool is not None:
+            out["tool"] = c.tool
         return out
 
     def _origin(self, fn: Any) -> dict[str, Any]:

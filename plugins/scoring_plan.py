@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 from rewardsmith.common.errors import ConfigError, NotRegistered, RewardError
 from rewardsmith.common.redaction import without_userinfo
-from rewardsmith.plugins.config import ComponentConfig, RewardSettings
+from rewardsmith.plugins.config import ENVIRONMENT_KINDS, ComponentConfig, RewardSettings
 from rewardsmith.plugins.custom import PER_SAMPLE, accepted_kwargs, load_custom_function
 from rewardsmith.plugins.model_scoring.factory import SECTIONS, build_model_scorer, configured_kinds
 from rewardsmith.plugins.registry import Registry
@@ -48,6 +48,7 @@ class Component:
     gate_threshold: float = 0.5
     gate_value: Optional[float] = None
     gate_when: str = "score_at_least"
+    tool: Optional[str] = None  # tool_reward: the tool whose reward counts (None: all of the episode's)
 
     @property
     def stands_in(self) -> bool:
@@ -155,7 +156,7 @@ class ScoringPlan:
                               "reward_model.remote.urls or reward_model.judge.base_url")
         for pattern, components in rm.components.items():
             for name, comp in components.items():
-                if comp.kind == "rule":
+                if comp.kind == "rule" or comp.kind in ENVIRONMENT_KINDS:
                     continue
                 key = f"reward_model.components.{pattern}.{name}.kind"
                 section, field = SECTIONS[comp.kind]
@@ -212,7 +213,7 @@ class ScoringPlan:
                 scorer = self._route(data_source)
         fallback = self._fallback if comp.fallback is None else float(comp.fallback)
         return Component(name, comp.kind, comp.weight, comp.on_failure, fallback, scorer,
-                         comp.gate, comp.gate_threshold, comp.gate_value, comp.gate_when)
+                         comp.gate, comp.gate_threshold, comp.gate_value, comp.gate_when, comp.tool)
 
     def _route(self, data_source: str) -> WeightedScorer:
         """The one scorer of a data_source: the fixed scorer or custom function, else the registered route."""

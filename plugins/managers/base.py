@@ -4,7 +4,8 @@ Subclasses choose where rule scorers run (:meth:`RewardManager.make_executor`)
 and may reshape the final scores (:meth:`RewardManager.postprocess`, e.g.
 DAPO's overlong penalty). Everything else, shared by every manager, lives
 here: routing each row by its ``reward_model.style`` to its components (rule
-scorers, a reward model, a judge), scoring identical samples once, gates,
+scorers, a reward model, a judge, a multi-turn episode's environment rewards),
+leaving unscored the episodes whose tools were unavailable, scoring identical samples once, gates,
 failure policies, combining weighted components, the union of extra info, and
 metrics per component and per data_source.
 """
@@ -15,11 +16,12 @@ from typing import Any, Optional
 
 import torch
 
-from rewardsmith.plugins.config import RewardSettings
+from rewardsmith.plugins.config import ENVIRONMENT_KINDS, RewardSettings
 from rewardsmith.plugins.batch import RewardBatch, RewardOutput, scored_mean, token_level_scores
 from rewardsmith.common.canonical import canonical_json
 from rewardsmith.common.errors import RewardError
 from rewardsmith.plugins.executors import BrokenScorerCheck, Executor, ProcessExecutor, Progress, ScoreJob, SerialExecutor
+from rewardsmith.plugins.episode_rewards import environment_outcome, unavailable_tools
 from rewardsmith.plugins.model_scoring.interface import ModelRequest
 from rewardsmith.plugins.scoring_plan import Component, ScoringPlan
 from rewardsmith.plugins.scoring import ABSTAIN, CRASH, ERROR, INVALID, OK, TIMEOUT, UNAVAILABLE, ScoreOutcome, is_undecided
@@ -99,19 +101,26 @@ class RewardManager:
 
         Components run in rounds: those without a gate first, then those whose
         gate has been decided, so a judge is asked only where its gate passed
-        (or, for a fallback, only where its gate has no value).
+        (or, for a fallback, only where its gate has no value). A multi-turn
+        episode whose tools were unavailable is not scored: every component is
+        ``unavailable`` and the sample unscored, whatever the failure policies.
         """
         plans = self._route(batch)
         results: list[dict[str, ScoreOutcome]] = [{} for _ in plans]
+        blocked = {i: f"tool {', '.join(map(repr, tools))} was unavailable in the episode"
+                   for i in range(len(batch)) if (tools := unavailable_tools(batch.extra_infos[i]))}
+        for i, why in blocked.items():
+            results[i] = {c.name: ScoreOutcome(UNAVAILABLE, error=why) for c in plans[i]}
+        plans_to_run = [[] if i in blocked else comps for i, comps in enumerate(plans)]
         depth = [{c.name: _depth(c, comps) for c in comps} for comps in plans]
-        unique = {self._key(batch, i, c) for i, comps in enumerate(plans) for c in comps}
-        calls = sum(len(p) for p in plans)
+        unique = {self._key(batch, i, c) for i, comps in enumerate(plans_to_run) for c in comps}
+        calls = sum(len(p) for p in plans_to_run)
         if progress is not None:
             progress.reset(total=len(unique))
         asked: set = set()
         for level in range(max((max(d.values()) for d in depth if d), default=-1) + 1):
             todo = []
-            for i, comps in enumerate(plans):
+            for i, comps in enumerate(plans_to_run):
                 for c in comps:
                     if depth[i][c.name] != level:
                         continue
@@ -129,8 +138,11 @@ class RewardManager:
         masked = torch.zeros(len(batch), dtype=torch.bool)
         per_sample: list[dict[str, Any]] = []
         for i, comps in enumerate(plans):
-            outcomes = [results[i][c.name] for c in comps]
-            value, info = self._combine(batch, i, comps, outcomes)
+            if i in blocked:  # the environment failed the episode: no failure policy makes that a score
+                value, info = None, {"reward_status": UNAVAILABLE, "reward_error": blocked[i],
+                                     "reward_seconds": 0.0, "reward_components": {c.name: None for c in comps}}
+            else:
+                value, info = self._combine(batch, i, comps, [results[i][c.name] for c in comps])
             masked[i] = value is None
             scores[i] = self.fallback_score if value is None else value
             per_sample.append(info)
@@ -140,6 +152,8 @@ class RewardManager:
         extra_info["score"] = scores.tolist()
         extra_info["reward_masked"] = masked.tolist()
         metrics = self._metrics(batch, scores, masked, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
+        if any("tool_calls" in (info or {}) for info in batch.extra_infos):  # a multi-turn batch
+            metrics["reward/tools_unavailable"] = float(len(blocked))
         out = RewardOutput(scores=scores, extra_info=extra_info, metrics=metrics, masked=masked)
         if batch.response_mask is not None:
             out.token_level_scores = token_level_scores(scores, batch.response_mask)
@@ -169,7 +183,7 @@ class RewardManager:
 
     def _key(self, batch: RewardBatch, i: int, c: Component) -> tuple:
         """Samples with equal keys get one call: same component, row fields and (for models) prompt."""
-        who = c.scorer.name if c.scorer is not None else c.kind
+        who = c.scorer.name if c.scorer is not None else f"{c.kind}:{c.tool}"
         if not self.score_identical_once:
             return (c.kind, who, i)
         where = f"row {i} (data_source '{batch.data_sources[i]}')"
@@ -202,11 +216,16 @@ class RewardManager:
         copies: dict[tuple, int] = defaultdict(int)  # samples per distinct key
         model_jobs: dict[str, list[ModelRequest]] = defaultdict(list)
         where: list[tuple[str, int]] = []
+        environment: list[ScoreOutcome] = []  # read from the episode's extra_info, here
         for i, c in todo:
             key = self._key(batch, i, c)
             copies[key] += 1
             if key not in index:
-                if c.kind == "rule":
+                if c.kind in ENVIRONMENT_KINDS:
+                    index[key] = len(where)
+                    where.append(("environment", len(environment)))
+                    environment.append(environment_outcome(c.kind, c.tool, batch.extra_infos[i]))
+                elif c.kind == "rule":
                     ws = c.scorer
                     index[key] = len(where)
                     where.append(("rule", len(rule_jobs)))
@@ -218,7 +237,9 @@ class RewardManager:
                     where.append((c.kind, len(model_jobs[c.kind])))
                     model_jobs[c.kind].append(self._request(batch, i))
                 asked.add(key)
-        outcomes: dict[str, list[ScoreOutcome]] = {}
+        outcomes: dict[str, list[ScoreOutcome]] = {"environment": environment}
+        if progress is not None and environment:
+            progress.update(len(environment))
         if rule_jobs:
             outcomes["rule"] = self.executor.run(rule_jobs, progress)
             if self.settings.reward_model.stop_when_all_fail:

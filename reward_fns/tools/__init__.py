@@ -8,7 +8,7 @@ from __future__ import annotations
 from rewardsmith.common.hooks import hookimpl
 from rewardsmith.reward_fns.tools.base import BaseTool
 from rewardsmith.reward_fns.tools.errors import ToolInputError, ToolUnavailable
-from rewardsmith.reward_fns.tools.execution import ToolCall, ToolResult, ToolStats, call_tool, call_tools
+from rewardsmith.reward_fns.tools.execution import ToolCall, ToolResult, ToolStats, call_tool, call_tools, unused_tool_reward
 from rewardsmith.reward_fns.tools.schemas import (
     OpenAIFunctionCallSchema, OpenAIFunctionParametersSchema, OpenAIFunctionParsedSchema,
     OpenAIFunctionPropertySchema, OpenAIFunctionSchema, OpenAIFunctionToolCall, OpenAIFunctionToolSchema,
@@ -18,7 +18,7 @@ from rewardsmith.reward_fns.tools.schemas import (
 __all__ = [
     "BaseTool", "ToolResponse", "OpenAIFunctionToolSchema", "OpenAIFunctionSchema", "OpenAIFunctionParametersSchema",
     "OpenAIFunctionPropertySchema", "OpenAIFunctionParsedSchema", "OpenAIFunctionCallSchema", "OpenAIFunctionToolCall",
-    "ToolInputError", "ToolUnavailable", "ToolCall", "ToolResult", "ToolStats", "call_tool", "call_tools",
+    "ToolInputError", "ToolUnavailable", "ToolCall", "ToolResult", "ToolStats", "call_tool", "call_tools", "unused_tool_reward",
 ]
 
 # (registered name, module under rewardsmith.reward_fns.tools, class)
