@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from core_helpers import tiny_config
+from core_helpers import tiny_config, two_steps, write_reward
 from rewardsmith.core.batch import Batch, chunk_ranges
 from rewardsmith.core.reward_chunks import concat_chunks
 from rewardsmith.core.reward_overlap import PendingReward
@@ -46,24 +46,6 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     calls[0] += 1
     return float(calls[0] % 2)
 '''
-
-
-def write_reward(tmp_path, source: str) -> str:
-    path = tmp_path / "reward.py"
-    path.write_text(source)
-    return f"custom_reward_function.path={path}"
-
-
-def two_steps(trainer: PPOTrainer) -> list[dict]:
-    out = []
-    for step in (1, 2):
-        trainer.global_step = step
-        timing: dict[str, float] = {}
-        batch, metrics = trainer.make_experience(next(trainer.prompt_batches), timing)
-        metrics.update(trainer.update(batch))
-        out.append({"responses": batch["responses"], "scores": batch["token_level_scores"], "advantages": batch["advantages"],
-                    "old_log_probs": batch["old_log_probs"], "unscored": batch["unscored"], "metrics": metrics})
-    return out
 
 
 def test_chunk_ranges_cover_the_batch_in_near_equal_parts():
