@@ -158,10 +158,13 @@ def time_per_token(model, input_ids, gen, processors_for) -> float:
     """Seconds per generated token of one ``generate`` call (fresh processors each call: they hold state)."""
     import torch
 
+    synchronize = torch.cuda.synchronize if input_ids.is_cuda else (lambda: None)
     with torch.no_grad():
+        synchronize()
         start = time.perf_counter()
         out = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), generation_config=gen,
                              logits_processor=processors_for())
+        synchronize()
         elapsed = time.perf_counter() - start
     return elapsed / (out.shape[0] * (out.shape[1] - input_ids.shape[1]))
 
@@ -181,12 +184,12 @@ def sampler_costs(args: argparse.Namespace) -> None:
     plain_gen = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, **common)
     seeded_gen = GenerationConfig(do_sample=False, temperature=None, top_k=None, top_p=None, **common)
     print(f"Generation time per token: {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, "
-          f"CPU, {args.threads} torch threads, median of {args.rounds} rounds")
+          f"{args.device}, {args.threads} torch threads, median of {args.rounds} rounds")
     print(f"{'vocab':>7}{'log-probs':>11}{'multinomial us':>16}{'per-prompt us':>15}{'ratio':>8}")
     for vocab in SAMPLER_VOCABS:
         torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**spec, vocab_size=vocab)).eval()
-        input_ids = torch.randint(2, vocab, (args.prompts, 32)).repeat_interleave(args.n, dim=0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**spec, vocab_size=vocab)).eval().to(args.device)
+        input_ids = torch.randint(2, vocab, (args.prompts, 32)).repeat_interleave(args.n, dim=0).to(args.device)
         for record in (False, True):
             params = SamplingParams(n=args.n, max_new_tokens=args.max_new_tokens, seed=0, log_probs=record)
             variants = {
@@ -243,6 +246,7 @@ def main() -> None:
                         help="run every row this many times, in alternating order, and report the medians (steadier on shared cores)")
     parser.add_argument("--sampler", action="store_true",
                         help="time the hf engine's per-prompt sampler against plain multinomial sampling instead")
+    parser.add_argument("--device", default="cpu", help="--sampler's torch device (cpu, cuda)")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
