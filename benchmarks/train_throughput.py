@@ -15,6 +15,15 @@ rank 0's).
     python benchmarks/train_throughput.py [--steps 6] [--prompts 16] [--n 8] [--max-new-tokens 20] [--rounds 3]
 
 TRL is installed into the running environment with pip when it is missing.
+
+``--sampler`` measures instead what the hf engine's sampling costs: generation
+time per token with its per-prompt sampler (core/rollout.py's
+``sampling_processors``: one seeded stream per prompt, Gumbel-max; with and
+without the log-prob recorder rollout correction adds) against transformers'
+own sampling (softmax, then one ``torch.multinomial`` over the batch), on the
+same model and prompts in one process, in alternating order, medians of
+``--rounds``. Every row generates all ``--max-new-tokens`` (no end token), with
+the model's character vocabulary and with a 32k one.
 """
 from __future__ import annotations
 
@@ -141,6 +150,63 @@ def launcher(name: str) -> list[str]:
             f"--master-port={port}"]
 
 
+# The demo's character vocabulary (build_char_tokenizer) and a subword-sized one: the sampler's work grows with it.
+SAMPLER_VOCABS = (107, 32_000)
+
+
+def time_per_token(model, input_ids, gen, processors_for) -> float:
+    """Seconds per generated token of one ``generate`` call (fresh processors each call: they hold state)."""
+    import torch
+
+    synchronize = torch.cuda.synchronize if input_ids.is_cuda else (lambda: None)
+    with torch.no_grad():
+        synchronize()
+        start = time.perf_counter()
+        out = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), generation_config=gen,
+                             logits_processor=processors_for())
+        synchronize()
+        elapsed = time.perf_counter() - start
+    return elapsed / (out.shape[0] * (out.shape[1] - input_ids.shape[1]))
+
+
+def sampler_costs(args: argparse.Namespace) -> None:
+    """The per-prompt sampler against plain multinomial sampling (see the module docstring)."""
+    import torch
+    import yaml
+    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig, LogitsProcessorList
+
+    from rewardsmith.core.rollout import SampledLogProbs, SamplingParams, prompt_seeds, sampling_processors
+
+    torch.set_num_threads(args.threads)
+    spec = yaml.safe_load(MODEL)
+    common = dict(max_new_tokens=args.max_new_tokens, min_new_tokens=args.max_new_tokens, eos_token_id=None,
+                  pad_token_id=0, bos_token_id=None, use_cache=True)
+    plain_gen = GenerationConfig(do_sample=True, temperature=1.0, top_k=0, top_p=1.0, **common)
+    seeded_gen = GenerationConfig(do_sample=False, temperature=None, top_k=None, top_p=None, **common)
+    print(f"Generation time per token: {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, "
+          f"{args.device}, {args.threads} torch threads, median of {args.rounds} rounds")
+    print(f"{'vocab':>7}{'log-probs':>11}{'multinomial us':>16}{'per-prompt us':>15}{'ratio':>8}")
+    for vocab in SAMPLER_VOCABS:
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**spec, vocab_size=vocab)).eval().to(args.device)
+        input_ids = torch.randint(2, vocab, (args.prompts, 32)).repeat_interleave(args.n, dim=0).to(args.device)
+        for record in (False, True):
+            params = SamplingParams(n=args.n, max_new_tokens=args.max_new_tokens, seed=0, log_probs=record)
+            variants = {
+                "multinomial": (plain_gen, lambda: LogitsProcessorList([SampledLogProbs()] if record else [])),
+                "per-prompt": (seeded_gen, lambda: sampling_processors(params, prompt_seeds(params, args.prompts), input_ids.device,
+                                                                       SampledLogProbs() if record else None)),
+            }
+            times: dict[str, list[float]] = {name: [] for name in variants}
+            for name, (gen, processors_for) in variants.items():
+                time_per_token(model, input_ids, gen, processors_for)  # warm-up
+            for round_ in range(args.rounds):
+                for name in variants if round_ % 2 == 0 else list(variants)[::-1]:
+                    times[name].append(time_per_token(model, input_ids, *variants[name]))
+            plain, seeded = (statistics.median(times[name]) for name in variants)
+            print(f"{vocab:>7}{'yes' if record else 'no':>11}{plain * 1e6:>16.1f}{seeded * 1e6:>15.1f}{seeded / plain:>8.2f}")
+
+
 def child(args: argparse.Namespace) -> None:
     import torch
 
@@ -178,11 +244,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads per row (the two FSDP2 ranks share them, at least one each)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every row this many times, in alternating order, and report the medians (steadier on shared cores)")
+    parser.add_argument("--sampler", action="store_true",
+                        help="time the hf engine's per-prompt sampler against plain multinomial sampling instead")
+    parser.add_argument("--device", default="cpu", help="--sampler's torch device (cpu, cuda)")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
+        return
+    if args.sampler:
+        sampler_costs(args)
         return
     ensure_trl()
     with tempfile.TemporaryDirectory() as tmp:

@@ -45,7 +45,7 @@ def metric_values(metric: str, reward: RewardOutput) -> list[Any]:
     else:
         raise KeyError(f"algorithm.filter_groups.metric={metric!r} is neither seq_reward, seq_final_reward nor a key of "
                        f"the reward's extra info ({', '.join(sorted(reward.extra_info)) or 'none'})")
-    unscored = reward.masked.tolist() if reward.masked is not None else [False] * len(values)
+    unscored = reward.unscored.tolist() if reward.unscored is not None else [False] * len(values)
     return [None if bad else value for value, bad in zip(values, unscored)]
 
 
@@ -71,7 +71,7 @@ def select_reward(reward: RewardOutput, rows: list[int]) -> RewardOutput:
         extra_info={k: [v[i] for i in rows] for k, v in reward.extra_info.items()},
         metrics=dict(reward.metrics),
         token_level_scores=None if reward.token_level_scores is None else reward.token_level_scores[index],
-        masked=None if reward.masked is None else reward.masked[index],
+        unscored=None if reward.unscored is None else reward.unscored[index],
     )
 
 

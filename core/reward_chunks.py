@@ -27,7 +27,7 @@ def concat_samples(rewards: Sequence[RewardOutput], metrics: dict[str, float]) -
         extra_info={k: [v for r in rewards for v in r.extra_info.get(k, [None] * len(r.scores))] for k in sorted(keys)},
         metrics=metrics,
         token_level_scores=None if rewards[0].token_level_scores is None else torch.cat([r.token_level_scores for r in rewards]),
-        masked=None if rewards[0].masked is None else torch.cat([r.masked for r in rewards]),
+        unscored=None if rewards[0].unscored is None else torch.cat([r.unscored for r in rewards]),
     )
 
 

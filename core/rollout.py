@@ -203,11 +203,13 @@ class PromptSeededSampling(LogitsProcessor):
         self.generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        vocab = scores.shape[-1]
-        uniform = torch.cat([torch.rand((self.n, vocab), generator=g, device=scores.device) for g in self.generators])
-        tiny = torch.finfo(uniform.dtype).tiny
-        gumbel = -torch.log(-torch.log(uniform.clamp(min=tiny, max=1.0 - 1e-7)))
-        return scores.float() + gumbel
+        # One buffer, filled prompt by prompt and turned into the noisy scores in place: the same numbers as
+        # torch.rand per prompt, cat, then -log(-log(u)) + scores, without the five temporaries of that (B, V) size.
+        noise = torch.empty((len(self.generators) * self.n, scores.shape[-1]), device=scores.device)
+        for rows, g in zip(noise.split(self.n), self.generators):
+            rows.uniform_(generator=g)
+        noise.clamp_(min=torch.finfo(noise.dtype).tiny, max=1.0 - 1e-7).log_().neg_().log_()
+        return noise.neg_().add_(scores)
 
 
 def sampling_processors(params: SamplingParams, seeds: list[int], device: torch.device,

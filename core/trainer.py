@@ -374,8 +374,8 @@ class PPOTrainer:
         batch["reward_masked"] = masked
         batch["token_level_rewards"] = rewards
         unscored = torch.zeros(len(batch), dtype=torch.bool)
-        if reward.masked is not None and algo.reward_source != "critic":  # the critic scores every sample
-            unscored = reward.masked
+        if reward.unscored is not None and algo.reward_source != "critic":  # the critic scores every sample
+            unscored = reward.unscored
         baselines = {}
         if algo.reward_source != "critic" and getattr(self.estimator, "requires_greedy_baseline", False):
             baselines["reward_baselines"], no_baseline = self.greedy_baselines(prompts, batch.meta["uid"], timing)
@@ -424,7 +424,7 @@ class PPOTrainer:
         records = rollout_records(
             self.global_step, batch.meta, self.config.data.reward_fn_key, inputs, responses,
             batch["token_level_scores"].sum(-1).tolist(), batch["token_level_rewards"].sum(-1).tolist(),
-            (reward.masked if reward.masked is not None else torch.zeros(len(batch), dtype=torch.bool)).tolist(),
+            (reward.unscored if reward.unscored is not None else torch.zeros(len(batch), dtype=torch.bool)).tolist(),
             reward.extra_info, receipts,
         )
         return dump_rollouts(self.config.trainer.rollout_data_dir, self.global_step, records)
@@ -562,7 +562,7 @@ class PPOTrainer:
             responses = self.actor.generate(prompts, greedy)
         reward = self.score(responses, timing)
         scores = reward.token_level_scores.sum(-1).tolist()
-        unscored = reward.masked.tolist() if reward.masked is not None else [False] * len(scores)
+        unscored = reward.unscored.tolist() if reward.unscored is not None else [False] * len(scores)
         by_uid = {uid: (score, bad) for uid, score, bad in zip(responses.meta["uid"], scores, unscored)}
         return (torch.tensor([by_uid[uid][0] for uid in uids]), torch.tensor([by_uid[uid][1] for uid in uids], dtype=torch.bool))
 
@@ -655,7 +655,7 @@ class PPOTrainer:
         # manager's overlong penalty needs them in validation as in training.
         out = self.score_texts(rows, texts, response_lengths=lengths)
         scores, sources = out.scores.tolist(), rows.meta["data_source"]
-        unscored = out.masked.tolist() if out.masked is not None else [False] * len(scores)
+        unscored = out.unscored.tolist() if out.unscored is not None else [False] * len(scores)
         for i in range(min(self.config.trainer.log_val_generations, len(texts))):
             prompt = self.tokenizer.decode(prompts[i].tolist(), skip_special_tokens=True)
             self._write(f"[val] {prompt!r} -> {texts[i]!r} " + ("unscored" if unscored[i] else f"score={scores[i]:.3g}"))

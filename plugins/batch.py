@@ -1,6 +1,7 @@
 """What a reward manager takes and gives back."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -47,23 +48,57 @@ class RewardBatch:
         return len(self.solutions)
 
 
-@dataclass
+@dataclass(init=False)
 class RewardOutput:
     """Per-sample rewards plus everything the scorers said about them.
 
     ``extra_info`` holds the union of every sample's extra keys, one list entry
-    per sample (``None`` where a sample had no such key). ``masked`` (B,) marks
+    per sample (``None`` where a sample had no such key). ``unscored`` (B,) marks
     the unscored samples, those no component could score (every one abstained,
     was undecided or failed under ``on_failure: abstain``): their score is
     ``reward_model.fallback_score``, a placeholder that belongs out of the
     advantage, the loss and every reported mean (:func:`scored_mean`).
+
+    ``masked`` is the field's old name: still accepted (``masked=``) and
+    readable, with a DeprecationWarning, until the next release.
     """
 
     scores: torch.Tensor
     extra_info: dict[str, list] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     token_level_scores: Optional[torch.Tensor] = None
-    masked: Optional[torch.Tensor] = None
+    unscored: Optional[torch.Tensor] = None
+
+    def __init__(self, scores: torch.Tensor, extra_info: Optional[dict[str, list]] = None,
+                 metrics: Optional[dict[str, float]] = None, token_level_scores: Optional[torch.Tensor] = None,
+                 unscored: Optional[torch.Tensor] = None, *, masked: Optional[torch.Tensor] = None) -> None:
+        if masked is not None:
+            if unscored is not None:
+                raise TypeError("RewardOutput takes unscored= or its deprecated name masked=, not both")
+            _warn_masked()
+            unscored = masked
+        self.scores = scores
+        self.extra_info = {} if extra_info is None else extra_info
+        self.metrics = {} if metrics is None else metrics
+        self.token_level_scores = token_level_scores
+        self.unscored = unscored
+
+    @property
+    def masked(self) -> Optional[torch.Tensor]:
+        """Deprecated name of :attr:`unscored`."""
+        _warn_masked()
+        return self.unscored
+
+    @masked.setter
+    def masked(self, value: Optional[torch.Tensor]) -> None:
+        _warn_masked()
+        self.unscored = value
+
+
+def _warn_masked() -> None:
+    # stacklevel 3: the plugin's line that used the old name, past this helper and the property or __init__.
+    warnings.warn("RewardOutput.masked is renamed RewardOutput.unscored; the old name goes in the next release",
+                  DeprecationWarning, stacklevel=3)
 
 
 def token_level_scores(scores: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:

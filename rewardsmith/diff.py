@@ -110,8 +110,8 @@ def score_side(side: Side, batch: RewardBatch, rows: list[dict[str, Any]], owner
 
     config = load_config(Config, side.config_file or config_file, [*overrides, *side.overrides])
     out = score_batch(config.reward_settings(), batch, progress)
-    masked = out.masked.tolist() if out.masked is not None else [False] * len(batch)
-    return SideScores([float(s) for s in out.scores.tolist()], masked)
+    unscored = out.unscored.tolist() if out.unscored is not None else [False] * len(batch)
+    return SideScores([float(s) for s in out.scores.tolist()], unscored)
 
 
 def mcnemar(b: int, c: int) -> tuple[float, str]:

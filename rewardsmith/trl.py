@@ -94,7 +94,7 @@ def trl_reward_func(scorer: Optional[str] = None, *, data_source: Optional[str] 
         extra = columns.get("extra_info") or [None] * n
         batch = RewardBatch(list(sources), [_text(c) for c in completions], truths, list(extra))
         out = manager(batch)
-        unscored = out.masked.tolist() if out.masked is not None else [False] * n
+        unscored = out.unscored.tolist() if out.unscored is not None else [False] * n
         return [None if bad else score for score, bad in zip(out.scores.tolist(), unscored)]
 
     reward.__name__ = reward.__qualname__ = _distinct(name or _descriptive_name(settings, data_source))

@@ -354,7 +354,7 @@ def validate_manager(manager: Union[str, type], *, cases: Optional[Sequence[Case
     """Check a reward manager (a registered name, or the class) on a batch of gold, empty and
     unrelated responses: it builds from the config, scores the batch, returns one finite score
     per sample, token-level scores on each response's last valid token, per-sample extra info
-    and ``masked``, pays gold above empty, and gives the same scores twice."""
+    and ``unscored``, pays gold above empty, and gives the same scores twice."""
     import torch
 
     from rewardsmith.common.config import load_config
@@ -396,34 +396,34 @@ def validate_manager(manager: Union[str, type], *, cases: Optional[Sequence[Case
     short = [k for k, v in first.extra_info.items() if len(v) != n]
     if short:
         shape.append(f"extra_info lists must have one entry per sample ({n}): {', '.join(short)}")
-    if first.masked is not None and tuple(first.masked.shape) != (n,):
-        shape.append(f"masked must have shape ({n},)")
+    if first.unscored is not None and tuple(first.unscored.shape) != (n,):
+        shape.append(f"unscored must have shape ({n},)")
     report.checks.append(Check("scores a batch", not shape, "; ".join(shape) or
-                               f"{n} samples: scores, token-level scores, extra info and masked all line up"))
+                               f"{n} samples: scores, token-level scores, extra info and unscored all line up"))
     if shape:
         for name in ("gold scores above empty and unrelated", "deterministic across calls"):
             report.checks.append(_skip(name, "the manager's output does not line up with the batch"))
         return report
     scores = first.scores.tolist()
     # An unscored sample's score is only the fallback placeholder: nothing to compare.
-    masked, again_masked = ([False] * n if out.masked is None else out.masked.tolist() for out in (first, second))
+    unscored, again_unscored = ([False] * n if out.unscored is None else out.unscored.tolist() for out in (first, second))
     statuses = first.extra_info.get("reward_status") or [None] * n
     low = []
     for k in range(len(cases)):
-        unscored = [f"{what} unscored ({statuses[3 * k + j]})" for j, what in enumerate(("gold", "empty", "unrelated"))
-                    if masked[3 * k + j]]
-        if unscored:
-            low.append(f"case {k} ({cases[k].data_source}): {', '.join(unscored)}")
+        missing = [f"{what} unscored ({statuses[3 * k + j]})" for j, what in enumerate(("gold", "empty", "unrelated"))
+                   if unscored[3 * k + j]]
+        if missing:
+            low.append(f"case {k} ({cases[k].data_source}): {', '.join(missing)}")
         elif not scores[3 * k] > max(scores[3 * k + 1], scores[3 * k + 2]):
             low.append(f"case {k} ({cases[k].data_source}): gold {scores[3 * k]:g}, empty {scores[3 * k + 1]:g}")
     report.checks.append(Check("gold scores above empty and unrelated", not low, "; ".join(low) or f"on {len(cases)} case(s)"))
-    scored = [i for i in range(n) if not masked[i]]
+    scored = [i for i in range(n) if not unscored[i]]
     if not scored:
         report.checks.append(_skip("deterministic across calls", "no sample was scored, so there was nothing to compare"))
         return report
     again = second.scores.tolist()
-    differ = [f"sample {i}: {scores[i]:g} then {'unscored' if again_masked[i] else f'{again[i]:g}'}"
-              for i in scored if again_masked[i] or again[i] != scores[i]]
+    differ = [f"sample {i}: {scores[i]:g} then {'unscored' if again_unscored[i] else f'{again[i]:g}'}"
+              for i in scored if again_unscored[i] or again[i] != scores[i]]
     report.checks.append(Check("deterministic across calls", not differ, "; ".join(differ) or
                                f"two calls agree on {len(scored)} scored sample(s)"))
     return report

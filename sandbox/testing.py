@@ -97,3 +97,12 @@ def running_server(*args: str, start_timeout_s: float = 60.0, prefix: tuple[str,
             proc.kill()
             proc.wait()
         log.close()
+
+
+def successful_stdout(url: str, code: str, run_timeout: float = 10) -> str:
+    """The stdout of ``code`` run through ``url``'s ``/run_code``; asserts the request and the run succeeded."""
+    reply = requests.post(url + "/run_code", json={"code": code, "run_timeout": run_timeout}, timeout=60 + 3 * run_timeout)
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["status"] == "Success", body
+    return body["run_result"]["stdout"]

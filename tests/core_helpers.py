@@ -5,12 +5,18 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
 
 from rewardsmith.demo.arith_problems import make_dataset
 from rewardsmith.demo.char_tokenizer import build_char_tokenizer
 from rewardsmith.common.config import load_config
 from rewardsmith.common.rows import write_rows
 from rewardsmith.core.schema import Config
+
+if TYPE_CHECKING:
+    from rewardsmith.core.trainer import PPOTrainer
 
 TINY_MODEL = (
     "{model_type: qwen2, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 1, num_attention_heads: 2, "
@@ -70,6 +76,39 @@ def tiny_overrides(tmp_path: Path, paths: dict[str, Path], custom_reward: bool =
 def tiny_config(tmp_path: Path, *extra: str, custom_reward: bool = True) -> Config:
     paths = write_inputs(tmp_path)
     return load_config(Config, None, [*tiny_overrides(tmp_path, paths, custom_reward), *extra])
+
+
+def write_reward(tmp_path: Path, source: str) -> str:
+    """``source`` as ``tmp_path``/reward.py; returns the override that loads it as the custom compute_score."""
+    path = tmp_path / "reward.py"
+    path.write_text(source)
+    return f"custom_reward_function.path={path}"
+
+
+def two_steps(trainer: PPOTrainer) -> list[dict]:
+    """Experience and update of two steps: what overlapping or streaming the rewards must not change."""
+    out = []
+    for step in (1, 2):
+        trainer.global_step = step
+        timing: dict[str, float] = {}
+        batch, metrics = trainer.make_experience(next(trainer.prompt_batches), timing)
+        metrics.update(trainer.update(batch))
+        out.append({"responses": batch["responses"], "scores": batch["token_level_scores"], "advantages": batch["advantages"],
+                    "old_log_probs": batch["old_log_probs"], "unscored": batch["unscored"], "metrics": metrics,
+                    "timing": timing})
+    return out
+
+
+def fit_and_assert_trained(trainer: PPOTrainer) -> dict[str, float]:
+    """``trainer.fit()``, asserting the actor's weights changed and the last pg_loss is finite; returns the last metrics.
+
+    The caller closes the trainer."""
+    before = {k: v.clone() for k, v in trainer.actor.model.state_dict().items()}
+    last = trainer.fit()
+    after = trainer.actor.model.state_dict()
+    assert torch.isfinite(torch.tensor(last["actor/pg_loss"]))
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    return last
 
 
 DEMO_SOURCES = ("lighteval/MATH", "math_dapo", "openai/gsm8k")

@@ -19,7 +19,7 @@ from rewardsmith.core.models import (
     response_logprobs,
     response_values,
 )
-from rewardsmith.core.rollout import HFRollout, SamplingParams, response_mask_from_eos
+from rewardsmith.core.rollout import HFRollout, PromptSeededSampling, SamplingParams, response_mask_from_eos
 from rewardsmith.core.schema import Config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,6 +202,23 @@ def test_llama_models_work_the_same_way(tokenizer):
     logp, _ = response_logprobs(policy, out["input_ids"], out["attention_mask"], 4)
     assert logp.shape == (4, 4) and torch.isfinite(logp).all()
     assert response_values(critic, out["input_ids"], out["attention_mask"], 4).shape == (4, 4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_prompt_seeded_sampling_adds_each_prompts_own_gumbel_noise(dtype):
+    """Bit for bit the textbook Gumbel-max noise (a uniform draw per prompt from its own generator, -log(-log u)),
+    so the in-place arithmetic that keeps it cheap samples what the plain formula samples."""
+    seeds, n, vocab = [3, 70, 2**31 - 2], 2, 97
+    sampler = PromptSeededSampling(seeds, n, torch.device("cpu"))
+    reference = [torch.Generator().manual_seed(seed) for seed in seeds]
+    for _ in range(3):  # each call takes the next draws of every prompt's stream
+        scores = (torch.randn(len(seeds) * n, vocab) * 4).to(dtype)
+        scores[0, :40] = -float("inf")  # top-k/top-p's masked logits stay masked
+        uniform = torch.cat([torch.rand((n, vocab), generator=g) for g in reference])
+        gumbel = -torch.log(-torch.log(uniform.clamp(min=torch.finfo(torch.float32).tiny, max=1.0 - 1e-7)))
+        noisy = sampler(None, scores.clone())
+        assert noisy.dtype == torch.float32
+        assert torch.equal(noisy, scores.float() + gumbel)
 
 
 def test_sampling_params_come_from_the_one_sampling_section():

@@ -33,7 +33,7 @@ def test_an_unscored_placeholder_does_not_make_a_group_vary():
 
     # Group "a": two scored samples at 1.0 and an unscored one at the placeholder -5: uniform, filtered out.
     reward = RewardOutput(scores=torch.tensor([1.0, 1.0, -5.0, 0.0, 1.0]), extra_info={"acc": [True, True, False, False, True]},
-                          masked=torch.tensor([False, False, True, False, False]))
+                          unscored=torch.tensor([False, False, True, False, False]))
     uids = ["a", "a", "a", "b", "b"]
     for metric in ("seq_reward", "score", "acc"):
         if metric == "score":

@@ -324,7 +324,7 @@ def test_the_interactions_score_is_a_component_and_an_unavailable_episode_overri
     # W = 4: 4 * (1 * answer + 3 * score) / 4; a single-turn row has no interaction score, so the answer's weight
     # carries all of W (4 * 0.5); the episode whose tool was unavailable is unscored, never raised or zeroed.
     assert scored.scores[:3].tolist() == [3.5, 0.0, 2.0]
-    assert scored.masked.tolist() == [False, False, False, True]
+    assert scored.unscored.tolist() == [False, False, False, True]
     assert scored.extra_info["reward_status"][3] == "unavailable"
     assert "'search' was unavailable" in scored.extra_info["reward_error"][3]
     assert scored.metrics["reward/tools_unavailable"] == 1 and scored.metrics["reward/user/abstained"] == 1

@@ -42,7 +42,7 @@ def test_budget_cuts_a_slow_judge_and_cancels_the_requests_not_sent(make_config)
                 out = manager(batch)
             assert time.perf_counter() - start < 1.8  # not the 5 s answers, not the 2 s timeouts
             assert out.scores[:2].tolist() == pytest.approx([0.9, 0.9])
-            assert out.masked.tolist() == [False, False, True, True, True, True]
+            assert out.unscored.tolist() == [False, False, True, True, True, True]
             assert count_over_budget(out.extra_info) == 4
             assert out.extra_info["reward_status"][2:] == ["abstain"] * 4
             assert "reward_model.step_budget_s=1" in out.extra_info["reward_error"][2]
@@ -71,5 +71,5 @@ def test_budget_cuts_sandbox_runs_mid_batch(make_config):
     # Two samples in flight at a time: the quick pair scores, the stuck pair holds both slots
     # until the deadline, and everything behind it (quick or not) is never sent.
     assert out.scores[:2].tolist() == pytest.approx([1.0, 1.0])
-    assert out.masked.tolist() == [False, False, True, True, True, True]
+    assert out.unscored.tolist() == [False, False, True, True, True, True]
     assert count_over_budget(out.extra_info) == 4

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from rewardsmith.core.trainer import PPOTrainer
-from core_helpers import tiny_config
+from core_helpers import tiny_config, two_steps, write_reward
 
 GRPO = ("algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.ppo_epochs=2")
 
@@ -40,25 +40,6 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 
 def hangs(text: str) -> bool:
     return zlib.crc32(text.encode()) % 2 == 0
-
-
-def write_reward(tmp_path, source: str) -> str:
-    path = tmp_path / "reward.py"
-    path.write_text(source)
-    return f"custom_reward_function.path={path}"
-
-
-def two_steps(trainer: PPOTrainer) -> list[dict]:
-    """Experience and update of two steps: what the overlap must not change."""
-    out = []
-    for step in (1, 2):
-        trainer.global_step = step
-        timing: dict[str, float] = {}
-        batch, metrics = trainer.make_experience(next(trainer.prompt_batches), timing)
-        metrics.update(trainer.update(batch))
-        out.append({"scores": batch["token_level_scores"], "advantages": batch["advantages"],
-                    "old_log_probs": batch["old_log_probs"], "metrics": metrics, "timing": timing})
-    return out
 
 
 def test_overlap_on_and_off_give_the_same_rewards_advantages_and_losses(tmp_path):

@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from core_helpers import tiny_config
+from core_helpers import tiny_config, two_steps, write_reward
 from rewardsmith.core.batch import Batch, chunk_ranges
 from rewardsmith.core.reward_chunks import concat_chunks
 from rewardsmith.core.reward_overlap import PendingReward
@@ -46,24 +46,6 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     calls[0] += 1
     return float(calls[0] % 2)
 '''
-
-
-def write_reward(tmp_path, source: str) -> str:
-    path = tmp_path / "reward.py"
-    path.write_text(source)
-    return f"custom_reward_function.path={path}"
-
-
-def two_steps(trainer: PPOTrainer) -> list[dict]:
-    out = []
-    for step in (1, 2):
-        trainer.global_step = step
-        timing: dict[str, float] = {}
-        batch, metrics = trainer.make_experience(next(trainer.prompt_batches), timing)
-        metrics.update(trainer.update(batch))
-        out.append({"responses": batch["responses"], "scores": batch["token_level_scores"], "advantages": batch["advantages"],
-                    "old_log_probs": batch["old_log_probs"], "unscored": batch["unscored"], "metrics": metrics})
-    return out
 
 
 def test_chunk_ranges_cover_the_batch_in_near_equal_parts():
@@ -161,7 +143,7 @@ def test_merged_chunk_metrics_are_those_of_one_call(tmp_path):
     assert 0 < whole.metrics["reward/unscored"] < len(batch), "the seed must give both kinds"
     torch.testing.assert_close(merged.scores, whole.scores)
     torch.testing.assert_close(merged.token_level_scores, whole.token_level_scores)
-    assert torch.equal(merged.masked, whole.masked)
+    assert torch.equal(merged.unscored, whole.unscored)
     timeless = [{k: v for k, v in out.extra_info.items() if k != "reward_seconds"} for out in (merged, whole)]
     assert timeless[0] == timeless[1]
     # A chunk scores its identical samples once, as a whole batch does across all of them: that ratio may differ.
@@ -234,7 +216,7 @@ def test_the_budget_and_reward_time_run_from_the_hand_over_not_from_generation(t
     finally:
         trainer.close()
     assert pending.metrics["reward/over_budget"] == 0.0
-    assert out.scores.tolist() == [1.0] * 4 and not out.masked.any()
+    assert out.scores.tolist() == [1.0] * 4 and not out.unscored.any()
     # Two chunks of 0.2 s samples on two workers: about 0.4 s of scoring, none of the 2.5 s of generation.
     assert 0.3 < timing["reward_total"] < 1.5
     assert timing["reward_wait"] <= timing["reward_total"]

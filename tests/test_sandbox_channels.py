@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import pytest
-import requests
 
-from rewardsmith.sandbox.testing import isolation_unavailable, running_server
+from rewardsmith.sandbox.testing import isolation_unavailable, running_server, successful_stdout
 
 NO_ISOLATION = isolation_unavailable()
 pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
@@ -16,25 +15,17 @@ def url():
         yield base
 
 
-def stdout_of(url: str, code: str) -> str:
-    reply = requests.post(url + "/run_code", json={"code": code, "run_timeout": 10}, timeout=60)
-    assert reply.status_code == 200, reply.text
-    body = reply.json()
-    assert body["status"] == "Success", body
-    return body["run_result"]["stdout"]
-
-
 def test_directory_notifications_on_shared_trees_are_refused(url):
     code = ("import errno, fcntl, os\nfd = os.open('/usr/lib', os.O_RDONLY)\n"
             "try:\n    fcntl.fcntl(fd, fcntl.F_NOTIFY, fcntl.DN_ACCESS | fcntl.DN_MULTISHOT)\n    print('watching')\n"
             "except OSError as exc:\n    print(errno.errorcode[exc.errno])\n")
-    assert stdout_of(url, code) == "EPERM\n"
+    assert successful_stdout(url, code) == "EPERM\n"
 
 
 def test_aio_contexts_are_refused(url):
     code = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nctx = ctypes.c_ulong(0)\n"
             "print(libc.syscall(206, 1024, ctypes.byref(ctx)), ctypes.get_errno())\n")  # io_setup
-    assert stdout_of(url, code) == "-1 1\n"
+    assert successful_stdout(url, code) == "-1 1\n"
 
 
 def dirty_kb() -> int:
@@ -49,15 +40,15 @@ def test_sync_is_a_no_op_that_succeeds(url, tmp_path):
         pytest.skip("the host wrote its dirty pages back at once")
     code = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nos.sync()\n"
             "fd = os.open('/tmp/work', os.O_RDONLY)\nprint(libc.syncfs(fd))\n")
-    assert stdout_of(url, code) == "0\n"
+    assert successful_stdout(url, code) == "0\n"
     assert dirty_kb() >= 32 << 10, "a run's sync() wrote the host's dirty pages back"
 
 
 def test_a_run_has_a_capped_pty_instance_of_its_own(url):
     code = ("import os\nptys = []\ntry:\n    while len(ptys) < 1000:\n        ptys.append(os.openpty())\n"
             "except OSError:\n    pass\nprint(len(ptys))\n")
-    assert stdout_of(url, code) == "16\n"  # jail.RUN_PTYS, whoever ran before
-    assert stdout_of(url, code) == "16\n"
+    assert successful_stdout(url, code) == "16\n"  # jail.RUN_PTYS, whoever ran before
+    assert successful_stdout(url, code) == "16\n"
 
 
 def test_a_pty_kept_in_flight_past_its_run_is_not_seen_by_the_next(url):
@@ -67,13 +58,13 @@ def test_a_pty_kept_in_flight_past_its_run_is_not_seen_by_the_next(url):
             "a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [master, slave, a.fileno(), "
             "b.fileno()]))])\n"
             "print(sorted(os.listdir('/dev/pts')))\n")
-    assert stdout_of(url, keep) == "['0', 'ptmx']\n"
-    assert stdout_of(url, "import os\nprint(sorted(os.listdir('/dev/pts')))\n") == "['ptmx']\n"
+    assert successful_stdout(url, keep) == "['0', 'ptmx']\n"
+    assert successful_stdout(url, "import os\nprint(sorted(os.listdir('/dev/pts')))\n") == "['ptmx']\n"
 
 
 def test_no_run_can_lock_memory_charged_to_its_uid(url):
     code = ("import ctypes, resource\nlibc = ctypes.CDLL(None, use_errno=True)\n"
             "shm = libc.shmget(0, 4 << 20, 0o1600)\n"  # IPC_PRIVATE, IPC_CREAT | 0600
             "print(resource.getrlimit(resource.RLIMIT_MEMLOCK), libc.shmctl(shm, 11, None))\n")  # SHM_LOCK
-    assert stdout_of(url, code) == "(0, 0) -1\n"
-    assert stdout_of(url, code) == "(0, 0) -1\n"  # the same in every run: no quota to leave held
+    assert successful_stdout(url, code) == "(0, 0) -1\n"
+    assert successful_stdout(url, code) == "(0, 0) -1\n"  # the same in every run: no quota to leave held

@@ -16,9 +16,8 @@ import time
 from typing import Iterator
 
 import pytest
-import requests
 
-from rewardsmith.sandbox.testing import isolation_unavailable, running_server
+from rewardsmith.sandbox.testing import isolation_unavailable, running_server, successful_stdout
 
 NO_ISOLATION = isolation_unavailable()
 pytestmark = pytest.mark.skipif(NO_ISOLATION is not None, reason=str(NO_ISOLATION))
@@ -31,14 +30,6 @@ SHARED = os.__file__
 def url():
     with running_server("--workers", "2") as base:  # two runs at once
         yield base
-
-
-def stdout_of(url: str, code: str) -> str:
-    reply = requests.post(url + "/run_code", json={"code": code, "run_timeout": 20}, timeout=120)
-    assert reply.status_code == 200, reply.text
-    body = reply.json()
-    assert body["status"] == "Success", body
-    return body["run_result"]["stdout"]
 
 
 # Holds an exclusive flock, a record read lock and an OFD read lock (the file is read-only to a run).
@@ -80,7 +71,8 @@ def open_somewhere(path: str) -> bool:
 def held_by_a_run(url: str, path: str) -> Iterator[None]:
     """Yield while a concurrent run holds every kind of lock on ``path`` (as far as the run can tell)."""
     result: list[str] = []
-    holder = threading.Thread(target=lambda: result.append(stdout_of(url, HOLD.format(path=path, seconds=8))))
+    hold = HOLD.format(path=path, seconds=8)
+    holder = threading.Thread(target=lambda: result.append(successful_stdout(url, hold, run_timeout=20)))
     holder.start()
     deadline = time.monotonic() + 30
     while not open_somewhere(path):
@@ -94,9 +86,9 @@ def held_by_a_run(url: str, path: str) -> Iterator[None]:
 
 
 def test_a_concurrent_run_learns_nothing_from_another_runs_locks(url):
-    alone = stdout_of(url, PROBE.format(path=SHARED))
+    alone = successful_stdout(url, PROBE.format(path=SHARED), run_timeout=20)
     with held_by_a_run(url, SHARED):
-        beside = stdout_of(url, PROBE.format(path=SHARED))
+        beside = successful_stdout(url, PROBE.format(path=SHARED), run_timeout=20)
     assert beside == alone  # the same answer whoever holds what: not one bit passes
     assert alone.splitlines()[0] == "flock taken"
 
@@ -112,7 +104,7 @@ def test_the_host_takes_its_own_lock_while_a_run_holds_one(url):
 
 
 def test_a_lock_kept_in_flight_carries_nothing_to_the_next_run(url):
-    before = stdout_of(url, PROBE.format(path=SHARED))
+    before = successful_stdout(url, PROBE.format(path=SHARED), run_timeout=20)
     # The locked file's description in flight in a unix socket's own queue: a cycle that outlives the run.
     keep = ("import array, fcntl, os, socket, struct\n"
             f"fd = os.open({SHARED!r}, os.O_RDONLY)\n"
@@ -123,8 +115,8 @@ def test_a_lock_kept_in_flight_carries_nothing_to_the_next_run(url):
             "a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd, ofd, a.fileno(), "
             "b.fileno()]))])\n"
             "print('kept')\n")
-    assert stdout_of(url, keep) == "kept\n"
-    assert stdout_of(url, PROBE.format(path=SHARED)) == before
+    assert successful_stdout(url, keep, run_timeout=20) == "kept\n"
+    assert successful_stdout(url, PROBE.format(path=SHARED), run_timeout=20) == before
     with open(SHARED, "rb") as shared:
         fcntl.flock(shared, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
@@ -150,7 +142,7 @@ def test_ordinary_programs_that_lock_their_own_files_still_work(url):
         "fcntl.lockf(open('/tmp/state.lock', 'a'), fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
         "print(open('/tmp/state.lock').read())\n"
     )
-    assert stdout_of(url, code) == "delete (50, 1225)\nwal (50, 1225)\ntruncate (50, 1225)\nmine\n"
+    assert successful_stdout(url, code, run_timeout=20) == "delete (50, 1225)\nwal (50, 1225)\ntruncate (50, 1225)\nmine\n"
 
 
 def test_leases_are_refused_and_none_is_ever_held(url):
@@ -158,4 +150,4 @@ def test_leases_are_refused_and_none_is_ever_held(url):
             "try:\n    fcntl.fcntl(fh, fcntl.F_SETLEASE, fcntl.F_WRLCK)\n    print('leased')\n"
             "except OSError as exc:\n    print(errno.errorcode[exc.errno])\n"
             "print(fcntl.fcntl(fh, fcntl.F_GETLEASE) == fcntl.F_UNLCK)\n")
-    assert stdout_of(url, code) == "EPERM\nTrue\n"
+    assert successful_stdout(url, code, run_timeout=20) == "EPERM\nTrue\n"

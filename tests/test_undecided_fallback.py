@@ -67,7 +67,7 @@ def test_the_judge_scores_only_what_the_verifier_is_undecided_on(tmp_path, judge
     assert out.scores.tolist()[:4] == pytest.approx([1.0, 0.0, 0.9, 0.2])
     assert out.scores[5].item() == pytest.approx(0.9)
     # Undecided by both (no judge verdict): unscored, out of the means, counted.
-    assert out.masked.tolist() == [False, False, False, False, True, False]
+    assert out.unscored.tolist() == [False, False, False, False, True, False]
     info = out.extra_info
     assert info["answer/verdict"] == ["correct", "wrong"] + ["undecided"] * 4
     assert info["answer/why"][2] == "a hedge, not a committed answer"
@@ -83,7 +83,7 @@ def test_without_the_fallback_undecided_samples_are_unscored(tmp_path):
     cfg = load_config(Config, None, [f"custom_reward_function.path={verifier}", "reward_model.fallback_score=-5"])
     with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(RewardBatch(["math"] * 3, ["42", "maybe 42", "7"], ["42"] * 3))
-    assert out.masked.tolist() == [False, True, False]
+    assert out.unscored.tolist() == [False, True, False]
     assert out.extra_info["reward_status"] == ["ok", "abstain", "ok"] and out.extra_info["verdict"][1] == "undecided"
     assert out.metrics["reward/mean"] == 0.5 and out.metrics["reward/undecided"] == 1.0
 

@@ -10,6 +10,7 @@ from rewardsmith.core.batch import Batch, mini_batches
 from rewardsmith.core.losses import agg_loss, micro_batch_weight
 from rewardsmith.core.reward_masking import affected_groups, loss_tokens
 from rewardsmith.core.trainer import PPOTrainer
+from rewardsmith.plugins.batch import RewardOutput
 
 # Two groups of four and one of three, ragged response lengths.
 INDEX = ["a"] * 4 + ["b"] * 4 + ["c"] * 3
@@ -188,7 +189,7 @@ def test_undecided_samples_are_abstentions_with_their_reason(make_config, tmp_pa
     with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(RewardBatch(["a", "b"], ["x", "y"], ["1", "1"]))
     info = out.extra_info
-    assert out.masked.tolist() == [True, True] and info["reward_masked"] == [True, True]
+    assert out.unscored.tolist() == [True, True] and info["reward_masked"] == [True, True]
     assert info["reward_status"] == ["abstain"] * 2 and info["verdict"] == ["undecided"] * 2
     assert info["why"] == ["cannot read the answer"] * 2
     assert out.metrics["reward/source/a/undecided"] == 1.0 and out.metrics["reward/undecided"] == 2.0
@@ -296,3 +297,16 @@ def test_a_run_with_undecided_samples_logs_them_every_step(tmp_path):
         per_source = [v for k, v in s.items() if k.startswith("reward/source/") and k.endswith("/undecided")]
         assert per_source and sum(per_source) == s["reward/undecided"]
         assert 0.0 <= s["reward/mean"] <= 1.0 and 0.0 <= s["critic/score/min"] <= s["critic/score/max"] <= 1.0
+
+
+def test_reward_outputs_old_field_name_masked_still_works_with_a_deprecation_warning():
+    flags = torch.tensor([False, True])
+    with pytest.warns(DeprecationWarning, match="RewardOutput.masked is renamed RewardOutput.unscored"):
+        out = RewardOutput(scores=torch.zeros(2), masked=flags)
+    assert out.unscored is flags
+    with pytest.warns(DeprecationWarning, match="renamed RewardOutput.unscored"):
+        assert out.masked is flags
+    with pytest.raises(TypeError, match="unscored= or its deprecated name masked=, not both"):
+        RewardOutput(scores=torch.zeros(2), unscored=flags, masked=flags)
+    # Positional construction keeps the fields' order, the new name in the old one's place.
+    assert RewardOutput(torch.zeros(2), {}, {}, None, flags).unscored is flags

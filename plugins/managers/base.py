@@ -135,7 +135,7 @@ class RewardManager:
             progress.update(len(unique) - len(asked))  # gated away: never asked
 
         scores = torch.zeros(len(batch), dtype=torch.float32)
-        masked = torch.zeros(len(batch), dtype=torch.bool)
+        unscored = torch.zeros(len(batch), dtype=torch.bool)
         per_sample: list[dict[str, Any]] = []
         for i, comps in enumerate(plans):
             if i in blocked:  # the environment failed the episode: no failure policy makes that a score
@@ -143,18 +143,18 @@ class RewardManager:
                                      "reward_seconds": 0.0, "reward_components": {c.name: None for c in comps}}
             else:
                 value, info = self._combine(batch, i, comps, [results[i][c.name] for c in comps])
-            masked[i] = value is None
+            unscored[i] = value is None
             scores[i] = self.fallback_score if value is None else value
             per_sample.append(info)
 
         extra_info = _union(per_sample)
         scores = self.postprocess(batch, scores, extra_info)
         extra_info["score"] = scores.tolist()
-        extra_info["reward_masked"] = masked.tolist()
-        metrics = self._metrics(batch, scores, masked, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
+        extra_info["reward_masked"] = unscored.tolist()
+        metrics = self._metrics(batch, scores, unscored, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
         if any("tool_calls" in (info or {}) for info in batch.extra_infos):  # a multi-turn batch
             metrics["reward/tools_unavailable"] = float(len(blocked))
-        out = RewardOutput(scores=scores, extra_info=extra_info, metrics=metrics, masked=masked)
+        out = RewardOutput(scores=scores, extra_info=extra_info, metrics=metrics, unscored=unscored)
         if batch.response_mask is not None:
             out.token_level_scores = token_level_scores(scores, batch.response_mask)
         return out
@@ -298,12 +298,12 @@ class RewardManager:
             return 0.0, info
         return total * sum(w * v for w, v in voting) / weight, info
 
-    def _metrics(self, batch: RewardBatch, scores: torch.Tensor, masked: torch.Tensor, statuses: list[str],
+    def _metrics(self, batch: RewardBatch, scores: torch.Tensor, unscored_mask: torch.Tensor, statuses: list[str],
                  plans: list[list[Component]], results: list[dict[str, ScoreOutcome]], unique_ratio: float) -> dict[str, float]:
         """Means over the scored samples only (an unscored sample's score is a placeholder), with the
         unscored and undecided samples counted beside them, overall and per data_source."""
         metrics: dict[str, float] = {}
-        values, unscored = scores.tolist(), masked.tolist()
+        values, unscored = scores.tolist(), unscored_mask.tolist()
         undecided = [any(is_undecided(results[i][c.name]) for c in comps) for i, comps in enumerate(plans)]
         by_source: dict[str, list[int]] = defaultdict(list)
         for i, source in enumerate(batch.data_sources):
