@@ -330,7 +330,7 @@ class SamplingConfig:
 class MultiTurnConfig:
     """verl's multi-turn (tool-calling) rollout: core/multi_turn.py, docs/environments.md#multi-turn-rollouts."""
 
-    enable: bool = opt(False, "Multi-turn rollouts: the model's tool calls run and their responses join the conversation, in the sequence but out of the loss (rollout.name=hf; docs/environments.md#multi-turn-rollouts).")
+    enable: bool = opt(False, "Multi-turn rollouts: the model's tool calls run and their responses join the conversation, in the sequence but out of the loss, on either engine (docs/environments.md#multi-turn-rollouts).")
     max_assistant_turns: Optional[int] = opt(None, "Most assistant turns per episode; null = no limit but the response length (data.max_response_length, tool responses included).")
     max_user_turns: Optional[int] = opt(None, "Most user turns per episode, each round of tool responses counting as one (as verl counts); null = no limit.")
     max_parallel_calls: int = opt(1, "Tool calls of one assistant turn that run (concurrently); the turn's further calls are dropped (counted).")
@@ -403,7 +403,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     nnodes: Optional[int] = opt(None, "verl 0.9: machines of a separate rollout pool (a notice, as n_gpus_per_node).")
     moe_load_balance_metrics_interval: Optional[int] = opt(None, "verl: how often vLLM logs MoE load-balance metrics; a logging key (a notice).")
     layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
-    multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout, on the hf engine.")
+    multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout.")
     val_temperature: Optional[float] = opt(None, "the spelling of verl forks' scripts (projects built on older verl) for val_kwargs.temperature: sets it, and val_kwargs.do_sample to temperature > 0 (a notice names the new keys).")
     n_val: Optional[int] = opt(None, "verl forks' spelling of val_kwargs.n: sets it (a notice names the new key).")
     checkpoint_engine: CheckpointEngineConfig = section(CheckpointEngineConfig, "verl 0.9's weight transfer from the trainer to the rollout engine.")
@@ -433,8 +433,6 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
         if self.checkpoint_engine.update_weights_bucket_megabytes is not None:
             self.update_weights_bucket_megabytes = self.checkpoint_engine.update_weights_bucket_megabytes
         require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes, allow_none=False)
-        if self.multi_turn.enable and self.engine != "hf":
-            raise InvalidValue("multi_turn.enable", f"multi-turn needs rollout.name=hf for now (rollout.name is {self.name})")
         for engine, kwargs in self.engine_kwargs.items():
             if engine not in ("vllm", "sglang") or not isinstance(kwargs, dict):
                 raise InvalidValue(f"engine_kwargs.{engine}", "must be a mapping under engine_kwargs.vllm or engine_kwargs.sglang")
