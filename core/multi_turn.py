@@ -72,7 +72,9 @@ def parse_hermes(text: str) -> tuple[str, list[ToolCall], int]:
     return text, calls, malformed
 
 
-TOOL_PARSERS: dict[str, Callable[[str], tuple[str, list[ToolCall], int]]] = {"hermes": parse_hermes}
+# qwen: verl's search example config spells the hermes blocks so (SGLang's parser of Qwen2.5's tool calls, which
+# reads the same <tool_call> JSON); verl 0.9's own parser registry has only hermes and gpt-oss.
+TOOL_PARSERS: dict[str, Callable[[str], tuple[str, list[ToolCall], int]]] = {"hermes": parse_hermes, "qwen": parse_hermes}
 
 
 def truncate_tool_text(text: str, limit: int, side: str) -> str:

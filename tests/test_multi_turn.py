@@ -16,10 +16,11 @@ from multi_turn_helpers import (TOOL, ScriptedEngine, arithmetic_script, calcula
 from core_helpers import tiny_config
 from rewardsmith.common.config import ConfigError
 from rewardsmith.core.batch import Batch
-from rewardsmith.core.multi_turn import (LENGTH, MAX_ASSISTANT_TURNS, NO_TOOL_CALL, MultiTurnRollout, episode_metrics, parse_hermes,
+from rewardsmith.core.multi_turn import (LENGTH, MAX_ASSISTANT_TURNS, NO_TOOL_CALL, TOOL_PARSERS, MultiTurnRollout,
+                                         episode_metrics, parse_hermes,
                                          truncate_tool_text)
 from rewardsmith.core.rollout import HFRollout, SamplingParams, prompt_seeds
-from rewardsmith.core.schema import MultiTurnConfig
+from rewardsmith.core.schema import TOOL_CALL_FORMATS, MultiTurnConfig
 from rewardsmith.core.trainer import PPOTrainer
 from rewardsmith.reward_fns.tools import BaseTool, OpenAIFunctionToolSchema, ToolResponse
 from rewardsmith.reward_fns.tools.calculator import CalculatorTool
@@ -234,6 +235,9 @@ def test_a_real_model_whose_turn_calls_no_tool_samples_as_the_single_turn_engine
 def test_the_multi_turn_keys_are_checked_by_name(tmp_path):
     with pytest.raises(ConfigError, match="format"):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.format=gpt-oss")
+    # verl's search example config spells Qwen2.5's <tool_call> blocks "qwen": parsed as hermes
+    assert tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.format=qwen").actor_rollout_ref.rollout.multi_turn.format == "qwen"
+    assert set(TOOL_PARSERS) == set(TOOL_CALL_FORMATS) and TOOL_PARSERS["qwen"] is parse_hermes
     with pytest.raises(ConfigError, match="max_assistant_turns"):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.max_turns=3")
 

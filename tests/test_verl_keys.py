@@ -240,9 +240,11 @@ def test_per_gpu_and_dynamic_micro_batches_give_the_whole_batch_update(tmp_path,
     whole = _one_update(tmp_path / "whole", *agg)
     per_gpu = _one_update(tmp_path / "per_gpu", *agg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
                           "critic.ppo_micro_batch_size_per_gpu=3", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=3")
-    # Budgets of about two samples: a 4-prompt x 2-sample batch is cut in several micro-batches.
+    # Budgets of about two samples: a 4-prompt x 2-sample batch is cut in several micro-batches (the critic's value
+    # forwards, with a budget of their own as in verl, in others).
     dynamic = _one_update(tmp_path / "dynamic", *agg, "actor_rollout_ref.actor.use_dynamic_bsz=true",
-                          "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=130", "critic.ppo_max_token_len_per_gpu=130")
+                          "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=130", "critic.ppo_max_token_len_per_gpu=130",
+                          "critic.forward_max_token_len_per_gpu=70")
     for other in (per_gpu, dynamic):
         torch.testing.assert_close(other[0], whole[0], atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(other[1], whole[1], atol=1e-5, rtol=1e-5)
