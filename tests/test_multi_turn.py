@@ -233,6 +233,11 @@ def test_a_real_model_whose_turn_calls_no_tool_samples_as_the_single_turn_engine
 
 
 def test_the_multi_turn_keys_are_checked_by_name(tmp_path):
+    # both engines run it (sglang samples on the vllm engine)
+    for engine in ("vllm", "sglang"):
+        config = tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.enable=true",
+                             f"actor_rollout_ref.rollout.name={engine}")
+        assert config.actor_rollout_ref.rollout.engine == "vllm"
     with pytest.raises(ConfigError, match="format"):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.format=gpt-oss")
     # verl's search example config spells Qwen2.5's <tool_call> blocks "qwen": parsed as hermes
