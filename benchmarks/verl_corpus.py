@@ -35,6 +35,14 @@ to ``vllm serve`` the judge first) gets what its user would start: ``vllm
 serve`` of a tiny random-weight judge under that model name on that loopback
 port, with CPU-sized answers (16 tokens), for the length of the run.
 
+A multi-turn script (verl's ``examples/sglang_multiturn/``) lists the keys of its
+``--config-name`` file first, as overrides; its ``tool_config_path`` and
+``interaction_config_path`` -> verl's YAML files under ``files/``, unchanged but
+for a tool's service URL, which points at what its user starts first, served
+for the length of the run: ``rewardsmith sandbox serve`` for
+``sandbox_fusion_url``, the tiny retrieval server (benchmarks/retrieval_server.py)
+for ``retrieval_service_url``.
+
 Loggers stay as written and log offline: ``WANDB_MODE=offline`` with
 ``WANDB_DIR``, ``MLFLOW_TRACKING_URI=file:...``, ``SWANLAB_MODE=local``, all
 under the run's folder.
