@@ -25,7 +25,7 @@ these substitutions (everything else goes through as written):
   generation batch keeps its ratio to the prompt batch);
 - sequence lengths -> CPU-sized (prompt 320, response 16 tokens); the keys derived
   from them (token budgets, ``max_num_batched_tokens``, overlong buffers) keep the
-  script's ratio to them;
+  script's ratio to them, and the rollout engine's ``max_model_len`` is their sum;
 - ``trainer.total_training_steps`` -> 1; ``trainer.default_local_dir`` -> a
   folder of the run (set for every script, so no run writes outside it).
 
@@ -34,6 +34,14 @@ A script whose reward function asks a served model (its header has
 to ``vllm serve`` the judge first) gets what its user would start: ``vllm
 serve`` of a tiny random-weight judge under that model name on that loopback
 port, with CPU-sized answers (16 tokens), for the length of the run.
+
+A multi-turn script (verl's ``examples/sglang_multiturn/``) lists the keys of its
+``--config-name`` file first, as overrides; its ``tool_config_path`` and
+``interaction_config_path`` -> verl's YAML files under ``files/``, unchanged but
+for a tool's service URL, which points at what its user starts first, served
+for the length of the run: ``rewardsmith sandbox serve`` for
+``sandbox_fusion_url``, the tiny retrieval server (benchmarks/retrieval_server.py)
+for ``retrieval_service_url``.
 
 Loggers stay as written and log offline: ``WANDB_MODE=offline`` with
 ``WANDB_DIR``, ``MLFLOW_TRACKING_URI=file:...``, ``SWANLAB_MODE=local``, all
@@ -50,6 +58,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import importlib.util
 import json
 import math
 import os
@@ -75,6 +84,11 @@ DATA_KEYS = ("data.train_files", "data.val_files")
 TOKEN_BUDGET_SUFFIXES = ("max_token_len_per_gpu", "rollout.max_num_batched_tokens")
 # GPU counts: the devices one model or rollout is split over (1 here; fsdp_size=-1, "all ranks", stays).
 PARALLEL_SUFFIXES = ("tensor_model_parallel_size", "ulysses_sequence_parallel_size", "fsdp_config.fsdp_size")
+# Multi-turn scripts' tool and interaction configs (verl's YAML files, copied under the corpus's files/).
+ENV_CONFIG_KEYS = ("actor_rollout_ref.rollout.multi_turn.tool_config_path",
+                   "actor_rollout_ref.rollout.multi_turn.interaction_config_path")
+# A tool config's service URL, served here by a local stand-in (see serve_tool_services).
+SERVICE_KEYS = ("sandbox_fusion_url", "retrieval_service_url")
 OVERLONG_LEN_KEYS = ("reward_model.overlong_buffer.len", "reward_model.reward_kwargs.overlong_buffer_cfg.len")
 
 
@@ -104,6 +118,10 @@ def _rows_for(kind: str, split: str) -> list[dict]:
     dapo = ("Solve the following math problem step by step. The last line of your response should be of the form "
             "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\nWhat is {a}+{b}?\n\n"
             "Remember to put your answer on its own line after \"Answer:\"")
+    # verl's Search-R1 preprocessing (examples/data_preprocess/preprocess_search_r1_dataset.py) prefixes each question
+    # with an instruction; here its gist, within the stand-in's prompt length.
+    search_q = ("Answer the given question. Search by <tool_call> query </tool_call> when you lack knowledge; give the "
+                "answer inside <answer> and </answer>. Question: how many pens are {a} pens and {b} pens?")
     rows = []
     for i in range(16 if split == "train" else 4):
         # Every row's answer is ANSWER, so the warm-started policy (see warm_start) is right about half the time.
@@ -117,6 +135,8 @@ def _rows_for(kind: str, split: str) -> list[dict]:
         elif kind == "eurus" and i % 2 == 0:
             source, ability, style, prompt, truth = ("numina_olympiads", "math", "rule",
                                                      math_q, str(a + b))
+        elif kind == "search":
+            source, ability, style, prompt, truth = "searchR1_nq", "fact-reasoning", "rule", search_q, {"target": [str(a + b)]}
         elif kind == "eurus":
             source, ability, style = "codecontests", "code", "rule"
             prompt = "Read two integers and print their sum.\n\nWrite Python code to solve the problem."
@@ -126,6 +146,15 @@ def _rows_for(kind: str, split: str) -> list[dict]:
         extra = {"split": split, "index": i}
         if kind == "gsm8k":  # verl's gsm8k preprocessing keeps the question and the worked answer
             extra.update(question=prompt.format(a=a, b=b), answer=f"{a} + {b} = {a + b}\n#### {a + b}")
+            # verl's multi-turn gsm8k preprocessing (gsm8k_multiturn_w_tool.py, gsm8k_multiturn_w_interaction.py)
+            # adds what its gsm8k tool and interaction read; single-turn scripts ignore these keys.
+            extra.update(need_tools_kwargs=True,
+                         tools_kwargs={"calc_gsm8k_reward": {"create_kwargs": {"ground_truth": truth}}},
+                         interaction_kwargs={"name": "gsm8k", "query": prompt.format(a=a, b=b), "ground_truth": truth})
+        if kind == "search":  # verl's Search-R1 preprocessing: the search tool's create_kwargs
+            extra.update(need_tools_kwargs=True, question=prompt.format(a=a, b=b),
+                         tools_kwargs={"search": {"create_kwargs": {"ground_truth": truth, "question": prompt.format(a=a, b=b),
+                                                                    "data_source": source}}})
         rows.append({"data_source": source, "prompt": [{"role": "user", "content": prompt.format(a=a, b=b)}],
                      "ability": ability, "reward_model": {"style": style, "ground_truth": truth},
                      "extra_info": extra})
@@ -139,7 +168,7 @@ def data_kind(path: str) -> str:
     # math rows, the data set of the recipes these examples come from (verl's rollout-correction docs).
     if low in ("data/train.parquet", "data/test.parquet"):
         return "dapo"
-    for needle, kind in (("gsm8k", "gsm8k"), ("dapo", "dapo"), ("aime", "aime"), ("eurus", "eurus"),
+    for needle, kind in (("gsm8k", "gsm8k"), ("dapo", "dapo"), ("aime", "aime"), ("eurus", "eurus"), ("searchr1", "search"),
                          ("your_train_file", "dapo"), ("/math/", "math")):
         if needle in low:
             return kind
@@ -241,8 +270,62 @@ def _int(value: str) -> int | None:
         return None
 
 
+def env_config_source(value: str, script_dir: Path) -> Path:
+    """The corpus's copy of a tool or interaction config the script names under verl's checkout (``$PROJECT_DIR/...``)."""
+    return script_dir / "files" / value.removeprefix("$PROJECT_DIR/")
+
+
+def tool_services(pairs: list[tuple[str, str]], script_dir: Path) -> list[str]:
+    """The service URL keys (:data:`SERVICE_KEYS`) of the tools the script's tool config names."""
+    import yaml
+
+    found = []
+    for key, value in pairs:
+        if key.lstrip("+") in ENV_CONFIG_KEYS:
+            for tool in yaml.safe_load(env_config_source(value, script_dir).read_text()).get("tools") or []:
+                found += [k for k in SERVICE_KEYS if k in (tool.get("config") or {})]
+    return sorted(set(found))
+
+
+def env_config(value: str, script_dir: Path, run_dir: Path, service_urls: dict[str, str]) -> Path:
+    """The config the run reads: verl's file as it is, or, when it names a service, a copy in ``run_dir`` whose
+    service URL is the local stand-in's (``service_urls``; the sandbox's and the retrieval server's)."""
+    import yaml
+
+    source = env_config_source(value, script_dir)
+    config = yaml.safe_load(source.read_text())
+    tools = [t.get("config") or {} for t in config.get("tools") or []]
+    if not any(k in t for t in tools for k in SERVICE_KEYS):
+        return source
+    for tool in tools:
+        for key in SERVICE_KEYS:
+            if key in tool:
+                tool[key] = service_urls[key]
+    local = run_dir / source.name
+    local.write_text(yaml.safe_dump(config, sort_keys=False))
+    return local
+
+
+@contextlib.contextmanager
+def serve_tool_services(keys: list[str], log_dir: Path):
+    """What a multi-turn script's user starts before it: ``rewardsmith sandbox serve`` for the SandboxFusion tool,
+    the tiny retrieval server (benchmarks/retrieval_server.py) for the search tool; yields ``{key: URL}``."""
+    from rewardsmith.sandbox.testing import running_server
+
+    with contextlib.ExitStack() as stack:
+        urls = {}
+        if "sandbox_fusion_url" in keys:
+            urls["sandbox_fusion_url"] = stack.enter_context(running_server("--workers", "2")) + "/run_code"
+        if "retrieval_service_url" in keys:
+            spec = importlib.util.spec_from_file_location("retrieval_server", Path(__file__).with_name("retrieval_server.py"))
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            urls["retrieval_service_url"] = stack.enter_context(module.serving())
+        yield urls
+
+
 def substitute(pairs: list[tuple[str, str]], assets: dict[str, Path], run_dir: Path,
-               script_dir: Path = CORPUS) -> list[str]:
+               script_dir: Path = CORPUS, service_urls: dict[str, str] | None = None) -> list[str]:
     """The script's overrides with only the allowed substitutions applied (see the module docstring)."""
     given = {k.lstrip("+"): v for k, v in pairs}
     orig_prompt = _int(given.get("data.max_prompt_length", "")) or 1024
@@ -260,6 +343,8 @@ def substitute(pairs: list[tuple[str, str]], assets: dict[str, Path], run_dir: P
             split = "train" if key == "data.train_files" else "test"
             locals_ = [data_file(assets, p, split) for p in _paths(value)]
             value = locals_[0] if not value.strip().startswith("[") else "[" + ",".join(locals_) + "]"
+        elif key in ENV_CONFIG_KEYS:
+            value = str(env_config(value, script_dir, run_dir, service_urls or {}))
         elif key == "custom_reward_function.path":
             value = str(script_dir / "files" / Path(value).relative_to(Path(value).parts[0]))
         elif key in ("trainer.n_gpus_per_node", "trainer.nnodes") or key.endswith(PARALLEL_SUFFIXES):
@@ -295,6 +380,8 @@ def _scaled(key: str, number: int, orig_prompt: int, orig_response: int, orig_tr
         return str(math.ceil(number / (orig_prompt + orig_response) * (PROMPT_LEN + RESPONSE_LEN)))
     if key in OVERLONG_LEN_KEYS:
         return str(max(1, round(number / orig_response * RESPONSE_LEN)))
+    if key.endswith("rollout.max_model_len"):  # the engine's context: what the CPU-sized prompt and response need
+        return str(PROMPT_LEN + RESPONSE_LEN)
     if key == "reward_model.rollout.prompt_length":
         return str(PROMPT_LEN + RESPONSE_LEN)
     if key == "reward_model.rollout.response_length":
@@ -369,19 +456,21 @@ def run_script(name: str, assets: dict[str, Path], work: Path, timeout: float) -
     run_dir.mkdir(parents=True)
     with contextlib.ExitStack() as stack:
         start = time.perf_counter()
+        path = script_path(name)
         try:
-            for model_name, port in served_models(script_path(name)):
+            for model_name, port in served_models(path):
                 stack.enter_context(serving(assets["judge"], model_name, port, run_dir / f"serve_{model_name}.log"))
+            urls = stack.enter_context(serve_tool_services(tool_services(read_script(path), path.parent), run_dir))
         except RuntimeError as exc:
             return {"script": name, "passed": False, "seconds": round(time.perf_counter() - start, 1),
                     "error": str(exc), "log": str(run_dir)}
-        return _train(name, assets, run_dir, timeout)
+        return _train(name, assets, run_dir, timeout, urls)
 
 
-def _train(name: str, assets: dict[str, Path], run_dir: Path, timeout: float) -> dict:
+def _train(name: str, assets: dict[str, Path], run_dir: Path, timeout: float, service_urls: dict[str, str]) -> dict:
     """``rewardsmith train`` with the script's substituted overrides, in ``run_dir``."""
     path = script_path(name)
-    overrides = substitute(read_script(path), assets, run_dir, path.parent)
+    overrides = substitute(read_script(path), assets, run_dir, path.parent, service_urls)
     (run_dir / "overrides.txt").write_text("\n".join(overrides) + "\n")
     env = dict(os.environ, WANDB_MODE="offline", WANDB_DIR=str(run_dir), WANDB_SILENT="true",
                MLFLOW_TRACKING_URI=f"file:{run_dir / 'mlruns'}", SWANLAB_MODE="local",

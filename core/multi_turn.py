@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 import logging
 import re
@@ -42,7 +43,7 @@ from transformers import PreTrainedTokenizerBase
 from rewardsmith.core.batch import Batch
 from rewardsmith.core.chat_tokens import ChatTokens, only_whitespace_differs
 from rewardsmith.core.episode_rewards import rollout_reward_scores, settle_episode_rewards
-from rewardsmith.core.rollout import RolloutEngine, SamplingParams
+from rewardsmith.core.rollout import SEED_LIMIT, RolloutEngine, SamplingParams, draw_seed
 from rewardsmith.reward_fns.tools import ToolCall, ToolResult, ToolStats, call_tools
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,9 @@ def parse_hermes(text: str) -> tuple[str, list[ToolCall], int]:
     return text, calls, malformed
 
 
-TOOL_PARSERS: dict[str, Callable[[str], tuple[str, list[ToolCall], int]]] = {"hermes": parse_hermes}
+# qwen: verl's search example config spells the hermes blocks so (SGLang's parser of Qwen2.5's tool calls, which
+# reads the same <tool_call> JSON); verl 0.9's own parser registry has only hermes and gpt-oss.
+TOOL_PARSERS: dict[str, Callable[[str], tuple[str, list[ToolCall], int]]] = {"hermes": parse_hermes, "qwen": parse_hermes}
 
 
 def truncate_tool_text(text: str, limit: int, side: str) -> str:
@@ -206,6 +209,10 @@ class MultiTurnRollout:
             log.warning("multi-turn rollout: %d of %d prompts, rendered with the tools' schemas, are longer than "
                         "data.max_prompt_length and lost their first tokens", cut, len(episodes))
         budget = params.max_new_tokens
+        # One seed for the whole call: each later turn's request is seeded by its episode's place in the generation
+        # batch and the turn, so a batch generated in chunks or over ranks samples what one call does.
+        params = dataclasses.replace(params, seed=draw_seed() if params.seed is None else params.seed)
+        first_episode = params.first_prompt * n
         asyncio.run(_gather(self._start_interaction(e) for e in episodes))
         try:
             # The first turn samples n per prompt in one call (an engine may share each prompt's prefill).
@@ -216,10 +223,11 @@ class MultiTurnRollout:
             while any_rank(bool(live)):
                 # A rank whose episodes have all ended generates along on a stand-in row until every rank's have:
                 # a sharded model gathers its weights in every forward, on all ranks at once.
-                rows = [episodes[i] for i in live] or episodes[:1]
-                remaining = max(budget - len(e.response_ids) for e in rows) if live else 1
-                batch = Batch(_left_padded([e.runtime_ids for e in rows], self._pad))
-                turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining))
+                rows = live or [0]
+                remaining = max(budget - len(episodes[i].response_ids) for i in rows) if live else 1
+                seeds = tuple(turn_seed(params.seed, first_episode + i, episodes[i].assistant_turns) for i in rows)
+                batch = Batch(_left_padded([episodes[i].runtime_ids for i in rows], self._pad))
+                turn = self.inner.generate(batch, dataclasses.replace(params, n=1, max_new_tokens=remaining, seeds=seeds))
                 if live:
                     live = self._take_turn([episodes[i] for i in live], turn, budget, live)
             asyncio.run(_gather(settle_episode_rewards(e, {n: self.tools[n] for n in e.chat.tool_names},
@@ -494,6 +502,13 @@ def whole_conversation_ids(chat: ChatTokens, episode: Episode) -> list[int]:
             messages.append(message)
     # An episode that ended on the environment's turn (an interaction's last reply) holds the next generation prompt.
     return chat.render(messages, add_generation_prompt=messages[-1]["role"] != "assistant")
+
+
+def turn_seed(seed: int, episode: int, turn: int) -> int:
+    """The sampling seed of episode ``episode``'s assistant turn ``turn`` (from 1; the first turn is seeded per prompt)
+    in a generate call seeded ``seed``: a hash, so no two (episode, turn) pairs of a call share a random stream."""
+    digest = hashlib.blake2b(f"{seed}/{episode}/{turn}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % SEED_LIMIT
 
 
 def any_rank(flag: bool) -> bool:

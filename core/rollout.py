@@ -37,12 +37,15 @@ class SamplingParams(SamplingConfig):
     call samples from its own generator seeded ``seed + first_prompt + j``, so a
     batch generated in chunks (``first_prompt`` = the chunk's offset) or over
     several ranks samples what one call would. ``seed`` None: drawn from torch's
-    global generator at the call.
+    global generator at the call. ``seeds``, when given, are the call's prompts'
+    own seeds (one per prompt) and override both: a multi-turn rollout's later
+    turns seed each episode's request by the episode and the turn.
     """
 
     max_new_tokens: int = 32
     seed: Optional[int] = None
     first_prompt: int = 0
+    seeds: Optional[tuple[int, ...]] = None
     # Ask the engine for ``rollout_log_probs`` (vLLM always returns them; the hf engine records them on request).
     log_probs: bool = False
 
@@ -64,6 +67,10 @@ def draw_seed() -> int:
 
 def prompt_seeds(params: SamplingParams, count: int) -> list[int]:
     """The seeds of the call's ``count`` prompts (see :class:`SamplingParams`)."""
+    if params.seeds is not None:
+        if len(params.seeds) != count:
+            raise ValueError(f"{len(params.seeds)} seeds for {count} prompts")
+        return list(params.seeds)
     base = draw_seed() if params.seed is None else params.seed
     return [(base + params.first_prompt + j) % SEED_LIMIT for j in range(count)]
 

@@ -326,11 +326,15 @@ class SamplingConfig:
         return self.temperature if self.do_sample else 1.0
 
 
+# The multi-turn rollout's tool-call parsers (core/multi_turn.py's TOOL_PARSERS), named here for the config check.
+TOOL_CALL_FORMATS = ("hermes", "qwen")
+
+
 @dataclass
 class MultiTurnConfig:
     """verl's multi-turn (tool-calling) rollout: core/multi_turn.py, docs/environments.md#multi-turn-rollouts."""
 
-    enable: bool = opt(False, "Multi-turn rollouts: the model's tool calls run and their responses join the conversation, in the sequence but out of the loss (rollout.name=hf; docs/environments.md#multi-turn-rollouts).")
+    enable: bool = opt(False, "Multi-turn rollouts: the model's tool calls run and their responses join the conversation, in the sequence but out of the loss, on either engine (docs/environments.md#multi-turn-rollouts).")
     max_assistant_turns: Optional[int] = opt(None, "Most assistant turns per episode; null = no limit but the response length (data.max_response_length, tool responses included).")
     max_user_turns: Optional[int] = opt(None, "Most user turns per episode, each round of tool responses counting as one (as verl counts); null = no limit.")
     max_parallel_calls: int = opt(1, "Tool calls of one assistant turn that run (concurrently); the turn's further calls are dropped (counted).")
@@ -338,7 +342,7 @@ class MultiTurnConfig:
     tool_response_truncate_side: Literal["left", "middle", "right"] = opt("middle", "Which part of a long tool response is kept: its end (left: the start is cut), both ends (middle) or its start (right), with verl's (truncated) markers.")
     tool_config_path: Optional[str] = opt(None, "verl's tool config YAML (tools: [{class_name, config, tool_schema}]); its tools' schemas go into the prompt's chat template. null = no tools.")
     interaction_config_path: Optional[str] = opt(None, "verl's interaction config YAML (interaction: [{name, class_name, config}]): simulated users that answer every assistant turn without a tool call, as user turns; each row names its interaction in extra_info.interaction_kwargs.name. null = none.")
-    format: str = opt("hermes", "The tool-call format the model writes: hermes (<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>, verl's default).")
+    format: str = opt("hermes", "The tool-call format the model writes: hermes (<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>, verl's default); qwen, the spelling of verl's search example config for the same blocks (Qwen2.5's tool calls, SGLang's qwen parser), which verl's own parser registry no longer knows.")
     tokenization_sanity_check_mode: Literal["strict", "ignore_strippable", "disable"] = opt("strict", "Compare each episode's tokens, built turn by turn, with its conversation rendered whole and warn (counted) where they differ: strict (any token), ignore_strippable (not where only whitespace differs), disable.")
     turn_rewards_on_tokens: bool = opt(False, "rewardsmith's own: add each assistant turn's rewards (its tool calls' step rewards, the interaction's score of the reply to it) on the last token the turn generated, beside the sample's score on its last token; off (verl's behaviour): they count only through reward components (tool_step_rewards, interaction_score). docs/environments.md#rewards-of-an-episode.")
     tool_timeout_s: Optional[float] = opt(300.0, "rewardsmith's own (verl has no limit): seconds a tool's create, execute and release, or an interaction's reply, may each take, waits in a tool's own rate limiter included; a late tool call becomes an error result the model sees (counted as a timeout), a late reply ends its episode; null = no limit.")
@@ -351,8 +355,8 @@ class MultiTurnConfig:
         require_positive("tool_timeout_s", self.tool_timeout_s)
         if self.turn_rewards_on_tokens and not self.enable:
             raise InvalidValue("turn_rewards_on_tokens", "places the turns of multi-turn episodes: it needs multi_turn.enable=true")
-        if self.format != "hermes":
-            raise InvalidValue("format", f"{self.format!r} is not a tool-call format here; allowed: hermes")
+        if self.format not in TOOL_CALL_FORMATS:
+            raise InvalidValue("format", f"{self.format!r} is not a tool-call format here; allowed: {', '.join(TOOL_CALL_FORMATS)}")
 
 
 @dataclass
@@ -392,6 +396,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     load_format: Optional[str] = opt(None, "verl's engine load format; the vllm engine receives the actor's weights in memory here (a notice).")
     engine_kwargs: dict[str, dict[str, Any]] = opt({}, "verl: extra engine arguments by engine. engine_kwargs.vllm.* go to vLLM's engine as they are (e.g. {swap_space: 4}; a name vLLM does not know, or one rewardsmith sets itself, is refused at start-up); engine_kwargs.sglang.* change nothing (a notice: sglang samples on the vllm engine).")
     calculate_log_probs: Optional[bool] = opt(None, "verl: have the engine return the sampled tokens' log-probs; the vllm engine always does here (metric rollout_probs_diff) and the hf engine samples from the actor itself (a notice).")
+    over_sample_rate: Optional[float] = opt(None, "verl: abort a rollout's last requests once (1 - over_sample_rate) of them are done; only verl 0.6.0's synchronous SGLang rollout read it, and no code of verl 0.7.0 or later does (a notice: every request completes, as in verl since 0.7.0).")
     multi_stage_wake_up: Optional[bool] = opt(None, "verl: wake the engine's weights and KV cache in two stages; a memory key of sleep mode (a notice).")
     enable_prefix_caching: Optional[bool] = opt(None, "verl: vLLM's prefix cache; a speed key not passed to vLLM here (a notice: vLLM's default applies, the same samples).")
     enable_sleep_mode: Optional[bool] = opt(None, "verl: vLLM's sleep mode; a memory key (a notice: the vllm engine sleeps between rollouts wherever the platform has sleep mode).")
@@ -406,7 +411,7 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
     nnodes: Optional[int] = opt(None, "verl 0.9: machines of a separate rollout pool (a notice, as n_gpus_per_node).")
     moe_load_balance_metrics_interval: Optional[int] = opt(None, "verl: how often vLLM logs MoE load-balance metrics; a logging key (a notice).")
     layered_summon: Optional[bool] = opt(None, "verl's layer-by-layer weight gathering for the sync; weights go in buckets of update_weights_bucket_megabytes here (a notice).")
-    multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout, on the hf engine.")
+    multi_turn: MultiTurnConfig = section(MultiTurnConfig, "verl's multi-turn (tool-calling) rollout.")
     val_temperature: Optional[float] = opt(None, "the spelling of verl forks' scripts (projects built on older verl) for val_kwargs.temperature: sets it, and val_kwargs.do_sample to temperature > 0 (a notice names the new keys).")
     n_val: Optional[int] = opt(None, "verl forks' spelling of val_kwargs.n: sets it (a notice names the new key).")
     checkpoint_engine: CheckpointEngineConfig = section(CheckpointEngineConfig, "verl 0.9's weight transfer from the trainer to the rollout engine.")
@@ -424,6 +429,8 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
             raise InvalidValue("gpu_memory_utilization", f"must be in (0, 1], got {self.gpu_memory_utilization}")
         require_positive("max_num_seqs", self.max_num_seqs, allow_none=False)
         require_positive("stream_chunks", self.stream_chunks, allow_none=False)
+        if self.over_sample_rate is not None and not 0.0 <= self.over_sample_rate < 1.0:
+            raise InvalidValue("over_sample_rate", f"must be in [0, 1), got {self.over_sample_rate}")
         require_positive("max_model_len", self.max_model_len)
         if self.val_temperature is not None:
             if self.val_temperature < 0:
@@ -436,8 +443,6 @@ class RolloutConfig(LogProbBatching, SamplingConfig):
         if self.checkpoint_engine.update_weights_bucket_megabytes is not None:
             self.update_weights_bucket_megabytes = self.checkpoint_engine.update_weights_bucket_megabytes
         require_positive("update_weights_bucket_megabytes", self.update_weights_bucket_megabytes, allow_none=False)
-        if self.multi_turn.enable and self.engine != "hf":
-            raise InvalidValue("multi_turn.enable", f"multi-turn needs rollout.name=hf for now (rollout.name is {self.name})")
         for engine, kwargs in self.engine_kwargs.items():
             if engine not in ("vllm", "sglang") or not isinstance(kwargs, dict):
                 raise InvalidValue(f"engine_kwargs.{engine}", "must be a mapping under engine_kwargs.vllm or engine_kwargs.sglang")
@@ -486,6 +491,7 @@ class CriticConfig:
     ppo_micro_batch_size_per_gpu: Optional[int] = opt(None, "Samples per critic forward/backward on each rank; null with ppo_micro_batch_size null = a rank's whole share.")
     use_dynamic_bsz: Optional[bool] = opt(None, "Cut the critic's micro-batches by tokens (see actor.use_dynamic_bsz); null = actor.use_dynamic_bsz.")
     ppo_max_token_len_per_gpu: int = opt(32768, "Token budget of one critic micro-batch on one rank with dynamic batch size.")
+    forward_max_token_len_per_gpu: Optional[int] = opt(None, "Token budget of one value forward (no gradient) on one rank with dynamic batch size, as verl; null = ppo_max_token_len_per_gpu.")
     ulysses_sequence_parallel_size: Optional[int] = opt(None, SP_HELP)
     ppo_epochs: Optional[int] = opt(None, "Critic passes over each batch; null = the actor's.")
     grad_clip: float = opt(1.0, "Clip the critic gradient's global norm.")
@@ -499,6 +505,7 @@ class CriticConfig:
         require_positive("ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)
         exclusive("ppo_micro_batch_size", self.ppo_micro_batch_size, "ppo_micro_batch_size_per_gpu", self.ppo_micro_batch_size_per_gpu)
         require_positive("ppo_max_token_len_per_gpu", self.ppo_max_token_len_per_gpu, allow_none=False)
+        require_positive("forward_max_token_len_per_gpu", self.forward_max_token_len_per_gpu)
         require_sequence_parallel_size(self.ulysses_sequence_parallel_size)
 
 

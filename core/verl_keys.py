@@ -153,6 +153,9 @@ NOTICES: tuple[Notice, ...] = (
     Notice("actor_rollout_ref.rollout.calculate_log_probs", _is_set,
            "the vllm engine always returns the sampled tokens' log-probs here (metric rollout_probs_diff), and the hf "
            "engine samples from the actor itself"),
+    Notice("actor_rollout_ref.rollout.over_sample_rate", _is_set,
+           "no code of verl 0.7.0 or later reads it (only verl 0.6.0's synchronous SGLang rollout aborted its last "
+           "requests); every request completes, as in verl"),
     Notice("actor_rollout_ref.rollout.multi_stage_wake_up", _is_set,
            "a memory key of the engine's sleep mode; the same weights and samples"),
     Notice("actor_rollout_ref.hybrid_engine", _is_true,

@@ -163,11 +163,8 @@ REFUSALS: tuple[tuple[str, str], ...] = (
     ("actor_rollout_ref.rollout.dtype", "the engine runs in the actor's dtype: set actor_rollout_ref.model.torch_dtype"),
     ("actor_rollout_ref.rollout.prompt_length", "set data.max_prompt_length (the rollout's prompt length)"),
     ("actor_rollout_ref.rollout.response_length", "set data.max_response_length (the rollout's response length)"),
-    ("actor_rollout_ref.rollout.over_sample_rate", "verl's agent-loop oversampling (aborting the slowest requests) changes "
-                                                   "which samples train: not supported; drop the key"),
     ("actor_rollout_ref.rollout.quantization", "a quantized rollout engine samples from other weights than the actor's: not "
                                                "supported; drop the key"),
-    ("critic.forward_max_token_len_per_gpu", "use critic.ppo_max_token_len_per_gpu (the critic's value forwards use it)"),
     ("data.trust_remote_code", "the tokenizer is the model's: set actor_rollout_ref.model.trust_remote_code"),
     ("critic.model.trust_remote_code", "the critic follows the actor: set actor_rollout_ref.model.trust_remote_code"),
     ("data.custom_cls.*", "custom dataset classes are not supported: write rows in verl's schema (parquet or jsonl)"),

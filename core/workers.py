@@ -319,6 +319,13 @@ class CriticWorker:
         self.batching = micro_batching(self.cfg.ppo_micro_batch_size_per_gpu, self.cfg.ppo_micro_batch_size,
                                        topology.world_size, dynamic, self.cfg.ppo_max_token_len_per_gpu,
                                        "critic.ppo_max_token_len_per_gpu")
+        # verl gives the value forwards (no gradient, less memory) a budget of their own.
+        forward_key = "critic.forward_max_token_len_per_gpu" if self.cfg.forward_max_token_len_per_gpu else \
+            "critic.ppo_max_token_len_per_gpu"
+        self.forward_batching = micro_batching(self.cfg.ppo_micro_batch_size_per_gpu, self.cfg.ppo_micro_batch_size,
+                                               topology.world_size, dynamic,
+                                               self.cfg.forward_max_token_len_per_gpu or self.cfg.ppo_max_token_len_per_gpu,
+                                               forward_key)
         tokenizer = run_tokenizer(config)
         model = _forked_seed(config.trainer.seed + 1, lambda: build_value_model(
             model_cfg, tokenizer, path=own.path or model_cfg.path, config=own.config or model_cfg.config,
@@ -337,7 +344,7 @@ class CriticWorker:
         device = self.strategy.device
         width = batch["responses"].shape[1]
         out = []
-        for micro in micro_batches(batch, self.batching):
+        for micro in micro_batches(batch, self.forward_batching):
             values = response_values(self.model, micro["input_ids"].to(device), micro["attention_mask"].to(device), width,
                                      self.packed)
             out.append(values.cpu())

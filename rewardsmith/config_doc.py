@@ -49,7 +49,7 @@ forwards only with an attention implementation that keeps packed sequences
 apart efficiently), or *refused* with an error naming the key and what to do
 instead. Some implemented keys refuse values this run cannot honour, each by
 name (`ulysses_sequence_parallel_size` above 1, an `fsdp_size` below the
-world size that does not divide it, `rollout.multi_turn.enable=true` with the vllm engine, `hybrid_engine=false`). Most
+world size that does not divide it, `hybrid_engine=false`). Most
 refused keys belong to verl engines, entry points and recipes that are not
 here (Megatron-LM, the SFT and generation trainers, the fully-async, embodied,
 PRIME and GKD recipes, multi-turn agent loops, profilers). The table is

@@ -154,3 +154,37 @@ def chatml_tokenizer():
     tok.eos_token = "<|im_end|>"
     tok.chat_template = QWEN25_TEMPLATE
     return tok
+
+
+def arithmetic_script(conversation: str) -> str:
+    """First turn: call the calculator on the last question's ``what is X?``; after a tool response: answer with it."""
+    if TOOL not in conversation:
+        expression = conversation.rsplit("what is ", 1)[1].split("?", 1)[0]
+        return '<tool_call>{"name": "calculator", "arguments": {"expression": "%s"}}</tool_call>' % expression
+    return "answer " + conversation.rsplit(TOOL, 1)[1].split("<|end|>")[0]
+
+
+def tool_calling_model(tokenizer, episodes, steps: int = 150):
+    """A tiny Qwen2 taught, by supervised steps on ``episodes`` (a multi-turn batch), to write their generated
+    tokens: a real model that calls tools, where a random one never would. Head size 32 (vLLM's CPU minimum)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from rewardsmith.core.sft import sft_loss
+
+    torch.manual_seed(0)
+    config = AutoConfig.for_model("qwen2", vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
+                                  num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                  max_position_embeddings=512, tie_word_embeddings=True,
+                                  eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    width = episodes["responses"].shape[1]
+    labels = torch.full_like(episodes["input_ids"], -100)
+    labels[:, -width:] = torch.where(episodes["response_mask"].bool(), episodes["responses"], -100)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(steps):
+        loss = sft_loss(model, episodes["input_ids"], episodes["attention_mask"], labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return model.eval()

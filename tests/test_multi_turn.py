@@ -3,6 +3,7 @@ tools run concurrently and failing ones, and training through the trainer with t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -10,14 +11,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from multi_turn_helpers import TOOL, ScriptedEngine, calculator_script, tool_tokenizer
+from multi_turn_helpers import (TOOL, ScriptedEngine, arithmetic_script, calculator_script, tool_calling_model,
+                                tool_tokenizer)
 from core_helpers import tiny_config
 from rewardsmith.common.config import ConfigError
 from rewardsmith.core.batch import Batch
-from rewardsmith.core.multi_turn import (LENGTH, MAX_ASSISTANT_TURNS, NO_TOOL_CALL, MultiTurnRollout, episode_metrics, parse_hermes,
+from rewardsmith.core.multi_turn import (LENGTH, MAX_ASSISTANT_TURNS, NO_TOOL_CALL, TOOL_PARSERS, MultiTurnRollout,
+                                         episode_metrics, parse_hermes,
                                          truncate_tool_text)
-from rewardsmith.core.rollout import HFRollout, SamplingParams
-from rewardsmith.core.schema import MultiTurnConfig
+from rewardsmith.core.rollout import HFRollout, SamplingParams, prompt_seeds
+from rewardsmith.core.schema import TOOL_CALL_FORMATS, MultiTurnConfig
 from rewardsmith.core.trainer import PPOTrainer
 from rewardsmith.reward_fns.tools import BaseTool, OpenAIFunctionToolSchema, ToolResponse
 from rewardsmith.reward_fns.tools.calculator import CalculatorTool
@@ -230,10 +233,16 @@ def test_a_real_model_whose_turn_calls_no_tool_samples_as_the_single_turn_engine
 
 
 def test_the_multi_turn_keys_are_checked_by_name(tmp_path):
-    with pytest.raises(ConfigError, match="multi-turn needs rollout.name=hf for now"):
-        tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.enable=true", "actor_rollout_ref.rollout.name=vllm")
+    # both engines run it (sglang samples on the vllm engine)
+    for engine in ("vllm", "sglang"):
+        config = tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.enable=true",
+                             f"actor_rollout_ref.rollout.name={engine}")
+        assert config.actor_rollout_ref.rollout.engine == "vllm"
     with pytest.raises(ConfigError, match="format"):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.format=gpt-oss")
+    # verl's search example config spells Qwen2.5's <tool_call> blocks "qwen": parsed as hermes
+    assert tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.format=qwen").actor_rollout_ref.rollout.multi_turn.format == "qwen"
+    assert set(TOOL_PARSERS) == set(TOOL_CALL_FORMATS) and TOOL_PARSERS["qwen"] is parse_hermes
     with pytest.raises(ConfigError, match="max_assistant_turns"):
         tiny_config(tmp_path, "actor_rollout_ref.rollout.multi_turn.max_turns=3")
 
@@ -501,3 +510,64 @@ def test_verls_gsm8k_tool_and_interaction_configs_run_an_episode_with_verls_row_
                                                           "Current parsed answer='72' reward=1.0"]
     assert got["tool_rewards"] == [-0.05, 0.0] and got["turn_scores"] == [1.0]
     assert got["stop_reason"] == "interaction_done" and got["num_turns"] == 7 and got["need_tools_kwargs"] is True
+
+
+QUESTIONS = ("what is 12*34?", "what is 7*89?")
+
+
+@pytest.fixture(scope="module")
+def tool_model():
+    """The tool tokenizer and a tiny model taught to call the calculator on QUESTIONS, then answer."""
+    tok = tool_tokenizer()
+    scripted = MultiTurnRollout(ScriptedEngine(tok, arithmetic_script), tok, {"calculator": CalculatorTool()},
+                                MultiTurnConfig(enable=True), [tok.eos_token_id])
+    return tok, tool_calling_model(tok, scripted.generate(prompts(*QUESTIONS), SamplingParams(max_new_tokens=120)))
+
+
+def test_chunks_of_a_multi_turn_batch_sample_what_one_call_does(tool_model):
+    """Each later turn is seeded by its episode and the turn, not by its row among the episodes still going."""
+    tok, model = tool_model
+    engine = MultiTurnRollout(HFRollout(model, tok.pad_token_id, [tok.eos_token_id]), tok, {"calculator": CalculatorTool()},
+                              MultiTurnConfig(enable=True), [tok.eos_token_id])
+    params = SamplingParams(n=3, max_new_tokens=120, seed=1)
+    whole = engine.generate(prompts(*QUESTIONS), params)
+    parts = [engine.generate(prompts(q), dataclasses.replace(params, first_prompt=i)) for i, q in enumerate(QUESTIONS)]
+    turns = [info["num_turns"] for info in whole.meta["extra_info"]]
+    assert max(turns) > 2 and min(turns) == 2  # some episodes called the tool, some did not
+    for key in ("responses", "response_mask", "attention_mask"):
+        width = whole[key].shape[1] if key != "attention_mask" else whole["responses"].shape[1]
+        assert torch.equal(whole[key][:, -width:], torch.cat([p[key][:, -width:] for p in parts])), key
+    assert [i["num_turns"] for p in parts for i in p.meta["extra_info"]] == turns
+
+
+class SeedRecorder(ScriptedEngine):
+    """A scripted engine that records the seed each row of each call samples with, by the row's text."""
+
+    def __init__(self, tokenizer, script):
+        super().__init__(tokenizer, script)
+        self.seeds: list[tuple[str, int]] = []
+
+    def generate(self, prompts, params):
+        out = super().generate(prompts, params)
+        self.seeds.extend(zip(self.calls[-1], prompt_seeds(params, len(prompts))))
+        return out
+
+
+def test_a_later_turn_is_seeded_by_its_episode_and_turn_not_by_its_row():
+    def script(conversation: str) -> str:  # "what is 5?" is answered at once, the others through the calculator
+        return "answer 5" if conversation.endswith("what is 5?<|end|><|assistant|>") else arithmetic_script(conversation)
+
+    questions = ("what is 5?", "what is 2*3?", "what is 4*4?")
+    tok = tool_tokenizer()
+    params = SamplingParams(n=2, max_new_tokens=200, seed=11)
+    seeds = []
+    for batches in ([(questions, 0)], [(questions[:1], 0), (questions[1:2], 1), (questions[2:], 2)]):
+        recorder = SeedRecorder(tok, script)
+        engine = MultiTurnRollout(recorder, tok, {"calculator": CalculatorTool()}, MultiTurnConfig(enable=True),
+                                  [tok.eos_token_id])
+        for chunk, first in batches:
+            engine.generate(prompts(*chunk), dataclasses.replace(params, first_prompt=first))
+        seeds.append(sorted(recorder.seeds))
+    whole, chunked = seeds
+    assert whole == chunked and len(whole) == 3 + 4  # three first turns (n=2 in one request), four second turns
+    assert len({seed for _, seed in whole}) == len(whole)

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import textwrap
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -316,44 +316,16 @@ def test_a_failing_a_hanging_and_an_unknown_tool_become_counted_error_results():
 
 # -- the search tool against a real retrieval server --------------------------------------------
 
-CORPUS = [
-    "Paris\nParis is the capital of France.",
-    "Berlin\nBerlin is the capital of Germany.",
-    "Photosynthesis\nPlants turn light into chemical energy.",
-]
-
-
-class RetrievalHandler(BaseHTTPRequestHandler):
-    """Search-R1's retrieval server protocol over a tiny corpus, ranked by shared words."""
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        assert self.path == "/retrieve" and body["return_scores"] is True
-        result = []
-        for query in body["queries"]:
-            words = set(query.lower().split())
-            ranked = sorted(CORPUS, key=lambda doc: -len(words & set(doc.lower().replace(".", "").split())))
-            result.append([{"document": {"id": str(CORPUS.index(d)), "contents": d}, "score": 1.0}
-                           for d in ranked[: body["topk"]]])
-        data = json.dumps({"result": result}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+_spec = importlib.util.spec_from_file_location(
+    "retrieval_server", Path(__file__).resolve().parents[1] / "benchmarks" / "retrieval_server.py")
+retrieval_server = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(retrieval_server)
 
 
 @pytest.fixture
 def retrieval_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RetrievalHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/retrieve"
-    server.shutdown()
-    server.server_close()
+    with retrieval_server.serving() as url:
+        yield url
 
 
 def search_config(tmp_path, url):

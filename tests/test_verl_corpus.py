@@ -40,8 +40,8 @@ def test_each_corpus_has_its_scripts_each_with_its_source_and_commit(corpus, com
     assert len(names) >= least
     for name in names:
         text = verl_corpus.script_path(name).read_text()
-        assert f"# source: https://github.com/volcengine/verl/blob/{commit}/examples/" in text \
-            or f"# source: https://github.com/volcengine/verl/blob/{commit}/recipe/" in text, name
+        assert any(f"# source: https://github.com/volcengine/verl/blob/{commit}/{folder}/" in text
+                   for folder in ("examples", "recipe", "tests/special_e2e")), name
         pairs = verl_corpus.read_script(verl_corpus.script_path(name))
         keys = [k for k, _ in pairs]
         assert "actor_rollout_ref.model.path" in keys and "data.train_files" in keys, name
@@ -102,10 +102,11 @@ def test_first_error_line_prefers_the_error_line():
     assert verl_corpus.first_error_line("Traceback\n  File x\nValueError: bad\n") == "ValueError: bad"
 
 
-def _run_runner(work: Path, *names: str, timeout: float = 3500) -> dict[str, dict]:
+def _run_runner(work: Path, *names: str, timeout: float = 3500, script_timeout: float = 120) -> dict[str, dict]:
     """The runner's rows (``--json``) for these scripts, or the whole corpus when none are named."""
     only = ["--only", *names] if names else []
-    proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--timeout", "120", "--workdir", str(work), *only],
+    proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--timeout", str(script_timeout), "--workdir", str(work),
+                           *only],
                           capture_output=True, text=True, timeout=timeout)
     assert proc.stdout.strip(), proc.stderr[-3000:]
     return {row["script"]: row for row in json.loads(proc.stdout)}
@@ -138,16 +139,78 @@ def test_what_scripts_need_names_scripts_of_the_corpus():
     assert set(NEEDS) <= set(SCRIPTS)
 
 
+# verl's multi-turn examples (issue 30): tool and interaction configs, the SandboxFusion tool on
+# `rewardsmith sandbox serve`, the search tool on the tiny retrieval server; run by their own test.
+MULTI_TURN = ["multiturn_gsm8k_tool_interaction", "multiturn_sandbox_fusion", "multiturn_search"]
+SINGLE_TURN = [name for name in SCRIPTS if name not in MULTI_TURN]
+
+
+def test_the_multi_turn_scripts_name_verls_tool_and_interaction_configs_kept_in_the_corpus():
+    assert set(MULTI_TURN) <= set(SCRIPTS)
+    configs = {Path(v).name for name in MULTI_TURN for k, v in verl_corpus.read_script(verl_corpus.script_path(name))
+               if k in verl_corpus.ENV_CONFIG_KEYS}
+    assert configs == {"gsm8k_tool_config.yaml", "gsm8k_interaction_config.yaml", "sandbox_fusion_tool_config.yaml",
+                       "search_tool_config.yaml"}
+    for name in MULTI_TURN:
+        pairs = verl_corpus.read_script(verl_corpus.script_path(name))
+        assert ("actor_rollout_ref.rollout.multi_turn.enable", "True") in pairs, name
+        for key, value in pairs:
+            if key in verl_corpus.ENV_CONFIG_KEYS:
+                assert verl_corpus.env_config_source(value, verl_corpus.CORPORA["main-b178a3c"]).exists(), value
+
+
+def test_a_tool_configs_service_url_is_the_local_stand_ins_and_nothing_else_changes(tmp_path):
+    import yaml
+
+    script = verl_corpus.script_path("multiturn_search")
+    pairs = verl_corpus.read_script(script)
+    assert verl_corpus.tool_services(pairs, script.parent) == ["retrieval_service_url"]
+    assets = {"policy": tmp_path / "policy", "reward_model": tmp_path / "rm", "data": tmp_path / "data"}
+    url = "http://127.0.0.1:1234/retrieve"
+    out = dict(line.split("=", 1) for line in verl_corpus.substitute(pairs, assets, tmp_path, script.parent,
+                                                                         {"retrieval_service_url": url}))
+    local = Path(out["actor_rollout_ref.rollout.multi_turn.tool_config_path"])
+    original = yaml.safe_load(verl_corpus.env_config_source(dict(pairs)[
+        "actor_rollout_ref.rollout.multi_turn.tool_config_path"], script.parent).read_text())
+    original["tools"][0]["config"]["retrieval_service_url"] = url
+    assert local.parent == tmp_path and yaml.safe_load(local.read_text()) == original
+    assert out["actor_rollout_ref.rollout.max_model_len"] == str(verl_corpus.PROMPT_LEN + verl_corpus.RESPONSE_LEN)
+    assert out["actor_rollout_ref.rollout.multi_turn.format"] == "qwen"
+    assert verl_corpus.data_kind(out["data.train_files"]) == "search"
+    # A config without a service (the gsm8k tool's) is verl's file itself.
+    tool = verl_corpus.script_path("multiturn_gsm8k_tool_interaction")
+    assert verl_corpus.tool_services(verl_corpus.read_script(tool), tool.parent) == []
+
+
 @pytest.fixture(scope="module")
 def corpus_rows(tmp_path_factory) -> dict[str, dict]:
-    """Every script run once by the runner (one process per script, one step each)."""
-    return _run_runner(tmp_path_factory.mktemp("verl_corpus"))
+    """Every single-turn script run once by the runner (one process per script, one step each)."""
+    return _run_runner(tmp_path_factory.mktemp("verl_corpus"), *SINGLE_TURN)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", MULTI_TURN)
+def test_verl_multi_turn_script_trains(name, tmp_path):
+    _skip_without_vllm(name)
+    if name == "multiturn_sandbox_fusion":
+        from rewardsmith.sandbox.testing import isolation_unavailable
+
+        if isolation_unavailable():
+            pytest.skip(f"{name} needs `rewardsmith sandbox serve`: {isolation_unavailable()}")
+    # A multi-turn run starts its tool's server and, for sglang, the vllm engine: about two minutes on 2 busy cores.
+    row = _run_runner(tmp_path, name, timeout=850, script_timeout=600)[name]
+    assert row["passed"], f"{name}: {row['error']} (log: {row['log']})"
+    import yaml
+
+    config = yaml.safe_load((Path(row["log"]).parent / "checkpoints" / "config.yaml").read_text())
+    assert config["actor_rollout_ref"]["rollout"]["multi_turn"]["enable"] is True
 
 
 @pytest.mark.slow
 # The first script's test also runs the module's fixture: both corpora, about 25 minutes on 2 cores.
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", SINGLE_TURN)
 def test_verl_script_trains(name, corpus_rows):
     _skip_without_vllm(name)
     row = corpus_rows[name]

@@ -99,6 +99,7 @@ SPEED_KEYS = (
     "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl",
     "actor_rollout_ref.rollout.checkpoint_engine.engine_kwargs={nccl: {rebuild_group: true}}",
     "actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module=my_backend",
+    "actor_rollout_ref.rollout.over_sample_rate=0.1",  # verl's multi-turn examples; no verl code reads it since 0.7.0
 )
 
 
@@ -130,7 +131,6 @@ def test_speed_keys_print_one_notice_each_and_change_nothing(tmp_path):
 @pytest.mark.parametrize("override, key", [
     ("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2", "ulysses_sequence_parallel_size"),
     ("critic.ulysses_sequence_parallel_size=4", "ulysses_sequence_parallel_size"),
-    ("actor_rollout_ref.rollout.multi_turn.enable=true actor_rollout_ref.rollout.name=vllm", "multi_turn.enable"),
     ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "ppo_micro_batch_size and ppo_micro_batch_size_per_gpu"),
 ])
 def test_what_cannot_be_done_is_refused_by_name(tmp_path, override, key):
@@ -240,9 +240,11 @@ def test_per_gpu_and_dynamic_micro_batches_give_the_whole_batch_update(tmp_path,
     whole = _one_update(tmp_path / "whole", *agg)
     per_gpu = _one_update(tmp_path / "per_gpu", *agg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
                           "critic.ppo_micro_batch_size_per_gpu=3", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=3")
-    # Budgets of about two samples: a 4-prompt x 2-sample batch is cut in several micro-batches.
+    # Budgets of about two samples: a 4-prompt x 2-sample batch is cut in several micro-batches (the critic's value
+    # forwards, with a budget of their own as in verl, in others).
     dynamic = _one_update(tmp_path / "dynamic", *agg, "actor_rollout_ref.actor.use_dynamic_bsz=true",
-                          "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=130", "critic.ppo_max_token_len_per_gpu=130")
+                          "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=130", "critic.ppo_max_token_len_per_gpu=130",
+                          "critic.forward_max_token_len_per_gpu=70")
     for other in (per_gpu, dynamic):
         torch.testing.assert_close(other[0], whole[0], atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(other[1], whole[1], atol=1e-5, rtol=1e-5)
@@ -465,3 +467,9 @@ def test_verls_reward_layout_spells_the_reward_models_device_pool_too(tmp_path):
     config = tiny_config(tmp_path, "+reward.reward_model.n_gpus_per_node=8", "+reward.reward_model.enable_resource_pool=true")
     assert config.reward_model.n_gpus_per_node == 8 and config.reward_model.enable_resource_pool
     assert sum("reward_model.n_gpus_per_node: a device-layout key" in line for line in notices(config)) == 1
+
+
+
+def test_over_sample_rate_is_a_share_of_the_requests(tmp_path):
+    with pytest.raises(ConfigError, match="over_sample_rate"):
+        tiny_config(tmp_path, "actor_rollout_ref.rollout.over_sample_rate=1.5")
