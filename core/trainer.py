@@ -169,6 +169,9 @@ class PPOTrainer:
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.entropy_ctrl = EntropyControl(actor_cfg.entropy_coeff)  # Skywork-OR1's, used with actor.adaptive_entropy
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
+        # The generation batches' sampling seeds: a stream of their own, so that every torchrun rank, and one process,
+        # draws the same seeds whatever else took from torch's global stream (model set-up, rank 0's scorers).
+        self.rollout_generator = torch.Generator().manual_seed(t.seed + 11)
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
@@ -487,8 +490,7 @@ class PPOTrainer:
         stop once ``enough(parts so far)``, a part being (its prompts' rows in ``prompts``, its samples).
         Each prompt samples from its own seed (:class:`SamplingParams`), so the samples are those of one call
         on all of ``prompts``, returned in the prompts' order (``pending`` reorders its scores alike)."""
-        # Under torchrun every rank draws; rank 0's seed is the batch's, whatever else its random stream fed.
-        sampling = dataclasses.replace(self.sampling, seed=broadcast_object(draw_seed(), self.topology))
+        sampling = dataclasses.replace(self.sampling, seed=draw_seed(self.rollout_generator))
         parts: list[tuple[list[int], Batch]] = []
         timing.setdefault("gen", 0.0)
         stop = False
@@ -666,9 +668,12 @@ class PPOTrainer:
         """
         assert self.val_set is not None
         size = self.config.data.val_batch_size or len(self.val_set)
+        # One seed for the whole set: each prompt samples by its place in it, whatever val_batch_size cuts it into.
+        sampling = dataclasses.replace(self.val_sampling, seed=draw_seed(self.rollout_generator))
         with self._rollout_phase():
             batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
-                                           self.val_sampling) for start in range(0, len(self.val_set), size)]
+                                           dataclasses.replace(sampling, first_prompt=start))
+                       for start in range(0, len(self.val_set), size)]
         texts = [text for b in batches for text in self.decode_responses(b)]
         lengths = [int(n) for b in batches for n in response_lengths(b).tolist()]
         prompts = [row for b in batches for row in b["prompts"]]
@@ -721,6 +726,7 @@ class PPOTrainer:
             "entropy_ctrl": dataclasses.asdict(self.entropy_ctrl),
             "mask_generator": self.mask_generator.get_state(),
             "shuffle_generator": self.shuffle_generator.get_state(),
+            "rollout_generator": self.rollout_generator.get_state(),
             "rng": rng_state(),
             "world_size": self.world_size,
         }, path / TRAINER_STATE)
@@ -761,6 +767,8 @@ class PPOTrainer:
             self.entropy_ctrl = EntropyControl(**state["entropy_ctrl"])
         self.mask_generator.set_state(state["mask_generator"])
         self.shuffle_generator.set_state(state["shuffle_generator"])
+        if "rollout_generator" in state:  # absent from checkpoints written before it existed
+            self.rollout_generator.set_state(state["rollout_generator"])
         # Last: loading models above may have drawn from the global generators.
         set_rng_state(torch.load(path / f"rng_rank{self.topology.rank}.pt", weights_only=False)
                       if self.topology.distributed else state["rng"])
