@@ -30,17 +30,16 @@ VLLM = ("actor_rollout_ref.rollout.name=vllm", f"actor_rollout_ref.model.config=
 WARM_UP = RewardBatch(data_sources=["openai/gsm8k"] * 2, solutions=["12", "34"], ground_truths=["1", "2"])
 
 
-def streamed_parts(trainer: PPOTrainer) -> list[tuple[list[int], float]]:
-    """Records each part the actor streams: (its prompts' rows, when it came)."""
-    parts: list[tuple[list[int], float]] = []
-    stream = trainer.actor.generate_stream
+def hand_overs(trainer: PPOTrainer) -> list[tuple[list[str], float]]:
+    """Records each part of the generated batch handed to the rewards: (its groups' uids, when)."""
+    parts: list[tuple[list[str], float]] = []
+    submit = trainer.submit_scoring
 
-    def recorded(prompts, params):
-        for rows, samples in stream(prompts, params):
-            parts.append((rows, time.time()))
-            yield rows, samples
+    def recorded(pending, batch):
+        parts.append((list(dict.fromkeys(batch.meta["uid"])), time.time()))
+        submit(pending, batch)
 
-    trainer.actor.generate_stream = recorded
+    trainer.submit_scoring = recorded
     return parts
 
 
@@ -71,19 +70,19 @@ def test_the_stream_samples_what_one_engine_call_does(tmp_path):
 @pytest.mark.parametrize("overlap", [True, False])
 def test_streamed_and_whole_runs_give_the_same_samples_rewards_and_losses(tmp_path, overlap):
     reward = write_reward(tmp_path, PICKY_DIGITS)
-    runs, hand_overs = {}, {}
+    runs, handed = {}, {}
     for stream in (False, True):
         cfg = tiny_config(tmp_path / str(stream), reward, *VLLM, *GRPO, "reward_model.reward_manager=parallel",
                           "reward_model.num_workers=2", f"reward_model.launch_reward_fn_async={overlap}",
                           "data.max_response_length=128", f"actor_rollout_ref.rollout.stream_requests={stream}")
         trainer = PPOTrainer(cfg)
-        parts = streamed_parts(trainer)
+        handed[stream] = hand_overs(trainer)
         try:
             runs[stream] = two_steps(trainer)
         finally:
             trainer.close()
-        hand_overs[stream] = parts
-    assert len(hand_overs[True]) > 2 * len(hand_overs[False]) == 4, "the groups must finish at different steps"
+    # Two steps: one hand-over each, or one per engine step that finished groups.
+    assert len(handed[True]) > len(handed[False]) == 2, "the groups must finish at different engine steps"
     for whole, streamed in zip(runs[False], runs[True]):
         assert torch.equal(whole["responses"], streamed["responses"])
         assert torch.equal(whole["unscored"], streamed["unscored"])
@@ -96,9 +95,9 @@ def test_streamed_and_whole_runs_give_the_same_samples_rewards_and_losses(tmp_pa
 
 
 def test_scoring_starts_before_the_engine_has_finished_the_batch(tmp_path):
-    """The scorer notes when each call begins (in a pool worker); the stream notes when each part came out of the
-    engine. Streamed, the first score begins before the last part exists; not streamed, after it (the measure
-    tells the two apart). Responses up to 128 tokens keep the engine busy well past the first groups' end."""
+    """The scorer notes when each call begins (in a pool worker); the trainer notes when it hands each part of the
+    batch over, as soon as it came out of the engine. Streamed, the first score begins before the last part is out;
+    not streamed, after the batch is. Responses up to 128 tokens keep the engine busy well past the first groups' end."""
     first_scored, last_part = {}, {}
     for stream in (True, False):
         starts = tmp_path / f"starts-{stream}.txt"
@@ -109,7 +108,7 @@ def test_scoring_starts_before_the_engine_has_finished_the_batch(tmp_path):
         trainer = PPOTrainer(cfg)
         trainer.reward_manager(WARM_UP)  # the pool's workers are up
         starts.unlink(missing_ok=True)
-        parts = streamed_parts(trainer)
+        parts = hand_overs(trainer)
         try:
             trainer.global_step = 1
             trainer.make_experience(next(trainer.prompt_batches), {})
@@ -123,32 +122,35 @@ def test_scoring_starts_before_the_engine_has_finished_the_batch(tmp_path):
     assert first_scored[False] > last_part[False]
 
 
-def test_dynamic_sampling_stops_the_engine_once_the_first_prompts_hold_enough_varied_groups(tmp_path):
-    """8 prompts x 4 samples, 2 varied groups wanted (every group varies: ALTERNATING, scored inline): streamed,
-    the engine stops once prompts 0 and 1 are scored, and the step trains on the groups of the whole batch's run."""
+def test_dynamic_sampling_stops_the_engine_once_the_first_prompt_holds_a_varied_group(tmp_path):
+    """8 prompts, 1 varied group wanted (one sample each: a group of one counts as varied, as in verl; scored inline):
+    streamed, the engine stops as soon as prompt 0 is scored, not at the first varied group it finishes (which may be
+    another prompt's), and the step trains on the group of the whole batch's run."""
     kept, handed = {}, {}
     for stream in (False, True):
         (tmp_path / str(stream)).mkdir()
         cfg = tiny_config(tmp_path / str(stream), write_reward(tmp_path / str(stream), ALTERNATING), *VLLM,
                           "algorithm.adv_estimator=grpo", "algorithm.filter_groups.enable=true",
-                          "algorithm.filter_groups.metric=seq_reward", "data.train_batch_size=2", "data.gen_batch_size=8",
-                          "actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+                          "algorithm.filter_groups.metric=seq_reward", "data.train_batch_size=1", "data.gen_batch_size=8",
+                          "actor_rollout_ref.rollout.n=1", "actor_rollout_ref.actor.ppo_mini_batch_size=1",
                           "reward_model.timeout=null", "data.max_response_length=128",
                           f"actor_rollout_ref.rollout.stream_requests={stream}")
         trainer = PPOTrainer(cfg)
-        parts = streamed_parts(trainer)
+        parts = hand_overs(trainer)
         try:
             trainer.global_step = 1
-            batch, metrics = trainer.make_experience(next(trainer.prompt_batches), {})
+            prompts = next(trainer.prompt_batches)
+            batch, metrics = trainer.make_experience(prompts, {})
             assert not trainer.actor.rollout.llm.llm_engine.has_unfinished_requests()
         finally:
             trainer.close()
         assert metrics["train/num_gen_batches"] == 1.0
-        kept[stream], handed[stream] = batch, [row for rows, _ in parts for row in rows]
-    assert sorted(handed[False]) == list(range(8))
-    # Streamed: the engine stopped once prompts 0 and 1 were in, before the last prompt group was finished.
-    assert {0, 1} <= set(handed[True]) and len(handed[True]) < 8, handed[True]
-    assert kept[True].meta["uid"] == kept[False].meta["uid"]
+        groups = list(dict.fromkeys(prompts.meta["uid"]))
+        kept[stream], handed[stream] = batch, [[groups.index(uid) for uid in uids] for uids, _ in parts]
+    assert sorted(p for part in handed[False] for p in part) == list(range(8))
+    # Streamed: the last part handed over holds prompt 0, and prompts were left unfinished.
+    assert 0 in handed[True][-1] and sum(map(len, handed[True])) < 8, handed[True]
+    assert kept[True].meta["uid"] == kept[False].meta["uid"] == [groups[0]]
     assert torch.equal(kept[True]["responses"], kept[False]["responses"])
 
 
