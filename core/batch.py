@@ -134,3 +134,10 @@ def chunk_ranges(size: int, parts: int) -> list[range]:
     parts = max(1, min(parts, size))
     bounds = [size * i // parts for i in range(parts + 1)]
     return [range(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+def prompt_order(parts: Sequence[Sequence[int]], n: int) -> list[int]:
+    """The rows that put in prompt order the samples of ``parts``, each holding the ``n`` samples of each of
+    its prompts (``parts`` gives the prompts' indices) in turn, one part after the other."""
+    prompts = [p for part in parts for p in part]
+    return [g * n + k for g in sorted(range(len(prompts)), key=prompts.__getitem__) for k in range(n)]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -62,6 +62,10 @@ class WorkerGroup(ABC):
         out = Batch.concat(self._run("generate", [(s, replace(params, seed=seed, first_prompt=first))
                                                   for s, first in zip(shares, firsts)]))
         return out.select(range(len(out) - added * params.n))
+
+    def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
+        """The ranks' samples at once: each rank's engine runs its own share, so none streams to the controller."""
+        yield list(range(len(prompts))), self.generate(prompts, params)
 
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         return self._per_sample("compute_log_prob", batch)

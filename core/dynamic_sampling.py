@@ -109,6 +109,24 @@ def keep_varied(batch: Batch, reward: RewardOutput, metric: str) -> tuple[Batch,
     return batch.select(rows), select_reward(reward, rows), len(kept)
 
 
+def leading_varied_groups(parts: Sequence[tuple[Sequence[int], Batch]], rewards: Sequence[RewardOutput], metric: str) -> int:
+    """How many groups vary in ``metric`` among the first prompts of the batch, up to the first one not yet scored.
+
+    ``parts`` are the generated parts (each: its prompts' indices in the batch, their samples), scored
+    in order by ``rewards`` (fewer while scoring runs). Only that leading run counts: with it, the groups
+    :func:`first_groups` keeps are those it would keep from the whole batch, whatever order the parts came in.
+    """
+    varies: dict[int, bool] = {}
+    for (prompts, samples), reward in zip(parts, rewards):
+        groups = list(dict.fromkeys(samples.meta["uid"]))  # a part's groups, in its prompts' order
+        kept = set(varied_groups(samples.meta["uid"], metric_values(metric, reward)))
+        varies.update((p, uid in kept) for p, uid in zip(prompts, groups))
+    leading = 0
+    while leading in varies:
+        leading += 1
+    return sum(varies[p] for p in range(leading))
+
+
 def first_groups(batch: Batch, reward: RewardOutput, n_groups: int) -> tuple[Batch, RewardOutput]:
     """The samples of the first ``n_groups`` groups (verl: ``batch[:train_batch_size * n]``)."""
     seen: list[str] = []

@@ -4,7 +4,8 @@
 begins scoring responses as soon as they exist: on a background thread when the rewards
 overlap (``reward_model.launch_reward_fn_async``), inline otherwise. A batch generated in
 chunks (``actor_rollout_ref.rollout.stream_chunks``) hands each chunk over as it is
-generated, so its scoring runs while the next chunk generates. The trainer runs the old-policy, reference and value passes
+generated, so its scoring runs while the next chunk generates; the vLLM rollout hands over each
+prompt group as the engine finishes it (``stream_requests``), in the order they finish. The trainer runs the old-policy, reference and value passes
 meanwhile and calls :meth:`PendingReward.join` just before the advantages.
 Overlap changes when the scores are computed, never what they are.
 """
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from rewardsmith.core.dynamic_sampling import select_reward
 from rewardsmith.core.reward_chunks import concat_chunks
 from rewardsmith.plugins.executors import SerialExecutor
 from rewardsmith.plugins.reward_step import RewardStep, count_over_budget, reward_step
@@ -74,6 +76,9 @@ class PendingReward:
     last_end: float = 0.0
     error: Optional[BaseException] = None
     metrics: dict[str, float] = field(default_factory=dict)
+    # Where the chunks came in another order than the rollout returns their samples: the rows of the scored
+    # samples, in the rollout's order (join gives the scores so).
+    order: Optional[list[int]] = None
 
     @classmethod
     def open(cls, manager: Any, overlap: bool, budget_s: Optional[float]) -> "PendingReward":
@@ -145,6 +150,8 @@ class PendingReward:
         if not self.results:
             return None
         result = self.results[0] if len(self.results) == 1 else concat_chunks(self.results)
+        if self.order is not None:
+            result = select_reward(result, self.order)
         self.metrics = profile_metrics(self.step)
         if self.step.budget_s is not None:
             self.metrics["reward/over_budget"] = float(count_over_budget(result.extra_info))

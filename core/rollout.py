@@ -60,9 +60,9 @@ class SamplingParams(SamplingConfig):
                    top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens, log_probs=log_probs)
 
 
-def draw_seed() -> int:
-    """A generation batch's seed, from torch's global generator (seeded and checkpointed by the trainer)."""
-    return int(torch.randint(SEED_LIMIT // 2, ()))
+def draw_seed(generator: Optional[torch.Generator] = None) -> int:
+    """A generation batch's seed, from ``generator`` (the trainer's rollout stream) or torch's global one."""
+    return int(torch.randint(SEED_LIMIT // 2, (), generator=generator))
 
 
 def prompt_seeds(params: SamplingParams, count: int) -> list[int]:

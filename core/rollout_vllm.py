@@ -164,15 +164,45 @@ class VLLMRollout:
             seed=seed,
         )
 
+    def _requests(self, prompts: Batch, params: SamplingParams) -> tuple[list[TokensPrompt], list[VLLMSamplingParams]]:
+        """Each prompt's unpadded token ids and its sampling parameters (its own seed)."""
+        ids, mask = prompts["input_ids"].cpu(), prompts["attention_mask"].cpu()
+        requests = [TokensPrompt(prompt_token_ids=row[keep.bool()].tolist()) for row, keep in zip(ids, mask)]
+        return requests, [self.sampling_params(params, seed) for seed in prompt_seeds(params, len(requests))]
+
     @torch.no_grad()
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
         """Sample ``params.n`` responses per prompt (the Batch layout of :class:`~rewardsmith.core.rollout.RolloutEngine`)."""
+        outputs = self.llm.generate(*self._requests(prompts, params), use_tqdm=False)
+        return self._samples(prompts, outputs, params)
+
+    @torch.no_grad()
+    def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
+        """:meth:`generate`'s samples as the engine finishes them: after each engine step that completed
+        some prompt groups (all ``n`` samples of a prompt), their rows in ``prompts`` and their samples.
+
+        The requests and their seeds are those of :meth:`generate`, so each prompt samples what it samples
+        there. Closing the generator early aborts the requests still running.
+        """
+        engine = self.llm.llm_engine
+        requests, sampling = self._requests(prompts, params)
+        # vLLM answers under the request's own id; it returns the internal one (the id, a dash, a random suffix).
+        rows = {rid.rsplit("-", 1)[0]: i for i, rid in enumerate(self.llm.enqueue(requests, sampling, use_tqdm=False))}
+        try:
+            while rows and engine.has_unfinished_requests():
+                done = [out for out in engine.step() if out.finished]
+                if done:
+                    finished = [rows.pop(out.request_id) for out in done]
+                    yield finished, self._samples(prompts.select(finished), done, params)
+        finally:
+            if rows:
+                engine.abort_request(list(rows))
+
+    def _samples(self, prompts: Batch, outputs: list[Any], params: SamplingParams) -> Batch:
+        """The Batch of vLLM's ``outputs`` for ``prompts`` (one output of ``params.n`` completions per prompt, in order)."""
         input_ids, attention_mask = prompts["input_ids"].cpu(), prompts["attention_mask"].cpu()
-        requests = [TokensPrompt(prompt_token_ids=ids[mask.bool()].tolist()) for ids, mask in zip(input_ids, attention_mask)]
-        outputs = self.llm.generate(requests, [self.sampling_params(params, seed) for seed in prompt_seeds(params, len(requests))],
-                                    use_tqdm=False)
         width = params.max_new_tokens
-        responses = torch.full((len(requests) * params.n, width), self.pad_token_id, dtype=input_ids.dtype)
+        responses = torch.full((len(outputs) * params.n, width), self.pad_token_id, dtype=input_ids.dtype)
         log_probs = torch.zeros(responses.shape, dtype=torch.float32)
         for i, completion in enumerate(c for out in outputs for c in sorted(out.outputs, key=lambda c: c.index)):
             tokens = list(completion.token_ids)[:width]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -21,14 +21,15 @@ import torch
 from tqdm import tqdm
 
 from rewardsmith.common.config import to_dict
-from rewardsmith.core.batch import Batch, MiniBatch, chunk_ranges, mini_batches
+from rewardsmith.core.batch import Batch, MiniBatch, chunk_ranges, mini_batches, prompt_order
 from rewardsmith.core.checkpoint import (TRAINER_STATE, commit, copy_checkpoint, latest_checkpoint, partial_dir, prune,
                                          rng_state, set_aside, set_rng_state, step_of)
 from rewardsmith.core.data import PromptDataset, PromptLoader, read_files
 from rewardsmith.core.data_parallel import data_parallel
 from rewardsmith.core.distributed import barrier, broadcast_object, init_distributed, release_process_group
 from rewardsmith.core.dynamic_sampling import (GenerationBudgetExhausted, budget_message, concat_generated, concat_rewards,
-                                               first_groups, keep_varied, metric_values, select_reward)
+                                               first_groups, keep_varied, leading_varied_groups, metric_values,
+                                               select_reward)
 from rewardsmith.core.fork_options import EntropyControl, mask_truncated_advantages, rejection_rows, sampled_entropy, truncated
 from rewardsmith.core.kl import KLController, apply_kl_penalty
 from rewardsmith.core.models import run_tokenizer
@@ -169,6 +170,9 @@ class PPOTrainer:
         self.kl_ctrl = KLController(algo.kl_ctrl.kl_coef, algo.kl_ctrl.type, algo.kl_ctrl.target_kl, algo.kl_ctrl.horizon)
         self.entropy_ctrl = EntropyControl(actor_cfg.entropy_coeff)  # Skywork-OR1's, used with actor.adaptive_entropy
         self.mask_generator = torch.Generator().manual_seed(t.seed + 7)
+        # The generation batches' sampling seeds: a stream of their own, so that every torchrun rank, and one process,
+        # draws the same seeds whatever else took from torch's global stream (model set-up, rank 0's scorers).
+        self.rollout_generator = torch.Generator().manual_seed(t.seed + 11)
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
@@ -442,9 +446,9 @@ class PPOTrainer:
             generated += 1
             pending = self.open_scoring(self.overlap_rewards)
 
-            def enough(chunks: list[Batch], pending: PendingReward = pending) -> bool:
+            def enough(parts: list[tuple[list[int], Batch]], pending: PendingReward = pending) -> bool:
                 # Only rank 0 scores; every rank must generate as many chunks.
-                varied = kept + sum(keep_varied(chunk, out, fg.metric)[2] for chunk, out in zip(chunks, pending.scored()))
+                varied = kept + leading_varied_groups(parts, pending.scored(), fg.metric)
                 return bool(broadcast_object(varied >= wanted, self.topology))
 
             batch = self.generate_scored(prompts, pending, timing, enough)
@@ -482,24 +486,49 @@ class PPOTrainer:
         return batch.select(kept.rows), select_reward(reward, kept.rows), metrics
 
     def generate_scored(self, prompts: Batch, pending: PendingReward, timing: dict[str, float],
-                        enough: Optional[Callable[[list[Batch]], bool]] = None) -> Batch:
-        """Generate ``prompts`` in ``rollout.stream_chunks`` chunks of whole prompt groups, handing each
-        chunk to ``pending`` as soon as it is generated; before each further chunk, stop once
-        ``enough(chunks so far)``. Each prompt samples from its own seed (:class:`SamplingParams`),
-        so the samples are those of one call on all of ``prompts``."""
-        sampling = dataclasses.replace(self.sampling, seed=draw_seed())
-        chunks: list[Batch] = []
+                        enough: Optional[Callable[[list[tuple[list[int], Batch]]], bool]] = None) -> Batch:
+        """Generate ``prompts`` in ``rollout.stream_chunks`` chunks of whole prompt groups, handing the
+        responses to ``pending`` as soon as they exist: each chunk once generated, or with
+        ``rollout.stream_requests`` each prompt group the vLLM engine has finished. Before each further hand-over
+        stop once ``enough(parts so far)``, a part being (its prompts' rows in ``prompts``, its samples).
+        Each prompt samples from its own seed (:class:`SamplingParams`), so the samples are those of one call
+        on all of ``prompts``, returned in the prompts' order (``pending`` reorders its scores alike)."""
+        sampling = dataclasses.replace(self.sampling, seed=draw_seed(self.rollout_generator))
+        parts: list[tuple[list[int], Batch]] = []
         timing.setdefault("gen", 0.0)
+        stop = False
         with self._rollout_phase():
             for rows in chunk_ranges(len(prompts), self.config.actor_rollout_ref.rollout.stream_chunks):
-                if chunks and enough is not None and enough(chunks):
+                params = dataclasses.replace(sampling, first_prompt=rows.start)
+                # Closing the stream before its end aborts the requests still running.
+                with closing(self._generated(prompts.select(rows), params)) as generated:
+                    while not stop:
+                        start = time.perf_counter()
+                        part = next(generated, None)
+                        timing["gen"] += time.perf_counter() - start
+                        if part is None:
+                            break
+                        self.submit_scoring(pending, part[1])
+                        parts.append(([rows.start + i for i in part[0]], part[1]))
+                        stop = enough is not None and enough(parts)
+                if stop:
                     break
-                start = time.perf_counter()
-                chunk = self.actor.generate(prompts.select(rows), dataclasses.replace(sampling, first_prompt=rows.start))
-                timing["gen"] += time.perf_counter() - start
-                self.submit_scoring(pending, chunk)
-                chunks.append(chunk)
-        return chunks[0] if len(chunks) == 1 else Batch.concat(chunks)
+        if len(parts) == 1:
+            return parts[0][1]
+        batch = Batch.concat([samples for _, samples in parts])
+        order = prompt_order([rows for rows, _ in parts], sampling.n)
+        if order != list(range(len(batch))):
+            pending.order = order
+            batch = batch.select(order)
+        return batch
+
+    def _generated(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
+        """The samples of ``prompts`` as (rows, samples) parts: as the engine finishes them with
+        ``rollout.stream_requests``, else in one part."""
+        if self.config.actor_rollout_ref.rollout.stream_requests:
+            yield from self.actor.generate_stream(prompts, params)
+        else:
+            yield list(range(len(prompts))), self.actor.generate(prompts, params)
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.
@@ -643,9 +672,12 @@ class PPOTrainer:
         """
         assert self.val_set is not None
         size = self.config.data.val_batch_size or len(self.val_set)
+        # One seed for the whole set: each prompt samples by its place in it, whatever val_batch_size cuts it into.
+        sampling = dataclasses.replace(self.val_sampling, seed=draw_seed(self.rollout_generator))
         with self._rollout_phase():
             batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
-                                           self.val_sampling) for start in range(0, len(self.val_set), size)]
+                                           dataclasses.replace(sampling, first_prompt=start))
+                       for start in range(0, len(self.val_set), size)]
         texts = [text for b in batches for text in self.decode_responses(b)]
         lengths = [int(n) for b in batches for n in response_lengths(b).tolist()]
         prompts = [row for b in batches for row in b["prompts"]]
@@ -700,6 +732,7 @@ class PPOTrainer:
             "entropy_ctrl": dataclasses.asdict(self.entropy_ctrl),
             "mask_generator": self.mask_generator.get_state(),
             "shuffle_generator": self.shuffle_generator.get_state(),
+            "rollout_generator": self.rollout_generator.get_state(),
             "rng": rng_state(),
             "world_size": self.world_size,
         }, path / TRAINER_STATE)
@@ -740,6 +773,8 @@ class PPOTrainer:
             self.entropy_ctrl = EntropyControl(**state["entropy_ctrl"])
         self.mask_generator.set_state(state["mask_generator"])
         self.shuffle_generator.set_state(state["shuffle_generator"])
+        if "rollout_generator" in state:  # absent from checkpoints written before it existed
+            self.rollout_generator.set_state(state["rollout_generator"])
         # Last: loading models above may have drawn from the global generators.
         set_rng_state(torch.load(path / f"rng_rank{self.topology.rank}.pt", weights_only=False)
                       if self.topology.distributed else state["rng"])

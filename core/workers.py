@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
 import torch
 
@@ -195,6 +195,15 @@ class ActorRolloutWorker:
     def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
         """Sampled responses for ``prompts`` (see :meth:`RolloutEngine.generate`)."""
         return self.rollout.generate(prompts, params)
+
+    def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
+        """:meth:`generate`'s samples as they finish: (rows of ``prompts``, their samples), each prompt's
+        ``n`` samples together; an engine that cannot stream (``hf``, multi-turn) gives the whole batch at once."""
+        stream = getattr(self.rollout, "generate_stream", None)
+        if stream is None:
+            yield list(range(len(prompts))), self.generate(prompts, params)
+        else:
+            yield from stream(prompts, params)
 
     def sync_rollout_weights(self) -> None:
         """Hand the rollout engine the actor's current full weights (after each update)."""

@@ -124,3 +124,23 @@ def test_filtering_refuses_the_in_reward_kl_penalty(tmp_path):
     with pytest.raises(ValueError, match="cannot be combined with algorithm.use_kl_in_reward"):
         _trainer(tmp_path, "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=acc",
                  "algorithm.use_kl_in_reward=true")
+
+
+def test_only_the_leading_run_of_scored_prompts_counts_its_varied_groups():
+    from rewardsmith.core.batch import prompt_order
+    from rewardsmith.core.dynamic_sampling import leading_varied_groups
+    from rewardsmith.plugins.batch import RewardOutput
+
+    def part(prompts: list[int], scores: list[float]) -> tuple[tuple[list[int], Batch], RewardOutput]:
+        uids = [f"u{p}" for p in prompts for _ in range(2)]  # two samples per prompt
+        return (prompts, Batch({"x": torch.zeros(len(uids))}, {"uid": uids})), RewardOutput(scores=torch.tensor(scores))
+
+    # Prompts 2 and 3 come first (both vary), then prompt 0 (varies), then prompt 1 (uniform).
+    parts = [part([2, 3], [0.0, 1.0, 1.0, 0.0]), part([0], [1.0, 0.0]), part([1], [1.0, 1.0])]
+    batches, rewards = [p for p, _ in parts], [r for _, r in parts]
+    assert leading_varied_groups(batches[:1], rewards[:1], "seq_reward") == 0  # prompt 0 not in yet
+    assert leading_varied_groups(batches[:2], rewards[:2], "seq_reward") == 1  # prompt 0; prompt 1 not in yet
+    assert leading_varied_groups(batches, rewards, "seq_reward") == 3  # 0, 2 and 3 vary; 1 does not
+    assert leading_varied_groups(batches, rewards[:2], "seq_reward") == 1  # prompt 1 generated, not yet scored
+    # The samples back in the prompts' order: prompt 0 (rows 4, 5), 1 (6, 7), 2 (0, 1), 3 (2, 3).
+    assert prompt_order([rows for rows, _ in batches], 2) == [4, 5, 6, 7, 0, 1, 2, 3]

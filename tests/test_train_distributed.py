@@ -33,8 +33,8 @@ OPTIONS = [
     "trainer.balance_batch=false",
 ]
 FSDP2 = ["actor_rollout_ref.actor.strategy=fsdp2", "critic.strategy=fsdp2", "trainer.n_gpus_per_node=2"]
-# A rank samples its share of the prompts from its own stream, so comparing
-# with one process needs a rollout that draws nothing: greedy decoding.
+# Greedy decoding: these tests compare the data-parallel arithmetic (sampling is compared with one process by
+# test_two_ranks_sample_what_one_process_samples).
 GREEDY = ["actor_rollout_ref.rollout.do_sample=false"]
 # Metrics that are zero up to float32 rounding (the mean of the whitened
 # advantages; a policy loss when every reward is 0) differ by ~1e-6 between
@@ -144,3 +144,34 @@ def test_two_ranks_take_skyworks_adaptive_entropy_coefficient_as_one_process(tmp
     for step in one:
         for key in (*LOSSES, "actor/entropy_coeff", "actor/sampled_entropy"):
             assert two[step][key] == pytest.approx(one[step][key], rel=1e-4, abs=NEAR_ZERO), f"step {step}: {key}"
+
+
+# The share of digits, after a draw from torch's global generator: only rank 0 scores, so only its stream moves.
+DRAWING_REWARD = '''
+import torch
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    torch.rand(1)
+    return sum(ch.isdigit() for ch in solution_str) / max(1, len(solution_str))
+'''
+
+
+def test_two_ranks_sample_what_one_process_samples(tmp_path):
+    """Sampling on: each prompt samples from the batch's seed plus its place in the batch, and every rank draws that
+    seed from the trainer's rollout generator, which nothing else moves (setting up two FSDP2 ranks takes other
+    draws from torch's global stream than one process does, and only rank 0's scorer draws from it)."""
+    paths = write_inputs(tmp_path)
+    reward = tmp_path / "drawing.py"
+    reward.write_text(DRAWING_REWARD)
+    common = [*tiny_overrides(tmp_path, paths), *OPTIONS, f"custom_reward_function.path={reward}",
+              "reward_model.launch_reward_fn_async=false", "trainer.total_training_steps=2"]
+    for ranks, options in ((1, []), (2, FSDP2)):
+        train([*common, *options, f"trainer.default_local_dir={tmp_path / str(ranks)}",
+               f"trainer.rollout_data_dir={tmp_path / f'dump{ranks}'}"], ranks=ranks)
+    for step in (1, 2):
+        one, two = ([json.loads(line) for line in (tmp_path / f"dump{ranks}" / f"{step}.jsonl").read_text().splitlines()]
+                    for ranks in (1, 2))
+        assert [r["output"] for r in two] == [r["output"] for r in one], f"step {step}"
+        assert [r["score"] for r in two] == pytest.approx([r["score"] for r in one]), f"step {step}"
+    # Step 2 samples after an update: responses of several lengths, some ended by EOS.
+    assert len({len(r["output"]) for r in one}) > 1
