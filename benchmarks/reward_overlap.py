@@ -230,13 +230,14 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str], dict[str, fl
                   f"{rate[(kind, config)] / rate[(kind, 'trl')]:>7.2f}")
     print("targets (overlapped):")
     for kind in KINDS[1:]:
+        # The sequential step is the rest of the step plus the reward time it waited for.
         seq, ovl = results[(kind, "sequential")], results[(kind, "overlapped")]
         rest, reward = seq["step"] - seq["reward_wait"], seq["reward_wait"]
-        hidden = (seq["step"] - ovl["step"]) / reward if reward > 0 else float("nan")
-        applies = "reward <= rest of step" if reward <= rest else "reward > rest of step: target does not apply"
-        verdict = "holds" if hidden >= 0.9 else "does not hold"
-        print(f"  {kind}: {hidden:.0%} of reward time hidden (reward {reward:.3f} s, rest {rest:.3f} s; {applies}); "
-              f">= 90% {verdict}")
+        bound = rest + 0.1 * reward
+        applies = "reward <= rest of step" if reward <= rest else "reward > rest of step: the target does not apply"
+        print(f"  {kind}: step {ovl['step']:.3f} s against rest of step + 10% of reward time = {rest:.3f} + "
+              f"0.1 x {reward:.3f} = {bound:.3f} s ({applies}); >= 90% hidden "
+              f"{'holds' if ovl['step'] <= bound else 'does not hold'}")
     for kind in ("judge", "none"):
         ratio = rate[(kind, "overlapped")] / rate[(kind, "trl")]
         print(f"  {kind}: {ratio:.2f}x TRL's samples/s; >= 2x {'holds' if ratio >= 2 else 'does not hold'}")
