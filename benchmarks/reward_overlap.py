@@ -1,28 +1,52 @@
-"""Rewards sequential vs overlapped with the log-prob passes, on the same tiny GRPO job.
+"""Rewards that never stall a step: sequential, overlapped and streamed, and TRL, on the same GRPO job.
 
-The job: a tiny random Qwen2-style model, the demo's arithmetic prompts
-(PROMPTS x N samples), MAX_NEW_TOKENS-token responses, two PPO epochs and a KL
-loss, so each step has an old-policy pass and a reference pass for the rewards
-to hide behind. Two reward kinds, each real:
+The job (the same in every configuration): train_throughput.py's tiny Qwen2-style
+model (one random init, saved once), character tokenizer and arithmetic prompts,
+PROMPTS prompts x N samples of MAX_NEW_TOKENS tokens, sampling at temperature 1,
+seed 0, two optimizer steps on each batch (our ``ppo_epochs=2``, TRL's
+``num_iterations=2``, so both recompute old log-probs) and a KL loss (coefficient
+0.001, k3, so both run a reference pass). Three configurations:
 
-* ``cpu``: a pure-Python scorer that burns ~CPU_MS of CPU per sample (the math
-  verifiers' kind of cost), in the ``parallel`` manager's worker processes;
-* ``judge``: an LLM judge over HTTP, a small server in its own process that
-  answers each request in 200 ms (``reward_model.judge``, 8 requests in flight).
+* ``sequential``: this engine, ``reward_model.launch_reward_fn_async=false`` and
+  one generation call (today's path: generate, passes, then rewards);
+* ``overlapped``: this engine, ``launch_reward_fn_async=true`` and
+  ``rollout.stream_chunks=CHUNKS``: each chunk of prompt groups is scored while
+  the next generates and while the old-policy and reference passes run;
+* ``trl``: TRL's ``GRPOTrainer`` with the same reward function
+  (:func:`rewardsmith.trl.trl_reward_func` on the same reward config), which
+  scores the batch after generating it and waits.
 
-Each is run with ``reward_model.launch_reward_fn_async=false`` (the sequential
-path) and ``true``, alternating the order every round, in this one process;
-the first step of a run is a warm-up and is not timed. The table gives the
-medians over rounds of the per-step medians: samples/s, step time, the time
-the step waited on rewards, the rewards' own time, and the ratio of samples/s
-to the sequential run of the same kind.
+Four reward kinds, each real:
 
-    python benchmarks/reward_overlap.py [--steps 3] [--rounds 3] [--prompts 8] [--n 4] [--max-new-tokens 20]
+* ``none``: the demo's scorers by data_source (no costly reward);
+* ``math``: the math scorers (``math_answer`` and ``math_verify``, averaged) on
+  long responses, in the ``parallel`` manager's 2 worker processes (CPU-bound).
+  A tiny random model writes no mathematics, so each response is set into a
+  ~1,800-character worked solution whose boxed final answer (an expression the
+  verifiers must simplify to compare) the response picks;
+* ``sandbox``: ``sandbox_code`` against a ``rewardsmith sandbox serve``
+  subprocess (``sandbox`` manager): each response becomes a Python program
+  that prints the last integer it wrote times its stdin, run against three
+  test cases built from the row's answer (I/O-bound);
+* ``judge``: an LLM judge over HTTP (``reward_model.judge``, 8 requests in
+  flight), a small server in its own process answering every request in 200 ms.
+
+Each (kind, configuration) runs in its own subprocess, so its peak memory (RSS:
+the run's own plus the largest process it started) is its own; rounds
+alternate the order of configurations and kinds; the first step of each run is a
+warm-up. Figures are medians over rounds of per-step medians: samples/s, step
+time, the time the step waited on rewards and the rewards' own time (TRL
+always waits for all of it), and the ratios to the sequential run of the same
+kind and to TRL's. The lines after the table check the targets of issue 27.
+
+    python benchmarks/reward_overlap.py [--steps 3] [--rounds 3] [--prompts 8] [--n 4] [--max-new-tokens 20] [--chunks 4]
+    python benchmarks/reward_overlap.py --quick   # 1 round, 1 step, 2 prompts x 2 samples: an end-to-end check
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,20 +55,50 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-MODEL = ("{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 2, "
-         "num_key_value_heads: 2, max_position_embeddings: 128, tie_word_embeddings: true}")
-JUDGE_DELAY_S = 0.2
-CPU_MS = 20
+from train_throughput import ensure_trl, peak_rss_mb, prepare, run_ours, run_trl
 
-CPU_SCORER = f'''
-import time
+KINDS = ("none", "math", "sandbox", "judge")
+CONFIGS = ("sequential", "overlapped", "trl")
+JUDGE_DELAY_S = 0.2
+EPOCHS = 2
+KL_COEF = 0.001
+JOB = ("trainer.seed=0", f"actor_rollout_ref.actor.ppo_epochs={EPOCHS}", "actor_rollout_ref.actor.use_kl_loss=true",
+       f"actor_rollout_ref.actor.kl_loss_coef={KL_COEF}", "actor_rollout_ref.actor.kl_loss_type=low_var_kl")
+
+MATH_SCORER = r'''
+from rewardsmith.reward_fns.math_answer import compute_score as math_answer
+from rewardsmith.reward_fns.math_verify_port import compute_score as math_verify
+
+STEP = (r"Let $f(x) = \frac{%d x^2 - %d}{x - 1}$. Expanding, $(x+%d)^2 = x^2 + %d x + %d$, "
+        r"and $\int_0^1 t^{%d}\,dt = \frac{1}{%d}$, so $\sqrt{%d} \cdot \sqrt{%d} = %d$. ")
+WORKING = "".join(STEP % (i, i, i, 2 * i, i * i, i, i + 1, i, i, i) for i in range(1, 13))
+
+
+def _score(fn, text, ground_truth):
+    result = fn("math", text, ground_truth)
+    return float(result["score"] if isinstance(result, dict) else result)
+
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    end = time.process_time() + {CPU_MS} / 1000
-    n = 0
-    while time.process_time() < end:
-        n += 1
-    return sum(ch.isdigit() for ch in solution_str) / max(1, len(solution_str))
+    g = ground_truth
+    # Equal to g, not equal, equal, equal: the verifiers simplify each to decide.
+    forms = [rf"\frac{{{g}x^2-{g}}}{{x^2-1}}", rf"\frac{{{g}x^2+{g}}}{{x^2-1}}", rf"\sqrt{{{g}^2}}", rf"\frac{{{g}x+{g}}}{{x+1}}"]
+    answer = forms[sum(map(ord, solution_str)) % len(forms)]
+    text = WORKING + solution_str + rf" Hence the answer is $\boxed{{{answer}}}$."
+    return (_score(math_answer, text, g) + _score(math_verify, text, g)) / 2
+'''
+
+SANDBOX_SCORER = '''
+from rewardsmith.reward_fns.code import compute_score as sandbox_code
+
+URL = {url!r}
+
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    program = (f"import re\\ntext = {{solution_str!r}}\\nk = int(input())\\n"
+               "numbers = re.findall(r'-?[0-9]+', text)\\nprint(int(numbers[-1]) * k if numbers else 'none')\\n")
+    tests = {{"inputs": [f"{{k}}\\n" for k in (1, 2, 3)], "outputs": [str(int(ground_truth) * k) for k in (1, 2, 3)]}}
+    return sandbox_code("codecontests", f"```python\\n{{program}}```", tests, extra_info, sandbox_fusion_url=URL)
 '''
 
 
@@ -86,90 +140,154 @@ def start_judge(work: Path) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port_file.read_text()}/v1"
 
 
-def run(args: argparse.Namespace, work: Path, kind_overrides: list[str], overlap: bool, out: Path) -> list[dict]:
-    """Per-step metrics of the timed steps of one run."""
-    from rewardsmith.common.config import load_config
-    from rewardsmith.core.schema import Config
-    from rewardsmith.core.trainer import PPOTrainer
+def reward_overrides(kind: str, files: dict[str, str]) -> list[str]:
+    """The reward config of ``kind``: the same for this engine and for TRL's reward function."""
+    return {
+        "none": [],
+        "math": ["reward_model.reward_manager=parallel", "reward_model.num_workers=2",
+                 f"custom_reward_function.path={files['math_scorer']}"],
+        "sandbox": ["reward_model.reward_manager=sandbox", f"reward_model.sandbox_fusion.url={files['sandbox_url']}",
+                    f"custom_reward_function.path={files['sandbox_scorer']}"],
+        "judge": ["reward_model.enable=true", f"reward_model.judge.base_url={files['judge_url']}",
+                  "reward_model.judge.model=bench-judge", "reward_model.judge.max_concurrent=8",
+                  "reward_model.judge.cache_size=0"],
+    }[kind]
 
-    config = load_config(Config, None, [
-        f"actor_rollout_ref.model.config={MODEL}", f"data.tokenizer={work / 'tokenizer'}",
-        f"data.train_files={work / 'data' / 'train.jsonl'}", "data.max_prompt_length=96",
-        f"data.max_response_length={args.max_new_tokens}", f"data.train_batch_size={args.prompts}",
-        f"actor_rollout_ref.rollout.n={args.n}", f"actor_rollout_ref.actor.ppo_mini_batch_size={args.prompts}",
-        "actor_rollout_ref.actor.ppo_epochs=2", "actor_rollout_ref.actor.use_kl_loss=true",
-        "actor_rollout_ref.actor.optim.lr=0.0001", "algorithm.adv_estimator=grpo", "trainer.progress_bar=false",
-        "trainer.logger=[]", "trainer.resume_mode=disable", f"trainer.default_local_dir={out}", "trainer.device=cpu",
-        "trainer.seed=0", f"reward_model.launch_reward_fn_async={str(overlap).lower()}", *kind_overrides,
-    ])
-    trainer = PPOTrainer(config)
+
+def run_config(args: argparse.Namespace, files: dict[str, str], out: Path) -> list[dict[str, float]]:
+    """Per timed step of one (kind, configuration): ``step``, ``reward_wait`` and ``reward_total`` seconds."""
+    overrides = reward_overrides(args.kind, files)
+    if args.child != "trl":
+        overlap = args.child == "overlapped"
+        extra = (*JOB, f"reward_model.launch_reward_fn_async={str(overlap).lower()}",
+                 f"actor_rollout_ref.rollout.stream_chunks={args.chunks if overlap else 1}", *overrides)
+        return [{key: m[f"timing_s/{key}"] for key in ("step", "reward_wait", "reward_total")}
+                for m in run_ours(args, files, out, extra=extra)]
+    from rewardsmith.trl import trl_reward_func
+
+    reward = trl_reward_func(overrides=overrides, name=f"bench_{args.kind}")
+    calls: list[float] = []
+
+    def timed(*a, **k):
+        start = time.perf_counter()
+        try:
+            return reward(*a, **k)
+        finally:
+            calls.append(time.perf_counter() - start)
+
+    timed.__name__ = reward.__name__
     try:
-        batches = iter(trainer.loader)
-        trainer.global_step = 1
-        trainer.train_step(next(batches))  # warm-up
-        steps = []
-        for _ in range(args.steps):
-            trainer.global_step += 1
-            steps.append(trainer.train_step(next(batches)))
-        return steps
+        batches = run_trl(args, files, out, timed, iterations=EPOCHS, beta=KL_COEF)
     finally:
-        trainer.close()
+        reward.close()
+    if len(calls) != len(batches) + 1:
+        raise RuntimeError(f"TRL called the reward function {len(calls)} times for {len(batches) + 1} batches")
+    return [{"step": s, "reward_wait": r, "reward_total": r} for s, r in zip(batches, calls[1:])]
+
+
+def child(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        steps = run_config(args, json.loads(args.files), Path(tmp))
+    medians = {key: statistics.median(s[key] for s in steps) for key in steps[0]}
+    print(json.dumps({**medians, "peak_mb": peak_rss_mb()}))
+
+
+def measure(args: argparse.Namespace, files: dict[str, str]) -> dict[tuple[str, str], dict[str, float]]:
+    """Medians over ``args.rounds`` alternating rounds of every (kind, configuration)."""
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for round_ in range(args.rounds):
+        for kind in KINDS if round_ % 2 == 0 else KINDS[::-1]:
+            for config in CONFIGS if round_ % 2 == 0 else CONFIGS[::-1]:
+                cmd = [sys.executable, __file__, "--child", config, "--kind", kind, "--files", json.dumps(files),
+                       "--steps", str(args.steps), "--prompts", str(args.prompts), "--samples-per-prompt", str(args.n),
+                       "--max-new-tokens", str(args.max_new_tokens), "--threads", str(args.threads),
+                       "--chunks", str(args.chunks)]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    sys.exit(f"{kind} {config} run failed:\n{proc.stderr[-4000:]}")
+                runs.setdefault((kind, config), []).append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return {key: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for key, rs in runs.items()}
+
+
+def report(args: argparse.Namespace, results: dict[tuple[str, str], dict[str, float]], load: tuple[float, float]) -> None:
+    """The table, then each target of issue 27 with the figure that decides it."""
+    samples = args.prompts * args.n
+    rate = {key: samples / r["step"] for key, r in results.items()}
+    print(f"GRPO: {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, {EPOCHS} optimizer steps "
+          f"per batch, KL loss; overlapped = launch_reward_fn_async + stream_chunks={args.chunks}; "
+          f"{args.steps} timed steps x {args.rounds} rounds, medians; {args.threads} torch threads; "
+          f"load average {load[0]:.2f} at start, {load[1]:.2f} at end")
+    print(f"{'reward':8}{'config':>11}{'samples/s':>11}{'step s':>9}{'waited s':>10}{'reward s':>10}{'peak MB':>9}"
+          f"{'x seq':>7}{'x TRL':>7}")
+    for kind in KINDS:
+        for config in CONFIGS:
+            r = results[(kind, config)]
+            print(f"{kind:8}{config:>11}{rate[(kind, config)]:>11.1f}{r['step']:>9.3f}{r['reward_wait']:>10.3f}"
+                  f"{r['reward_total']:>10.3f}{r['peak_mb']:>9.0f}{rate[(kind, config)] / rate[(kind, 'sequential')]:>7.2f}"
+                  f"{rate[(kind, config)] / rate[(kind, 'trl')]:>7.2f}")
+    print("targets (overlapped):")
+    for kind in KINDS[1:]:
+        # The sequential step is the rest of the step plus the reward time it waited for.
+        seq, ovl = results[(kind, "sequential")], results[(kind, "overlapped")]
+        rest, reward = seq["step"] - seq["reward_wait"], seq["reward_wait"]
+        bound = rest + 0.1 * reward
+        applies = "reward <= rest of step" if reward <= rest else "reward > rest of step: the target does not apply"
+        print(f"  {kind}: step {ovl['step']:.3f} s against rest of step + 10% of reward time = {rest:.3f} + "
+              f"0.1 x {reward:.3f} = {bound:.3f} s ({applies}); >= 90% hidden "
+              f"{'holds' if ovl['step'] <= bound else 'does not hold'}")
+        # Step times differ by the machine's noise too; the reward thread's own clock does not.
+        direct = 1 - ovl["reward_wait"] / ovl["reward_total"] if ovl["reward_total"] > 0 else float("nan")
+        print(f"  {kind}: the overlapped step waited {ovl['reward_wait']:.3f} s of {ovl['reward_total']:.3f} s of "
+              f"rewards: {direct:.0%} hidden; >= 90% {'holds' if direct >= 0.9 else 'does not hold'}")
+    for kind in ("judge", "none"):
+        ratio = rate[(kind, "overlapped")] / rate[(kind, "trl")]
+        print(f"  {kind}: {ratio:.2f}x TRL's samples/s; >= 2x {'holds' if ratio >= 2 else 'does not hold'}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=3)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=3, help="timed steps per run, after one warm-up step")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--prompts", type=int, default=8)
-    parser.add_argument("--n", type=int, default=4)
+    parser.add_argument("--n", "--samples-per-prompt", dest="n", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=20)
+    parser.add_argument("--chunks", type=int, default=4, help="rollout.stream_chunks of the overlapped configuration")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads per run")
+    parser.add_argument("--quick", action="store_true", help="1 round of 1 step, 2 prompts x 2 samples, 8 tokens")
+    parser.add_argument("--child", choices=CONFIGS, help=argparse.SUPPRESS)
+    parser.add_argument("--kind", choices=KINDS, help=argparse.SUPPRESS)
+    parser.add_argument("--files", help=argparse.SUPPRESS)
     parser.add_argument("--serve-judge", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_judge:
         serve_judge(args.serve_judge)
         return
+    if args.child:
+        child(args)
+        return
+    if args.quick:
+        args.steps, args.rounds, args.prompts, args.n, args.max_new_tokens, args.chunks = 1, 1, 2, 2, 8, 2
+    ensure_trl()
+    from rewardsmith.sandbox.testing import running_server
 
-    from rewardsmith.common.rows import write_rows
-    from rewardsmith.demo.arith_problems import make_dataset
-    from rewardsmith.demo.char_tokenizer import build_char_tokenizer
-
-    with tempfile.TemporaryDirectory() as tmp:
+    load_start = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp, running_server() as sandbox_url:
         work = Path(tmp)
-        (work / "data").mkdir()
-        write_rows(work / "data" / "train.jsonl", make_dataset(n_sft=8, n_train=256, n_val=8)["train"])
-        build_char_tokenizer().save_pretrained(work / "tokenizer")
-        (work / "cpu_scorer.py").write_text(CPU_SCORER)
+        files = prepare(work)
         judge, judge_url = start_judge(work)
         try:
-            kinds = {
-                "cpu": ["reward_model.reward_manager=parallel", "reward_model.num_workers=2",
-                        f"custom_reward_function.path={work / 'cpu_scorer.py'}"],
-                "judge": ["reward_model.enable=true", f"reward_model.judge.base_url={judge_url}",
-                          "reward_model.judge.model=bench-judge", "reward_model.judge.max_concurrent=8",
-                          "reward_model.judge.cache_size=0"],
-            }
-            results: dict[tuple[str, str], list[dict[str, float]]] = {}
-            for r in range(args.rounds):
-                for kind, overrides in kinds.items():
-                    for overlap in ((False, True) if r % 2 == 0 else (True, False)):
-                        mode = "overlapped" if overlap else "sequential"
-                        steps = run(args, work, overrides, overlap, work / f"run-{kind}-{mode}-{r}")
-                        results.setdefault((kind, mode), []).append({
-                            key: statistics.median(s[f"timing_s/{key}"] for s in steps)
-                            for key in ("step", "reward_wait", "reward_total")})
+            (work / "math_scorer.py").write_text(MATH_SCORER)
+            (work / "sandbox_scorer.py").write_text(SANDBOX_SCORER.format(url=sandbox_url))
+            files.update(math_scorer=str(work / "math_scorer.py"), sandbox_scorer=str(work / "sandbox_scorer.py"),
+                         sandbox_url=sandbox_url, judge_url=judge_url)
+            results = measure(args, files)
         finally:
             judge.terminate()
             judge.wait()
-    samples = args.prompts * args.n
-    print(f"{samples} samples per step, {args.max_new_tokens} new tokens, {args.steps} timed steps x {args.rounds} rounds (medians)")
-    print(f"{'reward':8}{'rewards':>12}{'samples/s':>11}{'step s':>9}{'waited s':>10}{'reward s':>10}{'ratio':>7}")
-    for kind in kinds:
-        base = None
-        for mode in ("sequential", "overlapped"):
-            m = {k: statistics.median(r[k] for r in results[(kind, mode)]) for k in ("step", "reward_wait", "reward_total")}
-            rate = samples / m["step"]
-            base = base or rate
-            print(f"{kind:8}{mode:>12}{rate:>11.1f}{m['step']:>9.3f}{m['reward_wait']:>10.3f}{m['reward_total']:>10.3f}{rate / base:>7.2f}")
+    report(args, results, (load_start, os.getloadavg()[0]))
 
 
 if __name__ == "__main__":

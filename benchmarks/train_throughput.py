@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable, Optional
 
 ENGINES = ["trl", "rewardsmith", "rewardsmith-vllm", "rewardsmith-fsdp2x2"]
 # Heads of 32 (hidden 64 / 2 heads): the smallest size vLLM's CPU attention has a kernel for.
@@ -67,7 +68,8 @@ def prepare(work: Path) -> dict[str, str]:
 
 
 def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path, rollout: str = "hf",
-             extra: tuple[str, ...] = ()) -> float:
+             extra: tuple[str, ...] = ()) -> list[dict[str, float]]:
+    """The metrics of each of ``args.steps`` timed steps (``timing_s/step``...), after one warm-up step."""
     from rewardsmith.common.config import load_config
     from rewardsmith.core.schema import Config
     from rewardsmith.core.trainer import PPOTrainer
@@ -81,19 +83,28 @@ def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path, rollout
         f"trainer.default_local_dir={out}", "trainer.device=cpu", f"actor_rollout_ref.rollout.name={rollout}", *extra,
     ])
     trainer = PPOTrainer(config)
-    batches = iter(trainer.loader)
-    trainer.global_step = 1
-    trainer.train_step(next(batches))  # warm-up
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        trainer.global_step += 1
-        trainer.train_step(next(batches))
-    elapsed = time.perf_counter() - start
-    trainer.close()
-    return elapsed
+    try:
+        batches = iter(trainer.loader)
+        trainer.global_step = 1
+        trainer.train_step(next(batches))  # warm-up
+        steps = []
+        for _ in range(args.steps):
+            trainer.global_step += 1
+            steps.append(trainer.train_step(next(batches)))
+        return steps
+    finally:
+        trainer.close()
 
 
-def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path) -> float:
+def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path, reward: Optional[Callable] = None,
+            iterations: int = 1, beta: float = 0.0) -> list[float]:
+    """Seconds of each of ``args.steps`` timed batches, after a warm-up batch.
+
+    A batch is one generation, its scoring and ``iterations`` optimizer steps on it
+    (TRL's ``num_iterations``, our ``ppo_epochs``); ``beta`` is the KL loss's
+    coefficient (0: no reference model). ``reward`` is TRL's reward function
+    (default: rewardsmith's scorers by data_source, in this process).
+    """
     import inspect
 
     from datasets import Dataset
@@ -108,7 +119,7 @@ def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path) -> float
     dataset = Dataset.from_list([{"prompt": r["prompt"], "ground_truth": r["reward_model"]["ground_truth"],
                                   "data_source": r["data_source"]} for r in rows])
 
-    def reward(prompts, completions, ground_truth, data_source, **kwargs):
+    def by_data_source(prompts, completions, ground_truth, data_source, **kwargs):
         texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
         results = [compute_score(s, t, g) for s, t, g in zip(data_source, texts, ground_truth)]
         return [float(r["score"] if isinstance(r, dict) else r) for r in results]
@@ -122,18 +133,19 @@ def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path) -> float
     options = dict(
         output_dir=str(out), per_device_train_batch_size=args.prompts * args.n, num_generations=args.n,
         steps_per_generation=1, gradient_accumulation_steps=1, max_completion_length=args.max_new_tokens,
-        max_steps=args.steps + 1, learning_rate=1e-4, beta=0.0, temperature=1.0, top_p=1.0, top_k=0,
-        use_cpu=True, bf16=False, report_to=[], save_strategy="no", logging_steps=1000, num_iterations=1,
+        max_steps=(args.steps + 1) * iterations, learning_rate=1e-4, beta=beta, num_iterations=iterations, temperature=1.0, top_p=1.0, top_k=0,
+        use_cpu=True, bf16=False, report_to=[], save_strategy="no", logging_steps=1000,
         dataloader_num_workers=0, seed=0,
     )
     accepted = inspect.signature(GRPOConfig).parameters
     grpo_args = GRPOConfig(**{k: v for k, v in options.items() if k in accepted})
     tokenizer = load_tokenizer(files["model"])
     model = AutoModelForCausalLM.from_pretrained(files["model"])
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=grpo_args, train_dataset=dataset,
+    trainer = GRPOTrainer(model=model, reward_funcs=reward or by_data_source, args=grpo_args, train_dataset=dataset,
                           processing_class=tokenizer, callbacks=[Clock()])
     trainer.train()
-    return stamps[-1] - stamps[0]
+    ends = stamps[iterations - 1::iterations]
+    return [b - a for a, b in zip(ends, ends[1:])]
 
 
 FSDP2_X2 = ("actor_rollout_ref.actor.strategy=fsdp2", "trainer.n_gpus_per_node=2")
@@ -215,15 +227,19 @@ def child(args: argparse.Namespace) -> None:
     files = json.loads(args.files)
     with tempfile.TemporaryDirectory() as tmp:
         if args.child == "trl":
-            elapsed = run_trl(args, files, Path(tmp))
-        elif args.child == "rewardsmith-fsdp2x2":
-            elapsed = run_ours(args, files, Path(tmp), extra=FSDP2_X2)
+            elapsed = sum(run_trl(args, files, Path(tmp)))
         else:
-            elapsed = run_ours(args, files, Path(tmp), "vllm" if args.child == "rewardsmith-vllm" else "hf")
+            extra = FSDP2_X2 if args.child == "rewardsmith-fsdp2x2" else ()
+            rollout = "vllm" if args.child == "rewardsmith-vllm" else "hf"
+            elapsed = sum(m["timing_s/step"] for m in run_ours(args, files, Path(tmp), rollout, extra))
     samples = args.steps * args.prompts * args.n
-    peak_mb = sum(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
     if int(os.environ.get("RANK", "0")) == 0:
-        print(json.dumps({"seconds": elapsed, "samples_per_s": samples / elapsed, "peak_mb": peak_mb}))
+        print(json.dumps({"seconds": elapsed, "samples_per_s": samples / elapsed, "peak_mb": peak_rss_mb()}))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory plus that of the largest process it started and reaped."""
+    return sum(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
 
 
 def ensure_trl() -> None:
