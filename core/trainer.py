@@ -635,7 +635,9 @@ class PPOTrainer:
         Returns ``val/reward/mean``, ``val/reward/<data_source>/mean`` (over
         the scored samples; none scored: absent), ``val/response_length/mean``
         and the reward managers' own metrics under ``val/`` (``val/reward/unscored``,
-        per component, per data_source, failures), model rows included.
+        per component, per data_source, failures), model rows included; with a
+        multi-turn rollout also its episode metrics (``val/num_turns/mean``,
+        ``val/multi_turn/...``, ``val/tool/<name>/...``).
         """
         assert self.val_set is not None
         size = self.config.data.val_batch_size or len(self.val_set)
@@ -658,6 +660,8 @@ class PPOTrainer:
         # The manager's own metrics (``val/reward/mean``, ``val/reward/unscored``, per source and component).
         metrics = {f"val/{k}": v for k, v in out.metrics.items()}
         metrics["val/response_length/mean"] = sum(lengths) / len(lengths)
+        if "multi_turn" in rows.meta:
+            metrics.update({f"val/{k}": v for k, v in episode_metrics(_response_side(batches)).items()})
         for source in sorted(set(sources)):
             picked = [i for i, src in enumerate(sources) if src == source]
             mean = scored_mean([scores[i] for i in picked], [unscored[i] for i in picked])
@@ -773,3 +777,14 @@ class PPOTrainer:
         start = time.perf_counter()
         yield
         timing[name] = time.perf_counter() - start
+
+
+def _response_side(batches: list[Batch]) -> Batch:
+    """The validation batches' response tensors and multi-turn meta as one batch (their prompt widths may
+    differ; a multi-turn batch's response is always the full response budget wide)."""
+    parts = []
+    for b in batches:
+        width = b["responses"].shape[1]
+        parts.append(Batch({"responses": b["responses"], "response_mask": b["response_mask"],
+                            "attention_mask": b["attention_mask"][:, -width:]}, {"multi_turn": b.meta["multi_turn"]}))
+    return Batch.concat(parts)

@@ -1,0 +1,75 @@
+"""The multi-turn demo's dataset: multiplications a tiny model cannot do in its head, and a calculator.
+
+Each row asks for the product of two 3- or 4-digit numbers (``What is 4821*337?``)
+as verl's ``openai/gsm8k`` source: the answer after ``####``, judged by the
+built-in ``gsm8k`` scorer. A tiny character-level model does not learn
+multiplication in minutes, but it can copy: the way to the answer is to call
+the ``calculator`` tool (Hermes ``<tool_call>`` JSON, verl's default format)
+and copy its result.
+
+The warm-start transcripts (``response``: the assistant and tool turns after
+the prompt) mix two kinds, as a corpus gathered from mixed sources would: in
+:data:`TOOL_SHARE` of them the assistant calls the calculator and then
+answers; in the rest it writes the (correct) answer at once. The
+warm-started policy mostly answers at once and is wrong, sometimes calls the
+tool and is right; GRPO, rewarded only by the final answer, teaches it to call.
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from rewardsmith.demo.arith_problems import distinct_rows, prompt_texts, write_splits
+
+DATA_SOURCE = "openai/gsm8k"
+TOOL = "calculator"
+# The share of warm-start transcripts that call the tool: a minority, so the warm-started
+# policy's greedy answer skips it, while most groups of 8 samples still hold a call.
+TOOL_SHARE = 0.3
+
+
+def tool_call_text(expression: str) -> str:
+    """The assistant turn that calls the calculator on ``expression`` (compact JSON, so fewer tokens)."""
+    call = {"name": TOOL, "arguments": {"expression": expression}}
+    return f"<tool_call>{json.dumps(call, separators=(',', ':'))}</tool_call>"
+
+
+def make_problem(rng: random.Random, index: int, split: str, tool_share: float = TOOL_SHARE) -> dict:
+    """One row: a product of a 3- or 4-digit number and a 3-digit one, with a warm-start transcript in ``response``."""
+    a, b = rng.randint(100, 9999), rng.randint(100, 999)
+    expression, answer = f"{a}*{b}", str(a * b)
+    final = {"role": "assistant", "content": f"#### {answer}"}
+    if rng.random() < tool_share:
+        response = [{"role": "assistant", "content": tool_call_text(expression)}, {"role": "tool", "content": answer}, final]
+    else:
+        response = [final]
+    return {
+        "data_source": DATA_SOURCE,
+        "prompt": [{"role": "user", "content": f"What is {expression}?"}],
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": answer},
+        "extra_info": {"split": split, "index": index, "expression": expression},
+        "response": response,
+    }
+
+
+def make_dataset(n_sft: int = 1024, n_train: int = 1024, n_val: int = 128, seed: int = 0) -> dict[str, list[dict]]:
+    """The splits ``sft``, ``train`` and ``val``; validation prompts never occur in sft or train."""
+    sft = distinct_rows(n_sft, seed, lambda rng, i: make_problem(rng, i, "sft"))
+    train = distinct_rows(n_train, seed + 1, lambda rng, i: make_problem(rng, i, "train"), prompt_texts(sft))
+    val = distinct_rows(n_val, seed + 2, lambda rng, i: make_problem(rng, i, "val"), prompt_texts(sft + train))
+    return {"sft": sft, "train": train, "val": val}
+
+
+def write_dataset(directory: str | Path, **kwargs: int) -> dict[str, Path]:
+    """Write ``calc_{sft,train,val}.jsonl`` into ``directory``; returns their paths."""
+    return write_splits(directory, make_dataset(**kwargs), "calc")
+
+
+def write_tool_config(path: str | Path) -> Path:
+    """verl's tool config YAML offering the built-in calculator (``multi_turn.tool_config_path``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"tools:\n  - class_name: {TOOL}\n    config: {{type: native}}\n")
+    return path
