@@ -37,7 +37,8 @@ def test_the_problems_need_the_calculator_and_its_transcripts_reach_the_answer()
     assert abs(len(calling) / len(data["sft"]) - TOOL_SHARE) < 0.1
     for row in data["sft"]:
         truth = row["reward_model"]["ground_truth"]
-        assert len(truth) >= 5  # products of a 3- or 4-digit and a 3-digit number
+        a, b = row["extra_info"]["expression"].split("*")
+        assert (len(a), len(b), len(truth)) == (4, 3, 7) and int(a) * int(b) == int(truth)
         assert compute_score(row["data_source"], row["response"][-1]["content"], truth) == 1.0
     for row in calling:
         _, calls, malformed = parse_hermes(row["response"][0]["content"])

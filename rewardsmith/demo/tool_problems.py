@@ -1,6 +1,6 @@
 """The multi-turn demo's dataset: multiplications a tiny model cannot do in its head, and a calculator.
 
-Each row asks for the product of two 3- or 4-digit numbers (``What is 4821*337?``)
+Each row asks for the product of a 4-digit and a 3-digit number (``What is 4821*337?``)
 as verl's ``openai/gsm8k`` source: the answer after ``####``, judged by the
 built-in ``gsm8k`` scorer. A tiny character-level model does not learn
 multiplication in minutes, but it can copy: the way to the answer is to call
@@ -36,8 +36,12 @@ def tool_call_text(expression: str) -> str:
 
 
 def make_problem(rng: random.Random, index: int, split: str, tool_share: float = TOOL_SHARE) -> dict:
-    """One row: a product of a 3- or 4-digit number and a 3-digit one, with a warm-start transcript in ``response``."""
-    a, b = rng.randint(100, 9999), rng.randint(100, 999)
+    """One row: a 4-digit number times a 3-digit one, with a warm-start transcript in ``response``."""
+    # Always 4 by 3 digits with a 7-digit product: each copy (the operands into the call, the
+    # result into the answer) is then at a fixed distance, which a tiny model learns in minutes.
+    a, b = rng.randint(1000, 9999), rng.randint(100, 999)
+    while a * b < 10**6:
+        a, b = rng.randint(1000, 9999), rng.randint(100, 999)
     expression, answer = f"{a}*{b}", str(a * b)
     final = {"role": "assistant", "content": f"#### {answer}"}
     if rng.random() < tool_share:
@@ -54,9 +58,11 @@ def make_problem(rng: random.Random, index: int, split: str, tool_share: float =
     }
 
 
-def make_dataset(n_sft: int = 1024, n_train: int = 1024, n_val: int = 128, seed: int = 0) -> dict[str, list[dict]]:
-    """The splits ``sft``, ``train`` and ``val``; validation prompts never occur in sft or train."""
-    sft = distinct_rows(n_sft, seed, lambda rng, i: make_problem(rng, i, "sft"))
+def make_dataset(n_sft: int = 1024, n_train: int = 1024, n_val: int = 128, seed: int = 0,
+                 tool_share: float = TOOL_SHARE) -> dict[str, list[dict]]:
+    """The splits ``sft`` (``tool_share`` of its transcripts call the tool), ``train`` and ``val``;
+    validation prompts never occur in sft or train."""
+    sft = distinct_rows(n_sft, seed, lambda rng, i: make_problem(rng, i, "sft", tool_share))
     train = distinct_rows(n_train, seed + 1, lambda rng, i: make_problem(rng, i, "train"), prompt_texts(sft))
     val = distinct_rows(n_val, seed + 2, lambda rng, i: make_problem(rng, i, "val"), prompt_texts(sft + train))
     return {"sft": sft, "train": train, "val": val}
