@@ -65,7 +65,7 @@ DEMO_OVERRIDES = [
 MULTI_TURN_OVERRIDES = [
     "trainer.default_local_dir=outputs/demo_multi_turn",
     "trainer.experiment_name=demo_multi_turn",
-    "trainer.total_training_steps=30",
+    "trainer.total_training_steps=40",
     "trainer.test_freq=10",
     "trainer.save_freq=-1",
     f"actor_rollout_ref.model.config={tiny_qwen2(192)}",
@@ -74,7 +74,7 @@ MULTI_TURN_OVERRIDES = [
     "data.train_batch_size=16",
     "actor_rollout_ref.rollout.multi_turn.enable=true",
     "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
-    "sft.total_epochs=8",
+    "sft.total_epochs=10",
 ]
 TARGET = 0.8
 

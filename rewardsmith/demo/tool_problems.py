@@ -58,7 +58,7 @@ def make_problem(rng: random.Random, index: int, split: str, tool_share: float =
     }
 
 
-def make_dataset(n_sft: int = 1024, n_train: int = 1024, n_val: int = 128, seed: int = 0,
+def make_dataset(n_sft: int = 2048, n_train: int = 1024, n_val: int = 128, seed: int = 0,
                  tool_share: float = TOOL_SHARE) -> dict[str, list[dict]]:
     """The splits ``sft`` (``tool_share`` of its transcripts call the tool), ``train`` and ``val``;
     validation prompts never occur in sft or train."""
