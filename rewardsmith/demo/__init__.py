@@ -65,7 +65,7 @@ DEMO_OVERRIDES = [
 MULTI_TURN_OVERRIDES = [
     "trainer.default_local_dir=outputs/demo_multi_turn",
     "trainer.experiment_name=demo_multi_turn",
-    "trainer.total_training_steps=50",
+    "trainer.total_training_steps=40",
     "trainer.test_freq=10",
     "trainer.save_freq=-1",
     # An episode that runs into the response budget leaves the loss (SimpleRL-Zoo's option): otherwise a

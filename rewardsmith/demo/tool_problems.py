@@ -43,11 +43,15 @@ def make_problem(rng: random.Random, index: int, split: str, tool_share: float =
     while a * b < 10**6:
         a, b = rng.randint(1000, 9999), rng.randint(100, 999)
     expression, answer = f"{a}*{b}", str(a * b)
-    final = {"role": "assistant", "content": f"#### {answer}"}
     if rng.random() < tool_share:
-        response = [{"role": "assistant", "content": tool_call_text(expression)}, {"role": "tool", "content": answer}, final]
+        response = [{"role": "assistant", "content": tool_call_text(expression)}, {"role": "tool", "content": answer},
+                    {"role": "assistant", "content": f"#### {answer}"}]
     else:
-        response = [final]
+        # The in-head answer is stated first, so that `#### ` is always followed by a copy of a number
+        # 14 tokens back (the tool's result, or this statement): the guess happens elsewhere, and does not
+        # compete with the copy (when both paths wrote `#### ` and then a guess or a copy, the warm-started
+        # model often took the guess's first digit; held-out reward stayed near 0.72).
+        response = [{"role": "assistant", "content": f"The product is {answer}.\n#### {answer}"}]
     return {
         "data_source": DATA_SOURCE,
         "prompt": [{"role": "user", "content": f"What is {expression}?"}],
