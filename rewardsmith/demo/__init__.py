@@ -75,7 +75,6 @@ MULTI_TURN_OVERRIDES = [
     f"actor_rollout_ref.model.config={tiny_qwen2(192)}",
     "data.max_prompt_length=32",
     "data.max_response_length=128",
-    "data.train_batch_size=16",
     "actor_rollout_ref.rollout.multi_turn.enable=true",
     "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3",
     "sft.total_epochs=10",
