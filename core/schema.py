@@ -679,8 +679,8 @@ class TrainerConfig:
 
 @dataclass
 class SFTConfig:
-    train_files: Files = opt([], "SFT rows: the row schema plus a response field (the target completion).")
-    response_key: str = opt("response", "Row field holding the target response.")
+    train_files: Files = opt([], "SFT rows: the row schema plus a response field (the target completion, or a multi-turn transcript).")
+    response_key: str = opt("response", "Row field holding the target response: a string, or a list of assistant, tool and user messages (only the assistant turns are learned).")
     batch_size: int = opt(32, "Examples per optimizer step.")
     total_epochs: int = opt(3, "Passes over the SFT rows.")
     lr: float = opt(1e-3, "AdamW learning rate.")

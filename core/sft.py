@@ -2,7 +2,10 @@
 
 Rows use the dataset schema plus a response field (``sft.response_key``). The
 input is the chat-templated prompt followed by the response and EOS; only
-response tokens (and the EOS) are in the loss. The result is saved with
+response tokens (and the EOS) are in the loss. A response may also be a
+multi-turn transcript (a list of assistant, tool and user messages, e.g. tool
+calls and their results), tokenized as the multi-turn rollout tokenizes an
+episode, with only the assistant turns in the loss. The result is saved with
 ``save_pretrained`` (model and tokenizer), ready to be
 ``actor_rollout_ref.model.path`` of a training run.
 """
@@ -16,31 +19,84 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from rewardsmith.core.chat_tokens import ChatTokens
 from rewardsmith.core.data import messages_of, prompt_text, read_files
 from rewardsmith.core.models import build_causal_lm, load_tokenizer, position_ids_from_mask
 from rewardsmith.core.optim import lr_factor
 from rewardsmith.core.trainer import output_dir, setup_torch
 
 
-def encode_example(row: dict[str, Any], tokenizer: PreTrainedTokenizerBase, prompt_key: str, response_key: str) -> tuple[list[int], int]:
-    """Token ids of prompt + response + EOS, and the prompt's length."""
-    if response_key not in row or not isinstance(row[response_key], str):
-        raise ValueError(f"{row.get('_where', 'row')}: missing string field {response_key!r} (sft.response_key)")
-    prompt = tokenizer(prompt_text(tokenizer, messages_of(row, prompt_key)), add_special_tokens=False)["input_ids"]
-    response = tokenizer(row[response_key], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    return prompt + response, len(prompt)
+def encode_example(row: dict[str, Any], tokenizer: PreTrainedTokenizerBase, prompt_key: str, response_key: str) -> tuple[list[int], list[int]]:
+    """Token ids of prompt + response, and which of them are in the loss (1).
+
+    A string response is one assistant turn: it and EOS are in the loss. A list
+    of messages is a multi-turn transcript after the prompt (``assistant`` turns,
+    ``tool`` responses, ``user`` turns), tokenized turn by turn exactly as the
+    multi-turn rollout builds an episode (:func:`transcript_ids`): only the
+    assistant turns and their EOS are in the loss.
+    """
+    where = row.get("_where", "row")
+    response = row.get(response_key)
+    messages = messages_of(row, prompt_key)
+    if isinstance(response, str):
+        prompt = tokenizer(prompt_text(tokenizer, messages), add_special_tokens=False)["input_ids"]
+        completion = tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        return prompt + completion, [0] * len(prompt) + [1] * len(completion)
+    if isinstance(response, list) and response:
+        chat = ChatTokens(tokenizer, row.get("tools"), [tokenizer.eos_token_id])
+        return transcript_ids(chat, messages, response, f"{where}: field {response_key!r}")
+    raise ValueError(f"{where}: field {response_key!r} (sft.response_key) must be a string or a non-empty list of "
+                     "messages (assistant, tool and user turns)")
 
 
-def collate_sft(examples: list[tuple[list[int], int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 outside the response)."""
+def transcript_ids(chat: ChatTokens, prompt: list[dict], turns: list[dict], where: str) -> tuple[list[int], list[int]]:
+    """Ids of ``prompt`` then ``turns`` as the multi-turn rollout builds them, and the loss mask (assistant turns).
+
+    The prompt is rendered with the generation prompt; each assistant turn is its
+    text and EOS, as the model generates it; each run of tool responses, or a
+    user turn, is rendered on its own (with the template's end-of-turn
+    separator before it and the next generation prompt after it), as in
+    :class:`~rewardsmith.core.multi_turn.MultiTurnRollout`.
+    """
+    tokenizer = chat.tokenizer
+    ids = chat.render(prompt, add_generation_prompt=True)
+    mask = [0] * len(ids)
+    i = 0
+    while i < len(turns):
+        message = turns[i]
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("assistant", "tool", "user") or not isinstance(message.get("content"), str):
+            raise ValueError(f"{where}[{i}]: each turn is {{role: assistant|tool|user, content: str}}, got {message!r}")
+        if role == "assistant":
+            piece = tokenizer(message["content"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+            ids += piece
+            mask += [1] * len(piece)
+            i += 1
+            continue
+        # One environment turn: all consecutive tool responses (one tool round), or one user turn.
+        end = i + 1
+        while role == "tool" and end < len(turns) and isinstance(turns[end], dict) and turns[end].get("role") == "tool":
+            end += 1
+        piece = chat.separator + chat.context([dict(m) for m in turns[i:end]])
+        ids += piece
+        mask += [0] * len(piece)
+        i = end
+    if turns[-1].get("role") != "assistant":
+        raise ValueError(f"{where}: the transcript must end with an assistant turn (the last is {turns[-1].get('role')!r})")
+    return ids, mask
+
+
+def collate_sft(examples: list[tuple[list[int], list[int]]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 outside the loss mask)."""
     width = max(len(ids) for ids, _ in examples)
     input_ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
     attention_mask = torch.zeros_like(input_ids)
     labels = torch.full_like(input_ids, -100)
-    for i, (ids, prompt_len) in enumerate(examples):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
+    for i, (ids, loss_mask) in enumerate(examples):
+        row = torch.tensor(ids)
+        input_ids[i, : len(ids)] = row
         attention_mask[i, : len(ids)] = 1
-        labels[i, prompt_len : len(ids)] = torch.tensor(ids[prompt_len:])
+        labels[i, : len(ids)] = torch.where(torch.tensor(loss_mask, dtype=torch.bool), row, -100)
     return input_ids, attention_mask, labels
 
 

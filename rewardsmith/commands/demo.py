@@ -1,4 +1,4 @@
-"""`rewardsmith demo [key=value ...]`: the embedded end-to-end demo (warm start, GRPO, before/after)."""
+"""`rewardsmith demo [--multi-turn] [key=value ...]`: the embedded end-to-end demo (warm start, GRPO, before/after)."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,8 @@ from rewardsmith.common.errors import ConfigError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--multi-turn", action="store_true",
+                        help="the multi-turn demo: multiplications the model answers by calling a calculator tool")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="overrides of the demo's settings, e.g. trainer.total_training_steps=40")
 
@@ -17,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     for item in args.overrides:
         if "=" not in item:
             raise ConfigError(f"rewardsmith demo takes key=value overrides only, got {item!r}")
-    result = run_demo(args.overrides)
+    result = run_demo(args.overrides, multi_turn=args.multi_turn)
     print()
     print(summary(result))
     return 0

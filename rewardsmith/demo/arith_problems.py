@@ -19,6 +19,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import Callable, Iterable
 
 NAMES = ["Ann", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal", "Ivy", "Jo", "Kim", "Lu", "Max", "Ned", "Ola", "Pat"]
 THINGS = ["pens", "cats", "cups", "eggs", "hats", "keys", "nuts", "owls", "rugs", "toys"]
@@ -81,19 +82,31 @@ def make_problem(rng: random.Random, index: int, split: str, any_format: bool = 
     }
 
 
-def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset(), any_format: bool = False,
-               source_weights: dict[str, float] | None = None) -> list[dict]:
-    """``n`` distinct problems from ``seed`` whose prompt text is not in ``exclude``."""
+def distinct_rows(n: int, seed: int, make_row: Callable[[random.Random, int], dict],
+                  exclude: Iterable[str] = ()) -> list[dict]:
+    """``n`` rows from ``make_row(rng, index)`` with a ``seed``-ed rng, no two (nor any in ``exclude``)
+    with the same prompt text."""
     rng = random.Random(seed)
     rows: list[dict] = []
     seen = set(exclude)
     while len(rows) < n:
-        row = make_problem(rng, len(rows), split, any_format, source_weights)
+        row = make_row(rng, len(rows))
         text = row["prompt"][0]["content"]
         if text not in seen:
             seen.add(text)
             rows.append(row)
     return rows
+
+
+def prompt_texts(rows: Iterable[dict]) -> set[str]:
+    """The rows' first prompt messages: what a held-out split must not repeat."""
+    return {r["prompt"][0]["content"] for r in rows}
+
+
+def make_split(n: int, seed: int, split: str, exclude: set[str] = frozenset(), any_format: bool = False,
+               source_weights: dict[str, float] | None = None) -> list[dict]:
+    """``n`` distinct problems from ``seed`` whose prompt text is not in ``exclude``."""
+    return distinct_rows(n, seed, lambda rng, index: make_problem(rng, index, split, any_format, source_weights), exclude)
 
 
 def make_dataset(n_sft: int = 1536, n_train: int = 2048, n_val: int = 128, seed: int = 0) -> dict[str, list[dict]]:
@@ -109,21 +122,25 @@ def make_dataset(n_sft: int = 1536, n_train: int = 2048, n_val: int = 128, seed:
     """
     sft = make_split(n_sft, seed, "sft", any_format=True)
     train = make_split(n_train, seed + 1, "train", source_weights=TRAIN_SOURCE_WEIGHTS)
-    used = {r["prompt"][0]["content"] for r in sft + train}
-    val = make_split(n_val, seed + 2, "val", exclude=used)
+    val = make_split(n_val, seed + 2, "val", exclude=prompt_texts(sft + train))
     return {"sft": sft, "train": train, "val": val}
+
+
+def write_splits(directory: str | Path, splits: dict[str, list[dict]], prefix: str) -> dict[str, Path]:
+    """Write each split as ``{prefix}_{split}.jsonl`` into ``directory``; returns their paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for split, rows in splits.items():
+        path = directory / f"{prefix}_{split}.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        paths[split] = path
+    return paths
 
 
 def write_dataset(directory: str | Path, **kwargs: int) -> dict[str, Path]:
     """Write ``arith_{sft,train,val}.jsonl`` into ``directory``; returns their paths."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for split, rows in make_dataset(**kwargs).items():
-        path = directory / f"arith_{split}.jsonl"
-        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-        paths[split] = path
-    return paths
+    return write_splits(directory, make_dataset(**kwargs), "arith")
 
 
 if __name__ == "__main__":
