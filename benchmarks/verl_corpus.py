@@ -69,6 +69,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
@@ -168,7 +169,7 @@ def data_kind(path: str) -> str:
     # math rows, the data set of the recipes these examples come from (verl's rollout-correction docs).
     if low in ("data/train.parquet", "data/test.parquet"):
         return "dapo"
-    for needle, kind in (("gsm8k", "gsm8k"), ("dapo", "dapo"), ("aime", "aime"), ("eurus", "eurus"), ("searchr1", "search"),
+    for needle, kind in (("gsm8k", "gsm8k"), ("dapo", "dapo"), ("aime", "aime"), ("eurus", "eurus"), ("search", "search"),
                          ("your_train_file", "dapo"), ("/math/", "math")):
         if needle in low:
             return kind
@@ -536,7 +537,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per script")
     parser.add_argument("--workdir", type=Path, help="where models, data and runs go (default: a temporary folder)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="scripts run at once (each run is one process on one thread: up to the cores)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     names = [name for corpus in args.corpus or CORPORA for name in script_names(corpus)]
     unknown = sorted(set(args.only or ()) - set(names))
     if unknown:
@@ -546,11 +551,13 @@ def main(argv: list[str]) -> int:
     rows = []
     if not args.json:
         print("| script | result | seconds | first error line |\n|---|---|---|---|")
-    for name in args.only or names:
-        rows.append(run_script(name, assets, work, args.timeout))
-        if not args.json:
-            row = rows[-1]
-            print(f"| {name} | {'pass' if row['passed'] else 'FAIL'} | {row['seconds']:.0f} | {row['error']} |", flush=True)
+    with ThreadPoolExecutor(args.jobs) as pool:
+        # Each script has its own run folder, ports and processes; rows come in the scripts' order.
+        for row in pool.map(lambda name: run_script(name, assets, work, args.timeout), args.only or names):
+            rows.append(row)
+            if not args.json:
+                print(f"| {row['script']} | {'pass' if row['passed'] else 'FAIL'} | {row['seconds']:.0f} | {row['error']} |",
+                      flush=True)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

@@ -102,11 +102,11 @@ def test_first_error_line_prefers_the_error_line():
     assert verl_corpus.first_error_line("Traceback\n  File x\nValueError: bad\n") == "ValueError: bad"
 
 
-def _run_runner(work: Path, *names: str, timeout: float = 3500, script_timeout: float = 120) -> dict[str, dict]:
+def _run_runner(work: Path, *names: str, timeout: float = 3500, script_timeout: float = 120, jobs: int = 1) -> dict[str, dict]:
     """The runner's rows (``--json``) for these scripts, or the whole corpus when none are named."""
     only = ["--only", *names] if names else []
     proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--timeout", str(script_timeout), "--workdir", str(work),
-                           *only],
+                           "--jobs", str(jobs), *only],
                           capture_output=True, text=True, timeout=timeout)
     assert proc.stdout.strip(), proc.stderr[-3000:]
     return {row["script"]: row for row in json.loads(proc.stdout)}
@@ -185,7 +185,8 @@ def test_a_tool_configs_service_url_is_the_local_stand_ins_and_nothing_else_chan
 @pytest.fixture(scope="module")
 def corpus_rows(tmp_path_factory) -> dict[str, dict]:
     """Every single-turn script run once by the runner (one process per script, one step each)."""
-    return _run_runner(tmp_path_factory.mktemp("verl_corpus"), *SINGLE_TURN)
+    # Two at a time: each run is one process on one thread, so two cores take two (CI's time halves).
+    return _run_runner(tmp_path_factory.mktemp("verl_corpus"), *SINGLE_TURN, jobs=2)
 
 
 @pytest.mark.slow
