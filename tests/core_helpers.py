@@ -99,6 +99,20 @@ def two_steps(trainer: PPOTrainer) -> list[dict]:
     return out
 
 
+def assert_same_steps(whole: list[dict], streamed: list[dict]) -> None:
+    """:func:`two_steps` run both ways gave the same responses, scores, advantages, log-probs and losses."""
+    import pytest
+
+    for a, b in zip(whole, streamed):
+        assert torch.equal(a["responses"], b["responses"])
+        assert torch.equal(a["unscored"], b["unscored"])
+        torch.testing.assert_close(a["scores"], b["scores"])
+        torch.testing.assert_close(a["advantages"], b["advantages"])
+        torch.testing.assert_close(a["old_log_probs"], b["old_log_probs"])
+        for key in ("actor/pg_loss", "actor/kl_loss", "actor/grad_norm", "reward/mean", "reward/unscored", "reward/errors"):
+            assert b["metrics"][key] == pytest.approx(a["metrics"][key], rel=1e-5, abs=1e-7), key
+
+
 def fit_and_assert_trained(trainer: PPOTrainer) -> dict[str, float]:
     """``trainer.fit()``, asserting the actor's weights changed and the last pg_loss is finite; returns the last metrics.
 

