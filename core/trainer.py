@@ -173,6 +173,10 @@ class PPOTrainer:
         # The generation batches' sampling seeds: a stream of their own, so that every torchrun rank, and one process,
         # draws the same seeds whatever else took from torch's global stream (model set-up, rank 0's scorers).
         self.rollout_generator = torch.Generator().manual_seed(t.seed + 11)
+        # Validation's seed, the same at every validation: drawn from the training stream, a validation would
+        # change the samples of every later step (and a run that validated before its checkpoint would resume
+        # onto other samples than one that did not).
+        self.val_seed = draw_seed(torch.Generator().manual_seed(t.seed + 13))
         self.global_step = 0
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
@@ -673,7 +677,7 @@ class PPOTrainer:
         assert self.val_set is not None
         size = self.config.data.val_batch_size or len(self.val_set)
         # One seed for the whole set: each prompt samples by its place in it, whatever val_batch_size cuts it into.
-        sampling = dataclasses.replace(self.val_sampling, seed=draw_seed(self.rollout_generator))
+        sampling = dataclasses.replace(self.val_sampling, seed=self.val_seed)
         with self._rollout_phase():
             batches = [self.actor.generate(self.val_set.collate(range(start, min(start + size, len(self.val_set))), uid_prefix="val-"),
                                            dataclasses.replace(sampling, first_prompt=start))
