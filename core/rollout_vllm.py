@@ -19,6 +19,7 @@ import atexit
 import io
 import os
 import shutil
+import signal
 import tempfile
 from typing import Any, Iterable, Iterator, Optional
 
@@ -45,6 +46,12 @@ class WeightReceiver:
                 yield from torch.load(io.BytesIO(blob), weights_only=True)
 
         self.reload_weights(weights_iterator=weights())  # type: ignore[attr-defined]
+
+    def rewardsmith_ignore_interrupts(self) -> None:
+        """Ignore SIGINT in this model worker. A Ctrl-C at the terminal reaches the whole process group: a
+        worker that stopped on it mid-step made the engine core die with a traceback. The engine core still
+        shuts down on its own signal handler, and the trainer stops the engine itself."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def shared_parameter_names(model: PreTrainedModel) -> dict[str, list[str]]:
@@ -141,6 +148,7 @@ class VLLMRollout:
             worker_extension_cls=f"{__name__}.WeightReceiver",
             **kwargs,
         )
+        self.llm.collective_rpc("rewardsmith_ignore_interrupts")
         # What a sleeping engine has freed (vLLM's memory tags) and not yet taken back.
         self._freed: set[str] = set()
         # A run that ends without shutdown() must not leave the engine's processes behind.
