@@ -82,7 +82,7 @@ class SideScores:
 def recorded_scores(rows: list[dict[str, Any]], owners: Sequence[tuple[int, int]], source: str) -> SideScores:
     """The scores the rows already carry: ``score`` (a number, or a list for several
     responses); a sample is unscored where its score is null or its
-    ``reward_extra_info.reward_masked`` / ``unscored`` says so."""
+    ``unscored`` / ``reward_extra_info.unscored`` says so."""
     scores, unscored = [], []
     for i, j in owners:
         row = rows[i]
@@ -94,9 +94,10 @@ def recorded_scores(rows: list[dict[str, Any]], owners: Sequence[tuple[int, int]
             info = info[j] if isinstance(info, list) and j < len(info) else {}
         if value is not None and not isinstance(value, (int, float)):
             raise ValueError(f"{source}: row {i}: 'score' is {type(value).__name__} {value!r}, expected a number")
-        masked = bool(row.get("unscored")) or bool((info or {}).get("reward_masked"))
+        # reward_masked: the same flag under its earlier name, in files older rewardsmith versions wrote
+        flagged = bool(row.get("unscored")) or any(bool((info or {}).get(k)) for k in ("unscored", "reward_masked"))
         scores.append(None if value is None else float(value))
-        unscored.append(value is None or masked)
+        unscored.append(value is None or flagged)
     return SideScores(scores, unscored)
 
 

@@ -8,7 +8,7 @@ from core_helpers import DIGITS_REWARD, tiny_config
 
 from rewardsmith.cli import main
 from rewardsmith.common.rows import read_rows, write_rows
-from rewardsmith.diff import compare, diff_rows, mcnemar, parse_side
+from rewardsmith.diff import compare, diff_rows, mcnemar, parse_side, recorded_scores
 
 # Pays 1 when the response ends with the gold answer.
 STRICT = '''
@@ -157,3 +157,14 @@ def test_training_dumps_rollouts_that_diff_reads(tmp_path, capsys):
     assert main(["diff", str(dump / "3.jsonl"), "recorded", str(tmp_path / "digits_again.py"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["samples"] == 8 and report["identical_scores"] == 1.0
+
+
+def test_recorded_scores_read_the_unscored_flag_in_every_place_a_file_keeps_it():
+    rows = [{"score": 0.0, "unscored": True},                                     # a rollout dump's row
+            {"score": 0.0, "reward_extra_info": {"unscored": True}},              # `rewardsmith score`'s output
+            {"score": 0.0, "reward_extra_info": {"reward_masked": True}},         # the same, by an older version
+            {"score": 1.0, "reward_extra_info": {"unscored": False}},
+            {"score": None}]
+    side = recorded_scores(rows, [(i, 0) for i in range(len(rows))], "f.jsonl")
+    assert side.unscored == [True, True, True, False, True]
+    assert side.scores == [0.0, 0.0, 0.0, 1.0, None]

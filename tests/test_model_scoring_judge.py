@@ -131,7 +131,7 @@ def test_all_abstaining_sample_is_masked(make_config, judge_server):
     cfg = judge_config(make_config, judge_server, "reward_model.components={'chat': {judge: {kind: judge, on_failure: abstain}}}")
     with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(RewardBatch(["chat"] * 2, ["GOOD", "GARBLE"], [None] * 2, styles=["model"] * 2))
-    assert out.unscored.tolist() == [False, True] and out.extra_info["reward_masked"] == [False, True]
+    assert out.unscored.tolist() == [False, True] and out.extra_info["unscored"] == [False, True]
     assert out.metrics["reward/unscored"] == 1.0 and out.metrics["reward/judge/abstained"] == 0.0
     assert out.metrics["reward/judge/failed"] == 1.0
 

@@ -189,7 +189,7 @@ def test_undecided_samples_are_abstentions_with_their_reason(make_config, tmp_pa
     with build_reward_manager(cfg.reward_settings()) as manager:
         out = manager(RewardBatch(["a", "b"], ["x", "y"], ["1", "1"]))
     info = out.extra_info
-    assert out.unscored.tolist() == [True, True] and info["reward_masked"] == [True, True]
+    assert out.unscored.tolist() == [True, True] and info["unscored"] == [True, True]
     assert info["reward_status"] == ["abstain"] * 2 and info["verdict"] == ["undecided"] * 2
     assert info["why"] == ["cannot read the answer"] * 2
     assert out.metrics["reward/source/a/undecided"] == 1.0 and out.metrics["reward/undecided"] == 2.0

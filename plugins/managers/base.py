@@ -150,7 +150,7 @@ class RewardManager:
         extra_info = _union(per_sample)
         scores = self.postprocess(batch, scores, extra_info)
         extra_info["score"] = scores.tolist()
-        extra_info["reward_masked"] = unscored.tolist()
+        extra_info["unscored"] = unscored.tolist()
         metrics = self._metrics(batch, scores, unscored, extra_info["reward_status"], plans, results, len(asked) / max(1, calls))
         if any("tool_calls" in (info or {}) for info in batch.extra_infos):  # a multi-turn batch
             metrics["reward/tools_unavailable"] = float(len(blocked))

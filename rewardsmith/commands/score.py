@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: column '{column}' mixes types parquet cannot hold in one column (e.g. strings and dicts); "
               "it is stored as JSON text, which rewardsmith's readers decode", file=sys.stderr)
     write_reward_config(reward_side, reward_side_file)  # only once the rows are written: a failure leaves nothing
-    print(summary_table(batch.data_sources, scores, out.extra_info["reward_masked"], out.extra_info["reward_status"],
+    print(summary_table(batch.data_sources, scores, out.unscored.tolist(), out.extra_info["reward_status"],
                         out.extra_info["reward_seconds"],
                         component_columns(out.extra_info["reward_components"])))
     print(f"wrote {len(rows)} scored rows ({len(batch)} samples) to {output}")
