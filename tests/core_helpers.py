@@ -147,3 +147,12 @@ def demo_validations(out_dir: Path) -> list[dict]:
     """The demo run's validation records (``val/reward/...``) from its metrics.jsonl, in order."""
     records = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
     return [r for r in records if "val/reward/mean" in r]
+
+
+def no_argument_schema(name: str):
+    """The OpenAI function schema of a test tool named ``name`` that takes no arguments."""
+    from rewardsmith.reward_fns.tools import OpenAIFunctionToolSchema
+
+    return OpenAIFunctionToolSchema.model_validate(
+        {"type": "function", "function": {"name": name, "description": "",
+                                          "parameters": {"type": "object", "properties": {}, "required": []}}})

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from multi_turn_helpers import TOOL, ScriptedEngine, tool_tokenizer
-from core_helpers import tiny_config
+from core_helpers import no_argument_schema, tiny_config
 from rewardsmith.common.config import ConfigError
 from rewardsmith.common.rows import write_rows
 from rewardsmith.core.batch import Batch
@@ -21,7 +21,7 @@ from rewardsmith.core.rollout import SamplingParams
 from rewardsmith.core.schema import MultiTurnConfig
 from rewardsmith.core.trainer import PPOTrainer
 from rewardsmith.plugins.loader import get_registry
-from rewardsmith.reward_fns.tools import BaseTool, OpenAIFunctionToolSchema, ToolResponse
+from rewardsmith.reward_fns.tools import BaseTool, ToolResponse
 from rewardsmith.sandbox.testing import free_port
 from test_tools import GSM8K_INTERACTION_CONFIG, GSM8K_TOOL_CONFIG, search_config
 
@@ -84,10 +84,7 @@ class KeptTool(BaseTool):
     """Remembers ``calc_reward_kwargs``; its calc_reward raises when ``config.broken``."""
 
     def __init__(self, config, tool_schema=None):
-        schema = OpenAIFunctionToolSchema.model_validate(
-            {"type": "function", "function": {"name": config["name"], "description": "",
-                                              "parameters": {"type": "object", "properties": {}, "required": []}}})
-        super().__init__(config, schema)
+        super().__init__(config, no_argument_schema(config["name"]))
         self.seen: list[dict] = []
 
     async def execute(self, instance_id, parameters, **kwargs):

@@ -13,7 +13,7 @@ import torch
 
 from multi_turn_helpers import (TOOL, ScriptedEngine, arithmetic_script, calculator_script, tool_calling_model,
                                 tool_tokenizer)
-from core_helpers import tiny_config
+from core_helpers import no_argument_schema, tiny_config
 from rewardsmith.common.config import ConfigError
 from rewardsmith.core.batch import Batch
 from rewardsmith.core.multi_turn import (LENGTH, MAX_ASSISTANT_TURNS, NO_TOOL_CALL, TOOL_PARSERS, MultiTurnRollout,
@@ -22,7 +22,7 @@ from rewardsmith.core.multi_turn import (LENGTH, MAX_ASSISTANT_TURNS, NO_TOOL_CA
 from rewardsmith.core.rollout import HFRollout, SamplingParams, prompt_seeds
 from rewardsmith.core.schema import TOOL_CALL_FORMATS, MultiTurnConfig
 from rewardsmith.core.trainer import PPOTrainer
-from rewardsmith.reward_fns.tools import BaseTool, OpenAIFunctionToolSchema, ToolResponse
+from rewardsmith.reward_fns.tools import BaseTool, ToolResponse
 from rewardsmith.reward_fns.tools.calculator import CalculatorTool
 
 torch.set_num_threads(1)
@@ -120,10 +120,7 @@ class SleepTool(BaseTool):
     """Sleeps ``config.seconds`` (``hang``: forever) or raises (``fail``); records how many run at once."""
 
     def __init__(self, config, tool_schema=None):
-        schema = OpenAIFunctionToolSchema.model_validate(
-            {"type": "function", "function": {"name": config["name"], "description": "",
-                                              "parameters": {"type": "object", "properties": {}, "required": []}}})
-        super().__init__(config, schema)
+        super().__init__(config, no_argument_schema(config["name"]))
         self.running = self.most = 0
 
     async def execute(self, instance_id, parameters, **kwargs):
