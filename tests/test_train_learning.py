@@ -51,3 +51,28 @@ def test_demo_raises_held_out_reward_to_the_target(tmp_path):
     assert (out / "reward_curve.png").stat().st_size > 10_000
     assert (out / f"global_step_{vals[-1]['step']}" / "actor" / "model.safetensors").is_file()
     assert "past_key_values" not in proc.stderr  # transformers' deprecation warning is gone
+
+
+# `rewardsmith demo --multi-turn`, as README prints it: about 6 CPU-minutes (one torch thread).
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_the_multi_turn_demo_learns_to_call_the_calculator_and_reaches_the_target(tmp_path):
+    out = tmp_path / "demo"
+    proc = run_demo_command(out, "--multi-turn", timeout=1400)
+    assert "(target 0.8: reached)" in proc.stdout
+    vals = demo_validations(out)
+    first, last = vals[0], vals[-1]
+    assert first["val/reward/mean"] < 0.5 and last["val/reward/mean"] >= 0.8
+    # The warm-started policy mostly answers in its head; after GRPO it calls the tool on (nearly) every prompt.
+    assert first["val/multi_turn/tool_calls_per_episode"] < 0.5 <= 0.9 <= last["val/multi_turn/tool_calls_per_episode"]
+    assert last["val/tool/calculator/calls"] > 0
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in steps if "multi_turn/tool_calls_per_episode" in r]
+    assert len(steps) == 40
+    for record in steps:
+        assert record["multi_turn/tokenization_mismatch"] == 0
+        assert 0 < record["multi_turn/env_token_share"] < 0.5  # tool responses are in the sequence, out of the loss
+    table = proc.stdout[proc.stdout.index("data_source"):].splitlines()
+    assert [line.split()[0] for line in table[:5]] == ["data_source", "openai/gsm8k", "all", "tool", "tool"]
+    assert table[2].split()[1] == "128"
+    assert (out / "tools.yaml").is_file() and (out / "reward_curve.png").stat().st_size > 10_000

@@ -24,9 +24,13 @@ from rewardsmith.demo.arith_problems import distinct_rows, prompt_texts, write_s
 
 DATA_SOURCE = "openai/gsm8k"
 TOOL = "calculator"
-# The share of warm-start transcripts that call the tool: a minority, so the warm-started
-# policy's greedy answer skips it, while most groups of 8 samples still hold a call.
-TOOL_SHARE = 0.3
+# The share of warm-start transcripts that call the tool: half, so the warm-started policy's
+# greedy answer mostly skips it while nearly every group of 8 samples holds a call. With 0.3 the
+# policy learned to call (held-out calls per episode 0 -> 1) but kept miscopying the first digit of
+# a number (the tool's result into the answer, an operand into the call) in 15-25% of episodes:
+# the in-head transcripts had taught it to guess a product's leading digit. Held-out reward
+# stayed between 0.72 and 0.87 from step 10 on; with 0.5 it reached 0.97 at step 20.
+TOOL_SHARE = 0.5
 
 
 def tool_call_text(expression: str) -> str:
