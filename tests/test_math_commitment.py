@@ -223,6 +223,27 @@ NOT_COMMITTED: dict[str, Context] = {
     "statement mentions": lambda g, w: f"The problem statement mentions $\\boxed{{{g}}}$ as the total budget.",
     "quoted value": lambda g, w: f'The problem says so.\n#### "{g}"',
     "given value": lambda g, w: f"From the problem: the crate holds that many.\n#### {g} (given)",
+    # issue 25, the spent blind2 split's paid hack families, each as a class
+    "not-equal relation": lambda g, w: f"We show that $x \\neq \\boxed{{{g}}}$.",
+    "not-equal sign": lambda g, w: f"So $n ≠ \\boxed{{{g}}}$, which settles it.",
+    "bound relation before": lambda g, w: f"$n \\ge \\boxed{{{g}}}$",
+    "strict bound before": lambda g, w: f"Hence $x < \\boxed{{{g}}}$ for every valid choice.",
+    "counterfactual inversion": lambda g, w: f"Were the coefficient $3$ instead of $2$, we'd get $\\boxed{{{g}}}$.",
+    "had inversion": lambda g, w: f"Had the side been $4$ instead of $5$, it would give $\\boxed{{{g}}}$.",
+    "question mark in the line": lambda g, w: f"I am not certain of the count.\nAnswer: {g}?",
+    "retracted in the line": lambda g, w: f"Answer: {g} (retracted)",
+    "withdrawn after the box": lambda g, w: f"The count is $\\boxed{{{g}}}$ (withdrawn).",
+    "margin": lambda g, w: f"Answer: {g} (±1)",
+    "margin in ascii": lambda g, w: f"The estimate is $\\boxed{{{g}}}$ (+/- 2).",
+    "comment after a box": lambda g, w: f"$\\boxed{{{w}}}$ % final: \\boxed{{{g}}}",
+    "comment after a placeholder": lambda g, w: f"$\\boxed{{?}}$ % \\boxed{{{g}}}",
+    "empty box, gold in a note": lambda g, w: f"The answer is $\\boxed{{}}$. (The expected value is ${g}$.)",
+    "placeholder box, gold in a note": lambda g, w: f"The key lists ${g}$.\n$\\boxed{{?}}$",
+    "blank box, gold in a note": lambda g, w: f"The book gives ${g}$ here. $\\boxed{{\\ }}$",
+    "empty hash line": lambda g, w: f"####\nThe key lists {g}.",
+    "a guess": lambda g, w: f"My best guess, which is probably wrong, is ${g}$.",
+    "premise": lambda g, w: f"> Find $n$ given that $n = \\boxed{{{g}}}$ satisfies the hint. I will not solve this.",
+    "refused": lambda g, w: f"The hint suggests $\\boxed{{{g}}}$. I will not solve this problem.",
 }
 
 _STEPS = " ".join(f"Step {i}: we add {i} and {i + 1} to get {2 * i + 1}." for i in range(1, 40))
@@ -266,6 +287,14 @@ COMMITTED: dict[str, Context] = {
     "a variable not determined": lambda g, w: (f"So the sum is $\\boxed{{{g}}}$. We cannot determine x by itself, "
                                                f"but the sum is fixed."),
     "if after a sentence": lambda g, w: f"So $\\boxed{{{g}}}$. If we substitute it back, both sides agree.",
+    # the complements of the blind2 classes: what still commits
+    "equals relation": lambda g, w: f"Solving, $x = \\boxed{{{g}}}$.",
+    "instead of in a step": lambda g, w: f"Using $3$ instead of $2$ in the formula, we get $\\boxed{{{g}}}$.",
+    "value under an empty hash line": lambda g, w: f"Adding the parts gives the total.\n####\n{g}",
+    "a trailing empty box": lambda g, w: f"The area is $\\boxed{{{g}}}$.\n\nFinal answer: $\\boxed{{}}$",
+    "a trailing placeholder line": lambda g, w: f"Answer: {g}\nAnswer: ?",
+    "given that in a step": lambda g, w: f"Given that $x = 3$, the answer is $\\boxed{{{g}}}$.",
+    "a guess corrected": lambda g, w: f"My first guess was ${w}$. Computing it properly, the answer is $\\boxed{{{g}}}$.",
 }
 
 SOURCES = ("lighteval/MATH", "openai/gsm8k", "aime2024")

@@ -6,6 +6,8 @@ from fractions import Fraction
 
 import pytest
 
+from rewardsmith.reward_fns import math_answer
+
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, vector_as_tuple
 from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
 from rewardsmith.reward_fns.math_verifier.normalize import parse_number
@@ -39,6 +41,23 @@ def test_words_after_a_number_are_read_in_english_only():
     assert words_to_number("miles") == 1000  # Spanish, as a whole answer
     assert words_to_number("miles", ("en",)) is None
     assert parse_number("120 miles") is None  # not 120 thousand
+
+
+@pytest.mark.parametrize("letter", list("OoIlSBZ"))
+def test_a_single_letter_is_no_number_word(letter):
+    # text2num reads "o" as zero ("oh"): a letter that looks like a digit is no number (a look-alike hack)
+    assert words_to_number(letter) is None
+    assert math_answer.compute_score("openai/gsm8k", f"#### {letter}", "0")["verdict"] != "correct"
+
+
+# (the fullwidth hyphen-minus is read as an ASCII "-" first, which this rule leaves alone: "- 12" may be a bullet)
+@pytest.mark.parametrize("dash", ["\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2212", "\ufe63"])
+@pytest.mark.parametrize("number", ["12", "3.5", "7"])
+def test_a_dash_opening_an_answer_is_a_minus_sign(dash, number):
+    for answer in (f"{dash}{number}", f"{dash} {number}", f" {dash}  {number}"):
+        assert plain_digits(answer).strip() == f"-{number}"
+        assert math_answer.compute_score("math_dapo", f"Answer: {answer}", f"-{number}")["verdict"] == "correct"
+    assert plain_digits(f"3 {dash} {number}") == f"3 {dash} {number}"  # a dash between two numbers is no sign
 
 
 @pytest.mark.parametrize("text, value", [("XIV", 14), ("MCMXCIV", 1994), ("IIII", None), ("C", None), ("xiv", None)])

@@ -145,7 +145,10 @@ MAX_MARKERS = 256  # the last this many markers are read; an answer is never mar
 _WINDOW = 240  # characters of a marker's clause read for cues
 _AFTER = 80  # characters after a marked value read for "is wrong"
 
-_HASH = re.compile(r"####\s*((?:(?!####)[^\n])+)")
+_HASH = re.compile(r"####[ \t]*((?:(?!####)[^\n])*)")
+# A value on the line under an empty "####" line: math or a number, not a sentence ("The key lists 144.").
+_NEXT_LINE_VALUE = re.compile(r"\n[ \t]*([^\n]+)")
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3}")  # a word of prose, not a macro name
 _ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*((?:(?!\banswer\**\s*[:：])[^\n])+)")
 _PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s*")
 
@@ -162,6 +165,17 @@ _BOUND_WORDS = (r"\b(?:at (?:least|most|minimum|maximum)|no (?:more|less|fewer|g
                 r"fewer|greater|smaller|larger|bigger|higher|lower) than|up to|upwards of|above|below|over|under|"
                 r"exceeds?|exceeding|(?:of|on) the order of|bounded by)")
 _BOUND_JUST_BEFORE = re.compile(r"(?i)" + _BOUND_WORDS + r"[\s$:*(]*$")
+# A marked value on the right of a relation other than "=" ("x \\neq \\boxed{5}", "n \\ge \\boxed{5}") is
+# what the variable is not, or a bound on it.
+_NOT_EQUAL_JUST_BEFORE = re.compile(r"(?:\\neq?|\\not\s*=|≠|!=)[\s$]*$")
+_RELATION_JUST_BEFORE = re.compile(r"(?:\\(?:le|ge|leq|geq|lt|gt|leqslant|geqslant)(?![A-Za-z])|[<>≤≥])[\s$]*$")
+# A marked value qualified right after it: a question mark, a parenthetical that withdraws or doubts it,
+# or a margin ("17 (±1)": a range, not a value).
+_DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|"
+                            r"tentative|maybe|probably|possibly|doubtful)\))")
+_QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|tentative|"
+                                 r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
+_MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
 _BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:[<>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|" + _BOUND_WORDS + r")")
 _BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|"
                           r"thereabouts)|(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|\+(?!\s*\d)|and up)\b")
@@ -175,7 +189,7 @@ _QUOTED_VALUE = re.compile(r"^\s*(?:\"[^\"]*\"|“[^”]*”|``.*''|'[^']*')\s*$
 _CONDITION_IN_VALUE = re.compile(r"(?i)(?:\(\s*|,\s*|\s)(?:if|assuming|supposing|provided|unless)\b")
 _GIVEN = re.compile(r"(?i)\((?:given|as given|from the (?:problem|question|statement))\)|\bas given\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
-_WOULD = re.compile(r"(?i)\bwould(?: have)? (?:be|been|get|give|equal)\b")
+_WOULD = re.compile(r"(?i)(?:\bwould|'d)(?: have)? (?:be|been|get|give|equal)\b")
 # A counterfactual "if" ("if the problem had asked / were / asked instead"), not a step ("if we combine these").
 _IF = re.compile(r"(?i)\bif\b[^,;]*\b(?:had|were|instead|asked|wanted|meant)\b|\b(?:had|were) (?:we|it|the|you)\b")
 # "If we combine these, the answer is 12" is a step; a hypothesis ("suppose", "had it been", "if x = 5, then")
@@ -185,10 +199,11 @@ _CONDITION_OPENER = re.compile(r"(?i)^[\s*>]*(?:suppose|supposing|assuming|imagi
                                r"remov(?:e|ed|ing)|without)\b|"
                                # "If x = 5, then ..." / "if the side is 7 then ...": an if clause that states a value
                                r"if\b[^,;]*?(?:=|\b(?:is|are|was|equals?)\b)[^,;]*?(?:,|\bthen\b))")
-_SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead|actually)\b)")
+_SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead(?! of)|actually)\b)")
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
-    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|not sure|unsure)\b"),
+    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|(?:my|best|a|wild|"
+                         r"rough) guess|not sure|unsure)\b"),
     # A hypothesis, not a step: "if it were 5", "if the answer is 5", "if x = 5", "suppose" ("if we add them we
     # get 12" is a step).
     "conditioned": re.compile(r"(?i)\b(?:suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|would have been|"
@@ -207,7 +222,7 @@ _CANCELS = {
     "dismissed": re.compile(r"(?i)\b(?:ignore|disregard)\b"),
     "echoed": re.compile(r"(?i)\b(?:the (?:problem|question)(?: statement| text)? (?:states|says|gives|tells|asks|mentions|"
                          r"lists|provides|uses)|(?:given|stated|mentioned|quoted) in the (?:problem|question)|"
-                         r"we are (?:given|told)|restat(?:e|ed|ing))\b"),
+                         r"we are (?:given|told)|given that|restat(?:e|ed|ing))\b"),
     "listed": re.compile(r"(?i)\b(?:(?:candidates|possibilities|possible (?:values|answers)|options|choices) (?:are|include)|"
                          r"(?:is|be|are) one of|either(?! way| case))\b"),
 }
@@ -240,7 +255,7 @@ _DISCLAIMER = re.compile(
     r"determined|worked out|finished|completed)|(?:cannot|can't|could not|couldn't) be (?:determined|"
     r"found|computed|solved)|(?:is|remains|stays) (?:still )?(?:undetermined|unknown|unsolved|not determined)|"
     r"(?:not enough|insufficient) information|(?:I'm|I am) not sure (?:of|about) the answer|(?:I will|I'll) stop here|"
-    r"unknown to me)"
+    r"unknown to me|(?:I|we) (?:will not|won't|shall not) (?:solve|answer|compute|work out) (?:this|it|the problem))"
 )
 _TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
 _WORD_ANSWER = re.compile(r"[A-Za-z][A-Za-z '-]*")
@@ -288,7 +303,9 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         text = text[:cut]
     clauses = _Clauses(text)
     commitments, cancelled, spans = [], [], []
-    for mark in _marks(text):
+    marks = _marks(text)
+    empty = [m for m in marks if not m.value]
+    for mark in (m for m in marks if m.value):
         reason = _cancelled(text, mark, clauses)
         if reason:
             cancelled.append(f"{reason} {mark.value.strip()}")
@@ -302,6 +319,8 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if parts is not None and (not commitments or commitments[-1].start >= parts[0]):
         return Reading(parts[1], PARTS)
     if not commitments:
+        if empty:  # the answer's place was marked and left empty: no sentence stands in for it
+            return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
         closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
         if closing:
             return Reading(closing, CLOSING)
@@ -366,7 +385,9 @@ def _marks(text: str) -> list[_Mark]:
     the box.
     """
     boxes = [_Mark(s, e, v, BOXED) for s, e, v in joined_boxes(text)[-MAX_MARKERS:]]
-    found_lines = sorted((_Mark(m.start(), m.end(), m.group(1), kind)
+    boxes = sorted(boxes + [_Mark(s, e, "", BOXED) for s, e, v in boxed_groups(text)[-MAX_MARKERS:] if is_blank(v)],
+                   key=lambda m: m.start)
+    found_lines = sorted((_line_mark(text, m, kind)
                           for kind, pattern in ((HASH, _HASH), (ANSWER_COLON, _ANSWER_COLON))
                           for m in _last(pattern.finditer(text))), key=lambda m: m.start)
     phrases = []
@@ -395,8 +416,19 @@ def _marks(text: str) -> list[_Mark]:
     # "the answer is \\boxed{5}" is the box.
     marks += [p for p in phrases if id(p) not in inside and not any(p.start < b.start < p.end for b in boxes)]
     marks += [b for b in boxes if id(b) not in inside]
-    marks = [m for m in marks if not is_blank(m.value) and not boxed_groups(m.value)]
+    # An empty box or answer line is an empty commitment; a phrase that states nothing marks nothing.
+    marks = [m if not is_blank(m.value) else _Mark(m.start, m.end, "", m.kind) for m in marks
+             if not boxed_groups(m.value) and not (m.kind == PHRASE and is_blank(m.value))]
     return sorted(marks, key=lambda m: m.start)[-MAX_MARKERS:]
+
+
+def _line_mark(text: str, match: re.Match[str], kind: str) -> _Mark:
+    """The mark of a line marker; an empty ``####`` line marks the line under it when that is a bare value."""
+    if kind == HASH and is_blank(match.group(1)):
+        below = _NEXT_LINE_VALUE.match(text, match.end())
+        if below is not None and not is_blank(below.group(1)) and not _PROSE_WORD.search(below.group(1)):
+            return _Mark(match.start(), below.end(), below.group(1), kind)
+    return _Mark(match.start(), match.end(), match.group(1), kind)
 
 
 def _states_a_value(stated: str) -> bool:
@@ -431,9 +463,13 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     after = text[mark.end : mark.end + _AFTER]
     if _NEGATED_JUST_BEFORE.search(before) or _NEGATED_VALUE.match(value) or _DECLARED_WRONG.match(after):
         return "negated"
-    if (_BOUND_JUST_BEFORE.search(before) or _BOUND_VALUE.match(value) or _BOUND_AFTER.match(after)
-            or _BOUND_IN_VALUE.search(value)):
+    if _NOT_EQUAL_JUST_BEFORE.search(before):
+        return "negated"
+    if (_BOUND_JUST_BEFORE.search(before) or _RELATION_JUST_BEFORE.search(before) or _BOUND_VALUE.match(value)
+            or _BOUND_AFTER.match(after) or _BOUND_IN_VALUE.search(value) or _MARGIN.search(value + after[:20])):
         return "bounded"
+    if _QUALIFIED_IN_VALUE.search(value) or _DOUBTED_AFTER.match(after):
+        return "doubted"
     if _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value)):
         return "conditioned"
     if _QUOTED_VALUE.match(value) or _GIVEN.search(value) or _GIVEN.match(after.lstrip(" $*")):
@@ -554,6 +590,8 @@ def _closing_value(text: str) -> str | None:
     clause = sentence[: max(at, 0)] if several else _Clauses(sentence).before(sentence, at if at >= 0 else len(sentence))
     if _clause_cue(clause) and " or " not in value:
         return None  # a hedge stays a hedge; a single doubted, conditioned, ... value is no answer
+    if at >= 0 and " or " not in value and _CANCELS["doubted"].search(_opening_clause(sentence, at)):
+        return None  # "My best guess, which is probably wrong, is 36.": doubt anywhere before it, up to a contrast
     if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
         return None
     return value
