@@ -310,3 +310,116 @@ def test_compact_text_drops_only_what_cannot_change_the_answer(pred, gold, same)
     from rewardsmith.reward_fns.math_verifier.normalize import compact
 
     assert (compact(pred) == compact(gold)) is same
+
+
+# -- notations of their own (issue 25, the spent blind splits' refused classes) --------------------------
+from math import comb  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+NOTATION = settings(max_examples=40, deadline=None, derandomize=True, database=None)
+_BASE_NAMES = {2: "two", 8: "eight", 16: "sixteen", 5: "five"}
+
+
+def _digits(n: int, base: int) -> str:
+    out = ""
+    while True:
+        n, d = divmod(n, base)
+        out = "0123456789ABCDEF"[d] + out
+        if n == 0:
+            return out
+
+
+def _judged(pred: str, gold: str) -> str:
+    return compare(pred, gold, timeout=10).verdict
+
+
+@NOTATION
+@given(n=st.integers(2, 10**6), base=st.sampled_from([2, 5, 8, 16]))
+def test_a_number_in_a_base_is_read_in_every_notation(n, base):
+    if not any(c.isdigit() for c in _digits(n, base)):
+        return  # "FF_{16}" has no decimal digit: it reads as an indexed variable (answer_types)
+    gold = f"{_digits(n, base)}_{{{base}}}"
+    forms = [f"{_digits(n, base)}_{base}", f"{_digits(n, base).lower()}_{{{base}}}",
+             f"{_digits(n, base)}_{{\\text{{{_BASE_NAMES[base]}}}}}"]
+    forms += {16: [f"0x{_digits(n, 16)}", f"\\text{{0x{_digits(n, 16).lower()}}}"], 2: [f"0b{_digits(n, 2)}"],
+              8: [f"0o{_digits(n, 8)}"]}.get(base, [])
+    for form in forms:
+        assert _judged(form, gold) == "correct", form
+    for miss in (f"{_digits(n + 1, base)}_{{{base}}}", f"{_digits(n, base)}_{{{base + 1 if base < 16 else 10}}}"):
+        if miss != gold:
+            assert _judged(miss, gold) != "correct", miss
+
+
+@NOTATION
+@given(n=st.integers(2, 40), data=st.data())
+def test_a_binomial_coefficient_is_its_value(n, data):
+    k = data.draw(st.integers(1, n - 1))
+    for form in (f"C({n}, {k})", f"C({n},{k})", f"{n}C{k}", f"{{}}_{{{n}}}C_{{{k}}}"):
+        assert _judged(form, str(comb(n, k))) == "correct", form
+        assert _judged(form, str(comb(n, k) + 1)) == "wrong", form
+
+
+@NOTATION
+@given(mantissa=st.integers(11, 99), exponent=st.integers(2, 12), times=st.sampled_from(["x", "X", "*", "\\times", "\\cdot"]))
+def test_plain_scientific_notation_is_its_value(mantissa, exponent, times):
+    written = f"{mantissa // 10}.{mantissa % 10}"
+    value = mantissa * 10 ** (exponent - 1)
+    for form in (f"{written} {times} 10^{exponent}", f"{written}{times}10^{{{exponent}}}"):
+        assert _judged(form, str(value)) == "correct", form
+        assert _judged(form, str(value * 10)) == "wrong", form
+
+
+@NOTATION
+@given(a=st.integers(1, 50), b=st.integers(1, 50))
+def test_a_ratio_in_words_is_the_ratio(a, b):
+    assert _judged(f"{a} to {b}", f"{a}:{b}") == "correct"
+    if a != b:
+        assert _judged(f"{b} to {a}", f"{a}:{b}") != "correct"
+
+
+@NOTATION
+@given(whole=st.integers(1, 999), tenth=st.integers(0, 9), word=st.sampled_from(["hundred", "thousand", "million", "billion"]),
+       noun=st.sampled_from(["", " dollars", " people", " miles"]))
+def test_a_magnitude_word_after_digits_scales_them(whole, tenth, word, noun):
+    scale = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9}[word]
+    value = (whole * 10 + tenth) * scale // 10
+    assert _judged(f"{whole}.{tenth} {word}{noun}", str(value)) == "correct"
+    assert _judged(f"{whole}.{tenth} {word}{noun}", str(value + 1)) == "wrong"
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    ("noon", "12:00 PM", "correct"), ("\\text{noon}", "12 p.m.", "correct"), ("Midnight", "12:00 AM", "correct"),
+    ("midday", "12:00 PM", "correct"), ("noon", "12:00 AM", "wrong"), ("midnight", "12 PM", "wrong"),
+    ("6{:}15\\text{ a.m.}", "6:15 AM", "correct"), ("6{:}15\\text{ p.m.}", "6:15 AM", "wrong"),
+])
+def test_named_times_of_day(pred, gold, verdict):
+    assert _judged(pred, gold) == verdict
+
+
+@pytest.mark.parametrize("word, gold", [("Yes", "yes"), ("yes", "Yes"), ("No", "no"), ("True", "yes"), ("Sí", "yes"),
+                                        ("Oui", "yes"), ("Nein", "no"), ("no", "No")])
+@pytest.mark.parametrize("reason", ["", ".", ", it is always even.", ": the sum is odd", " — never.", "; see above"])
+def test_a_yes_or_no_with_its_reason_is_the_yes_or_no(word, gold, reason):
+    opposite = {"yes": "no", "no": "yes"}[gold.lower()]
+    assert _judged(f"\\text{{{word}{reason}}}", gold) == "correct"
+    assert _judged(f"{word}{reason}", opposite) == "wrong"
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    ("C", "\\textbf{(C) }12", "correct"), ("(C)", "\\textbf{(C) }12", "correct"), ("12", "\\textbf{(C) }12", "correct"),
+    ("(C) 12", "\\textbf{(C) }12", "correct"), ("B", "\\textbf{(C) }12", "wrong"), ("13", "\\textbf{(C) }12", "wrong"),
+    ("(B) 12", "\\textbf{(C) }12", "wrong"), ("\\text{(E) Evelyn}", "\\text{Evelyn}", "correct"),
+    ("(E) Evelyn", "Evelyn", "correct"), ("(E) Ava", "Evelyn", "wrong"), ("(A) 7", "7", "correct"), ("(A) 7", "8", "wrong"),
+    ("\\text{DNE}", "\\text{does not exist}", "correct"), ("DNE", "0", "wrong"),
+])
+def test_a_choice_with_its_value_and_text_synonyms(pred, gold, verdict):
+    assert _judged(pred, gold) == verdict
+
+
+@NOTATION
+@given(n=st.integers(-10**6, 10**6))
+def test_a_number_in_inline_code_is_the_number(n):
+    assert _judged(f"`{n}`", str(n)) == "correct"
+    assert _judged(f"`{n + 1}`", str(n)) == "wrong"

@@ -106,7 +106,7 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, part_values, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
 from rewardsmith.reward_fns.math_verifier.dates import date_verdict
-from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, congruence
+from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, based_number, congruence
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
@@ -122,9 +122,17 @@ _CHOICE = re.compile(r"^(?:(?:option|choice)\s+)?\(?([A-Ea-e])\)?(?:$|[\s.:)])",
 _GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
-_TEXT_SYNONYMS = {"true": "yes", "false": "no"}
+_TEXT_SYNONYMS = {"true": "yes", "false": "no", "dne": "does not exist", "sí": "yes", "si": "yes", "oui": "yes",
+                  "ja": "yes", "nein": "no", "non": "no"}
+# A yes/no answer followed by its reason ("Yes, it is always even."): the verdict word is the answer.
+_VERDICT_WORD = re.compile(r"^(yes|no|true|false|sí|si|oui|ja|nein|non)\b\s*[,.;:!—–-]", re.IGNORECASE)
+# A choice given with its value ("(C) 12", "(E) Evelyn"): the letter or the value answers it.
+_TEXT_COMMAND = re.compile(r"\\(?:text|textbf|mathrm)\s*\{([^{}]*)\}")
+_LABELLED_CHOICE = re.compile(r"^\(([A-E])\)\s*(\S.*)$")
 _SPACED_DIGITS = re.compile(r"^[+-]?\d+(?:\s+\d+)+$")
 _LETTERS = re.compile(r"[A-Za-z]")
+_ALNUM = re.compile(r"^[0-9A-Za-z]+$")
+_SUBSCRIPTED = re.compile(r"^(?=[0-9A-Za-z]*\d)[0-9A-Za-z]+\s*_\s*\{?\s*\d+\s*\}?$")  # digits with a base, valid or not
 ELLIPSIS = "\\ldots"
 
 
@@ -206,6 +214,7 @@ _WHY = {
     "numeric items": "tuples, intervals or sets of numbers compared item by item (sets in any order)",
     "date": "compared as days of the week or calendar dates",
     "congruence": "compared as residue classes",
+    "base": "compared as numbers in a base (digits and base)",
     "solution set": "compared as special solution sets",
     "piecewise": "compared branch by branch as a piecewise function",
     "no answer": "there is no answer to compare",
@@ -249,6 +258,9 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
         return Verdict("undecided", "empty gold")
+    verdict_word = _VERDICT_WORD.match(_TEXT_COMMAND.sub(r"\1", pred).strip(" $*"))
+    if verdict_word and _text_key(target) in ("yes", "no"):
+        return Verdict(_text_key(verdict_word.group(1)) == _text_key(target), "text")
     if not answer:
         return Verdict(False, "no answer")
     gold_options = _split(_OR, target)
@@ -365,6 +377,12 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     if restated is not None:
         correct = any(_compare_numbers(parse_number(number), target_number, policy).correct for number in restated)
         return Verdict(correct, "restatement")
+    based = _based_verdict(answer, target)
+    if based is not None:
+        return based
+    labelled = _labelled_choice_verdict(answer, target, symbolic, policy)
+    if labelled is not None:
+        return labelled
     choice = _GOLD_CHOICE.match(target)
     if choice is not None:
         picked = _CHOICE.match(answer)
@@ -380,6 +398,42 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)
+
+
+def _based_verdict(answer: str, target: str) -> Verdict | None:
+    """Numbers with a base subscript (``1F_{16}``, read from ``0x1F`` too): the same base and digits;
+    against plain digits, the same digits (``1011`` for ``1011_2``). ``None`` when neither side has a base."""
+    answer_based, target_based = based_number(answer), based_number(target)
+    if answer_based is None and target_based is None:
+        return None
+    if (answer_based is None and _SUBSCRIPTED.match(answer)) or (target_based is None and _SUBSCRIPTED.match(target)):
+        return Verdict(False, "base", "digits that are not valid in the base written")
+    if answer_based is not None and target_based is not None:
+        return Verdict(answer_based == target_based, "base")
+    based, plain = (answer_based, target) if answer_based is not None else (target_based, answer)
+    if not _ALNUM.match(plain):
+        return None
+    return Verdict(based[0] == (plain.upper().lstrip("0") or "0"), "base")
+
+
+def _labelled_choice_verdict(answer: str, target: str, symbolic: SymbolicJudge | None,
+                             policy: GradingPolicy) -> Verdict | None:
+    """A choice with its value on either side: the gold "(C) 12" takes "C", "(C)", "12" or "(C) 12"; an
+    answer "(E) Evelyn" against a gold without a letter is judged by its value."""
+    gold_choice, answer_choice = _LABELLED_CHOICE.match(target), _LABELLED_CHOICE.match(answer)
+    if gold_choice is None and answer_choice is None:
+        return None
+    if gold_choice is not None:
+        letter = _GOLD_CHOICE.match(answer)
+        if letter is not None:
+            return Verdict(letter.group(1).upper() == gold_choice.group(1), "choice")
+        if answer_choice is not None and answer_choice.group(1) != gold_choice.group(1):
+            return Verdict(False, "choice")
+        value = answer_choice.group(2) if answer_choice is not None else answer
+        return _equal_values(value.strip(), gold_choice.group(2).strip(), symbolic, policy)
+    if _GOLD_CHOICE.match(target):
+        return None  # a letter gold: the choice judge reads the answer's letter
+    return _equal_values(answer_choice.group(2).strip(), target, symbolic, policy)
 
 
 def _congruence(answer: str, target: str, answer_number: ParsedNumber | None,

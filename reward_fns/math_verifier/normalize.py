@@ -25,6 +25,7 @@ from fractions import Fraction
 
 from rewardsmith.reward_fns.math_verifier.notation import (
     chance_phrase,
+    written_form,
     scaled_number,
     solution_set,
     spelled_number,
@@ -191,8 +192,8 @@ def canonical_answer(text: str) -> str:
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
-    text = (scaled_number(text) or chance_phrase(text) or solution_set(text) or _number_in_prose(text)
-            or spelled_number(text) or text)
+    text = (scaled_number(text) or chance_phrase(text) or solution_set(text) or written_form(text)
+            or _number_in_prose(text) or spelled_number(text) or text)
     return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 
 

@@ -21,11 +21,19 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   is ``\\emptyset``; the real line (``\\mathbb{R}``, ``ℝ``, ``(-\\infty,
   \\infty)``, "all real numbers", "all reals") is ``\\mathbb{R}``; "infinitely
   many (solutions)" is ``infinitely many``.
+* :func:`written_form`: numbers written in a notation of their own: a ratio
+  in words ("3 to 2" is ``3:2``), a binomial coefficient (``C(10, 3)``,
+  ``5C2``, ``{}_{10}C_{3}``: its value, by ``math.comb``), scientific notation
+  in plain text ("2.4 x 10^3", ``2.4*10^{3}``: its value when a whole
+  number), a number in inline code ("`42`"), and a base-n prefix or a base
+  named in words (``0x1F`` and ``1F_{\\text{sixteen}}`` are ``1F_{16}``,
+  ``0b1011`` is ``1011_{2}``, ``0o17`` is ``17_{8}``).
 * :func:`congruence`: a residue class (``x \\equiv 3 \\pmod{7}``, ``3 \\bmod 7``,
   "3 (mod 7)") as ``(residue, modulus)``.
 """
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -58,10 +66,10 @@ _PARENTHESISED_BASE = re.compile(r"^\((\w+)\)(_\s*\{?\d+\}?)$")
 
 # Magnitude words and suffixes: a word after a space or glued, a letter glued ("45k", "1.5M") or alone in a
 # \text group; of single letters only k/K and upper-case M ("300 K" is kelvin, "5m" a metre, "2B" a choice).
-_MAGNITUDES = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
+_MAGNITUDES = {"hundred": 10**2, "thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
                "billion": 10**9, "bn": 10**9, "trillion": 10**12}
-_SCALED = re.compile(r"^([+-]?\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|\s*(thousand|million|billion|"
-                     r"trillion|mn|bn)|(k|K|M))$", re.IGNORECASE)  # a lone letter glued: "300 K" is kelvin
+_SCALED = re.compile(r"^([+-]?\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|\s*(hundred|thousand|million|billion|"
+                     r"trillion|mn|bn)(?:\s+[A-Za-z]+)?|(k|K|M))$", re.IGNORECASE)  # "2.5 million dollars": of a unit  # a lone letter glued: "300 K" is kelvin
 _SCALED_LETTERS = frozenset({"k", "K", "M", "mn", "bn"})
 _CHANCE = re.compile(r"^(\d+)\s*(?:\\text\s*\{\s*)?(?:chances?\s+)?(?:in|out\s+of)(?:\s*\})?\s*(\d+)"
                      r"(?:\s*(?:\\text\s*\{\s*)?(?:chances?|tries|trials|cases)?(?:\s*\})?)?$", re.IGNORECASE)
@@ -90,6 +98,65 @@ def scaled_number(text: str) -> str | None:
         return None  # "5 m" is five metres, "5 mm" five millimetres
     value = Fraction(match.group(1).replace(",", "")) * _MAGNITUDES[word.lower()]
     return str(value.numerator) if value.denominator == 1 else None
+
+
+_RATIO_WORDS = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s+to\s+([+-]?\d+(?:\.\d+)?)$", re.IGNORECASE)
+_BINOMIAL = re.compile(r"^(?:C\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|(\d+)\s*C\s*(\d+)|(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*C_\s*\{?\s*(\d+)\s*\}?)$")
+_PLAIN_SCIENTIFIC = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*(?:x|X|\*|\\times|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?$")
+_INLINE_CODE = re.compile(r"^`+([^`]+)`+$")
+_BASE_PREFIX = re.compile(r"^0([xXbBoO])([0-9A-Fa-f]+)$")
+_PREFIX_BASES = {"x": 16, "b": 2, "o": 8}
+_BASE_WORD = re.compile(r"^([0-9A-Za-z]+)\s*_\s*\{?\s*(?:\\text\s*\{\s*)?([a-z]+)\s*\}?\s*\}?$", re.IGNORECASE)
+_BASE_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+               "eleven": 11, "twelve": 12, "sixteen": 16, "binary": 2, "octal": 8, "decimal": 10, "hex": 16,
+               "hexadecimal": 16}
+
+
+def written_form(text: str) -> str | None:
+    """The plain form of a number written in a notation of its own (see the module docstring), else ``None``."""
+    code = _INLINE_CODE.match(text)
+    if code:
+        return code.group(1).strip()
+    ratio = _RATIO_WORDS.match(text)
+    if ratio:
+        return f"{ratio.group(1)}:{ratio.group(2)}"
+    binomial = _BINOMIAL.match(text)
+    if binomial:
+        n, k = (int(g) for g in binomial.groups() if g is not None)
+        return str(math.comb(n, k))
+    scientific = _PLAIN_SCIENTIFIC.match(text)
+    if scientific:
+        value = Fraction(scientific.group(1)) * Fraction(10) ** int(scientific.group(2))
+        return str(value.numerator) if value.denominator == 1 else f"{scientific.group(1)}\\times 10^{{{scientific.group(2)}}}"
+    prefixed = _BASE_PREFIX.match(text)
+    if prefixed:
+        return f"{prefixed.group(2).upper()}_{{{_PREFIX_BASES[prefixed.group(1).lower()]}}}"
+    named = _BASE_WORD.match(text)
+    if named and named.group(2).lower() in _BASE_WORDS:
+        return f"{named.group(1)}_{{{_BASE_WORDS[named.group(2).lower()]}}}"
+    return None
+
+
+_BASED = re.compile(r"^([0-9A-Za-z]+)\s*_\s*\{?\s*(\d+)\s*\}?$")
+
+
+def based_number(text: str) -> tuple[str, int] | None:
+    """``(digits, base)`` of a number written with its base as a subscript (``1F_{16}``), else ``None``.
+
+    The digits must hold a decimal digit and be valid in the base (2 to 36):
+    ``x_1`` and ``a_{12}`` are indexed variables, not numbers.
+    """
+    match = _BASED.match(text.strip())
+    if match is None:
+        return None
+    digits, base = match.group(1).upper(), int(match.group(2))
+    if not 2 <= base <= 36 or not any(c.isdigit() for c in digits):
+        return None
+    try:
+        int(digits, base)
+    except ValueError:
+        return None
+    return digits.lstrip("0") or "0", base
 
 
 def chance_phrase(text: str) -> str | None:
