@@ -124,6 +124,16 @@ def test_undecided_option_is_checked():
         math_answer.compute_score("x", "\\boxed{1}", "1", undecided="zero")
 
 
+@pytest.mark.parametrize("marker", ["答案：", "答案:", "答：", "Réponse :", "Respuesta:", "Antwort:", "Risposta:", "Resposta:",
+                                    "Antwoord:"])
+@pytest.mark.parametrize("value, gold", [("42", "42"), ("四十二", "42"), ("\\frac{1}{2}", "\\frac12")])
+def test_an_answer_line_in_another_language_commits(marker, value, gold):
+    response = f"Some working.\n{marker} {value}"
+    assert read_commitment(response, "Answer:").answer == value
+    assert math_answer.compute_score("math_dapo", response, gold)["verdict"] == "correct"
+    assert math_answer.compute_score("math_dapo", response, "43")["verdict"] == "wrong"
+
+
 # -- properties -----------------------------------------------------------------------------------
 class Gold(NamedTuple):
     """A gold answer, a wrong value of the same kind, and how each is written in prose."""

@@ -216,6 +216,9 @@ def test_a_difference_sympy_cannot_settle_is_undecided():
         ("\\text{exactly one solution}", "\\text{infinitely many}", "wrong"),
         ("\\emptyset", "3", "wrong"),
         ("\\text{none}", "0", "undecided"),  # no solution, or their number?
+        ("0", "\\emptyset", "wrong"),  # a number is no set, and {0} is not empty either
+        ("\\text{There are no such integers.}", "\\text{none}", "correct"),
+        ("\\text{no such pairs exist}", "\\emptyset", "correct"),
         # residue classes
         ("x \\equiv 3 \\pmod{7}", "3", "correct"),
         ("n \\equiv 6 \\ (\\mathrm{mod}\\ 11)", "6", "correct"),
@@ -423,3 +426,31 @@ def test_a_choice_with_its_value_and_text_synonyms(pred, gold, verdict):
 def test_a_number_in_inline_code_is_the_number(n):
     assert _judged(f"`{n}`", str(n)) == "correct"
     assert _judged(f"`{n + 1}`", str(n)) == "wrong"
+
+
+@NOTATION
+@given(terms=st.lists(st.integers(-20, 60), min_size=2, max_size=6), data=st.data())
+def test_a_gold_that_repeats_a_term_is_a_sequence(terms, data):
+    gold_terms = terms + [terms[data.draw(st.integers(0, len(terms) - 1))]]  # a repeated term: order and count matter
+    gold = ", ".join(map(str, gold_terms))
+    for form in (gold, f"[{gold}]", f"({gold})", " \\to ".join(map(str, gold_terms)), " → ".join(map(str, gold_terms))):
+        assert _judged(form, gold) == "correct", form
+    reordered = data.draw(st.permutations(gold_terms))
+    if list(reordered) != gold_terms:
+        assert _judged(", ".join(map(str, reordered)), gold) == "wrong"
+    assert _judged(", ".join(map(str, dict.fromkeys(gold_terms))), gold) == "wrong"  # the repeat dropped
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    ("2 + 3j", "2+3i", "correct"), ("3j", "3i", "correct"), ("-j", "-i", "correct"), ("2 - 3j", "2+3i", "wrong"),
+    ("1 + \\sqrt{2}j", "1+\\sqrt{2}i", "correct"), ("2 + 3j", "2+3j", "correct"), ("3j", "3k", "wrong"),
+])
+def test_the_engineers_imaginary_unit(pred, gold, verdict):
+    assert _judged(pred, gold) == verdict
+
+
+@pytest.mark.parametrize("noun", ["", " term", " element", " day", " place"])
+@pytest.mark.parametrize("word, value", [("fifth", 5), ("third", 3), ("tenth", 10), ("first", 1)])
+def test_an_ordinal_word_with_its_noun_is_its_number(noun, word, value):
+    assert _judged(f"the {word}{noun}", str(value)) == "correct"
+    assert _judged(f"the {word}{noun}", str(value + 1)) == "wrong"

@@ -149,7 +149,9 @@ _HASH = re.compile(r"####[ \t]*((?:(?!####)[^\n])*)")
 # A value on the line under an empty "####" line: math or a number, not a sentence ("The key lists 144.").
 _NEXT_LINE_VALUE = re.compile(r"\n[ \t]*([^\n]+)")
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3}")  # a word of prose, not a macro name
-_ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*((?:(?!\banswer\**\s*[:：])[^\n])+)")
+# "Answer:" in English and the languages whose number words are read (numerals), and Chinese.
+_ANSWER_WORD = r"(?:\banswer|\b(?:réponse|respuesta|antwort|risposta|resposta|antwoord)|答案|答)"
+_ANSWER_COLON = re.compile(r"(?i)" + _ANSWER_WORD + r"\**\s*[:：]\**\s*((?:(?!" + _ANSWER_WORD + r"\**\s*[:：])[^\n])+)")
 _PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s*")
 
 # Section 3: cues in the clause before a marker.

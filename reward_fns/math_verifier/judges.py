@@ -215,6 +215,7 @@ _WHY = {
     "date": "compared as days of the week or calendar dates",
     "congruence": "compared as residue classes",
     "base": "compared as numbers in a base (digits and base)",
+    "sequence": "compared term by term, in order (the gold repeats a term: no set)",
     "solution set": "compared as special solution sets",
     "piecewise": "compared branch by branch as a piecewise function",
     "no answer": "there is no answer to compare",
@@ -258,6 +259,8 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
         return Verdict("undecided", "empty gold")
+    if _letters(answer) == {"j"} and _letters(target) == {"i"}:
+        answer = answer.replace("j", "i")  # the engineers' imaginary unit, when the gold writes i
     verdict_word = _VERDICT_WORD.match(_TEXT_COMMAND.sub(r"\1", pred).strip(" $*"))
     if verdict_word and _text_key(target) in ("yes", "no"):
         return Verdict(_text_key(verdict_word.group(1)) == _text_key(target), "text")
@@ -288,6 +291,11 @@ def _parts(parts: list[str], golds: list[str], symbolic: SymbolicJudge | None,
             return verdict if verdict is None or verdict.verdict == "undecided" else \
                 Verdict(False, "parts", f"part {place}: {verdict.why}")
     return Verdict(True, "parts", f"each of the {len(parts)} parts equals the gold's part in its place")
+
+
+def _letters(text: str) -> set[str]:
+    """The letters of ``text`` outside LaTeX macro names."""
+    return set(_LETTERS.findall(re.sub(r"\\[A-Za-z]+", "", text)))
 
 
 def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
@@ -389,6 +397,9 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
         return Verdict(picked is not None and picked.group(1).upper() == choice.group(1), "choice")
     if _is_text(target) or _is_text(answer):
         return Verdict(_text_key(answer) == _text_key(target), "text")
+    sequence = _sequence_verdict(answer, target, symbolic, policy)
+    if sequence is not None:
+        return sequence
     mismatch = type_verdict(answer, target)
     if mismatch is not None:
         return Verdict(False, "type", mismatch)
@@ -398,6 +409,31 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)
+
+
+def _bare_list(text: str) -> list[str] | None:
+    items = _split(_PART_SEPARATOR, text)
+    return items if len(items) > 1 else None
+
+
+def _sequence_verdict(answer: str, target: str, symbolic: SymbolicJudge | None,
+                      policy: GradingPolicy) -> Verdict | None:
+    """A gold list that repeats an item (``1, 1, 2, 3, 5``) is a sequence, not a set: the answer's items
+    (bare, or in square brackets or parentheses) must equal the gold's in order and number."""
+    golds = _bare_list(target)
+    if golds is None or len({compact(g) for g in golds}) == len(golds):
+        return None
+    inner = answer[1:-1] if answer[:1] in "[(" and answer[-1:] in "])" and _balanced(answer[1:-1]) else answer
+    items = _bare_list(inner) or [inner]
+    if len(items) != len(golds):
+        return Verdict(False, "sequence", f"{len(items)} terms against the gold's {len(golds)}")
+    for place, (item, gold) in enumerate(zip(items, golds), 1):
+        verdict = _equal(item, gold, symbolic, policy)
+        if verdict is None:
+            return None
+        if not verdict.correct:
+            return Verdict(False, "sequence", f"term {place}: {verdict.why}")
+    return Verdict(True, "sequence", f"each of the {len(golds)} terms equals the gold's term in its place")
 
 
 def _based_verdict(answer: str, target: str) -> Verdict | None:
@@ -484,7 +520,7 @@ def _solution_set(answer: str, target: str, answer_number: ParsedNumber | None,
         return Verdict(False, "solution set", f"{answer} is not {target}")
     number = target_number if answer in specials else answer_number
     if number is not None:
-        if number.value == 0 and EMPTY_SET in (answer, target):
+        if number.value == 0 and answer == EMPTY_SET:
             return Verdict("undecided", "solution set", "the empty set against 0: no solution, or their number?")
         return Verdict(False, "solution set", "a special solution set is no number")
     other = target if answer in specials else answer

@@ -21,7 +21,8 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   is ``\\emptyset``; the real line (``\\mathbb{R}``, ``ℝ``, ``(-\\infty,
   \\infty)``, "all real numbers", "all reals") is ``\\mathbb{R}``; "infinitely
   many (solutions)" is ``infinitely many``.
-* :func:`written_form`: numbers written in a notation of their own: a ratio
+* :func:`written_form`: numbers written in a notation of their own: terms
+  of a sequence joined by arrows ("4 → 2 → 1" is ``4, 2, 1``), a ratio
   in words ("3 to 2" is ``3:2``), a binomial coefficient (``C(10, 3)``,
   ``5C2``, ``{}_{10}C_{3}``: its value, by ``math.comb``), scientific notation
   in plain text ("2.4 x 10^3", ``2.4*10^{3}``: its value when a whole
@@ -59,7 +60,7 @@ _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixt
 _WORD_FRACTION = re.compile(r"^(\w+)[\s-]+(\w+?)s?$")
 _DOZEN = re.compile(r"^(\w+)\s+dozen$")
 _ORDINAL_SUFFIX = re.compile(r"^(?:the\s+)?([+-]?\d+)\s*(?:\^\s*\{\s*(?:st|nd|rd|th)\s*\}|\^?(?:st|nd|rd|th))$")
-_ORDINAL_WORD = re.compile(r"^the\s+(\w+)$")
+_ORDINAL_WORD = re.compile(r"^the\s+(\w+)(?:\s+[a-z]+)?$")  # "the fifth", "the fifth term"
 _MIXED_WITH_AND = re.compile(r"^(\d+)\s+and\s+(\d+\s*/\s*\d+|\\frac\s*\{\d+\}\s*\{\d+\})$")
 _PARENTHESISED_BASE = re.compile(r"^\((\w+)\)(_\s*\{?\d+\}?)$")
 
@@ -76,7 +77,7 @@ _CHANCE = re.compile(r"^(\d+)\s*(?:\\text\s*\{\s*)?(?:chances?\s+)?(?:in|out\s+o
 EMPTY_SET, REAL_LINE, INFINITELY_MANY = "\\emptyset", "\\mathbb{R}", "infinitely many"
 _EMPTY_SET = re.compile(r"^(?:\\emptyset|\\varnothing|∅|\\\{\s*\\\}|\{\s*\}|(?:the\s+)?empty\s+set|none|"
                         r"(?:there\s+(?:is|are)\s+)?no\s+(?:real\s+|such\s+|possible\s+|valid\s+)?"
-                        r"(?:solutions?|roots?|values?|zeros?|answers?)(?:\s+exists?)?)$", re.IGNORECASE)
+                        r"(?:solutions?|roots?|values?|zeros?|answers?|integers?|numbers?|pairs?|triples?|points?)(?:\s+exists?)?)$", re.IGNORECASE)
 _REAL_LINE = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R|\(\s*-\s*\\infty\s*,\s*\+?\s*\\infty\s*\)|"
                         r"(?:all|any|every)\s+real(?:\s+numbers?|s|\s+values?(?:\s+of\s+[a-z])?|\s+[a-z])?)$",
                         re.IGNORECASE)
@@ -104,6 +105,8 @@ _RATIO_WORDS = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s+to\s+([+-]?\d+(?:\.\d+)?)$",
 _BINOMIAL = re.compile(r"^(?:C\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|(\d+)\s*C\s*(\d+)|(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*C_\s*\{?\s*(\d+)\s*\}?)$")
 _PLAIN_SCIENTIFIC = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*(?:x|X|\*|\\times|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?$")
 _INLINE_CODE = re.compile(r"^`+([^`]+)`+$")
+_ARROWS = re.compile(r"\s*(?:→|⟶|->|\\to(?![A-Za-z])|\\rightarrow(?![A-Za-z])|\\longrightarrow(?![A-Za-z]))\s*")
+_NUMBER_TERM = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 _BASE_PREFIX = re.compile(r"^0([xXbBoO])([0-9A-Fa-f]+)$")
 _PREFIX_BASES = {"x": 16, "b": 2, "o": 8}
 _BASE_WORD = re.compile(r"^([0-9A-Za-z]+)\s*_\s*\{?\s*(?:\\text\s*\{\s*)?([a-z]+)\s*\}?\s*\}?$", re.IGNORECASE)
@@ -114,6 +117,9 @@ _BASE_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
 
 def written_form(text: str) -> str | None:
     """The plain form of a number written in a notation of its own (see the module docstring), else ``None``."""
+    arrows = _ARROWS.split(text)
+    if len(arrows) > 1 and all(_NUMBER_TERM.match(term.strip()) for term in arrows):
+        return ", ".join(term.strip() for term in arrows)
     code = _INLINE_CODE.match(text)
     if code:
         return code.group(1).strip()
@@ -169,7 +175,7 @@ def chance_phrase(text: str) -> str | None:
 
 def solution_set(text: str) -> str | None:
     """The one name of a special solution set (see the module docstring), else ``None``."""
-    text = " ".join(text.split())
+    text = " ".join(text.split()).rstrip(".")
     if _EMPTY_SET.match(text):
         return EMPTY_SET
     if _REAL_LINE.match(text):
