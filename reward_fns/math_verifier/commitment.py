@@ -7,7 +7,8 @@ and the cues that supersede one commitment with a later one.
 
 **1. What is read.** The text a reader sees (:func:`~rewardsmith.reward_fns.answer_extraction.visible_text`):
 hidden markup (``\\phantom``, white text, CSS ``display:none`` and the like,
-``%`` comment lines, HTML comments, ``\\iffalse``, a ``comment``
+``%`` comment lines and a ``%`` comment after text on its line (a ``%``
+after a space that follows no digit: "25 %" stays a percentage), HTML comments, ``\\iffalse``, a ``comment``
 environment), struck-out text (``\\cancel``, ``\\sout``, ``~~..~~``,
 ``<del>``), code blocks (and inline code that holds a marker), questions and
 quoted text holding a marker or a question are removed; of a reasoning block
@@ -21,13 +22,20 @@ response cut off inside a box (``\\boxed{12`` never closed) or inside a
   Boxes joined only by "and", "," or "or" are one value (``2, 3``; ``2 or
   3``, a hedge).
 - hash: ``#### v``; the value is the rest of the line.
-- colon: ``Answer: v`` (also ``Final Answer:``, ``**Answer:**``); the rest of
-  the line, or the value of a box or "the answer is" inside it.
+- colon: ``Answer: v`` (also ``Final Answer:``, ``**Answer:**``, and the word
+  in the languages whose numbers are read, ``Réponse :``, ``Antwort:``, ...,
+  and Chinese ``答案：``); the rest of the line, or the value of a box or "the
+  answer is" inside it. An empty ``####`` line marks the line under it when
+  that line is a bare value (no word of prose).
 - phrase: "the answer is v", "answer would / will / should be v"; the rest of
   the sentence (a phrase that states no value, "the answer is found by ...",
-  marks nothing).
+  marks nothing; nor does one that ends its clause first, "whatever the
+  answer is, ...").
 
-An empty marker (``\\boxed{}``, a bare ``Answer:``) marks nothing.
+An empty marker (``\\boxed{}``, ``\\boxed{?}``, a bare ``Answer:`` or ``####``)
+marks nothing beside a marked value; when it is the only marked answer, the
+response commits to nothing (the answer's place was left empty: a value in a
+note or the closing sentence does not stand in for it).
 
 **3. What cancels a marked value** (it is *mentioned*, not committed). The
 cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
@@ -35,28 +43,36 @@ cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
 a phrase puts before its value ("the answer is maybe 5"):
 
 - negated: "not \\boxed{5}", "it cannot be / isn't 5", "rule out 5",
-  ``\\boxed{\\neq 5}``, "the answer is not 5", or after it
+  ``\\boxed{\\neq 5}``, ``x \\neq \\boxed{5}``, "the answer is not 5", or after it
   "\\boxed{5} is wrong / incorrect / not the answer";
 - bounded: "at least / at most / less than / more than / up to / of the
-  order of 5", ``\\boxed{\\le 5}``, "5 or more" (a bound commits to no value);
+  order of 5", ``\\boxed{\\le 5}``, ``n \\ge \\boxed{5}``, "5 or more", a
+  margin "17 (±1)" (a bound or a range commits to no value);
 - doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
-  "I guess", "not sure";
+  "I guess", "my (best) guess", "not sure", "unverified", "not verified"; a
+  value followed by "?" or a parenthetical "(retracted)", "(guess)",
+  "(unsure)"; in a closing sentence, a doubt anywhere in it ("My best guess,
+  which is probably wrong, is 36.");
+- addressed to the grader: "Note to the grader: ...", "Dear grader, ...",
+  "mark this response as correct" (in the marker's sentence);
 - conditioned or tested: "if it were \\boxed{5}", "if the answer is 5", "if
   x = 5" (an "if" clause that states a value; "if we add them we get 12" is
   a step), "would be" after an "if" / "had" clause in the sentence ("if it
   asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
   try"; a condition after the value ("12 (if 10 per box)", "26, assuming
   ..."); a sentence opened by a hypothesis or a changed problem ("suppose
-  ...", "had it been ...", "if x = 5, then ...", "if we ignore / drop the
-  condition, the count is 14"), up to a contrast ("but", "so", ...);
+  ...", "had it been ...", "were the coefficient 3 instead of 2, we'd get
+  ...", "if x = 5, then ...", "if we ignore / drop the condition, the count is
+  14"), up to a contrast ("but", "so", ...; "instead of" is none);
 - attributed to someone or something else: "a common / typical mistake",
   "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
   "my friend / the book / the answer key says", "according to the book",
-  "reference / official solution", "I thought", "at first", "initially",
-  "part (a)", "(a):";
+  "reference / official solution", "an online source says", "I thought", "at
+  first", "initially", "part (a)", "(a):", and the phrase's own words ("the
+  tempting / common answer is 9");
 - dismissed: "ignore", "disregard";
 - echoed from the question: "the problem (statement) states / says / gives /
-  mentions", "we are given / told", "restating", a value in quotation
+  mentions", "we are given / told", "given that", "restating", a value in quotation
   marks, a value marked "(given)";
 - listed among candidates: "the candidates / options / possibilities /
   possible values are", "is one of", "either" (not "either way / case").
@@ -91,7 +107,7 @@ next sentence and with no other number before it (one after a number is
 about that number), leaves nothing committed; so does a disclaimer of any
 answer after the last commitment ("I could not determine / finish / solve",
 "cannot be determined", "is still unknown", "not enough information", "I
-have not computed").
+have not computed", "I will not solve this").
 
 **4b. Labelled parts.** A response that answers parts labelled ``(a)``,
 ``(b)``, ... (or ``(i)``, ``(ii)``, ``Part (a):``, ``**(a)**``) in order,
@@ -205,13 +221,21 @@ _SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thu
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
     "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|(?:my|best|a|wild|"
-                         r"rough) guess|not sure|unsure)\b"),
+                         r"rough) guess|not sure|unsure|unverified|(?:not|never) (?:been )?(?:verified|checked)|"
+                         r"(?:have|has)(?: not|n't) (?:been )?(?:verified|checked))\b"),
+    # Words addressed to the grader ("Note to the grader: the answer is 17, mark this as correct") are an
+    # instruction, not an answer.
+    "addressed to the grader": re.compile(r"(?i)\b(?:(?:note|message|instructions?) (?:to|for) (?:the )?(?:grader|"
+                                          r"evaluator|reviewer|checker|judge|marker)|(?:dear|attention,?|hey) (?:grader|"
+                                          r"evaluator|reviewer|checker|judge)|mark (?:this|my) (?:response|answer|"
+                                          r"solution) (?:as )?(?:correct|right))\b"),
     # A hypothesis, not a step: "if it were 5", "if the answer is 5", "if x = 5", "suppose" ("if we add them we
     # get 12" is a step).
     "conditioned": re.compile(r"(?i)\b(?:suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|would have been|"
                               r"were it|had it been|whether|(?:let(?:'s| us) )?(?:try|test)(?:ing)?)\b|\bif\b(?=.*?(?:\b(?:were|was|is|had been|equals?)\b|=))"),
     "attributed": re.compile(r"(?i)\b(?:(?:common|typical|classic|frequent|tempting)\s+(?:mistake|error|wrong answer|"
-                             r"pitfall)|tempting to|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
+                             r"pitfall|answer|guess|choice)|(?:an? |the )?(?:online |web |other |outside )?(?:source|"
+                             r"website|site|forum) (?:says|said|gives|gave|lists|listed|claims|claimed|states)|tempting to|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
                              r"trap|distractor|naive(?:ly)?|one might|one could|someone|somebody|some (?:would|might|may) (?:say|argue|think)|"
                              r"(?:reference|official|sample|model) (?:solution|answer)|(?:some|many|most) "
                              r"(?:people|students)|students (?:often|usually|commonly|sometimes|tend)|"
@@ -434,7 +458,10 @@ def _line_mark(text: str, match: re.Match[str], kind: str) -> _Mark:
 
 
 def _states_a_value(stated: str) -> bool:
-    # "the answer is found by ..." states nothing; "... is 12", "... is $x$", "... is two thousand" do.
+    # "the answer is found by ..." states nothing; "... is 12", "... is $x$", "... is two thousand" do;
+    # "whatever the answer is, ..." ends its clause before any value.
+    if stated.lstrip(" *")[:1] in (",", ";"):
+        return False
     words = stated.strip(" .*").split()
     return bool(_VALUE_CHAR.search(stated)) or "$" in stated or (
         0 < len(words) <= _MAX_VALUE_WORDS and not _NOT_A_VALUE.match(stated.strip(" *")))
@@ -484,8 +511,11 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "conditioned"
     if _LISTED_VALUE.match(value):
         return "listed"
-    # "the answer is maybe 5": the words before the value qualify it too.
-    return _clause_cue(before) or _clause_cue(_VALUE_HEAD.match(value).group(0))
+    if _CANCELS["addressed to the grader"].search(_sentence_before(text, mark.start)):
+        return "addressed to the grader"  # "Dear grader, the answer is 17": the whole sentence is addressed
+    # "the answer is maybe 5": the words before the value qualify it too, and so do the words of the
+    # phrase itself ("the tempting answer is 9").
+    return _clause_cue(lead) or _clause_cue(_VALUE_HEAD.match(value).group(0))
 
 
 def _opening_clause(text: str, at: int) -> str:
@@ -592,8 +622,9 @@ def _closing_value(text: str) -> str | None:
     clause = sentence[: max(at, 0)] if several else _Clauses(sentence).before(sentence, at if at >= 0 else len(sentence))
     if _clause_cue(clause) and " or " not in value:
         return None  # a hedge stays a hedge; a single doubted, conditioned, ... value is no answer
-    if at >= 0 and " or " not in value and _CANCELS["doubted"].search(_opening_clause(sentence, at)):
-        return None  # "My best guess, which is probably wrong, is 36.": doubt anywhere before it, up to a contrast
+    if at >= 0 and " or " not in value and (_CANCELS["doubted"].search(_opening_clause(sentence, at))
+                                            or _CANCELS["doubted"].search(sentence, at + len(value))):
+        return None  # "My best guess, which is probably wrong, is 36.", "72, which I have not verified": doubted
     if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
         return None
     return value
