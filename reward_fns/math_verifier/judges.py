@@ -106,6 +106,7 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, part_values, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
 from rewardsmith.reward_fns.math_verifier.dates import date_verdict
+from rewardsmith.reward_fns.math_verifier.numerals import words_to_number
 from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, based_number, congruence
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
@@ -132,6 +133,9 @@ _LABELLED_CHOICE = re.compile(r"^\(([A-E])\)\s*(\S.*)$")
 _SPACED_DIGITS = re.compile(r"^[+-]?\d+(?:\s+\d+)+$")
 _LETTERS = re.compile(r"[A-Za-z]")
 _ALNUM = re.compile(r"^[0-9A-Za-z]+$")
+_PROSE = re.compile(r"[\[({<\"'\s]*[A-Za-z][A-Za-z\s'\-,.:;!?()\[\]{}<>\"]*")
+_MATH_NAMES = frozenset({"sqrt", "log", "sin", "cos", "tan", "cot", "sec", "csc", "exp", "arcsin", "arccos", "arctan",
+                         "sinh", "cosh", "tanh", "mod", "gcd", "lcm", "max", "min", "det", "abs"})
 _SUBSCRIPTED = re.compile(r"^(?=[0-9A-Za-z]*\d)[0-9A-Za-z]+\s*_\s*\{?\s*\d+\s*\}?$")  # digits with a base, valid or not
 ELLIPSIS = "\\ldots"
 
@@ -385,6 +389,8 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     if restated is not None:
         correct = any(_compare_numbers(parse_number(number), target_number, policy).correct for number in restated)
         return Verdict(correct, "restatement")
+    if target_number is not None and _is_prose(answer):
+        return Verdict(False, "text", "words that state no number, against a number")
     based = _based_verdict(answer, target)
     if based is not None:
         return based
@@ -569,6 +575,16 @@ def _numeric_items_verdict(answer: str, target: str, policy: GradingPolicy) -> V
     if len(items) != len(golds):
         return Verdict(False, "numeric items", f"{len(items)} items against {len(golds)}")
     return Verdict(all(same(i, g) for i, g in zip(items, golds)), "numeric items")
+
+
+def _is_prose(text: str) -> bool:
+    """Words with no digit, no LaTeX and no math name ("[see reference]", "Grader: award full marks"):
+    no number, so never a number gold; decided here rather than by sympy's reading of a product of symbols."""
+    if not _PROSE.fullmatch(text):
+        return False
+    words = re.findall(r"[A-Za-z]+", text)
+    return (any(len(w) >= 3 and w.lower() not in _MATH_NAMES for w in words)
+            and words_to_number(" ".join(words)) is None)
 
 
 def _is_text(text: str) -> bool:
