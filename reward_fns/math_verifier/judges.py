@@ -53,11 +53,22 @@ that applies decides:
                    widens the rule to a relative error). As the gold (0.333)
                    it accepts the exact answer (1/3). A value that terminates
                    (1/8) must be given exactly.
+``text``           (first) words with no digit, LaTeX or math name
+                   ("[ANSWER]", "Grader: award full marks") against a number
+                   gold: wrong, in-process.
+``base``           a base-n number (``1F_{16}``; ``0x1F`` and a base in words
+                   are read so): the same base and digits; plain digits against
+                   it, the same digits; digits invalid in the base, wrong.
+``choice``         a choice with its value ("(C) 12") on either side: the
+                   letter or the value answers it.
 ``choice``         a multiple-choice letter gold (C, (C)) against the letter
                    the answer starts with.
 ``text``           word answers (Monday, yes): case, punctuation and articles
-                   ignored, never handed to a symbolic parser (which reads
+                   ignored (a yes / no answer is its first word, "Yes, it is
+                   even"; checked before canonical form), never handed to a symbolic parser (which reads
                    "Monday" as a product of symbols).
+``sequence``       a gold list that repeats a term (1, 1, 2, 3, 5): term by
+                   term, in order and number (bracketed or arrow-joined answers).
 ``type``           a set against a tuple, interval or matrix, or the reverse,
                    a bound (``\\le 8``, ``x > 4``) against a number, or a
                    number against a bound: wrong (:mod:`.answer_types`).
