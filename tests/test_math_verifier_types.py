@@ -466,3 +466,41 @@ def test_words_that_state_no_number_are_wrong_for_a_number_without_sympy(words, 
     verdict = quick_judge(words, gold)  # decided in-process: no guard round trip, no latex2sympy parse
     assert verdict is not None and verdict.verdict == "wrong", verdict
     assert quick_judge("forty-two", "42").verdict == "correct"  # number words are numbers
+
+
+@pytest.mark.parametrize("n", [0, 7, 12, 21, 42, 100])
+def test_a_number_in_words_restated_in_digits_is_that_number(n):
+    words = {0: "zero", 7: "seven", 12: "twelve", 21: "twenty-one", 42: "forty-two", 100: "one hundred"}.get(n)
+    if words is None:
+        return
+    assert _judged(f"{words} ({n})", str(n)) == "correct"
+    assert _judged(f"{words} ({n + 1})", str(n)) != "correct"  # words and digits that disagree are no answer
+
+
+@NOTATION
+@given(values=st.lists(st.integers(-50, 50), min_size=2, max_size=3), data=st.data())
+def test_assignments_to_variables_name_a_point(values, data):
+    names = "xyz"[: len(values)]
+    gold = "(" + ", ".join(map(str, values)) + ")"
+    order = data.draw(st.permutations(range(len(values))))
+    listed = ", ".join(f"{names[i]} = {values[i]}" for i in order)
+    cases = "\\begin{cases} " + " \\\\ ".join(f"{names[i]} = {values[i]}" for i in order) + " \\end{cases}"
+    for form in (listed, cases, listed.replace(", ", " \\text{ and } ")):
+        assert _judged(form, gold) == "correct", form
+    swapped = list(values)
+    swapped[0] += 1
+    assert _judged(", ".join(f"{names[i]} = {swapped[i]}" for i in order), gold) == "wrong"
+
+
+@NOTATION
+@given(a=st.integers(-20, 20), gap=st.integers(1, 20), closed=st.tuples(st.booleans(), st.booleans()),
+       flip=st.booleans())
+def test_inequalities_joined_by_or_are_their_union(a, gap, closed, flip):
+    b = a + gap
+    low = f"x \\le {a}" if closed[0] else (f"{a} > x" if flip else f"x < {a}")
+    high = f"x \\ge {b}" if closed[1] else (f"{b} < x" if flip else f"x > {b}")
+    gold = f"(-\\infty, {a}{']' if closed[0] else ')'} \\cup {'[' if closed[1] else '('}{b}, \\infty)"
+    for joiner in (" or ", " \\text{ or } "):
+        assert _judged(low + joiner + high, gold) == "correct", low + joiner + high
+    other = f"(-\\infty, {a}{')' if closed[0] else ']'} \\cup {'[' if closed[1] else '('}{b}, \\infty)"
+    assert _judged(low + " or " + high, other) == "wrong"

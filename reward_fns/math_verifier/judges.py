@@ -290,7 +290,7 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
         if verdict is None:
             return None
         if not verdict.correct:
-            return _hedge_or_collection(options, target, symbolic)
+            return _hedge_or_collection(options, target, symbolic, policy)
     return _equal(options[0], target, symbolic, policy)
 
 
@@ -313,12 +313,44 @@ def _letters(text: str) -> set[str]:
     return set(_LETTERS.findall(re.sub(r"\\[A-Za-z]+", "", text)))
 
 
-def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
+_RELATION = re.compile(r"\s*(<=|>=|\\leq?(?![A-Za-z])|\\geq?(?![A-Za-z])|\\lt(?![A-Za-z])|\\gt(?![A-Za-z])|[<>≤≥])\s*")
+_UPPER = {"<": ")", "\\lt": ")", "<=": "]", "\\le": "]", "\\leq": "]", "≤": "]"}
+_LOWER = {">": "(", "\\gt": "(", ">=": "[", "\\ge": "[", "\\geq": "[", "≥": "["}
+_FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "\\lt": "\\gt", "\\gt": "\\lt", "\\le": "\\ge", "\\ge": "\\le",
+            "\\leq": "\\geq", "\\geq": "\\leq", "≤": "≥", "≥": "≤"}
+
+
+def _interval_of(inequality: str) -> str | None:
+    """The interval an inequality in one variable states (``x \\le 3``: ``(-\\infty, 3]``; ``-2 < x < 4``:
+    ``(-2, 4)``), else ``None``."""
+    tokens = [t.strip() for t in _RELATION.split(inequality)]
+    if len(tokens) == 3:
+        left, op, right = tokens
+        if re.fullmatch(r"[A-Za-z]", right) and not re.fullmatch(r"[A-Za-z]", left):  # "3 > x" is "x < 3"
+            left, right, op = right, left, _FLIPPED[op]
+        if not re.fullmatch(r"[A-Za-z]", left) or parse_number(right) is None:
+            return None
+        if op in _UPPER:
+            return f"(-\\infty, {right}{_UPPER[op]}"
+        return f"{_LOWER[op]}{right}, \\infty)" if op in _LOWER else None
+    if len(tokens) == 5 and re.fullmatch(r"[A-Za-z]", tokens[2]) and tokens[1] in _UPPER and tokens[3] in _UPPER:
+        low, high = tokens[0], tokens[4]
+        if parse_number(low) is None or parse_number(high) is None:
+            return None
+        return ("[" if _UPPER[tokens[1]] == "]" else "(") + f"{low}, {high}" + _UPPER[tokens[3]]
+    return None
+
+
+def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None,
+                         policy: GradingPolicy = STRICT) -> Verdict | None:
     # "2 or -2" hedges against gold 2, but is the whole answer when the gold is "\pm 2" or
     # "-2, 2": against a gold that is one number, letter or word it is always a hedge;
     # otherwise the symbolic judge is asked about the alternatives as a collection.
     if parse_number(target) is not None or _GOLD_CHOICE.match(target) or _is_text(target):
         return Verdict(False, "hedge")
+    intervals = [_interval_of(option) for option in options]
+    if all(intervals):  # "x < -2 or x > 2" is one answer, the union of its intervals, not a hedge
+        return _equal_values(" \\cup ".join(intervals), target, symbolic, policy)
     if symbolic is None:
         return None
     whole = symbolic(", ".join(options), target, None, None)
@@ -364,6 +396,9 @@ def _equal(answer: str, target: str, symbolic: SymbolicJudge | None, policy: Gra
     # Assignments and equations first: "x = 5" against "5" is 5; two equations are compared whole.
     if answer == target:
         return Verdict(True, "string")
+    point = _assigned_point(answer) if answer_type(target) == "tuple" else None
+    if point is not None:  # "y = 1, x = 4" against (4, 1): the point its variables name, in their order
+        return _equal_values(point, target, symbolic, policy)
     answer_sides, target_sides = split_assignment(answer), split_assignment(target)
     if answer_sides and target_sides and (answer_sides[0] == target_sides[0] or not _has_variables(answer, target)):
         return _equal_values(canonical_answer(answer_sides[1]), canonical_answer(target_sides[1]), symbolic, policy)
@@ -374,6 +409,25 @@ def _equal(answer: str, target: str, symbolic: SymbolicJudge | None, policy: Gra
     elif target_sides and "=" not in answer:
         target = canonical_answer(target_sides[1])
     return _equal_values(answer, target, symbolic, policy)
+
+
+_CASES_ENVIRONMENT = re.compile(r"^\\begin\{cases\}(.*)\\end\{cases\}$", re.DOTALL)
+_ASSIGNMENT_SEPARATOR = re.compile(r"\s*(?:,|;|\\\\|\band\b)\s*")
+_ONE_ASSIGNMENT = re.compile(r"^([A-Za-z])\s*=\s*([^=]+)$")
+
+
+def _assigned_point(answer: str) -> str | None:
+    """The tuple that assignments to two or more one-letter variables name ("y = 1, x = 4", a ``cases``
+    environment of them), its coordinates in alphabetical order of the variables: ``(4, 1)``; else ``None``."""
+    cases = _CASES_ENVIRONMENT.match(answer.strip())
+    parts = [p for p in _ASSIGNMENT_SEPARATOR.split(cases.group(1) if cases else answer) if p.strip()]
+    assignments = [_ONE_ASSIGNMENT.match(part.strip()) for part in parts]
+    if len(parts) < 2 or any(a is None for a in assignments):
+        return None
+    names = [a.group(1) for a in assignments]
+    if len(set(names)) != len(names):
+        return None
+    return "(" + ", ".join(a.group(2).strip() for a in sorted(assignments, key=lambda a: a.group(1))) + ")"
 
 
 def _has_variables(*assignments: str) -> bool:

@@ -144,6 +144,17 @@ def _trig_degrees_to_radians(text: str) -> str:
     return _TRIG_DEGREES.sub(radians, text)
 
 
+_WORDS_THEN_DIGITS = re.compile(r"^([A-Za-z][A-Za-z\s-]*?)\s*\(\s*([+-]?\d+)\s*\)$")
+
+
+def _restated_in_digits(text: str) -> str | None:
+    """The number of words restated in digits, "twelve (12)", when both say it; else ``None``."""
+    match = _WORDS_THEN_DIGITS.match(text)
+    if match is None or words_to_number(match.group(1)) != int(match.group(2)):
+        return None
+    return match.group(2)
+
+
 def _number_in_prose(text: str) -> str | None:
     """The number of "an integer 42", "42 apples", "42, which is even"; ``None`` for other shapes."""
     match = _NUMBER_IN_PROSE.match(text)
@@ -193,7 +204,7 @@ def canonical_answer(text: str) -> str:
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
     text = (scaled_number(text) or chance_phrase(text) or solution_set(text) or written_form(text)
-            or _number_in_prose(text) or spelled_number(text) or text)
+            or _number_in_prose(text) or _restated_in_digits(text) or spelled_number(text) or text)
     return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 
 
