@@ -504,3 +504,15 @@ def test_inequalities_joined_by_or_are_their_union(a, gap, closed, flip):
         assert _judged(low + joiner + high, gold) == "correct", low + joiner + high
     other = f"(-\\infty, {a}{')' if closed[0] else ']'} \\cup {'[' if closed[1] else '('}{b}, \\infty)"
     assert _judged(low + " or " + high, other) == "wrong"
+
+
+@pytest.mark.parametrize("left, right, c", [("x^2", "-x", 0), ("x + 1", "3 - x", 1), ("2x", "x + 2", 2), ("-x", "x", 0)])
+@pytest.mark.parametrize("gold_closed_right", [True, False])
+def test_a_piecewise_boundary_may_go_to_either_branch_where_they_agree(left, right, c, gold_closed_right):
+    def cases(closed_right: bool, shift: int = 0) -> str:
+        upper, lower = ("\\ge", "<") if closed_right else (">", "\\le")
+        return (f"\\begin{{cases}} {left} + {shift} & x {upper} {c} \\\\ {right} & x {lower} {c} \\end{{cases}}"
+                if shift else f"\\begin{{cases}} {left} & x {upper} {c} \\\\ {right} & x {lower} {c} \\end{{cases}}")
+    gold = cases(gold_closed_right)
+    assert _judged(cases(not gold_closed_right), gold) == "correct"  # both branches agree at x = c
+    assert _judged(cases(not gold_closed_right, shift=1), gold) == "wrong"  # they do not: the boundary moved

@@ -231,9 +231,11 @@ def _function(text: str) -> Any | None:
         return None
 
 
-def _half_line(condition: Any, variable: Any) -> Any | None:
-    """The substitution that puts ``variable`` on the side of a boundary ``condition`` states (``x >= 1``:
-    x = 1 + t, t >= 0), or its one value for an equality; ``None`` for other conditions."""
+def _half_line(condition: Any, variable: Any) -> tuple[Any, Any | None] | None:
+    """The substitution that puts ``variable`` strictly on the side of a boundary ``condition`` states
+    (``x >= 1``: x = 1 + t, t > 0) and the boundary itself when the condition includes it (1), or the one
+    value of an equality; ``None`` for other conditions. The boundary is checked apart: a piecewise
+    function may give it to either branch when both agree there."""
     if not isinstance(condition, sympy.core.relational.Relational):
         return None
     lhs, rhs = condition.lhs, condition.rhs
@@ -242,12 +244,12 @@ def _half_line(condition: Any, variable: Any) -> Any | None:
     if lhs != variable or rhs.free_symbols:
         return None
     if isinstance(condition, sympy.Eq):
-        return rhs
+        return rhs, None
     if not isinstance(condition, (sympy.Gt, sympy.Ge, sympy.Lt, sympy.Le)):
         return None
-    strict = isinstance(condition, (sympy.Gt, sympy.Lt))
-    t = sympy.Symbol("t_piece", positive=True) if strict else sympy.Symbol("t_piece", nonnegative=True)
-    return rhs + t if isinstance(condition, (sympy.Gt, sympy.Ge)) else rhs - t
+    t = sympy.Symbol("t_piece", positive=True)
+    inside = rhs + t if isinstance(condition, (sympy.Gt, sympy.Ge)) else rhs - t
+    return inside, (None if isinstance(condition, (sympy.Gt, sympy.Lt)) else rhs)
 
 
 def piecewise_verdict(answer: str, target: str) -> Verdict | None:
@@ -281,11 +283,11 @@ def piecewise_verdict(answer: str, target: str) -> Verdict | None:
         for index, (value, condition) in enumerate(piecewise.args):
             if condition is sympy.true and index == 1:
                 condition = ~piecewise.args[0][1]  # "otherwise" after one half-line is the other half-line
-            at = _half_line(condition, variable)
-            if at is None:
+            where = _half_line(condition, variable)
+            if where is None:
                 return Verdict("undecided", "piecewise", f"the branch for {condition} is equal where evaluated, "
                                "not proven")
-            if sympy.simplify((value - other).subs(variable, at)) != 0:
+            if any(sympy.simplify((value - other).subs(variable, at)) != 0 for at in where if at is not None):
                 return Verdict("undecided", "piecewise", f"the branch for {condition} is not proven equal")
     return Verdict(True, "piecewise", "each branch equals the other side on its half-line")
 
