@@ -516,3 +516,21 @@ def test_a_piecewise_boundary_may_go_to_either_branch_where_they_agree(left, rig
     gold = cases(gold_closed_right)
     assert _judged(cases(not gold_closed_right), gold) == "correct"  # both branches agree at x = c
     assert _judged(cases(not gold_closed_right, shift=1), gold) == "wrong"  # they do not: the boundary moved
+
+
+@NOTATION
+@given(coords=st.lists(st.integers(-9, 9), min_size=2, max_size=3).filter(lambda c: any(c[1:])),
+       macro=st.sampled_from(["\\mathbf{{{}}}", "\\hat{{{}}}", "\\vec{{{}}}", "{}"]))
+def test_unit_vector_notation_is_the_vector(coords, macro):
+    terms = []
+    for value, axis in zip(coords, "ijk"):
+        if value:
+            coefficient = {1: "", -1: "-"}.get(value, str(value))
+            terms.append(f"{coefficient}{macro.format(axis)}")
+    written = " + ".join(terms).replace("+ -", "- ")
+    column = "\\begin{pmatrix}" + "\\\\".join(map(str, coords)) + "\\end{pmatrix}"
+    assert _judged(written, column) == "correct", written
+    assert _judged(written, "(" + ", ".join(map(str, coords)) + ")") == "correct", written
+    off = list(coords)
+    off[-1] += 1
+    assert _judged(written, "(" + ", ".join(map(str, off)) + ")") == "wrong", written

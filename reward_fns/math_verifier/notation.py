@@ -28,7 +28,9 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   in plain text ("2.4 x 10^3", ``2.4*10^{3}``: its value when a whole
   number), a number in inline code ("`42`"), and a base-n prefix or a base
   named in words (``0x1F`` and ``1F_{\\text{sixteen}}`` are ``1F_{16}``,
-  ``0b1011`` is ``1011_{2}``, ``0o17`` is ``17_{8}``).
+  ``0b1011`` is ``1011_{2}``, ``0o17`` is ``17_{8}``), and a combination of
+  the unit vectors i, j, k the tuple it names (``\\mathbf{i} - 2\\mathbf{j}``
+  is ``(1, -2)``).
 * :func:`congruence`: a residue class (``x \\equiv 3 \\pmod{7}``, ``3 \\bmod 7``,
   "3 (mod 7)") as ``(residue, modulus)``.
 """
@@ -115,11 +117,36 @@ _BASE_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                "hexadecimal": 16}
 
 
+_UNIT_VECTOR_MACRO = re.compile(r"\\(?:hat|vec|mathbf|boldsymbol|bm)\s*\{\s*([ijk])\s*\}|\\hat\s*([ijk])")
+_UNIT_VECTOR_TERM = re.compile(r"\s*([+-]?)\s*(\d+(?:\.\d+)?|\d+/\d+|\\frac\{\d+\}\{\d+\})?\s*\*?\s*([ijk])\s*")
+
+
+def unit_vectors(text: str) -> str | None:
+    """The tuple a combination of the unit vectors i, j, k names (``\\mathbf{i} - 2\\mathbf{j} + 3\\mathbf{k}``:
+    ``(1, -2, 3)``; ``3\\hat{i} + 4\\hat{j}``: ``(3, 4)``), when every term is a number times a unit vector
+    and j or k is among them (``2 + 3i`` is a complex number); else ``None``."""
+    plain = _UNIT_VECTOR_MACRO.sub(lambda m: m.group(1) or m.group(2), text)
+    terms, at = {}, 0
+    while at < len(plain):
+        term = _UNIT_VECTOR_TERM.match(plain, at)
+        if term is None or term.end() == at or term.group(3) in terms or (at and not term.group(1)):
+            return None
+        terms[term.group(3)] = ("-" if term.group(1) == "-" else "") + (term.group(2) or "1")
+        at = term.end()
+    if not terms or not {"j", "k"} & terms.keys():
+        return None
+    axes = "ijk" if "k" in terms else "ij"
+    return "(" + ", ".join(terms.get(axis, "0") for axis in axes) + ")"
+
+
 def written_form(text: str) -> str | None:
     """The plain form of a number written in a notation of its own (see the module docstring), else ``None``."""
     arrows = _ARROWS.split(text)
     if len(arrows) > 1 and all(_NUMBER_TERM.match(term.strip()) for term in arrows):
         return ", ".join(term.strip() for term in arrows)
+    vector = unit_vectors(text)
+    if vector:
+        return vector
     code = _INLINE_CODE.match(text)
     if code:
         return code.group(1).strip()
