@@ -519,7 +519,7 @@ def test_a_piecewise_boundary_may_go_to_either_branch_where_they_agree(left, rig
 
 
 @NOTATION
-@given(coords=st.lists(st.integers(-9, 9), min_size=2, max_size=3).filter(lambda c: any(c[1:])),
+@given(coords=st.lists(st.integers(-9, 9), min_size=2, max_size=3).filter(lambda c: any(c[1:]) and sum(map(bool, c)) >= 2),
        macro=st.sampled_from(["\\mathbf{{{}}}", "\\hat{{{}}}", "\\vec{{{}}}", "{}"]))
 def test_unit_vector_notation_is_the_vector(coords, macro):
     terms = []

@@ -123,8 +123,8 @@ _UNIT_VECTOR_TERM = re.compile(r"\s*([+-]?)\s*(\d+(?:\.\d+)?|\d+/\d+|\\frac\{\d+
 
 def unit_vectors(text: str) -> str | None:
     """The tuple a combination of the unit vectors i, j, k names (``\\mathbf{i} - 2\\mathbf{j} + 3\\mathbf{k}``:
-    ``(1, -2, 3)``; ``3\\hat{i} + 4\\hat{j}``: ``(3, 4)``), when every term is a number times a unit vector
-    and j or k is among them (``2 + 3i`` is a complex number); else ``None``."""
+    ``(1, -2, 3)``; ``3\\hat{i} + 4\\hat{j}``: ``(3, 4)``), when there are two or more terms, each a number
+    times a unit vector, and j or k is among them (``2 + 3i`` is a complex number); else ``None``."""
     plain = _UNIT_VECTOR_MACRO.sub(lambda m: m.group(1) or m.group(2), text)
     terms, at = {}, 0
     while at < len(plain):
@@ -133,7 +133,7 @@ def unit_vectors(text: str) -> str | None:
             return None
         terms[term.group(3)] = ("-" if term.group(1) == "-" else "") + (term.group(2) or "1")
         at = term.end()
-    if not terms or not {"j", "k"} & terms.keys():
+    if len(terms) < 2 or not {"j", "k"} & terms.keys():  # "3j" alone is the engineers' imaginary 3i
         return None
     axes = "ijk" if "k" in terms else "ij"
     return "(" + ", ".join(terms.get(axis, "0") for axis in axes) + ")"
