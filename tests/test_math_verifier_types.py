@@ -534,3 +534,27 @@ def test_unit_vector_notation_is_the_vector(coords, macro):
     off = list(coords)
     off[-1] += 1
     assert _judged(written, "(" + ", ".join(map(str, off)) + ")") == "wrong", written
+
+
+@NOTATION
+@given(a=st.integers(-20, 20), gap=st.integers(1, 20), closed=st.tuples(st.booleans(), st.booleans()),
+       shape=st.sampled_from(["between", "below", "above"]))
+def test_an_inequality_against_an_interval_is_decided_in_process(a, gap, closed, shape):
+    from rewardsmith.reward_fns.math_verifier.judges import quick_judge
+
+    b = a + gap
+    lo, hi, ge = ("\\le" if closed[0] else "<"), ("\\le" if closed[1] else "<"), ("\\ge" if closed[0] else ">")
+    left, right = ("[" if closed[0] else "("), ("]" if closed[1] else ")")
+    other_left, other_right = ("(" if closed[0] else "["), (")" if closed[1] else "]")
+    inequality, interval, near_miss = {
+        "between": (f"{a} {lo} x {hi} {b}", f"{left}{a}, {b}{right}", f"{left}{a}, {b + 1}{right}"),
+        "below": (f"x {hi} {b}", f"(-\\infty, {b}{right}", f"(-\\infty, {b}{other_right}"),
+        "above": (f"x {ge} {a}", f"{left}{a}, \\infty)", f"{other_left}{a}, \\infty)"),
+    }[shape]
+    if shape == "between" and not any(closed):  # "(a, b)" may be a point: math-verify decides
+        assert _judged(inequality, interval) == "correct"
+        return
+    for pred, gold in ((inequality, interval), (interval, inequality)):
+        verdict = quick_judge(pred, gold)  # no guard, no latex2sympy
+        assert verdict is not None and verdict.verdict == "correct", (pred, gold, verdict)
+    assert quick_judge(inequality, near_miss).verdict == "wrong", (inequality, near_miss)

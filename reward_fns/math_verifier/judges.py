@@ -477,6 +477,16 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     items = _numeric_items_verdict(answer, target, policy)
     if items is not None:
         return items
+    # An inequality in one variable against an interval (or the reverse) is the interval it states:
+    # decided item by item in-process when its bounds are numbers, as math-verify would decide it.
+    as_interval = _interval_of(answer) if answer_type(target) == "interval" else None
+    gold_interval = _interval_of(target) if answer_type(answer) == "interval" else None
+    if as_interval or gold_interval:
+        ends = _numeric_items(as_interval or answer), _numeric_items(gold_interval or target)
+        if ends[0] is not None and ends[1] is not None:
+            if ends[0][0] != ends[1][0]:
+                return Verdict(False, "numeric items", "the intervals include different end points")
+            return _numeric_items_verdict(as_interval or answer, gold_interval or target, policy)
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)
