@@ -316,6 +316,8 @@ COMMITTED: dict[str, Context] = {
     "a guess corrected": lambda g, w: f"My first guess was ${w}$. Computing it properly, the answer is $\\boxed{{{g}}}$.",
     "tempting then correct": lambda g, w: f"The tempting answer is ${w}$, but the correct answer is ${g}$.",
     "verified": lambda g, w: f"I have verified it twice: the answer is $\\boxed{{{g}}}$.",
+    "one labelled part marked": lambda g, w: f"Part (a) is ${w}$ and part (b), the one asked, is $\\boxed{{{g}}}$.",
+    "one part of three marked": lambda g, w: f"(a) {w}\n(b) 7\n(c) the answer asked for: $\\boxed{{{g}}}$",
 }
 
 SOURCES = ("lighteval/MATH", "openai/gsm8k", "aime2024")

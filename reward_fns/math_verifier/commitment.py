@@ -114,7 +114,8 @@ have not computed", "I will not solve this").
 each part committing to one value by these same rules read within the part,
 commits to the parts in order, ``(a) 12; (b) 7`` (rule ``labelled parts``),
 when nothing is committed after them. A single "part (a)" stays attributed
-to another part.
+to another part; when exactly one of several parts is marked (a box, an
+answer line), the mark says which part is the answer, and it is read alone.
 
 **5. No marker.** When no marker commits, the closing sentence does, if it
 states one value (its last math span, the value after its last ``=``, its one
@@ -376,12 +377,15 @@ def _parts(text: str, convention: str) -> tuple[int, str] | None:
     parts = labelled_parts(text)
     if parts is None:
         return None
-    values = []
+    values, marked = [], 0
     for _, part in parts:
         reading = read_commitment(part, convention)
         if reading.answer is None or reading.others:
             return None
         values.append(reading.answer)
+        marked += reading.rule != CLOSING
+    if marked == 1 and len(parts) > 1:
+        return None  # one part marked ("part (b), the one asked, is \\boxed{8}"): the mark says which is the answer
     return parts[0][0], "; ".join(f"({chr(ord('a') + i)}) {value}" for i, value in enumerate(values))
 
 
