@@ -60,8 +60,9 @@ a phrase puts before its value ("the answer is maybe 5"):
   a step), "would be" after an "if" / "had" clause in the sentence ("if it
   asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
   try"; a condition after the value ("12 (if 10 per box)", "26, assuming
-  ..."); a sentence opened by a hypothesis or a changed problem ("suppose
-  ...", "had it been ...", "were the coefficient 3 instead of 2, we'd get
+  ...", unless the response affirms it: "..., which holds here"); a
+  sentence opened by a hypothesis or a changed problem ("suppose ...", "had
+  it been ...", "were the coefficient 3 instead of 2, we'd get
   ...", "if x = 5, then ...", "if we ignore / drop the condition, the count is
   14"), up to a contrast ("but", "so", ...; "instead of" is none);
 - attributed to someone or something else: "a common / typical mistake",
@@ -204,6 +205,9 @@ _BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:or (?:more|less|fewer|higher|lower|
 _CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
                                 r"my|our) assumption|in that case|in this case)\b")
 # A value in quotation marks, or marked as given, is echoed, not answered.
+# A condition the response affirms ("assuming the convention stated in the problem, which holds here") is met.
+_AFFIRMED = re.compile(r"(?i)\b(?:which|that|and this|and it|this) (?:(?:indeed|clearly|certainly) )?(?:holds|is the case|"
+                       r"is true|is satisfied|is met|applies)\b")
 _QUOTED_VALUE = re.compile(r"^\s*(?:\"[^\"]*\"|“[^”]*”|``.*''|'[^']*')\s*$", re.DOTALL)
 _CONDITION_IN_VALUE = re.compile(r"(?i)(?:\(\s*|,\s*|\s)(?:if|assuming|supposing|provided|unless)\b")
 _GIVEN = re.compile(r"(?i)\((?:given|as given|from the (?:problem|question|statement))\)|\bas given\b")
@@ -503,7 +507,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "bounded"
     if _QUALIFIED_IN_VALUE.search(value) or _DOUBTED_AFTER.match(after):
         return "doubted"
-    if _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value)):
+    conditioned = _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value))
+    if conditioned and not _AFFIRMED.search(value + " " + first_sentence(text[mark.end : mark.end + _WINDOW])):
         return "conditioned"
     if _QUOTED_VALUE.match(value) or _GIVEN.search(value) or _GIVEN.match(after.lstrip(" $*")):
         return "echoed"
