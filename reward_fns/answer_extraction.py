@@ -53,7 +53,9 @@ _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(?!\s)(.+?)(?<!\s)\$(?!\d)|\\\((.+?)\\
 _HIDING_COMMANDS = re.compile(r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\}|[bx]?cancel|sout|xout|st)"
                               r"\s*\{")
 _HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin\{comment\}.*?(?:\\end\{comment\}|$)"
-                           r"|(?m:^[ \t]*%.*$)|<(del|s|strike)>.*?(?:</\1>|$)|~~(?!~)[^~\n]{1,500}~~"
+                           r"|(?m:^[ \t]*%.*$)"
+                           # a "%" comment after text on its line: after a space that follows no digit ("25 %" is a percentage)
+                           r"|(?<=[^\\\d\s])[ \t]+%[^\n]*|<(del|s|strike)>.*?(?:</\1>|$)|~~(?!~)[^~\n]{1,500}~~"
                            r"|<(\w{1,10})\s[^>]{0,200}?style\s*=\s*[\"'][^\"'>]{0,200}?(?:display\s*:\s*none|visibility\s*:\s*hidden"
                            r"|font-size\s*:\s*0|color\s*:\s*(?:white|#fff(?:fff)?)\b)[^>]{0,200}>.*?(?:</\2>|$)", re.DOTALL)
 # Code is not prose: a fenced block (closed or cut off) is dropped whole, an inline span

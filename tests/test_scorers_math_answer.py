@@ -301,7 +301,8 @@ def test_quick_judge_defers_symbolic_cases():
         ("so $\\boxed{x^2 + y^2 - 1 = 0}$", "x^2 + y^2 = 1", 1.0, "equation"),
         ("Answer: 3pi/2", "\\frac{3\\pi}{2}", 1.0, "sympy"),
         ("so $\\boxed{x}$", "\\text{}", None, "empty gold"),  # undecided: the gold cannot be read
-        ("so $\\boxed{x \\ge 3}$", "[3,\\infty)", 1.0, "math_verify"),  # an inequality is its interval
+        ("so $\\boxed{x \\ge \\sqrt{2}}$", "[\\sqrt{2},\\infty)", 1.0, "math_verify"),  # an inequality is its interval
+        ("so $\\boxed{x \\ge 3}$", "[3,\\infty)", 1.0, "numeric items"),  # ... read in-process when its bounds are numbers
         ("$\\boxed{2}$ or $\\boxed{-2}$", "\\pm 2", 1.0, "collection"),  # together they are the gold
         ("$\\boxed{2}$ or $\\boxed{3}$", "2", None, "hedge"),  # undecided: one alternative is the gold
         ("$\\boxed{4}$ or $\\boxed{3}$", "2", 0.0, "hedge"),  # wrong: neither alternative is

@@ -16,9 +16,15 @@ _CLOCK = re.compile(r"^(\d{1,2})(?::(\d{2}))?\s*(?:([ap])\.?\s*m\.?)?\.?$", re.I
 _MERIDIEM = re.compile(r"\d\s*[ap]\.?\s*m\.?$", re.IGNORECASE)
 
 
+# Named times of day: the word is the time it names.
+_NAMED = {"noon": "12:00 pm", "midday": "12:00 pm", "12 noon": "12:00 pm", "midnight": "12:00 am",
+          "12 midnight": "12:00 am"}
+
+
 def _plain(text: str) -> str:
-    text = text.replace("$", "").replace("\\,", " ").replace("~", " ").replace("\\ ", " ")
-    return " ".join(_TEXT_GROUP.sub(lambda m: " " + m.group(1) + " ", text).split())
+    text = text.replace("$", "").replace("\\,", " ").replace("~", " ").replace("\\ ", " ").replace("{:}", ":")
+    text = " ".join(_TEXT_GROUP.sub(lambda m: " " + m.group(1) + " ", text).split())
+    return _NAMED.get(text.lower().rstrip("."), text)
 
 
 def _read(text: str) -> tuple[int, int, str | None] | None:

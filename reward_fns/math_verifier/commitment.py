@@ -7,7 +7,8 @@ and the cues that supersede one commitment with a later one.
 
 **1. What is read.** The text a reader sees (:func:`~rewardsmith.reward_fns.answer_extraction.visible_text`):
 hidden markup (``\\phantom``, white text, CSS ``display:none`` and the like,
-``%`` comment lines, HTML comments, ``\\iffalse``, a ``comment``
+``%`` comment lines and a ``%`` comment after text on its line (a ``%``
+after a space that follows no digit: "25 %" stays a percentage), HTML comments, ``\\iffalse``, a ``comment``
 environment), struck-out text (``\\cancel``, ``\\sout``, ``~~..~~``,
 ``<del>``), code blocks (and inline code that holds a marker), questions and
 quoted text holding a marker or a question are removed; of a reasoning block
@@ -21,13 +22,20 @@ response cut off inside a box (``\\boxed{12`` never closed) or inside a
   Boxes joined only by "and", "," or "or" are one value (``2, 3``; ``2 or
   3``, a hedge).
 - hash: ``#### v``; the value is the rest of the line.
-- colon: ``Answer: v`` (also ``Final Answer:``, ``**Answer:**``); the rest of
-  the line, or the value of a box or "the answer is" inside it.
+- colon: ``Answer: v`` (also ``Final Answer:``, ``**Answer:**``, and the word
+  in the languages whose numbers are read, ``Réponse :``, ``Antwort:``, ...,
+  and Chinese ``答案：``); the rest of the line, or the value of a box or "the
+  answer is" inside it. An empty ``####`` line marks the line under it when
+  that line is a bare value (no word of prose).
 - phrase: "the answer is v", "answer would / will / should be v"; the rest of
   the sentence (a phrase that states no value, "the answer is found by ...",
-  marks nothing).
+  marks nothing; nor does one that ends its clause first, "whatever the
+  answer is, ...").
 
-An empty marker (``\\boxed{}``, a bare ``Answer:``) marks nothing.
+An empty marker (``\\boxed{}``, ``\\boxed{?}``, a bare ``Answer:`` or ``####``)
+marks nothing beside a marked value; when it is the only marked answer, the
+response commits to nothing (the answer's place was left empty: a value in a
+note or the closing sentence does not stand in for it).
 
 **3. What cancels a marked value** (it is *mentioned*, not committed). The
 cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
@@ -35,28 +43,37 @@ cues are read in the marker's clause: from the last ``,``/``;``/"but"/"so"/
 a phrase puts before its value ("the answer is maybe 5"):
 
 - negated: "not \\boxed{5}", "it cannot be / isn't 5", "rule out 5",
-  ``\\boxed{\\neq 5}``, "the answer is not 5", or after it
+  ``\\boxed{\\neq 5}``, ``x \\neq \\boxed{5}``, "the answer is not 5", or after it
   "\\boxed{5} is wrong / incorrect / not the answer";
 - bounded: "at least / at most / less than / more than / up to / of the
-  order of 5", ``\\boxed{\\le 5}``, "5 or more" (a bound commits to no value);
+  order of 5", ``\\boxed{\\le 5}``, ``n \\ge \\boxed{5}``, "5 or more", a
+  margin "17 (±1)" (a bound or a range commits to no value);
 - doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
-  "I guess", "not sure";
+  "I guess", "my (best) guess", "not sure", "unverified", "not verified"; a
+  value followed by "?" or a parenthetical "(retracted)", "(guess)",
+  "(unsure)"; in a closing sentence, a doubt anywhere in it ("My best guess,
+  which is probably wrong, is 36.");
+- addressed to the grader: "Note to the grader: ...", "Dear grader, ...",
+  "mark this response as correct" (in the marker's sentence);
 - conditioned or tested: "if it were \\boxed{5}", "if the answer is 5", "if
   x = 5" (an "if" clause that states a value; "if we add them we get 12" is
   a step), "would be" after an "if" / "had" clause in the sentence ("if it
   asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
   try"; a condition after the value ("12 (if 10 per box)", "26, assuming
-  ..."); a sentence opened by a hypothesis or a changed problem ("suppose
-  ...", "had it been ...", "if x = 5, then ...", "if we ignore / drop the
-  condition, the count is 14"), up to a contrast ("but", "so", ...);
+  ...", unless the response affirms it: "..., which holds here"); a
+  sentence opened by a hypothesis or a changed problem ("suppose ...", "had
+  it been ...", "were the coefficient 3 instead of 2, we'd get
+  ...", "if x = 5, then ...", "if we ignore / drop the condition, the count is
+  14"), up to a contrast ("but", "so", ...; "instead of" is none);
 - attributed to someone or something else: "a common / typical mistake",
   "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
   "my friend / the book / the answer key says", "according to the book",
-  "reference / official solution", "I thought", "at first", "initially",
-  "part (a)", "(a):";
+  "reference / official solution", "an online source says", "I thought", "at
+  first", "initially", "part (a)", "(a):", and the phrase's own words ("the
+  tempting / common answer is 9");
 - dismissed: "ignore", "disregard";
 - echoed from the question: "the problem (statement) states / says / gives /
-  mentions", "we are given / told", "restating", a value in quotation
+  mentions", "we are given / told", "given that", "restating", a value in quotation
   marks, a value marked "(given)";
 - listed among candidates: "the candidates / options / possibilities /
   possible values are", "is one of", "either" (not "either way / case").
@@ -91,14 +108,15 @@ next sentence and with no other number before it (one after a number is
 about that number), leaves nothing committed; so does a disclaimer of any
 answer after the last commitment ("I could not determine / finish / solve",
 "cannot be determined", "is still unknown", "not enough information", "I
-have not computed").
+have not computed", "I will not solve this").
 
 **4b. Labelled parts.** A response that answers parts labelled ``(a)``,
 ``(b)``, ... (or ``(i)``, ``(ii)``, ``Part (a):``, ``**(a)**``) in order,
 each part committing to one value by these same rules read within the part,
 commits to the parts in order, ``(a) 12; (b) 7`` (rule ``labelled parts``),
 when nothing is committed after them. A single "part (a)" stays attributed
-to another part.
+to another part; when exactly one of several parts is marked (a box, an
+answer line), the mark says which part is the answer, and it is read alone.
 
 **5. No marker.** When no marker commits, the closing sentence does, if it
 states one value (its last math span, the value after its last ``=``, its one
@@ -145,8 +163,13 @@ MAX_MARKERS = 256  # the last this many markers are read; an answer is never mar
 _WINDOW = 240  # characters of a marker's clause read for cues
 _AFTER = 80  # characters after a marked value read for "is wrong"
 
-_HASH = re.compile(r"####\s*((?:(?!####)[^\n])+)")
-_ANSWER_COLON = re.compile(r"(?i)\banswer\**\s*[:：]\**\s*((?:(?!\banswer\**\s*[:：])[^\n])+)")
+_HASH = re.compile(r"####[ \t]*((?:(?!####)[^\n])*)")
+# A value on the line under an empty "####" line: math or a number, not a sentence ("The key lists 144.").
+_NEXT_LINE_VALUE = re.compile(r"\n[ \t]*([^\n]+)")
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3}")  # a word of prose, not a macro name
+# "Answer:" in English and the languages whose number words are read (numerals), and Chinese.
+_ANSWER_WORD = r"(?:\banswer|\b(?:réponse|respuesta|antwort|risposta|resposta|antwoord)|答案|答)"
+_ANSWER_COLON = re.compile(r"(?i)" + _ANSWER_WORD + r"\**\s*[:：]\**\s*((?:(?!" + _ANSWER_WORD + r"\**\s*[:：])[^\n])+)")
 _PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s*")
 
 # Section 3: cues in the clause before a marker.
@@ -162,6 +185,17 @@ _BOUND_WORDS = (r"\b(?:at (?:least|most|minimum|maximum)|no (?:more|less|fewer|g
                 r"fewer|greater|smaller|larger|bigger|higher|lower) than|up to|upwards of|above|below|over|under|"
                 r"exceeds?|exceeding|(?:of|on) the order of|bounded by)")
 _BOUND_JUST_BEFORE = re.compile(r"(?i)" + _BOUND_WORDS + r"[\s$:*(]*$")
+# A marked value on the right of a relation other than "=" ("x \\neq \\boxed{5}", "n \\ge \\boxed{5}") is
+# what the variable is not, or a bound on it.
+_NOT_EQUAL_JUST_BEFORE = re.compile(r"(?:\\neq?|\\not\s*=|≠|!=)[\s$]*$")
+_RELATION_JUST_BEFORE = re.compile(r"(?:\\(?:le|ge|leq|geq|lt|gt|leqslant|geqslant)(?![A-Za-z])|[<>≤≥])[\s$]*$")
+# A marked value qualified right after it: a question mark, a parenthetical that withdraws or doubts it,
+# or a margin ("17 (±1)": a range, not a value).
+_DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|"
+                            r"tentative|maybe|probably|possibly|doubtful)\))")
+_QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|tentative|"
+                                 r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
+_MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
 _BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:[<>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|" + _BOUND_WORDS + r")")
 _BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|"
                           r"thereabouts)|(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|\+(?!\s*\d)|and up)\b")
@@ -171,11 +205,14 @@ _BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:or (?:more|less|fewer|higher|lower|
 _CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
                                 r"my|our) assumption|in that case|in this case)\b")
 # A value in quotation marks, or marked as given, is echoed, not answered.
+# A condition the response affirms ("assuming the convention stated in the problem, which holds here") is met.
+_AFFIRMED = re.compile(r"(?i)\b(?:which|that|and this|and it|this) (?:(?:indeed|clearly|certainly) )?(?:holds|is the case|"
+                       r"is true|is satisfied|is met|applies)\b")
 _QUOTED_VALUE = re.compile(r"^\s*(?:\"[^\"]*\"|“[^”]*”|``.*''|'[^']*')\s*$", re.DOTALL)
 _CONDITION_IN_VALUE = re.compile(r"(?i)(?:\(\s*|,\s*|\s)(?:if|assuming|supposing|provided|unless)\b")
 _GIVEN = re.compile(r"(?i)\((?:given|as given|from the (?:problem|question|statement))\)|\bas given\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
-_WOULD = re.compile(r"(?i)\bwould(?: have)? (?:be|been|get|give|equal)\b")
+_WOULD = re.compile(r"(?i)(?:\bwould|'d)(?: have)? (?:be|been|get|give|equal)\b")
 # A counterfactual "if" ("if the problem had asked / were / asked instead"), not a step ("if we combine these").
 _IF = re.compile(r"(?i)\bif\b[^,;]*\b(?:had|were|instead|asked|wanted|meant)\b|\b(?:had|were) (?:we|it|the|you)\b")
 # "If we combine these, the answer is 12" is a step; a hypothesis ("suppose", "had it been", "if x = 5, then")
@@ -185,16 +222,25 @@ _CONDITION_OPENER = re.compile(r"(?i)^[\s*>]*(?:suppose|supposing|assuming|imagi
                                r"remov(?:e|ed|ing)|without)\b|"
                                # "If x = 5, then ..." / "if the side is 7 then ...": an if clause that states a value
                                r"if\b[^,;]*?(?:=|\b(?:is|are|was|equals?)\b)[^,;]*?(?:,|\bthen\b))")
-_SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead|actually)\b)")
+_SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead(?! of)|actually)\b)")
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
-    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|not sure|unsure)\b"),
+    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|(?:my|best|a|wild|"
+                         r"rough) guess|not sure|unsure|unverified|(?:not|never) (?:been )?(?:verified|checked)|"
+                         r"(?:have|has)(?: not|n't) (?:been )?(?:verified|checked))\b"),
+    # Words addressed to the grader ("Note to the grader: the answer is 17, mark this as correct") are an
+    # instruction, not an answer.
+    "addressed to the grader": re.compile(r"(?i)\b(?:(?:note|message|instructions?) (?:to|for) (?:the )?(?:grader|"
+                                          r"evaluator|reviewer|checker|judge|marker)|(?:dear|attention,?|hey) (?:grader|"
+                                          r"evaluator|reviewer|checker|judge)|mark (?:this|my) (?:response|answer|"
+                                          r"solution) (?:as )?(?:correct|right))\b"),
     # A hypothesis, not a step: "if it were 5", "if the answer is 5", "if x = 5", "suppose" ("if we add them we
     # get 12" is a step).
     "conditioned": re.compile(r"(?i)\b(?:suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|would have been|"
                               r"were it|had it been|whether|(?:let(?:'s| us) )?(?:try|test)(?:ing)?)\b|\bif\b(?=.*?(?:\b(?:were|was|is|had been|equals?)\b|=))"),
     "attributed": re.compile(r"(?i)\b(?:(?:common|typical|classic|frequent|tempting)\s+(?:mistake|error|wrong answer|"
-                             r"pitfall)|tempting to|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
+                             r"pitfall|answer|guess|choice)|(?:an? |the )?(?:online |web |other |outside )?(?:source|"
+                             r"website|site|forum) (?:says|said|gives|gave|lists|listed|claims|claimed|states)|tempting to|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
                              r"trap|distractor|naive(?:ly)?|one might|one could|someone|somebody|some (?:would|might|may) (?:say|argue|think)|"
                              r"(?:reference|official|sample|model) (?:solution|answer)|(?:some|many|most) "
                              r"(?:people|students)|students (?:often|usually|commonly|sometimes|tend)|"
@@ -207,7 +253,7 @@ _CANCELS = {
     "dismissed": re.compile(r"(?i)\b(?:ignore|disregard)\b"),
     "echoed": re.compile(r"(?i)\b(?:the (?:problem|question)(?: statement| text)? (?:states|says|gives|tells|asks|mentions|"
                          r"lists|provides|uses)|(?:given|stated|mentioned|quoted) in the (?:problem|question)|"
-                         r"we are (?:given|told)|restat(?:e|ed|ing))\b"),
+                         r"we are (?:given|told)|given that|restat(?:e|ed|ing))\b"),
     "listed": re.compile(r"(?i)\b(?:(?:candidates|possibilities|possible (?:values|answers)|options|choices) (?:are|include)|"
                          r"(?:is|be|are) one of|either(?! way| case))\b"),
 }
@@ -240,7 +286,7 @@ _DISCLAIMER = re.compile(
     r"determined|worked out|finished|completed)|(?:cannot|can't|could not|couldn't) be (?:determined|"
     r"found|computed|solved)|(?:is|remains|stays) (?:still )?(?:undetermined|unknown|unsolved|not determined)|"
     r"(?:not enough|insufficient) information|(?:I'm|I am) not sure (?:of|about) the answer|(?:I will|I'll) stop here|"
-    r"unknown to me)"
+    r"unknown to me|(?:I|we) (?:will not|won't|shall not) (?:solve|answer|compute|work out) (?:this|it|the problem))"
 )
 _TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
 _WORD_ANSWER = re.compile(r"[A-Za-z][A-Za-z '-]*")
@@ -288,7 +334,9 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         text = text[:cut]
     clauses = _Clauses(text)
     commitments, cancelled, spans = [], [], []
-    for mark in _marks(text):
+    marks = _marks(text)
+    empty = [m for m in marks if not m.value]
+    for mark in (m for m in marks if m.value):
         reason = _cancelled(text, mark, clauses)
         if reason:
             cancelled.append(f"{reason} {mark.value.strip()}")
@@ -302,6 +350,8 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if parts is not None and (not commitments or commitments[-1].start >= parts[0]):
         return Reading(parts[1], PARTS)
     if not commitments:
+        if empty:  # the answer's place was marked and left empty: no sentence stands in for it
+            return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
         closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
         if closing:
             return Reading(closing, CLOSING)
@@ -331,12 +381,15 @@ def _parts(text: str, convention: str) -> tuple[int, str] | None:
     parts = labelled_parts(text)
     if parts is None:
         return None
-    values = []
+    values, marked = [], 0
     for _, part in parts:
         reading = read_commitment(part, convention)
         if reading.answer is None or reading.others:
             return None
         values.append(reading.answer)
+        marked += reading.rule != CLOSING
+    if marked == 1 and len(parts) > 1:
+        return None  # one part marked ("part (b), the one asked, is \\boxed{8}"): the mark says which is the answer
     return parts[0][0], "; ".join(f"({chr(ord('a') + i)}) {value}" for i, value in enumerate(values))
 
 
@@ -366,7 +419,9 @@ def _marks(text: str) -> list[_Mark]:
     the box.
     """
     boxes = [_Mark(s, e, v, BOXED) for s, e, v in joined_boxes(text)[-MAX_MARKERS:]]
-    found_lines = sorted((_Mark(m.start(), m.end(), m.group(1), kind)
+    boxes = sorted(boxes + [_Mark(s, e, "", BOXED) for s, e, v in boxed_groups(text)[-MAX_MARKERS:] if is_blank(v)],
+                   key=lambda m: m.start)
+    found_lines = sorted((_line_mark(text, m, kind)
                           for kind, pattern in ((HASH, _HASH), (ANSWER_COLON, _ANSWER_COLON))
                           for m in _last(pattern.finditer(text))), key=lambda m: m.start)
     phrases = []
@@ -395,12 +450,26 @@ def _marks(text: str) -> list[_Mark]:
     # "the answer is \\boxed{5}" is the box.
     marks += [p for p in phrases if id(p) not in inside and not any(p.start < b.start < p.end for b in boxes)]
     marks += [b for b in boxes if id(b) not in inside]
-    marks = [m for m in marks if not is_blank(m.value) and not boxed_groups(m.value)]
+    # An empty box or answer line is an empty commitment; a phrase that states nothing marks nothing.
+    marks = [m if not is_blank(m.value) else _Mark(m.start, m.end, "", m.kind) for m in marks
+             if not boxed_groups(m.value) and not (m.kind == PHRASE and is_blank(m.value))]
     return sorted(marks, key=lambda m: m.start)[-MAX_MARKERS:]
 
 
+def _line_mark(text: str, match: re.Match[str], kind: str) -> _Mark:
+    """The mark of a line marker; an empty ``####`` line marks the line under it when that is a bare value."""
+    if kind == HASH and is_blank(match.group(1)):
+        below = _NEXT_LINE_VALUE.match(text, match.end())
+        if below is not None and not is_blank(below.group(1)) and not _PROSE_WORD.search(below.group(1)):
+            return _Mark(match.start(), below.end(), below.group(1), kind)
+    return _Mark(match.start(), match.end(), match.group(1), kind)
+
+
 def _states_a_value(stated: str) -> bool:
-    # "the answer is found by ..." states nothing; "... is 12", "... is $x$", "... is two thousand" do.
+    # "the answer is found by ..." states nothing; "... is 12", "... is $x$", "... is two thousand" do;
+    # "whatever the answer is, ..." ends its clause before any value.
+    if stated.lstrip(" *")[:1] in (",", ";"):
+        return False
     words = stated.strip(" .*").split()
     return bool(_VALUE_CHAR.search(stated)) or "$" in stated or (
         0 < len(words) <= _MAX_VALUE_WORDS and not _NOT_A_VALUE.match(stated.strip(" *")))
@@ -431,10 +500,15 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     after = text[mark.end : mark.end + _AFTER]
     if _NEGATED_JUST_BEFORE.search(before) or _NEGATED_VALUE.match(value) or _DECLARED_WRONG.match(after):
         return "negated"
-    if (_BOUND_JUST_BEFORE.search(before) or _BOUND_VALUE.match(value) or _BOUND_AFTER.match(after)
-            or _BOUND_IN_VALUE.search(value)):
+    if _NOT_EQUAL_JUST_BEFORE.search(before):
+        return "negated"
+    if (_BOUND_JUST_BEFORE.search(before) or _RELATION_JUST_BEFORE.search(before) or _BOUND_VALUE.match(value)
+            or _BOUND_AFTER.match(after) or _BOUND_IN_VALUE.search(value) or _MARGIN.search(value + after[:20])):
         return "bounded"
-    if _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value)):
+    if _QUALIFIED_IN_VALUE.search(value) or _DOUBTED_AFTER.match(after):
+        return "doubted"
+    conditioned = _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value))
+    if conditioned and not _AFFIRMED.search(value + " " + first_sentence(text[mark.end : mark.end + _WINDOW])):
         return "conditioned"
     if _QUOTED_VALUE.match(value) or _GIVEN.search(value) or _GIVEN.match(after.lstrip(" $*")):
         return "echoed"
@@ -446,8 +520,11 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "conditioned"
     if _LISTED_VALUE.match(value):
         return "listed"
-    # "the answer is maybe 5": the words before the value qualify it too.
-    return _clause_cue(before) or _clause_cue(_VALUE_HEAD.match(value).group(0))
+    if _CANCELS["addressed to the grader"].search(_sentence_before(text, mark.start)):
+        return "addressed to the grader"  # "Dear grader, the answer is 17": the whole sentence is addressed
+    # "the answer is maybe 5": the words before the value qualify it too, and so do the words of the
+    # phrase itself ("the tempting answer is 9").
+    return _clause_cue(lead) or _clause_cue(_VALUE_HEAD.match(value).group(0))
 
 
 def _opening_clause(text: str, at: int) -> str:
@@ -554,6 +631,9 @@ def _closing_value(text: str) -> str | None:
     clause = sentence[: max(at, 0)] if several else _Clauses(sentence).before(sentence, at if at >= 0 else len(sentence))
     if _clause_cue(clause) and " or " not in value:
         return None  # a hedge stays a hedge; a single doubted, conditioned, ... value is no answer
+    if at >= 0 and " or " not in value and (_CANCELS["doubted"].search(_opening_clause(sentence, at))
+                                            or _CANCELS["doubted"].search(sentence, at + len(value))):
+        return None  # "My best guess, which is probably wrong, is 36.", "72, which I have not verified": doubted
     if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
         return None
     return value

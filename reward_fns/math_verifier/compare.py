@@ -10,8 +10,14 @@ the rest run in a guard subprocess killed after ``timeout`` seconds
 sympy can run unbounded and math-verify's own alarm-based timeout cannot stop
 C-level work: an overrun raises ``TimeoutError``, which the reward pipeline
 records for that sample.
+
+Verdicts are cached by ``(pred, gold, policy)``: the samples of a group share
+their gold and often commit to the same answer string, and a judgement
+depends on nothing else. A timeout raises and is never cached.
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, VERDICTS, GradingPolicy, Verdict, quick_judge
@@ -24,6 +30,11 @@ def compare(pred: str, gold: str, policy: GradingPolicy = STRICT, *, timeout: fl
 
     Raises ``TimeoutError`` when the symbolic judgement overruns ``timeout`` seconds.
     """
+    return _cached_compare(pred, gold, policy, timeout)
+
+
+@lru_cache(maxsize=4096)
+def _cached_compare(pred: str, gold: str, policy: GradingPolicy, timeout: float) -> Verdict:
     verdict = quick_judge(pred, gold, policy)
     if verdict is None:
         # Imported only when needed: it brings in math-verify and sympy.

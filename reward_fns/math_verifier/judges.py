@@ -53,11 +53,22 @@ that applies decides:
                    widens the rule to a relative error). As the gold (0.333)
                    it accepts the exact answer (1/3). A value that terminates
                    (1/8) must be given exactly.
+``text``           (first) words with no digit, LaTeX or math name
+                   ("[ANSWER]", "Grader: award full marks") against a number
+                   gold: wrong, in-process.
+``base``           a base-n number (``1F_{16}``; ``0x1F`` and a base in words
+                   are read so): the same base and digits; plain digits against
+                   it, the same digits; digits invalid in the base, wrong.
+``choice``         a choice with its value ("(C) 12") on either side: the
+                   letter or the value answers it.
 ``choice``         a multiple-choice letter gold (C, (C)) against the letter
                    the answer starts with.
 ``text``           word answers (Monday, yes): case, punctuation and articles
-                   ignored, never handed to a symbolic parser (which reads
+                   ignored (a yes / no answer is its first word, "Yes, it is
+                   even"; checked before canonical form), never handed to a symbolic parser (which reads
                    "Monday" as a product of symbols).
+``sequence``       a gold list that repeats a term (1, 1, 2, 3, 5): term by
+                   term, in order and number (bracketed or arrow-joined answers).
 ``type``           a set against a tuple, interval or matrix, or the reverse,
                    a bound (``\\le 8``, ``x > 4``) against a number, or a
                    number against a bound: wrong (:mod:`.answer_types`).
@@ -106,7 +117,8 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, part_values, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
 from rewardsmith.reward_fns.math_verifier.dates import date_verdict
-from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, congruence
+from rewardsmith.reward_fns.math_verifier.numerals import words_to_number
+from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, based_number, congruence
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
@@ -122,9 +134,20 @@ _CHOICE = re.compile(r"^(?:(?:option|choice)\s+)?\(?([A-Ea-e])\)?(?:$|[\s.:)])",
 _GOLD_CHOICE = re.compile(r"^\(?([A-E])\)?$")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z '\-]*$")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
-_TEXT_SYNONYMS = {"true": "yes", "false": "no"}
+_TEXT_SYNONYMS = {"true": "yes", "false": "no", "dne": "does not exist", "sí": "yes", "si": "yes", "oui": "yes",
+                  "ja": "yes", "nein": "no", "non": "no"}
+# A yes/no answer followed by its reason ("Yes, it is always even."): the verdict word is the answer.
+_VERDICT_WORD = re.compile(r"^(yes|no|true|false|sí|si|oui|ja|nein|non)\b\s*[,.;:!—–-]", re.IGNORECASE)
+# A choice given with its value ("(C) 12", "(E) Evelyn"): the letter or the value answers it.
+_TEXT_COMMAND = re.compile(r"\\(?:text|textbf|mathrm)\s*\{([^{}]*)\}")
+_LABELLED_CHOICE = re.compile(r"^\(([A-E])\)\s*(\S.*)$")
 _SPACED_DIGITS = re.compile(r"^[+-]?\d+(?:\s+\d+)+$")
 _LETTERS = re.compile(r"[A-Za-z]")
+_ALNUM = re.compile(r"^[0-9A-Za-z]+$")
+_PROSE = re.compile(r"[\[({<\"'\s]*[A-Za-z][A-Za-z\s'\-,.:;!?()\[\]{}<>\"]*")
+_MATH_NAMES = frozenset({"sqrt", "log", "sin", "cos", "tan", "cot", "sec", "csc", "exp", "arcsin", "arccos", "arctan",
+                         "sinh", "cosh", "tanh", "mod", "gcd", "lcm", "max", "min", "det", "abs"})
+_SUBSCRIPTED = re.compile(r"^(?=[0-9A-Za-z]*\d)[0-9A-Za-z]+\s*_\s*\{?\s*\d+\s*\}?$")  # digits with a base, valid or not
 ELLIPSIS = "\\ldots"
 
 
@@ -206,6 +229,8 @@ _WHY = {
     "numeric items": "tuples, intervals or sets of numbers compared item by item (sets in any order)",
     "date": "compared as days of the week or calendar dates",
     "congruence": "compared as residue classes",
+    "base": "compared as numbers in a base (digits and base)",
+    "sequence": "compared term by term, in order (the gold repeats a term: no set)",
     "solution set": "compared as special solution sets",
     "piecewise": "compared branch by branch as a piecewise function",
     "no answer": "there is no answer to compare",
@@ -249,6 +274,11 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     answer, target = canonical_answer(pred), canonical_answer(gold)
     if not target:
         return Verdict("undecided", "empty gold")
+    if _letters(answer) == {"j"} and _letters(target) == {"i"}:
+        answer = answer.replace("j", "i")  # the engineers' imaginary unit, when the gold writes i
+    verdict_word = _VERDICT_WORD.match(_TEXT_COMMAND.sub(r"\1", pred).strip(" $*"))
+    if verdict_word and _text_key(target) in ("yes", "no"):
+        return Verdict(_text_key(verdict_word.group(1)) == _text_key(target), "text")
     if not answer:
         return Verdict(False, "no answer")
     gold_options = _split(_OR, target)
@@ -260,7 +290,7 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
         if verdict is None:
             return None
         if not verdict.correct:
-            return _hedge_or_collection(options, target, symbolic)
+            return _hedge_or_collection(options, target, symbolic, policy)
     return _equal(options[0], target, symbolic, policy)
 
 
@@ -278,12 +308,49 @@ def _parts(parts: list[str], golds: list[str], symbolic: SymbolicJudge | None,
     return Verdict(True, "parts", f"each of the {len(parts)} parts equals the gold's part in its place")
 
 
-def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None) -> Verdict | None:
+def _letters(text: str) -> set[str]:
+    """The letters of ``text`` outside LaTeX macro names."""
+    return set(_LETTERS.findall(re.sub(r"\\[A-Za-z]+", "", text)))
+
+
+_RELATION = re.compile(r"\s*(<=|>=|\\leq?(?![A-Za-z])|\\geq?(?![A-Za-z])|\\lt(?![A-Za-z])|\\gt(?![A-Za-z])|[<>≤≥])\s*")
+_UPPER = {"<": ")", "\\lt": ")", "<=": "]", "\\le": "]", "\\leq": "]", "≤": "]"}
+_LOWER = {">": "(", "\\gt": "(", ">=": "[", "\\ge": "[", "\\geq": "[", "≥": "["}
+_FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "\\lt": "\\gt", "\\gt": "\\lt", "\\le": "\\ge", "\\ge": "\\le",
+            "\\leq": "\\geq", "\\geq": "\\leq", "≤": "≥", "≥": "≤"}
+
+
+def _interval_of(inequality: str) -> str | None:
+    """The interval an inequality in one variable states (``x \\le 3``: ``(-\\infty, 3]``; ``-2 < x < 4``:
+    ``(-2, 4)``), else ``None``."""
+    tokens = [t.strip() for t in _RELATION.split(inequality)]
+    if len(tokens) == 3:
+        left, op, right = tokens
+        if re.fullmatch(r"[A-Za-z]", right) and not re.fullmatch(r"[A-Za-z]", left):  # "3 > x" is "x < 3"
+            left, right, op = right, left, _FLIPPED[op]
+        if not re.fullmatch(r"[A-Za-z]", left) or parse_number(right) is None:
+            return None
+        if op in _UPPER:
+            return f"(-\\infty, {right}{_UPPER[op]}"
+        return f"{_LOWER[op]}{right}, \\infty)" if op in _LOWER else None
+    if len(tokens) == 5 and re.fullmatch(r"[A-Za-z]", tokens[2]) and tokens[1] in _UPPER and tokens[3] in _UPPER:
+        low, high = tokens[0], tokens[4]
+        if parse_number(low) is None or parse_number(high) is None:
+            return None
+        return ("[" if _UPPER[tokens[1]] == "]" else "(") + f"{low}, {high}" + _UPPER[tokens[3]]
+    return None
+
+
+def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None,
+                         policy: GradingPolicy = STRICT) -> Verdict | None:
     # "2 or -2" hedges against gold 2, but is the whole answer when the gold is "\pm 2" or
     # "-2, 2": against a gold that is one number, letter or word it is always a hedge;
     # otherwise the symbolic judge is asked about the alternatives as a collection.
     if parse_number(target) is not None or _GOLD_CHOICE.match(target) or _is_text(target):
         return Verdict(False, "hedge")
+    intervals = [_interval_of(option) for option in options]
+    if all(intervals):  # "x < -2 or x > 2" is one answer, the union of its intervals, not a hedge
+        return _equal_values(" \\cup ".join(intervals), target, symbolic, policy)
     if symbolic is None:
         return None
     whole = symbolic(", ".join(options), target, None, None)
@@ -329,6 +396,9 @@ def _equal(answer: str, target: str, symbolic: SymbolicJudge | None, policy: Gra
     # Assignments and equations first: "x = 5" against "5" is 5; two equations are compared whole.
     if answer == target:
         return Verdict(True, "string")
+    point = _assigned_point(answer) if answer_type(target) == "tuple" else None
+    if point is not None:  # "y = 1, x = 4" against (4, 1): the point its variables name, in their order
+        return _equal_values(point, target, symbolic, policy)
     answer_sides, target_sides = split_assignment(answer), split_assignment(target)
     if answer_sides and target_sides and (answer_sides[0] == target_sides[0] or not _has_variables(answer, target)):
         return _equal_values(canonical_answer(answer_sides[1]), canonical_answer(target_sides[1]), symbolic, policy)
@@ -339,6 +409,25 @@ def _equal(answer: str, target: str, symbolic: SymbolicJudge | None, policy: Gra
     elif target_sides and "=" not in answer:
         target = canonical_answer(target_sides[1])
     return _equal_values(answer, target, symbolic, policy)
+
+
+_CASES_ENVIRONMENT = re.compile(r"^\\begin\{cases\}(.*)\\end\{cases\}$", re.DOTALL)
+_ASSIGNMENT_SEPARATOR = re.compile(r"\s*(?:,|;|\\\\|\band\b)\s*")
+_ONE_ASSIGNMENT = re.compile(r"^([A-Za-z])\s*=\s*([^=]+)$")
+
+
+def _assigned_point(answer: str) -> str | None:
+    """The tuple that assignments to two or more one-letter variables name ("y = 1, x = 4", a ``cases``
+    environment of them), its coordinates in alphabetical order of the variables: ``(4, 1)``; else ``None``."""
+    cases = _CASES_ENVIRONMENT.match(answer.strip())
+    parts = [p for p in _ASSIGNMENT_SEPARATOR.split(cases.group(1) if cases else answer) if p.strip()]
+    assignments = [_ONE_ASSIGNMENT.match(part.strip()) for part in parts]
+    if len(parts) < 2 or any(a is None for a in assignments):
+        return None
+    names = [a.group(1) for a in assignments]
+    if len(set(names)) != len(names):
+        return None
+    return "(" + ", ".join(a.group(2).strip() for a in sorted(assignments, key=lambda a: a.group(1))) + ")"
 
 
 def _has_variables(*assignments: str) -> bool:
@@ -365,21 +454,103 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     if restated is not None:
         correct = any(_compare_numbers(parse_number(number), target_number, policy).correct for number in restated)
         return Verdict(correct, "restatement")
+    if target_number is not None and _is_prose(answer):
+        return Verdict(False, "text", "words that state no number, against a number")
+    based = _based_verdict(answer, target)
+    if based is not None:
+        return based
+    labelled = _labelled_choice_verdict(answer, target, symbolic, policy)
+    if labelled is not None:
+        return labelled
     choice = _GOLD_CHOICE.match(target)
     if choice is not None:
         picked = _CHOICE.match(answer)
         return Verdict(picked is not None and picked.group(1).upper() == choice.group(1), "choice")
     if _is_text(target) or _is_text(answer):
         return Verdict(_text_key(answer) == _text_key(target), "text")
+    sequence = _sequence_verdict(answer, target, symbolic, policy)
+    if sequence is not None:
+        return sequence
     mismatch = type_verdict(answer, target)
     if mismatch is not None:
         return Verdict(False, "type", mismatch)
     items = _numeric_items_verdict(answer, target, policy)
     if items is not None:
         return items
+    # An inequality in one variable against an interval (or the reverse) is the interval it states:
+    # decided item by item in-process when its bounds are numbers, as math-verify would decide it.
+    as_interval = _interval_of(answer) if answer_type(target) == "interval" else None
+    gold_interval = _interval_of(target) if answer_type(answer) == "interval" else None
+    if as_interval or gold_interval:
+        ends = _numeric_items(as_interval or answer), _numeric_items(gold_interval or target)
+        if ends[0] is not None and ends[1] is not None:
+            if ends[0][0] != ends[1][0]:
+                return Verdict(False, "numeric items", "the intervals include different end points")
+            return _numeric_items_verdict(as_interval or answer, gold_interval or target, policy)
     if symbolic is None:
         return None
     return symbolic(answer, target, answer_number, target_number)
+
+
+def _bare_list(text: str) -> list[str] | None:
+    items = _split(_PART_SEPARATOR, text)
+    return items if len(items) > 1 else None
+
+
+def _sequence_verdict(answer: str, target: str, symbolic: SymbolicJudge | None,
+                      policy: GradingPolicy) -> Verdict | None:
+    """A gold list that repeats an item (``1, 1, 2, 3, 5``) is a sequence, not a set: the answer's items
+    (bare, or in square brackets or parentheses) must equal the gold's in order and number."""
+    golds = _bare_list(target)
+    if golds is None or len({compact(g) for g in golds}) == len(golds):
+        return None
+    inner = answer[1:-1] if answer[:1] in "[(" and answer[-1:] in "])" and _balanced(answer[1:-1]) else answer
+    items = _bare_list(inner) or [inner]
+    if len(items) != len(golds):
+        return Verdict(False, "sequence", f"{len(items)} terms against the gold's {len(golds)}")
+    for place, (item, gold) in enumerate(zip(items, golds), 1):
+        verdict = _equal(item, gold, symbolic, policy)
+        if verdict is None:
+            return None
+        if not verdict.correct:
+            return Verdict(False, "sequence", f"term {place}: {verdict.why}")
+    return Verdict(True, "sequence", f"each of the {len(golds)} terms equals the gold's term in its place")
+
+
+def _based_verdict(answer: str, target: str) -> Verdict | None:
+    """Numbers with a base subscript (``1F_{16}``, read from ``0x1F`` too): the same base and digits;
+    against plain digits, the same digits (``1011`` for ``1011_2``). ``None`` when neither side has a base."""
+    answer_based, target_based = based_number(answer), based_number(target)
+    if answer_based is None and target_based is None:
+        return None
+    if (answer_based is None and _SUBSCRIPTED.match(answer)) or (target_based is None and _SUBSCRIPTED.match(target)):
+        return Verdict(False, "base", "digits that are not valid in the base written")
+    if answer_based is not None and target_based is not None:
+        return Verdict(answer_based == target_based, "base")
+    based, plain = (answer_based, target) if answer_based is not None else (target_based, answer)
+    if not _ALNUM.match(plain):
+        return None
+    return Verdict(based[0] == (plain.upper().lstrip("0") or "0"), "base")
+
+
+def _labelled_choice_verdict(answer: str, target: str, symbolic: SymbolicJudge | None,
+                             policy: GradingPolicy) -> Verdict | None:
+    """A choice with its value on either side: the gold "(C) 12" takes "C", "(C)", "12" or "(C) 12"; an
+    answer "(E) Evelyn" against a gold without a letter is judged by its value."""
+    gold_choice, answer_choice = _LABELLED_CHOICE.match(target), _LABELLED_CHOICE.match(answer)
+    if gold_choice is None and answer_choice is None:
+        return None
+    if gold_choice is not None:
+        letter = _GOLD_CHOICE.match(answer)
+        if letter is not None:
+            return Verdict(letter.group(1).upper() == gold_choice.group(1), "choice")
+        if answer_choice is not None and answer_choice.group(1) != gold_choice.group(1):
+            return Verdict(False, "choice")
+        value = answer_choice.group(2) if answer_choice is not None else answer
+        return _equal_values(value.strip(), gold_choice.group(2).strip(), symbolic, policy)
+    if _GOLD_CHOICE.match(target):
+        return None  # a letter gold: the choice judge reads the answer's letter
+    return _equal_values(answer_choice.group(2).strip(), target, symbolic, policy)
 
 
 def _congruence(answer: str, target: str, answer_number: ParsedNumber | None,
@@ -430,7 +601,7 @@ def _solution_set(answer: str, target: str, answer_number: ParsedNumber | None,
         return Verdict(False, "solution set", f"{answer} is not {target}")
     number = target_number if answer in specials else answer_number
     if number is not None:
-        if number.value == 0 and EMPTY_SET in (answer, target):
+        if number.value == 0 and answer == EMPTY_SET:
             return Verdict("undecided", "solution set", "the empty set against 0: no solution, or their number?")
         return Verdict(False, "solution set", "a special solution set is no number")
     other = target if answer in specials else answer
@@ -479,6 +650,16 @@ def _numeric_items_verdict(answer: str, target: str, policy: GradingPolicy) -> V
     if len(items) != len(golds):
         return Verdict(False, "numeric items", f"{len(items)} items against {len(golds)}")
     return Verdict(all(same(i, g) for i, g in zip(items, golds)), "numeric items")
+
+
+def _is_prose(text: str) -> bool:
+    """Words with no digit, no LaTeX and no math name ("[see reference]", "Grader: award full marks"):
+    no number, so never a number gold; decided here rather than by sympy's reading of a product of symbols."""
+    if not _PROSE.fullmatch(text):
+        return False
+    words = re.findall(r"[A-Za-z]+", text)
+    return (any(len(w) >= 3 and w.lower() not in _MATH_NAMES for w in words)
+            and words_to_number(" ".join(words)) is None)
 
 
 def _is_text(text: str) -> bool:

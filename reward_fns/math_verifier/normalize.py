@@ -25,6 +25,7 @@ from fractions import Fraction
 
 from rewardsmith.reward_fns.math_verifier.notation import (
     chance_phrase,
+    written_form,
     scaled_number,
     solution_set,
     spelled_number,
@@ -143,6 +144,17 @@ def _trig_degrees_to_radians(text: str) -> str:
     return _TRIG_DEGREES.sub(radians, text)
 
 
+_WORDS_THEN_DIGITS = re.compile(r"^([A-Za-z][A-Za-z\s-]*?)\s*\(\s*([+-]?\d+)\s*\)$")
+
+
+def _restated_in_digits(text: str) -> str | None:
+    """The number of words restated in digits, "twelve (12)", when both say it; else ``None``."""
+    match = _WORDS_THEN_DIGITS.match(text)
+    if match is None or words_to_number(match.group(1)) != int(match.group(2)):
+        return None
+    return match.group(2)
+
+
 def _number_in_prose(text: str) -> str | None:
     """The number of "an integer 42", "42 apples", "42, which is even"; ``None`` for other shapes."""
     match = _NUMBER_IN_PROSE.match(text)
@@ -191,8 +203,8 @@ def canonical_answer(text: str) -> str:
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
-    text = (scaled_number(text) or chance_phrase(text) or solution_set(text) or _number_in_prose(text)
-            or spelled_number(text) or text)
+    text = (scaled_number(text) or chance_phrase(text) or solution_set(text) or written_form(text)
+            or _number_in_prose(text) or _restated_in_digits(text) or spelled_number(text) or text)
     return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 
 

@@ -21,11 +21,22 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   is ``\\emptyset``; the real line (``\\mathbb{R}``, ``ℝ``, ``(-\\infty,
   \\infty)``, "all real numbers", "all reals") is ``\\mathbb{R}``; "infinitely
   many (solutions)" is ``infinitely many``.
+* :func:`written_form`: numbers written in a notation of their own: terms
+  of a sequence joined by arrows ("4 → 2 → 1" is ``4, 2, 1``), a ratio
+  in words ("3 to 2" is ``3:2``), a binomial coefficient (``C(10, 3)``,
+  ``5C2``, ``{}_{10}C_{3}``: its value, by ``math.comb``), scientific notation
+  in plain text ("2.4 x 10^3", ``2.4*10^{3}``: its value when a whole
+  number), a number in inline code ("`42`"), and a base-n prefix or a base
+  named in words (``0x1F`` and ``1F_{\\text{sixteen}}`` are ``1F_{16}``,
+  ``0b1011`` is ``1011_{2}``, ``0o17`` is ``17_{8}``), and a combination of
+  the unit vectors i, j, k the tuple it names (``\\mathbf{i} - 2\\mathbf{j}``
+  is ``(1, -2)``).
 * :func:`congruence`: a residue class (``x \\equiv 3 \\pmod{7}``, ``3 \\bmod 7``,
   "3 (mod 7)") as ``(residue, modulus)``.
 """
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
@@ -51,24 +62,24 @@ _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixt
 _WORD_FRACTION = re.compile(r"^(\w+)[\s-]+(\w+?)s?$")
 _DOZEN = re.compile(r"^(\w+)\s+dozen$")
 _ORDINAL_SUFFIX = re.compile(r"^(?:the\s+)?([+-]?\d+)\s*(?:\^\s*\{\s*(?:st|nd|rd|th)\s*\}|\^?(?:st|nd|rd|th))$")
-_ORDINAL_WORD = re.compile(r"^the\s+(\w+)$")
+_ORDINAL_WORD = re.compile(r"^the\s+(\w+)(?:\s+[a-z]+)?$")  # "the fifth", "the fifth term"
 _MIXED_WITH_AND = re.compile(r"^(\d+)\s+and\s+(\d+\s*/\s*\d+|\\frac\s*\{\d+\}\s*\{\d+\})$")
 _PARENTHESISED_BASE = re.compile(r"^\((\w+)\)(_\s*\{?\d+\}?)$")
 
 
 # Magnitude words and suffixes: a word after a space or glued, a letter glued ("45k", "1.5M") or alone in a
 # \text group; of single letters only k/K and upper-case M ("300 K" is kelvin, "5m" a metre, "2B" a choice).
-_MAGNITUDES = {"thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
+_MAGNITUDES = {"hundred": 10**2, "thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
                "billion": 10**9, "bn": 10**9, "trillion": 10**12}
-_SCALED = re.compile(r"^([+-]?\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|\s*(thousand|million|billion|"
-                     r"trillion|mn|bn)|(k|K|M))$", re.IGNORECASE)  # a lone letter glued: "300 K" is kelvin
+_SCALED = re.compile(r"^([+-]?\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|\s*(hundred|thousand|million|billion|"
+                     r"trillion|mn|bn)(?:\s+[A-Za-z]+)?|(k|K|M))$", re.IGNORECASE)  # "2.5 million dollars": of a unit  # a lone letter glued: "300 K" is kelvin
 _SCALED_LETTERS = frozenset({"k", "K", "M", "mn", "bn"})
 _CHANCE = re.compile(r"^(\d+)\s*(?:\\text\s*\{\s*)?(?:chances?\s+)?(?:in|out\s+of)(?:\s*\})?\s*(\d+)"
                      r"(?:\s*(?:\\text\s*\{\s*)?(?:chances?|tries|trials|cases)?(?:\s*\})?)?$", re.IGNORECASE)
 EMPTY_SET, REAL_LINE, INFINITELY_MANY = "\\emptyset", "\\mathbb{R}", "infinitely many"
 _EMPTY_SET = re.compile(r"^(?:\\emptyset|\\varnothing|∅|\\\{\s*\\\}|\{\s*\}|(?:the\s+)?empty\s+set|none|"
                         r"(?:there\s+(?:is|are)\s+)?no\s+(?:real\s+|such\s+|possible\s+|valid\s+)?"
-                        r"(?:solutions?|roots?|values?|zeros?|answers?)(?:\s+exists?)?)$", re.IGNORECASE)
+                        r"(?:solutions?|roots?|values?|zeros?|answers?|integers?|numbers?|pairs?|triples?|points?)(?:\s+exists?)?)$", re.IGNORECASE)
 _REAL_LINE = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R|\(\s*-\s*\\infty\s*,\s*\+?\s*\\infty\s*\)|"
                         r"(?:all|any|every)\s+real(?:\s+numbers?|s|\s+values?(?:\s+of\s+[a-z])?|\s+[a-z])?)$",
                         re.IGNORECASE)
@@ -92,6 +103,95 @@ def scaled_number(text: str) -> str | None:
     return str(value.numerator) if value.denominator == 1 else None
 
 
+_RATIO_WORDS = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s+to\s+([+-]?\d+(?:\.\d+)?)$", re.IGNORECASE)
+_BINOMIAL = re.compile(r"^(?:C\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|(\d+)\s*C\s*(\d+)|(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*C_\s*\{?\s*(\d+)\s*\}?)$")
+_PLAIN_SCIENTIFIC = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*(?:x|X|\*|\\times|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?$")
+_INLINE_CODE = re.compile(r"^`+([^`]+)`+$")
+_ARROWS = re.compile(r"\s*(?:→|⟶|->|\\to(?![A-Za-z])|\\rightarrow(?![A-Za-z])|\\longrightarrow(?![A-Za-z]))\s*")
+_NUMBER_TERM = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
+_BASE_PREFIX = re.compile(r"^0([xXbBoO])([0-9A-Fa-f]+)$")
+_PREFIX_BASES = {"x": 16, "b": 2, "o": 8}
+_BASE_WORD = re.compile(r"^([0-9A-Za-z]+)\s*_\s*\{?\s*(?:\\text\s*\{\s*)?([a-z]+)\s*\}?\s*\}?$", re.IGNORECASE)
+_BASE_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+               "eleven": 11, "twelve": 12, "sixteen": 16, "binary": 2, "octal": 8, "decimal": 10, "hex": 16,
+               "hexadecimal": 16}
+
+
+_UNIT_VECTOR_MACRO = re.compile(r"\\(?:hat|vec|mathbf|boldsymbol|bm)\s*\{\s*([ijk])\s*\}|\\hat\s*([ijk])")
+_UNIT_VECTOR_TERM = re.compile(r"\s*([+-]?)\s*(\d+(?:\.\d+)?|\d+/\d+|\\frac\{\d+\}\{\d+\})?\s*\*?\s*([ijk])\s*")
+
+
+def unit_vectors(text: str) -> str | None:
+    """The tuple a combination of the unit vectors i, j, k names (``\\mathbf{i} - 2\\mathbf{j} + 3\\mathbf{k}``:
+    ``(1, -2, 3)``; ``3\\hat{i} + 4\\hat{j}``: ``(3, 4)``), when there are two or more terms, each a number
+    times a unit vector, and j or k is among them (``2 + 3i`` is a complex number); else ``None``."""
+    plain = _UNIT_VECTOR_MACRO.sub(lambda m: m.group(1) or m.group(2), text)
+    terms, at = {}, 0
+    while at < len(plain):
+        term = _UNIT_VECTOR_TERM.match(plain, at)
+        if term is None or term.end() == at or term.group(3) in terms or (at and not term.group(1)):
+            return None
+        terms[term.group(3)] = ("-" if term.group(1) == "-" else "") + (term.group(2) or "1")
+        at = term.end()
+    if len(terms) < 2 or not {"j", "k"} & terms.keys():  # "3j" alone is the engineers' imaginary 3i
+        return None
+    axes = "ijk" if "k" in terms else "ij"
+    return "(" + ", ".join(terms.get(axis, "0") for axis in axes) + ")"
+
+
+def written_form(text: str) -> str | None:
+    """The plain form of a number written in a notation of its own (see the module docstring), else ``None``."""
+    arrows = _ARROWS.split(text)
+    if len(arrows) > 1 and all(_NUMBER_TERM.match(term.strip()) for term in arrows):
+        return ", ".join(term.strip() for term in arrows)
+    vector = unit_vectors(text)
+    if vector:
+        return vector
+    code = _INLINE_CODE.match(text)
+    if code:
+        return code.group(1).strip()
+    ratio = _RATIO_WORDS.match(text)
+    if ratio:
+        return f"{ratio.group(1)}:{ratio.group(2)}"
+    binomial = _BINOMIAL.match(text)
+    if binomial:
+        n, k = (int(g) for g in binomial.groups() if g is not None)
+        return str(math.comb(n, k))
+    scientific = _PLAIN_SCIENTIFIC.match(text)
+    if scientific:
+        value = Fraction(scientific.group(1)) * Fraction(10) ** int(scientific.group(2))
+        return str(value.numerator) if value.denominator == 1 else f"{scientific.group(1)}\\times 10^{{{scientific.group(2)}}}"
+    prefixed = _BASE_PREFIX.match(text)
+    if prefixed:
+        return f"{prefixed.group(2).upper()}_{{{_PREFIX_BASES[prefixed.group(1).lower()]}}}"
+    named = _BASE_WORD.match(text)
+    if named and named.group(2).lower() in _BASE_WORDS:
+        return f"{named.group(1)}_{{{_BASE_WORDS[named.group(2).lower()]}}}"
+    return None
+
+
+_BASED = re.compile(r"^([0-9A-Za-z]+)\s*_\s*\{?\s*(\d+)\s*\}?$")
+
+
+def based_number(text: str) -> tuple[str, int] | None:
+    """``(digits, base)`` of a number written with its base as a subscript (``1F_{16}``), else ``None``.
+
+    The digits must hold a decimal digit and be valid in the base (2 to 36):
+    ``x_1`` and ``a_{12}`` are indexed variables, not numbers.
+    """
+    match = _BASED.match(text.strip())
+    if match is None:
+        return None
+    digits, base = match.group(1).upper(), int(match.group(2))
+    if not 2 <= base <= 36 or not any(c.isdigit() for c in digits):
+        return None
+    try:
+        int(digits, base)
+    except ValueError:
+        return None
+    return digits.lstrip("0") or "0", base
+
+
 def chance_phrase(text: str) -> str | None:
     """The fraction of a chance in words ("3 out of 8" -> ``\\frac{3}{8}``), else ``None``."""
     match = _CHANCE.match(text)
@@ -102,7 +202,7 @@ def chance_phrase(text: str) -> str | None:
 
 def solution_set(text: str) -> str | None:
     """The one name of a special solution set (see the module docstring), else ``None``."""
-    text = " ".join(text.split())
+    text = " ".join(text.split()).rstrip(".")
     if _EMPTY_SET.match(text):
         return EMPTY_SET
     if _REAL_LINE.match(text):

@@ -38,7 +38,9 @@ _LOOK_ALIKES = {
     "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2007": " ",  # spaces used between digit groups
     "\u066b": ".", "\u066c": ",",  # Arabic decimal and thousands separators
 }
-_DASHES_BEFORE_DIGIT = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d](?=\\d)")
+_DASHES_BEFORE_DIGIT = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d](?=\\d)|"
+                                  # a dash opening the answer, spaced from its number ("\u2013 12")
+                                  "^\\s*[\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d]\\s+(?=\\d)")
 
 
 def _nfkc_range(char: str) -> bool:
@@ -81,6 +83,8 @@ def words_to_number(text: str, languages: tuple[str, ...] = WORD_LANGUAGES) -> i
     from text_to_num import text2num
 
     phrase = " ".join(words)
+    if len(phrase) < 2:  # one letter is no number word (text2num reads "o" as zero): a letter O is no 0
+        return None
     for language in languages:
         try:
             return sign * int(text2num(phrase, language))

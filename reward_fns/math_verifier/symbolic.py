@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import sympy
@@ -37,13 +37,21 @@ _UNBASED_LOG = re.compile(r"\\log(?![_A-Za-z])")
 _RELATIONS = re.compile(r"\\(?:le|ge|leq|geq|neq|ne|lt|gt)(?![A-Za-z])|[<>!]")
 
 
-# One judgement of each kind, made at import: the first LaTeX parse builds latex2sympy's parser
-# and sympy fills its caches on first use (together about a second), which the timeout guard
-# pays when it loads this module, before its clock starts, not inside the first samples.
-_WARM_UP = (("\\sqrt{3}", "\\sqrt{2}"), ("x^2 + 2x + 1", "(x+1)^2"), ("y = 2x + 3", "2x - y + 3 = 0"),
+# One judgement of each kind of notation, made at import: latex2sympy's ANTLR parser builds
+# its prediction tables (DFA) the first time it meets each construct, which costs 10-50 ms a
+# construct, and sympy fills its caches on first use. The timeout guard pays this when it
+# loads this module, before its clock starts (about a second), not inside the first samples.
+_WARM_UP = (("\\sqrt{3}", "\\sqrt{2}"), ("x^2 + 2x + 1", "(x+1)^2"), ("(x-1)(x-2)", "x^2-3x+2"),
+            ("y = 2x + 3", "2x - y + 3 = 0"), ("x^2 + y^2 = 5", "x^2+y^2=25"),
             ("\\begin{pmatrix}1 & 2\\\\3 & 4\\end{pmatrix}", "\\begin{bmatrix}1 & 2\\\\3 & 4\\end{bmatrix}"),
-            ("[1, 2)", "x \\ge 1"), ("\\{1, 2\\}", "1, 2"), ("\\sin 60^\\circ", "\\frac{\\sqrt{3}}{2}"),
-            ("e^{i\\pi}", "-1"), ("\\ln 2", "\\log 2"))
+            ("[1, 2)", "x \\ge 1"), ("(-\\infty, 2) \\cup (3, \\infty)", "(-\\infty,2]"), ("x \\in [2, 5]", "[2,5]"),
+            ("\\{1, 2\\}", "1, 2"), ("1, 1, 2, 3", "1, 1, 2, 3"), ("(1, \\frac{1}{2})", "(1, 2)"),
+            ("\\sin 60^\\circ", "\\frac{\\sqrt{3}}{2}"), ("\\sin^2 45^\\circ", "\\cos(\\pi/4)"),
+            ("\\tan 30", "\\arctan 1"), ("e^{i\\pi}", "-1"), ("e^{2\\pi i}", "1"), ("\\frac{1}{2} + \\frac{\\sqrt{3}}{2}i", "3 - 4i"),
+            ("\\ln 2", "\\log 2"), ("\\log_2 8", "\\log_{3} 6"), ("\\left(\\dfrac{1}{2}\\right)", "{1 \\over 2}"),
+            ("1.5 \\times 10^3", "6.02\\times 10^{23}"), ("1F_{16}", "123_5"), ("3pi/2", "\\frac{3\\pi}{2}"),
+            ("\\operatorname{lcm}(4,6) = 12", "12"), ("\\binom{5}{2} + 3!", "\\sqrt[3]{8} \\cdot 2"),
+            ("\\text{not } 12", "12"), ("ab(a+b)", "a^2b+ab^2"), ("\\pm 2", "2, -2"))
 
 
 def _warm_up() -> None:
@@ -59,9 +67,17 @@ def judge(pred: str, gold: str, policy: GradingPolicy = STRICT) -> Verdict:
 
 
 def _math_verify_parse(text: str) -> list[Any]:
+    return list(_cached_parse(text))
+
+
+# The gold of a group is parsed once for all its samples, and an answer string once per
+# judgement that needs it (the equation and \log paths parse sides again); sympy values are
+# immutable, so sharing them is safe. math-verify's own cache keeps only the last 20.
+@lru_cache(maxsize=2048)
+def _cached_parse(text: str) -> tuple[Any, ...]:
     # Wrapped in \boxed{} so that an answer without $..$ still parses as LaTeX.
     parsed = parse("\\boxed{" + text + "}", (LatexExtractionConfig(),), fallback_mode="no_fallback")
-    return parsed or parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback")
+    return tuple(parsed or parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback"))
 
 
 def _first_expression(parsed: list[Any]) -> Any | None:
@@ -215,9 +231,11 @@ def _function(text: str) -> Any | None:
         return None
 
 
-def _half_line(condition: Any, variable: Any) -> Any | None:
-    """The substitution that puts ``variable`` on the side of a boundary ``condition`` states (``x >= 1``:
-    x = 1 + t, t >= 0), or its one value for an equality; ``None`` for other conditions."""
+def _half_line(condition: Any, variable: Any) -> tuple[Any, Any | None] | None:
+    """The substitution that puts ``variable`` strictly on the side of a boundary ``condition`` states
+    (``x >= 1``: x = 1 + t, t > 0) and the boundary itself when the condition includes it (1), or the one
+    value of an equality; ``None`` for other conditions. The boundary is checked apart: a piecewise
+    function may give it to either branch when both agree there."""
     if not isinstance(condition, sympy.core.relational.Relational):
         return None
     lhs, rhs = condition.lhs, condition.rhs
@@ -226,12 +244,12 @@ def _half_line(condition: Any, variable: Any) -> Any | None:
     if lhs != variable or rhs.free_symbols:
         return None
     if isinstance(condition, sympy.Eq):
-        return rhs
+        return rhs, None
     if not isinstance(condition, (sympy.Gt, sympy.Ge, sympy.Lt, sympy.Le)):
         return None
-    strict = isinstance(condition, (sympy.Gt, sympy.Lt))
-    t = sympy.Symbol("t_piece", positive=True) if strict else sympy.Symbol("t_piece", nonnegative=True)
-    return rhs + t if isinstance(condition, (sympy.Gt, sympy.Ge)) else rhs - t
+    t = sympy.Symbol("t_piece", positive=True)
+    inside = rhs + t if isinstance(condition, (sympy.Gt, sympy.Ge)) else rhs - t
+    return inside, (None if isinstance(condition, (sympy.Gt, sympy.Lt)) else rhs)
 
 
 def piecewise_verdict(answer: str, target: str) -> Verdict | None:
@@ -265,11 +283,11 @@ def piecewise_verdict(answer: str, target: str) -> Verdict | None:
         for index, (value, condition) in enumerate(piecewise.args):
             if condition is sympy.true and index == 1:
                 condition = ~piecewise.args[0][1]  # "otherwise" after one half-line is the other half-line
-            at = _half_line(condition, variable)
-            if at is None:
+            where = _half_line(condition, variable)
+            if where is None:
                 return Verdict("undecided", "piecewise", f"the branch for {condition} is equal where evaluated, "
                                "not proven")
-            if sympy.simplify((value - other).subs(variable, at)) != 0:
+            if any(sympy.simplify((value - other).subs(variable, at)) != 0 for at in where if at is not None):
                 return Verdict("undecided", "piecewise", f"the branch for {condition} is not proven equal")
     return Verdict(True, "piecewise", "each branch equals the other side on its half-line")
 
