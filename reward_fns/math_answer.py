@@ -48,7 +48,14 @@ import fnmatch
 from typing import Any
 
 from rewardsmith.reward_fns.answer_extraction import convention_for, gold_answer
-from rewardsmith.reward_fns.math_verifier.commitment import CLOSING, PHRASE, Reading, alternatives, read_commitment
+from rewardsmith.reward_fns.math_verifier.commitment import (
+    CLOSING,
+    PHRASE,
+    Reading,
+    alternatives,
+    read_commitment,
+    undetermined_symbols,
+)
 from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
 from rewardsmith.reward_fns.scorer_inputs import require_text
 
@@ -103,6 +110,10 @@ def compute_score(
         verdict, method, why = WRONG, "no answer", "no marked answer (this data_source's prompt asks for one)"
     else:
         verdict, method, why, golds = _decide(reading, golds, policy, timeout)
+        unknowns = undetermined_symbols(response, reading.answer, golds[0]) if verdict != WRONG else ()
+        if unknowns:
+            verdict, method = WRONG, "undetermined symbol"
+            why = f"the answer depends on {', '.join(unknowns)}, which the response never determines"
     score = {CORRECT: 1.0, WRONG: 0.0}.get(verdict, None if undecided == "abstain" else 0.0)
     return {"score": score, "verdict": verdict, "why": why, "pred": reading.answer or "", "gold": golds[0],
             "method": method}

@@ -137,6 +137,14 @@ number or its last number; a bare list is read whole; several numbers with
 "or"/"maybe" are a hedge; a short sentence of words is a word answer), and
 nothing of section 3 cancels it.
 
+**6. Undetermined symbols.** A committed answer in a symbol the response
+introduces as an unknown ("let $k$ be the number of red marbles", "where $t$
+is the travel time", "$c$ is a constant", "the scale factor $\\lambda$") and
+never determines (no "$k = 3$") depends on that symbol:
+:func:`undetermined_symbols` names them, and a grader takes such an answer
+(``12+k``, ``12t``, ``\\frac{36}{m}``) for the gold only when the gold is
+written in the same symbols.
+
 Long text before or after the committed answer changes nothing: length is
 not the verifier's concern (the DAPO overlong penalty handles it).
 
@@ -242,6 +250,8 @@ _CHANGED_PROBLEM = re.compile(
     r"(?:first|second|third|last) (?:\w+ )?only\b|only (?:solved|computed|handled|worked out|did)\b|"
     r"(?:replac|substitut)(?:e|es|ed|ing)\b[^.;]{0,80}\bfor simplicity|"
     r"(?:ignor|drop|skipp?)(?:e|es|ed|ing)\b[^.;]{0,60}\b(?:to simplify|for simplicity))")
+_BACK_TO_THE_PROBLEM = re.compile(r"(?i);|\b(?:but|however|now|in general|back to|for the (?:actual|original|real|"
+                                  r"full|given|asked))\b")
 # A value that is a label: "see Step 12", "Lemma 7", "equation (3)", a citation "[12]" or "[12, Theorem 3.1]".
 _REFERENCE_WORD = (r"(?:steps?|lemmas?|theorems?|problems?|exercises?|equations?|eqs?\.?|figures?|figs?\.?|pages?|"
                    r"pp?\.|items?|sections?|chapters?|tables?|examples?|lines?|corollar(?:y|ies)|propositions?|"
@@ -443,6 +453,33 @@ def alternatives(answer: str) -> list[str]:
     return parts if len(parts) > 1 and all(parts) else [answer]
 
 
+# -- section 6: undetermined symbols ---------------------------------------------------------------
+_SYMBOL = r"(?:[A-Za-z]|\\(?:alpha|beta|gamma|delta|epsilon|varepsilon|lambda|mu|nu|kappa|rho|sigma|tau|omega|phi|psi|chi|theta|xi|eta|zeta))"
+_SYMBOL_TOKEN = re.compile(r"(?<![A-Za-z\\])" + _SYMBOL + r"(?![A-Za-z])")
+_TEXT_MACRO = re.compile(r"\\(?:text|textbf|mathrm|operatorname|mbox)\s*\{[^{}]*\}|\\[A-Za-z]+")
+
+
+def _introduced(symbol: str) -> re.Pattern[str]:
+    s = r"\$?\s*" + re.escape(symbol) + r"(?![A-Za-z])\s*\$?"
+    return re.compile(r"(?i)(?:\b(?:let|where|with|if)\s+" + s + r"\s+(?:be|is|are|denotes?|stands? for)\b|"
+                      r"(?<![\w\\])" + s + r"\s+is\s+(?:a|an|the|some)\s+(?:\w+\s+){0,3}?(?:constant|parameter|"
+                      r"number|variable|unknown|time|length|amount|count|value|factor|quantity)\b|"
+                      r"\b(?:constant|parameter|factor|unknown|variable)\s+" + s + r")")
+
+
+def undetermined_symbols(response: str, answer: str, gold: str) -> tuple[str, ...]:
+    """The symbols of ``answer`` that ``response`` introduces as unknowns and never determines, and that
+    ``gold`` is not written in (section 6)."""
+    found = []
+    for token in dict.fromkeys(m.group(0) for m in _SYMBOL_TOKEN.finditer(_TEXT_MACRO.sub(
+            lambda m: m.group(0) if _SYMBOL_TOKEN.fullmatch(m.group(0)) else " ", answer))):
+        determined = re.compile(r"(?<![A-Za-z\\])" + re.escape(token) + r"(?![A-Za-z])\s*\$?\s*=\s*\$?\s*-?\d")
+        in_gold = re.search(r"(?<![A-Za-z\\])" + re.escape(token) + r"(?![A-Za-z])", gold)
+        if not in_gold and _introduced(token).search(response) and not determined.search(response):
+            found.append(token)
+    return tuple(found)
+
+
 # -- section 2: markers ------------------------------------------------------------------------
 def _marks(text: str) -> list[_Mark]:
     """The marked values of ``text`` in order; a marker inside a line marker's value is part of it.
@@ -555,7 +592,7 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "listed"
     if _is_reference(before, value):
         return "a reference"
-    if _CHANGED_PROBLEM.search(_opening_clause(text, mark.start) + " " + value):
+    if _CHANGED_PROBLEM.search(_changed_problem_scope(text, mark.start) + " " + value):
         return "conditioned"  # a simplified or partial version of the problem
     if _CANCELS["addressed to the grader"].search(_sentence_before(text, mark.start)):
         return "addressed to the grader"  # "Dear grader, the answer is 17": the whole sentence is addressed
@@ -571,6 +608,13 @@ def _is_reference(before: str, value: str) -> bool:
     if _REFERENCE.search(plain) and not _VALUE_CHAR.search(_REFERENCE.sub("", plain)):
         return True
     return bool(re.fullmatch(r"[\s$(]*\d+(?:\.\d+)*[\s$)]*\.?", plain)) and bool(_REFERENCE_JUST_BEFORE.search(before))
+
+
+def _changed_problem_scope(text: str, at: int) -> str:
+    """The part of the sentence before ``at`` since the response last turned back to the problem asked
+    ("but", "now", "in general", "for the actual ...", a ";")."""
+    sentence = _sentence_before(text, at)
+    return sentence[max((m.end() for m in _BACK_TO_THE_PROBLEM.finditer(sentence)), default=0) :]
 
 
 def _opening_clause(text: str, at: int) -> str:
