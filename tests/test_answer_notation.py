@@ -80,3 +80,78 @@ def test_known_misses_have_reasons():
     for line in CASES.read_text(encoding="utf-8").splitlines():
         case = json.loads(line)
         assert case["core"] or case.get("known_miss"), case["id"]
+
+
+# -- the spent blind split 3's notation classes, by construction ---------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rewardsmith.reward_fns import math_answer  # noqa: E402
+
+NOTATION_PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, database=None)
+
+
+def _verdict(answer: str, gold: str) -> str:
+    return math_answer.compute_score("lighteval/MATH", f"The answer is $\\boxed{{{answer}}}$.", gold)["verdict"]
+
+
+@NOTATION_PROPERTY
+@given(whole=st.integers(-99, 999), digits=st.sampled_from([1, 2, 4, 5]), frac=st.integers(1, 10**5 - 1))
+def test_a_latex_decimal_comma_is_a_decimal_point(whole, digits, frac):
+    fraction = str(frac % 10**digits).zfill(digits)
+    if fraction.endswith("0"):
+        fraction = fraction[:-1] + "7"
+    written = f"{whole}{{,}}{fraction}"
+    assert _verdict(written, f"{whole}.{fraction}") == "correct", written
+    assert _verdict(written, f"{whole + 1}.{fraction}") != "correct", written  # off by one is never paid
+
+
+@pytest.mark.parametrize("written, gold, verdict", [
+    ("1{,}000", "1000", "correct"),  # three digits after the comma: a thousands group
+    ("1{,}000", "1", "wrong"),
+    ("12{,}500", "12.5", "wrong"),
+    ("1{,}234{,}567", "1234567", "correct"),
+])
+def test_a_latex_comma_before_three_digits_stays_a_thousands_separator(written, gold, verdict):
+    assert _verdict(written, gold) == verdict
+
+
+_SEPARATORS = ("\\mid", ":", "|")
+_DOMAINS = ("", "\\in \\mathbb{R}", "\\in\\mathbb{R}")
+_OPS = {"<": ("(", ")"), "\\le": ("[", "]")}
+
+
+@NOTATION_PROPERTY
+@given(low=st.integers(-20, 20), width=st.integers(1, 20), left=st.sampled_from(sorted(_OPS)),
+       right=st.sampled_from(sorted(_OPS)), sep=st.sampled_from(_SEPARATORS), domain=st.sampled_from(_DOMAINS))
+def test_set_builder_notation_is_its_interval(low, width, left, right, sep, domain):
+    high = low + width
+    written = f"\\{{x {domain} {sep} {low} {left} x {right} {high}\\}}"
+    interval = f"{_OPS[left][0]}{low},{high}{_OPS[right][1]}"
+    assert _verdict(written, interval) == "correct", (written, interval)
+    flipped = f"{_OPS[left][0]}{low},{high}{_OPS['<' if right != '<' else chr(92) + 'le'][1]}"
+    assert _verdict(written, flipped) != "correct", (written, flipped)  # strictness matters
+    assert _verdict(written, f"{_OPS[left][0]}{low},{high + 1}{_OPS[right][1]}") != "correct"
+
+
+@pytest.mark.parametrize("written, gold, verdict", [
+    ("\\{x \\mid x > 3\\}", "(3,\\infty)", "correct"),
+    ("\\{x : x \\ge 3\\}", "(3,\\infty)", "wrong"),
+    ("\\{x \\in \\mathbb{R} \\mid x \\neq 2\\}", "\\mathbb{R}\\setminus\\{2\\}", "correct"),
+    ("\\{n \\in \\mathbb{Z} : 0 < n < 4\\}", "\\{1,2,3\\}", "correct"),
+    ("\\{n \\in \\mathbb{Z} : 0 \\le n < 4\\}", "\\{1,2,3\\}", "wrong"),
+    ("\\{n \\in \\mathbb{Z} : -2 \\le n \\le 1\\}", "\\{-2,-1,0,1\\}", "correct"),
+])
+def test_set_builder_examples(written, gold, verdict):
+    assert _verdict(written, gold) == verdict
+
+
+@pytest.mark.parametrize("written, gold, verdict", [
+    ("\\lfloor 7/2 \\rfloor", "3", "correct"),
+    ("\\lceil 7/2 \\rceil", "4", "correct"),
+    ("\\left\\lfloor \\frac{17}{5} \\right\\rfloor", "3", "correct"),
+    ("\\lfloor 7/2 \\rfloor", "4", "wrong"),
+    ("\\lceil -7/2 \\rceil", "-3", "correct"),
+])
+def test_floor_and_ceiling_values(written, gold, verdict):
+    assert _verdict(written, gold) == verdict
