@@ -45,6 +45,7 @@ answers``).
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import replace
 from typing import Any
 
 from rewardsmith.reward_fns.answer_extraction import convention_for, gold_answer
@@ -57,6 +58,7 @@ from rewardsmith.reward_fns.math_verifier.commitment import (
     undetermined_symbols,
 )
 from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
+from rewardsmith.reward_fns.math_verifier.notation import comma_readings
 from rewardsmith.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -109,7 +111,12 @@ def compute_score(
     elif reading.rule in _UNMARKED_RULES and any(fnmatch.fnmatchcase(str(data_source).lower(), p) for p in _MARKED_ONLY):
         verdict, method, why = WRONG, "no answer", "no marked answer (this data_source's prompt asks for one)"
     else:
-        verdict, method, why, golds = _decide(reading, golds, policy, timeout)
+        readings = comma_readings(reading.answer, response) or (reading.answer,)
+        decided = [_decide(replace(reading, answer=answer), golds, policy, timeout) for answer in readings]
+        verdict, method, why, golds = decided[0]
+        if any(d[0] != verdict for d in decided):
+            verdict, method = UNDECIDED, "ambiguous comma"
+            why = f"{reading.answer!r} reads as {' or '.join(readings)} here, and only one is the gold"
         unknowns = undetermined_symbols(response, reading.answer, golds[0]) if verdict != WRONG else ()
         if unknowns:
             verdict, method = WRONG, "undetermined symbol"

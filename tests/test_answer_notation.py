@@ -155,3 +155,36 @@ def test_set_builder_examples(written, gold, verdict):
 ])
 def test_floor_and_ceiling_values(written, gold, verdict):
     assert _verdict(written, gold) == verdict
+
+
+_EUROPEAN = {
+    "German": "Die gesuchte Zahl ist also {v}, und das ist die Lösung.\n$\\boxed{{{v}}}$",
+    "French": "On a donc une valeur de {v} pour cet exemple, c'est la réponse.\nRéponse : {v}",
+    "Spanish": "Por lo tanto el valor es {v}, y es la respuesta con una cifra.\nRespuesta: {v}",
+}
+
+
+@NOTATION_PROPERTY
+@given(whole=st.integers(0, 999), fraction=st.sampled_from(["5", "25", "75", "0625", "3"]),
+       language=st.sampled_from(sorted(_EUROPEAN)))
+def test_a_plain_decimal_comma_in_a_european_language_is_a_decimal_point(whole, fraction, language):
+    response = _EUROPEAN[language].format(v=f"{whole},{fraction}")
+    assert math_answer.compute_score("math_dapo", response, f"{whole}.{fraction}")["verdict"] == "correct", response
+    assert math_answer.compute_score("math_dapo", response, f"{whole + 1}.{fraction}")["verdict"] == "wrong", response
+
+
+@NOTATION_PROPERTY
+@given(whole=st.integers(1, 999), group=st.integers(100, 999), language=st.sampled_from(sorted(_EUROPEAN)))
+def test_a_comma_before_three_digits_in_a_european_language_is_never_decided_on_one_reading(whole, group, language):
+    response = _EUROPEAN[language].format(v=f"{whole},{group}")
+    for gold in (f"{whole}{group}", f"{whole}.{group}"):  # the two readings: never paid on either alone
+        assert math_answer.compute_score("math_dapo", response, gold)["verdict"] == "undecided", (response, gold)
+
+
+@pytest.mark.parametrize("response, gold, verdict", [
+    ("The two roots are 2 and 5.\n$\\boxed{2,5}$", "2.5", "wrong"),  # English: a list, never a decimal
+    ("The count is $\\boxed{1,234}$.", "1234", "correct"),  # English: a thousands separator
+    ("The count is $\\boxed{1,234}$.", "1.234", "wrong"),
+])
+def test_a_comma_in_english_is_no_decimal_comma(response, gold, verdict):
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict

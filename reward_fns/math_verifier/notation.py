@@ -34,6 +34,12 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
 * :func:`decimal_comma`: a decimal comma in LaTeX, ``2{,}5`` (the braces
   keep TeX from spacing it as a list), is ``2.5`` when the digits after it
   cannot be a thousands group (not exactly three: ``1{,}000`` stays 1000).
+* :func:`comma_readings`: a plain comma number, ``3,5``, in a response
+  written in a language that writes decimal commas (German, French, Spanish,
+  Italian, Portuguese, Dutch: at least :data:`MIN_LANGUAGE_WORDS` of their
+  common words) reads as ``3.5``; followed by exactly three digits ("1,234")
+  it reads both ways, a thousands group or a decimal comma, and a grader
+  decides only when both readings agree. In English "3,5" stays a list.
 * :func:`set_builder`: a set in set-builder notation, ``\\{x \\mid x > 3\\}``,
   ``\\{x \\in \\mathbb{R} : -2 \\le x \\le 5\\}``, is its condition (an
   inequality, read against an interval or inequality gold); over the
@@ -312,3 +318,26 @@ def set_builder(text: str) -> str | None:
     if high - low + 1 > _MAX_ELEMENTS or high < low:
         return None
     return "\\{" + ",".join(str(n) for n in range(low, high + 1)) + "\\}"
+
+
+# Common words of the languages that write a decimal comma, none of them an English word.
+_DECIMAL_COMMA_LANGUAGE = re.compile(
+    r"(?i)(?<![\w'])(?:ist|und|der|das|beträgt|ergibt|wir|mit|für|nicht|eine?|gesuchte|lösung|"
+    r"est|et|les|une|soit|donc|vaut|avec|pour|c'est|probabilité|réponse|"
+    r"es|el|los|las|por|con|una|entonces|respuesta|"
+    r"è|il|della|che|sono|quindi|risposta|"
+    r"é|os|não|então|resposta|"
+    r"het|een|van|dus|antwoord)(?![\w'])")
+MIN_LANGUAGE_WORDS = 3
+_PLAIN_COMMA_NUMBER = re.compile(r"^([+-]?\d+),(\d+)$")
+
+
+def comma_readings(answer: str, response: str) -> tuple[str, ...]:
+    """The readings of ``answer`` as a number with a decimal comma, when ``response`` is written in a
+    language that writes one (see the module docstring): one, or two when three digits follow the
+    comma (a thousands group first); none when the comma is no decimal comma."""
+    match = _PLAIN_COMMA_NUMBER.match(answer.strip().strip("$").strip())
+    if match is None or len(_DECIMAL_COMMA_LANGUAGE.findall(response)) < MIN_LANGUAGE_WORDS:
+        return ()
+    decimal = f"{match.group(1)}.{match.group(2)}"
+    return (match.group(1) + match.group(2), decimal) if len(match.group(2)) == 3 else (decimal,)
