@@ -188,3 +188,23 @@ def test_a_comma_before_three_digits_in_a_european_language_is_never_decided_on_
 ])
 def test_a_comma_in_english_is_no_decimal_comma(response, gold, verdict):
     assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict
+
+
+@NOTATION_PROPERTY
+@given(b=st.integers(2, 7), shift=st.integers(-3, 3), name=st.sampled_from(["n", "m", "k"]))
+def test_floor_and_ceiling_identities_in_an_integer_variable(b, shift, name):
+    # ceil((v + s)/b) = floor((v + s + b - 1)/b) for every integer v; sympy proves few such identities.
+    ceiling = f"\\left\\lceil \\frac{{{name}{shift:+d}}}{{{b}}} \\right\\rceil"
+    assert _verdict(ceiling, f"\\left\\lfloor \\frac{{{name}{shift + b - 1:+d}}}{{{b}}} \\right\\rfloor") == "correct"
+    assert _verdict(ceiling, f"\\left\\lfloor \\frac{{{name}{shift + b:+d}}}{{{b}}} \\right\\rfloor") == "wrong"
+
+
+@pytest.mark.parametrize("written, gold, verdict", [
+    ("\\lceil -x \\rceil", "-\\lfloor x \\rfloor", "correct"),
+    ("\\lfloor x + 3 \\rfloor", "\\lfloor x \\rfloor + 3", "correct"),
+    ("\\lceil x \\rceil", "\\lfloor x \\rfloor + 1", "wrong"),  # they part at the integers
+    ("\\lfloor 2x \\rfloor", "2\\lfloor x \\rfloor", "wrong"),  # they part at x = 1/2
+    ("\\frac{n}{2} - \\frac{1-(-1)^{n}}{4}", "\\left\\lfloor \\frac{n}{2}\\right\\rfloor", "correct"),
+])
+def test_floor_and_ceiling_identities_in_one_variable(written, gold, verdict):
+    assert _verdict(written, gold) == verdict
