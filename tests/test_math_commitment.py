@@ -280,6 +280,15 @@ NOT_COMMITTED: dict[str, Context] = {
     "undetermined constant": lambda g, w: f"The fraction is $\\boxed{{{g}c}}$ where $c$ is a constant depending on the setup.",
     "undetermined scale": lambda g, w: f"By scaling, the answer is $\\boxed{{{g}\\lambda}}$ for the scale factor $\\lambda$.",
     "undetermined count": lambda g, w: f"Let $k$ be the number of red marbles. The total is $\\boxed{{{g}k}}$.",
+    # ... a link's address, and a response that hands the problem back
+    "link address": lambda g, w: f"The worked solution is online.\nAnswer: [click here](https://example.com/a?q={g})",
+    "bare url": lambda g, w: f"The result is posted.\nAnswer: www.example.com/result/{g}",
+    "asks for what it needs": lambda g, w: (f"So far I have {g} cookies per tray, but the number of trays is not given. "
+                                            f"Could you tell me the number of trays so I can finish?"),
+    "answer after clarification": lambda g, w: (f"The word is ambiguous. Once you tell me which reading you mean, I'll box "
+                                                f"the final answer. (So far: {g} pairs.)"),
+    "last step left to the reader": lambda g, w: (f"All that remains is to subtract the {g} used tickets from the total, "
+                                                  f"which I leave to you."),
 }
 
 _STEPS = " ".join(f"Step {i}: we add {i} and {i + 1} to get {2 * i + 1}." for i in range(1, 40))
@@ -344,6 +353,11 @@ COMMITTED: dict[str, Context] = {
     "simplify a step": lambda g, w: f"To simplify, we combine like terms, and the answer is $\\boxed{{{g}}}$.",
     "for simplicity a name": lambda g, w: f"For simplicity, write $s$ for the sum; then the answer is $\\boxed{{{g}}}$.",
     "only one solution": lambda g, w: f"There is only one solution: $\\boxed{{{g}}}$.",
+    "a link then the answer": lambda g, w: (f"(For background see https://en.wikipedia.org/wiki/Handshake_problem.) "
+                                            f"Counting gives the total.\nAnswer: {g}"),
+    "an ambiguity settled": lambda g, w: (f"The word could be read two ways, but the standard reading is inclusive, so "
+                                          f"the count is $\\boxed{{{g}}}$."),
+    "the last step done": lambda g, w: f"All that remains is to subtract: the total is ${g}$.\nAnswer: ${g}$",
     "a symbol determined": lambda g, w: f"Let $k$ be the number of red marbles. Then $k = 5$, and the total is $\\boxed{{{g}}}$.",
 }
 

@@ -85,7 +85,7 @@ a phrase puts before its value ("the answer is maybe 5"):
   a citation ``[12]``, also inside ``\\boxed{\\text{...}}``), or a number
   right after such a word in a closing sentence ("follows from equation
   (12)"); an equation tag (``\\tag{12}``, ``\\label{..}``, a ``(12)`` after a
-  display) is no text at all;
+  display) and a link's address (``https://...?q=12``) are no text at all;
 - listed among candidates: "the candidates / options / possibilities /
   possible values are", "is one of", "either" (not "either way / case").
 
@@ -136,6 +136,11 @@ states one value (its last math span, the value after its last ``=``, its one
 number or its last number; a bare list is read whole; several numbers with
 "or"/"maybe" are a hedge; a short sentence of words is a word answer), and
 nothing of section 3 cancels it.
+
+A response that hands the problem back, asking for what it needs ("could
+you tell me the number of trays so I can finish?", "once you tell me, I'll
+box the final answer") or leaving the last step to the reader ("which I
+leave to you"), commits to nothing in its closing sentence.
 
 **6. Undetermined symbols.** A committed answer in a symbol the response
 introduces as an unknown ("let $k$ be the number of red marbles", "where $t$
@@ -260,8 +265,9 @@ _REFERENCE = re.compile(r"(?i)(?:\b(?:see|cf\.?|as (?:obtained|given|shown|state
                         r"(?:of|in)|from)\s+)*(?:\b" + _REFERENCE_WORD + r"|§)\s*(?:\(\s*\d+(?:\.\d+)*\s*\)|"
                         r"\d+(?:\.\d+)*[a-z]?)|\[\s*\d+\s*(?:,\s*[A-Za-z§][^\]]*)?\]")
 _REFERENCE_JUST_BEFORE = re.compile(r"(?i)(?:\b" + _REFERENCE_WORD + r"|§)[\s$~]*\(?[\s$]*$")
-# Equation tags and labels are never text; nor is an equation number "(12)" right after a display.
-_TAG = re.compile(r"\\(?:tag\*?|label)\s*\{[^{}]*\}|(?<=\$\$)[ \t]*\(\d+\)|(?<=\\\])[ \t]*\(\d+\)")
+# Equation tags and labels are never text; nor is an equation number "(12)" right after a display, nor
+# the address of a link (a reference, wherever its digits are).
+_TAG = re.compile(r"(?:https?://|www\.)[^\s)\]>]+|\\(?:tag\*?|label)\s*\{[^{}]*\}|(?<=\$\$)[ \t]*\(\d+\)|(?<=\\\])[ \t]*\(\d+\)")
 _SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead(?! of)|actually)\b)")
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
@@ -331,6 +337,12 @@ _DISCLAIMER = re.compile(
     r"(?:is|are|was|remains) not (?:solved|worked out|computed|finished|handled)|(?:leave|left) (?:\w+ )?(?:unresolved|"
     r"unsolved|open)|(?:I|we) (?:was|were) (?:not|unable) (?:able )?to (?:extend|finish|solve|handle|generali[sz]e))"
 )
+# A response that hands the problem back, asking for what it needs or leaving the last step to the reader,
+# commits to nothing in its closing sentence.
+_HANDED_BACK = re.compile(r"(?i)\b(?:(?:could|can|would) you (?:please )?(?:tell|clarify|confirm|specify|let me know)|"
+                          r"once you (?:tell|confirm|clarify|specify)|which (?:meaning|reading|interpretation) do you|"
+                          r"so (?:that )?I can finish|(?:which|that) I leave to (?:you|the reader)|I leave (?:it|this|that|"
+                          r"the rest|the last step) (?:to you|to the reader|as an exercise))\b")
 _TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
 _WORD_ANSWER = re.compile(r"[A-Za-z][A-Za-z '-]*")
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
@@ -396,6 +408,9 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         if empty:  # the answer's place was marked and left empty: no sentence stands in for it
             return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
         closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
+        handed_back = _HANDED_BACK.search(response)  # a question asked back is removed from ``text``
+        if closing and handed_back:
+            return Reading(None, why=f"the response hands the problem back ({handed_back.group(0)!r})")
         if closing:
             return Reading(closing, CLOSING)
         return Reading(None, why=_nothing(cancelled, cut))
