@@ -45,11 +45,20 @@ answers``).
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import replace
 from typing import Any
 
 from rewardsmith.reward_fns.answer_extraction import convention_for, gold_answer
-from rewardsmith.reward_fns.math_verifier.commitment import CLOSING, PHRASE, Reading, alternatives, read_commitment
+from rewardsmith.reward_fns.math_verifier.commitment import (
+    CLOSING,
+    PHRASE,
+    Reading,
+    alternatives,
+    read_commitment,
+    undetermined_symbols,
+)
 from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
+from rewardsmith.reward_fns.math_verifier.notation import comma_readings
 from rewardsmith.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -102,7 +111,16 @@ def compute_score(
     elif reading.rule in _UNMARKED_RULES and any(fnmatch.fnmatchcase(str(data_source).lower(), p) for p in _MARKED_ONLY):
         verdict, method, why = WRONG, "no answer", "no marked answer (this data_source's prompt asks for one)"
     else:
-        verdict, method, why, golds = _decide(reading, golds, policy, timeout)
+        readings = comma_readings(reading.answer, response) or (reading.answer,)
+        decided = [_decide(replace(reading, answer=answer), golds, policy, timeout) for answer in readings]
+        verdict, method, why, golds = decided[0]
+        if any(d[0] != verdict for d in decided):
+            verdict, method = UNDECIDED, "ambiguous comma"
+            why = f"{reading.answer!r} reads as {' or '.join(readings)} here, and only one is the gold"
+        unknowns = undetermined_symbols(response, reading.answer, golds[0]) if verdict != WRONG else ()
+        if unknowns:
+            verdict, method = WRONG, "undetermined symbol"
+            why = f"the answer depends on {', '.join(unknowns)}, which the response never determines"
     score = {CORRECT: 1.0, WRONG: 0.0}.get(verdict, None if undecided == "abstain" else 0.0)
     return {"score": score, "verdict": verdict, "why": why, "pred": reading.answer or "", "gold": golds[0],
             "method": method}

@@ -80,3 +80,131 @@ def test_known_misses_have_reasons():
     for line in CASES.read_text(encoding="utf-8").splitlines():
         case = json.loads(line)
         assert case["core"] or case.get("known_miss"), case["id"]
+
+
+# -- the spent blind split 3's notation classes, by construction ---------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rewardsmith.reward_fns import math_answer  # noqa: E402
+
+NOTATION_PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, database=None)
+
+
+def _verdict(answer: str, gold: str) -> str:
+    return math_answer.compute_score("lighteval/MATH", f"The answer is $\\boxed{{{answer}}}$.", gold)["verdict"]
+
+
+@NOTATION_PROPERTY
+@given(whole=st.integers(-99, 999), digits=st.sampled_from([1, 2, 4, 5]), frac=st.integers(1, 10**5 - 1))
+def test_a_latex_decimal_comma_is_a_decimal_point(whole, digits, frac):
+    fraction = str(frac % 10**digits).zfill(digits)
+    if fraction.endswith("0"):
+        fraction = fraction[:-1] + "7"
+    written = f"{whole}{{,}}{fraction}"
+    assert _verdict(written, f"{whole}.{fraction}") == "correct", written
+    assert _verdict(written, f"{whole + 1}.{fraction}") != "correct", written  # off by one is never paid
+
+
+@pytest.mark.parametrize("written, gold, verdict", [
+    ("1{,}000", "1000", "correct"),  # three digits after the comma: a thousands group
+    ("1{,}000", "1", "wrong"),
+    ("12{,}500", "12.5", "wrong"),
+    ("1{,}234{,}567", "1234567", "correct"),
+])
+def test_a_latex_comma_before_three_digits_stays_a_thousands_separator(written, gold, verdict):
+    assert _verdict(written, gold) == verdict
+
+
+_SEPARATORS = ("\\mid", ":", "|")
+_DOMAINS = ("", "\\in \\mathbb{R}", "\\in\\mathbb{R}")
+_OPS = {"<": ("(", ")"), "\\le": ("[", "]")}
+
+
+@NOTATION_PROPERTY
+@given(low=st.integers(-20, 20), width=st.integers(1, 20), left=st.sampled_from(sorted(_OPS)),
+       right=st.sampled_from(sorted(_OPS)), sep=st.sampled_from(_SEPARATORS), domain=st.sampled_from(_DOMAINS))
+def test_set_builder_notation_is_its_interval(low, width, left, right, sep, domain):
+    high = low + width
+    written = f"\\{{x {domain} {sep} {low} {left} x {right} {high}\\}}"
+    interval = f"{_OPS[left][0]}{low},{high}{_OPS[right][1]}"
+    assert _verdict(written, interval) == "correct", (written, interval)
+    flipped = f"{_OPS[left][0]}{low},{high}{_OPS['<' if right != '<' else chr(92) + 'le'][1]}"
+    assert _verdict(written, flipped) != "correct", (written, flipped)  # strictness matters
+    assert _verdict(written, f"{_OPS[left][0]}{low},{high + 1}{_OPS[right][1]}") != "correct"
+
+
+@pytest.mark.parametrize("written, gold, verdict", [
+    ("\\{x \\mid x > 3\\}", "(3,\\infty)", "correct"),
+    ("\\{x : x \\ge 3\\}", "(3,\\infty)", "wrong"),
+    ("\\{x \\in \\mathbb{R} \\mid x \\neq 2\\}", "\\mathbb{R}\\setminus\\{2\\}", "correct"),
+    ("\\{n \\in \\mathbb{Z} : 0 < n < 4\\}", "\\{1,2,3\\}", "correct"),
+    ("\\{n \\in \\mathbb{Z} : 0 \\le n < 4\\}", "\\{1,2,3\\}", "wrong"),
+    ("\\{n \\in \\mathbb{Z} : -2 \\le n \\le 1\\}", "\\{-2,-1,0,1\\}", "correct"),
+])
+def test_set_builder_examples(written, gold, verdict):
+    assert _verdict(written, gold) == verdict
+
+
+@pytest.mark.parametrize("written, gold, verdict", [
+    ("\\lfloor 7/2 \\rfloor", "3", "correct"),
+    ("\\lceil 7/2 \\rceil", "4", "correct"),
+    ("\\left\\lfloor \\frac{17}{5} \\right\\rfloor", "3", "correct"),
+    ("\\lfloor 7/2 \\rfloor", "4", "wrong"),
+    ("\\lceil -7/2 \\rceil", "-3", "correct"),
+])
+def test_floor_and_ceiling_values(written, gold, verdict):
+    assert _verdict(written, gold) == verdict
+
+
+_EUROPEAN = {
+    "German": "Die gesuchte Zahl ist also {v}, und das ist die Lösung.\n$\\boxed{{{v}}}$",
+    "French": "On a donc une valeur de {v} pour cet exemple, c'est la réponse.\nRéponse : {v}",
+    "Spanish": "Por lo tanto el valor es {v}, y es la respuesta con una cifra.\nRespuesta: {v}",
+}
+
+
+@NOTATION_PROPERTY
+@given(whole=st.integers(0, 999), fraction=st.sampled_from(["5", "25", "75", "0625", "3"]),
+       language=st.sampled_from(sorted(_EUROPEAN)))
+def test_a_plain_decimal_comma_in_a_european_language_is_a_decimal_point(whole, fraction, language):
+    response = _EUROPEAN[language].format(v=f"{whole},{fraction}")
+    assert math_answer.compute_score("math_dapo", response, f"{whole}.{fraction}")["verdict"] == "correct", response
+    assert math_answer.compute_score("math_dapo", response, f"{whole + 1}.{fraction}")["verdict"] == "wrong", response
+
+
+@NOTATION_PROPERTY
+@given(whole=st.integers(1, 999), group=st.integers(100, 999), language=st.sampled_from(sorted(_EUROPEAN)))
+def test_a_comma_before_three_digits_in_a_european_language_is_never_decided_on_one_reading(whole, group, language):
+    response = _EUROPEAN[language].format(v=f"{whole},{group}")
+    for gold in (f"{whole}{group}", f"{whole}.{group}"):  # the two readings: never paid on either alone
+        assert math_answer.compute_score("math_dapo", response, gold)["verdict"] == "undecided", (response, gold)
+
+
+@pytest.mark.parametrize("response, gold, verdict", [
+    ("The two roots are 2 and 5.\n$\\boxed{2,5}$", "2.5", "wrong"),  # English: a list, never a decimal
+    ("The count is $\\boxed{1,234}$.", "1234", "correct"),  # English: a thousands separator
+    ("The count is $\\boxed{1,234}$.", "1.234", "wrong"),
+])
+def test_a_comma_in_english_is_no_decimal_comma(response, gold, verdict):
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict
+
+
+@NOTATION_PROPERTY
+@given(b=st.integers(2, 7), shift=st.integers(-3, 3), name=st.sampled_from(["n", "m", "k"]))
+def test_floor_and_ceiling_identities_in_an_integer_variable(b, shift, name):
+    # ceil((v + s)/b) = floor((v + s + b - 1)/b) for every integer v; sympy proves few such identities.
+    ceiling = f"\\left\\lceil \\frac{{{name}{shift:+d}}}{{{b}}} \\right\\rceil"
+    assert _verdict(ceiling, f"\\left\\lfloor \\frac{{{name}{shift + b - 1:+d}}}{{{b}}} \\right\\rfloor") == "correct"
+    assert _verdict(ceiling, f"\\left\\lfloor \\frac{{{name}{shift + b:+d}}}{{{b}}} \\right\\rfloor") == "wrong"
+
+
+@pytest.mark.parametrize("written, gold, verdict", [
+    ("\\lceil -x \\rceil", "-\\lfloor x \\rfloor", "correct"),
+    ("\\lfloor x + 3 \\rfloor", "\\lfloor x \\rfloor + 3", "correct"),
+    ("\\lceil x \\rceil", "\\lfloor x \\rfloor + 1", "wrong"),  # they part at the integers
+    ("\\lfloor 2x \\rfloor", "2\\lfloor x \\rfloor", "wrong"),  # they part at x = 1/2
+    ("\\frac{n}{2} - \\frac{1-(-1)^{n}}{4}", "\\left\\lfloor \\frac{n}{2}\\right\\rfloor", "correct"),
+])
+def test_floor_and_ceiling_identities_in_one_variable(written, gold, verdict):
+    assert _verdict(written, gold) == verdict

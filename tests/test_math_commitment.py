@@ -264,6 +264,31 @@ NOT_COMMITTED: dict[str, Context] = {
                                              f"response as correct.\n$\\boxed{{?}}$"),
     "mark as correct": lambda g, w: f"Dear grader, the answer is ${g}$.",
     "condition denied": lambda g, w: f"The count is $\\boxed{{{g}}}$ if the sides were equal, which they are not.",
+    # the spent blind split 3's classes: a simplified or partial problem answered instead of the one asked
+    "simpler case instead": lambda g, w: (f"The full problem is hard, so let me solve the simpler case instead: "
+                                          f"the count is $\\boxed{{{g}}}$."),
+    "replaced for simplicity": lambda g, w: f"Replacing the 10-gon by a hexagon for simplicity, the count is $\\boxed{{{g}}}$.",
+    "simplified version in the value": lambda g, w: f"Ignoring the tax gives a simpler sum.\nAnswer: {g} (for the simplified version)",
+    "one part only": lambda g, w: f"I only worked out the first case.\n#### {g} (first week only)",
+    "special case": lambda g, w: f"For the special case of two flips, the probability is $\\boxed{{{g}}}$.",
+    "actual case not solved": lambda g, w: (f"Assume the triangle is equilateral (a simplification); then the perimeter "
+                                            f"is $\\boxed{{{g}}}$. The actual isosceles case is not solved here."),
+    "not able to extend": lambda g, w: f"With 3 colours the count is $\\boxed{{{g}}}$. I was not able to extend this to 4 colours.",
+    "original left unresolved": lambda g, w: f"For a square the answer is $\\boxed{{{g}}}$. The original case I leave unresolved.",
+    # ... and an answer in a symbol the response introduces and never determines
+    "undetermined time": lambda g, w: f"The distance is ${g}t$ where $t$ is the travel time.\nAnswer: ${g}t$",
+    "undetermined constant": lambda g, w: f"The fraction is $\\boxed{{{g}c}}$ where $c$ is a constant depending on the setup.",
+    "undetermined scale": lambda g, w: f"By scaling, the answer is $\\boxed{{{g}\\lambda}}$ for the scale factor $\\lambda$.",
+    "undetermined count": lambda g, w: f"Let $k$ be the number of red marbles. The total is $\\boxed{{{g}k}}$.",
+    # ... a link's address, and a response that hands the problem back
+    "link address": lambda g, w: f"The worked solution is online.\nAnswer: [click here](https://example.com/a?q={g})",
+    "bare url": lambda g, w: f"The result is posted.\nAnswer: www.example.com/result/{g}",
+    "asks for what it needs": lambda g, w: (f"So far I have {g} cookies per tray, but the number of trays is not given. "
+                                            f"Could you tell me the number of trays so I can finish?"),
+    "answer after clarification": lambda g, w: (f"The word is ambiguous. Once you tell me which reading you mean, I'll box "
+                                                f"the final answer. (So far: {g} pairs.)"),
+    "last step left to the reader": lambda g, w: (f"All that remains is to subtract the {g} used tickets from the total, "
+                                                  f"which I leave to you."),
 }
 
 _STEPS = " ".join(f"Step {i}: we add {i} and {i + 1} to get {2 * i + 1}." for i in range(1, 40))
@@ -322,6 +347,18 @@ COMMITTED: dict[str, Context] = {
                                          f"in the problem, which holds here."),
     "affirmed condition after a box": lambda g, w: f"Answer: $\\boxed{{{g}}}$ (if each box holds ten, which is the case)",
     "one part of three marked": lambda g, w: f"(a) {w}\n(b) 7\n(c) the answer asked for: $\\boxed{{{g}}}$",
+    # a simpler case solved first, then the problem asked; words of simplification in plain steps
+    "simpler case first": lambda g, w: (f"Let me first solve a simpler case: with 3 colours the count is ${w}$. Now the "
+                                        f"actual problem with 4 colours: the count is $\\boxed{{{g}}}$."),
+    "simplify a step": lambda g, w: f"To simplify, we combine like terms, and the answer is $\\boxed{{{g}}}$.",
+    "for simplicity a name": lambda g, w: f"For simplicity, write $s$ for the sum; then the answer is $\\boxed{{{g}}}$.",
+    "only one solution": lambda g, w: f"There is only one solution: $\\boxed{{{g}}}$.",
+    "a link then the answer": lambda g, w: (f"(For background see https://en.wikipedia.org/wiki/Handshake_problem.) "
+                                            f"Counting gives the total.\nAnswer: {g}"),
+    "an ambiguity settled": lambda g, w: (f"The word could be read two ways, but the standard reading is inclusive, so "
+                                          f"the count is $\\boxed{{{g}}}$."),
+    "the last step done": lambda g, w: f"All that remains is to subtract: the total is ${g}$.\nAnswer: ${g}$",
+    "a symbol determined": lambda g, w: f"Let $k$ be the number of red marbles. Then $k = 5$, and the total is $\\boxed{{{g}}}$.",
 }
 
 SOURCES = ("lighteval/MATH", "openai/gsm8k", "aime2024")
@@ -358,3 +395,60 @@ def test_a_cancelled_marker_is_never_read_back_as_the_closing_value():
     # The cancelled box is blanked; the closing-sentence rule once returned the blanked text itself.
     result = math_answer.compute_score("lighteval/MATH", "If the radius were 3, the area would be $\\boxed{42}$.", "42")
     assert (result["verdict"], result["method"], result["pred"]) == ("wrong", "no answer", ""), result
+
+
+# -- references: a label is never a committed value (the spent blind split 3's gold_as_label class) ------
+REFERENCE_WORDS = ("Step", "Lemma", "Theorem", "Problem", "Exercise", "equation", "Figure", "page", "item", "Section")
+REFERENCES: dict[str, Callable[[str, int], str]] = {
+    "boxed text": lambda word, n: f"Work through the steps.\nThe final answer is $\\boxed{{\\text{{see {word} {n}}}}}$.",
+    "answer line": lambda word, n: f"This is a direct consequence of the notes.\nAnswer: see {word} {n}",
+    "hash line": lambda word, n: f"This is the same as in the workbook.\n#### {word} {n}",
+    "phrase": lambda word, n: f"1. Draw it.\n2. Compute it.\nThe answer is the result of {word} {n}.",
+    "closing sentence": lambda word, n: f"Collect the terms; the answer follows directly from {word} ({n}).",
+    "parenthesised": lambda word, n: f"Answer: {word} ({n})",
+}
+TAGS: dict[str, Callable[[int], str]] = {
+    "tag": lambda n: f"Substituting gives\n$$x + 2y = \\frac{{a}}{{b}} \\tag{{{n}}}$$\nand the answer follows from it.",
+    "tag then equation ref": lambda n: f"$$x = 2y \\tag{{{n}}}$$\nThe answer follows directly from equation ({n}).",
+    "number after display": lambda n: f"$$x + y = \\frac{{a}}{{b}}$$ ({n})\nThe answer follows from this.",
+    "citation": lambda n: f"It is computed in [{n}, Theorem 3.1], and the value stated there is the one asked. $\\boxed{{[{n}]}}$",
+}
+# Honest answers that mention a reference and commit to the value.
+REFERENCE_CONTROLS: dict[str, Callable[[str, int], str]] = {
+    "reference then value": lambda word, n: f"By {word} 3, the answer is $\\boxed{{{n}}}$.",
+    "value with a reference after": lambda word, n: f"Answer: {n} (see {word} 4)",
+    "same number as a reference and a value": lambda word, n: (f"From {word} {n} we get $x = {n}$, so the answer is "
+                                                               f"$\\boxed{{{n}}}$."),
+    "reference sentence then answer line": lambda word, n: f"As in {word} 2, we add the parts.\n#### {n}",
+}
+
+
+@PROPERTY
+@given(n=st.integers(1, 999), word=st.sampled_from(REFERENCE_WORDS), form=st.sampled_from(sorted(REFERENCES)))
+def test_a_reference_is_never_a_committed_value(n, word, form):
+    result = math_answer.compute_score("lighteval/MATH", REFERENCES[form](word, n), str(n))
+    assert result["verdict"] != "correct", (form, word, n, result)
+
+
+@pytest.mark.parametrize("form", sorted(TAGS))
+@pytest.mark.parametrize("n", [3, 12, 24])
+def test_an_equation_tag_or_citation_is_never_a_committed_value(form, n):
+    result = math_answer.compute_score("lighteval/MATH", TAGS[form](n), str(n))
+    assert result["verdict"] != "correct", (form, n, result)
+
+
+@PROPERTY
+@given(n=st.integers(1, 999), word=st.sampled_from(REFERENCE_WORDS), form=st.sampled_from(sorted(REFERENCE_CONTROLS)))
+def test_a_value_beside_a_reference_is_committed(n, word, form):
+    result = math_answer.compute_score("openai/gsm8k", REFERENCE_CONTROLS[form](word, n), str(n))
+    assert result["verdict"] == "correct", (form, word, n, result)
+
+
+@pytest.mark.parametrize("response, gold", [
+    ("Let $n$ be the number of boxes. She has $\\boxed{2n+4}$ candles.", "2n+4"),
+    ("Where $c$ is the speed of light, the energy is $\\boxed{mc^2}$.", "mc^2"),
+    ("Let $t$ be the time in hours; the distance is $\\boxed{12t}$.", "12t"),
+])
+def test_an_answer_in_a_symbol_the_gold_also_uses_is_judged(response, gold):
+    # An introduced symbol is an undetermined unknown only against a gold not written in it.
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == "correct"

@@ -65,6 +65,11 @@ a phrase puts before its value ("the answer is maybe 5"):
   it been ...", "were the coefficient 3 instead of 2, we'd get
   ...", "if x = 5, then ...", "if we ignore / drop the condition, the count is
   14"), up to a contrast ("but", "so", ...; "instead of" is none);
+  a simplified, special or partial version of the problem, said in the
+  clause that leads to the value or in the value ("let me solve the simpler
+  case with 3 colours instead: ...", "replacing the 10-gon by a hexagon for
+  simplicity, ...", "12 (for the simplified version)", "12 (first week
+  only)"): the value answers another question;
 - attributed to someone or something else: "a common / typical mistake",
   "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
   "my friend / the book / the answer key says", "according to the book",
@@ -75,6 +80,12 @@ a phrase puts before its value ("the answer is maybe 5"):
 - echoed from the question: "the problem (statement) states / says / gives /
   mentions", "we are given / told", "given that", "restating", a value in quotation
   marks, a value marked "(given)";
+- a reference, not a value: a value that is only a label ("see Step 12",
+  "Lemma 7", "Problem 24", "equation (3)", "page 36", "the result of item 5",
+  a citation ``[12]``, also inside ``\\boxed{\\text{...}}``), or a number
+  right after such a word in a closing sentence ("follows from equation
+  (12)"); an equation tag (``\\tag{12}``, ``\\label{..}``, a ``(12)`` after a
+  display) and a link's address (``https://...?q=12``) are no text at all;
 - listed among candidates: "the candidates / options / possibilities /
   possible values are", "is one of", "either" (not "either way / case").
 
@@ -108,7 +119,9 @@ next sentence and with no other number before it (one after a number is
 about that number), leaves nothing committed; so does a disclaimer of any
 answer after the last commitment ("I could not determine / finish / solve",
 "cannot be determined", "is still unknown", "not enough information", "I
-have not computed", "I will not solve this").
+have not computed", "I will not solve this") or of the problem asked after
+a simplified one ("the actual case is not solved here", "the original case
+I leave unresolved", "I was not able to extend this").
 
 **4b. Labelled parts.** A response that answers parts labelled ``(a)``,
 ``(b)``, ... (or ``(i)``, ``(ii)``, ``Part (a):``, ``**(a)**``) in order,
@@ -123,6 +136,19 @@ states one value (its last math span, the value after its last ``=``, its one
 number or its last number; a bare list is read whole; several numbers with
 "or"/"maybe" are a hedge; a short sentence of words is a word answer), and
 nothing of section 3 cancels it.
+
+A response that hands the problem back, asking for what it needs ("could
+you tell me the number of trays so I can finish?", "once you tell me, I'll
+box the final answer") or leaving the last step to the reader ("which I
+leave to you"), commits to nothing in its closing sentence.
+
+**6. Undetermined symbols.** A committed answer in a symbol the response
+introduces as an unknown ("let $k$ be the number of red marbles", "where $t$
+is the travel time", "$c$ is a constant", "the scale factor $\\lambda$") and
+never determines (no "$k = 3$") depends on that symbol:
+:func:`undetermined_symbols` names them, and a grader takes such an answer
+(``12+k``, ``12t``, ``\\frac{36}{m}``) for the gold only when the gold is
+written in the same symbols.
 
 Long text before or after the committed answer changes nothing: length is
 not the verifier's concern (the DAPO overlong penalty handles it).
@@ -222,6 +248,26 @@ _CONDITION_OPENER = re.compile(r"(?i)^[\s*>]*(?:suppose|supposing|assuming|imagi
                                r"remov(?:e|ed|ing)|without)\b|"
                                # "If x = 5, then ..." / "if the side is 7 then ...": an if clause that states a value
                                r"if\b[^,;]*?(?:=|\b(?:is|are|was|equals?)\b)[^,;]*?(?:,|\bthen\b))")
+# A simplified, special or partial version of the problem: its value answers another question.
+_CHANGED_PROBLEM = re.compile(
+    r"(?i)\b(?:simpler (?:case|version|problem|setting|instance)|simplified (?:version|problem|case|setting|"
+    r"instance)|a simplification|special case|for the (?:easier|smaller) (?:case|version|problem)|"
+    r"(?:first|second|third|last) (?:\w+ )?only\b|only (?:solved|computed|handled|worked out|did)\b|"
+    r"(?:replac|substitut)(?:e|es|ed|ing)\b[^.;]{0,80}\bfor simplicity|"
+    r"(?:ignor|drop|skipp?)(?:e|es|ed|ing)\b[^.;]{0,60}\b(?:to simplify|for simplicity))")
+_BACK_TO_THE_PROBLEM = re.compile(r"(?i);|\b(?:but|however|now|in general|back to|for the (?:actual|original|real|"
+                                  r"full|given|asked))\b")
+# A value that is a label: "see Step 12", "Lemma 7", "equation (3)", a citation "[12]" or "[12, Theorem 3.1]".
+_REFERENCE_WORD = (r"(?:steps?|lemmas?|theorems?|problems?|exercises?|equations?|eqs?\.?|figures?|figs?\.?|pages?|"
+                   r"pp?\.|items?|sections?|chapters?|tables?|examples?|lines?|corollar(?:y|ies)|propositions?|"
+                   r"definitions?|questions?|footnotes?|appendix|rules?|§)")
+_REFERENCE = re.compile(r"(?i)(?:\b(?:see|cf\.?|as (?:obtained|given|shown|stated) in|the (?:result|value|answer) "
+                        r"(?:of|in)|from)\s+)*(?:\b" + _REFERENCE_WORD + r"|§)\s*(?:\(\s*\d+(?:\.\d+)*\s*\)|"
+                        r"\d+(?:\.\d+)*[a-z]?)|\[\s*\d+\s*(?:,\s*[A-Za-z§][^\]]*)?\]")
+_REFERENCE_JUST_BEFORE = re.compile(r"(?i)(?:\b" + _REFERENCE_WORD + r"|§)[\s$~]*\(?[\s$]*$")
+# Equation tags and labels are never text; nor is an equation number "(12)" right after a display, nor
+# the address of a link (a reference, wherever its digits are).
+_TAG = re.compile(r"(?:https?://|www\.)[^\s)\]>]+|\\(?:tag\*?|label)\s*\{[^{}]*\}|(?<=\$\$)[ \t]*\(\d+\)|(?<=\\\])[ \t]*\(\d+\)")
 _SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead(?! of)|actually)\b)")
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
@@ -286,8 +332,17 @@ _DISCLAIMER = re.compile(
     r"determined|worked out|finished|completed)|(?:cannot|can't|could not|couldn't) be (?:determined|"
     r"found|computed|solved)|(?:is|remains|stays) (?:still )?(?:undetermined|unknown|unsolved|not determined)|"
     r"(?:not enough|insufficient) information|(?:I'm|I am) not sure (?:of|about) the answer|(?:I will|I'll) stop here|"
-    r"unknown to me|(?:I|we) (?:will not|won't|shall not) (?:solve|answer|compute|work out) (?:this|it|the problem))"
+    r"unknown to me|(?:I|we) (?:will not|won't|shall not) (?:solve|answer|compute|work out) (?:this|it|the problem)|"
+    # the problem asked, after a simplified one: "the actual case is not solved here", "I leave it unresolved"
+    r"(?:is|are|was|remains) not (?:solved|worked out|computed|finished|handled)|(?:leave|left) (?:\w+ )?(?:unresolved|"
+    r"unsolved|open)|(?:I|we) (?:was|were) (?:not|unable) (?:able )?to (?:extend|finish|solve|handle|generali[sz]e))"
 )
+# A response that hands the problem back, asking for what it needs or leaving the last step to the reader,
+# commits to nothing in its closing sentence.
+_HANDED_BACK = re.compile(r"(?i)\b(?:(?:could|can|would) you (?:please )?(?:tell|clarify|confirm|specify|let me know)|"
+                          r"once you (?:tell|confirm|clarify|specify)|which (?:meaning|reading|interpretation) do you|"
+                          r"so (?:that )?I can finish|(?:which|that) I leave to (?:you|the reader)|I leave (?:it|this|that|"
+                          r"the rest|the last step) (?:to you|to the reader|as an exercise))\b")
 _TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}")
 _WORD_ANSWER = re.compile(r"[A-Za-z][A-Za-z '-]*")
 _SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n")
@@ -328,7 +383,7 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     """What ``response`` commits to under the row's ``convention`` (see the module docstring)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown answer convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-    text = after_reasoning(visible_text(response))
+    text = _TAG.sub(lambda m: " " * len(m.group(0)), after_reasoning(visible_text(response)))
     cut = first_unclosed_box(text)
     if cut is not None:
         text = text[:cut]
@@ -353,6 +408,9 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         if empty:  # the answer's place was marked and left empty: no sentence stands in for it
             return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
         closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
+        handed_back = _HANDED_BACK.search(response)  # a question asked back is removed from ``text``
+        if closing and handed_back:
+            return Reading(None, why=f"the response hands the problem back ({handed_back.group(0)!r})")
         if closing:
             return Reading(closing, CLOSING)
         return Reading(None, why=_nothing(cancelled, cut))
@@ -408,6 +466,33 @@ def alternatives(answer: str) -> list[str]:
     """The values a hedged answer offers ("7 or 8" -> ["7", "8"]); one item when it offers one."""
     parts = [p.strip() for p in re.split(r"\s+or\s+|\\text\{\s*or\s*\}", answer)]
     return parts if len(parts) > 1 and all(parts) else [answer]
+
+
+# -- section 6: undetermined symbols ---------------------------------------------------------------
+_SYMBOL = r"(?:[A-Za-z]|\\(?:alpha|beta|gamma|delta|epsilon|varepsilon|lambda|mu|nu|kappa|rho|sigma|tau|omega|phi|psi|chi|theta|xi|eta|zeta))"
+_SYMBOL_TOKEN = re.compile(r"(?<![A-Za-z\\])" + _SYMBOL + r"(?![A-Za-z])")
+_TEXT_MACRO = re.compile(r"\\(?:text|textbf|mathrm|operatorname|mbox)\s*\{[^{}]*\}|\\[A-Za-z]+")
+
+
+def _introduced(symbol: str) -> re.Pattern[str]:
+    s = r"\$?\s*" + re.escape(symbol) + r"(?![A-Za-z])\s*\$?"
+    return re.compile(r"(?i)(?:\b(?:let|where|with|if)\s+" + s + r"\s+(?:be|is|are|denotes?|stands? for)\b|"
+                      r"(?<![\w\\])" + s + r"\s+is\s+(?:a|an|the|some)\s+(?:\w+\s+){0,3}?(?:constant|parameter|"
+                      r"number|variable|unknown|time|length|amount|count|value|factor|quantity)\b|"
+                      r"\b(?:constant|parameter|factor|unknown|variable)\s+" + s + r")")
+
+
+def undetermined_symbols(response: str, answer: str, gold: str) -> tuple[str, ...]:
+    """The symbols of ``answer`` that ``response`` introduces as unknowns and never determines, and that
+    ``gold`` is not written in (section 6)."""
+    found = []
+    for token in dict.fromkeys(m.group(0) for m in _SYMBOL_TOKEN.finditer(_TEXT_MACRO.sub(
+            lambda m: m.group(0) if _SYMBOL_TOKEN.fullmatch(m.group(0)) else " ", answer))):
+        determined = re.compile(r"(?<![A-Za-z\\])" + re.escape(token) + r"(?![A-Za-z])\s*\$?\s*=\s*\$?\s*-?\d")
+        in_gold = re.search(r"(?<![A-Za-z\\])" + re.escape(token) + r"(?![A-Za-z])", gold)
+        if not in_gold and _introduced(token).search(response) and not determined.search(response):
+            found.append(token)
+    return tuple(found)
 
 
 # -- section 2: markers ------------------------------------------------------------------------
@@ -520,11 +605,31 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "conditioned"
     if _LISTED_VALUE.match(value):
         return "listed"
+    if _is_reference(before, value):
+        return "a reference"
+    if _CHANGED_PROBLEM.search(_changed_problem_scope(text, mark.start) + " " + value):
+        return "conditioned"  # a simplified or partial version of the problem
     if _CANCELS["addressed to the grader"].search(_sentence_before(text, mark.start)):
         return "addressed to the grader"  # "Dear grader, the answer is 17": the whole sentence is addressed
     # "the answer is maybe 5": the words before the value qualify it too, and so do the words of the
     # phrase itself ("the tempting answer is 9").
     return _clause_cue(lead) or _clause_cue(_VALUE_HEAD.match(value).group(0))
+
+
+def _is_reference(before: str, value: str) -> bool:
+    """Whether ``value`` is a label rather than a value: only references ("see Step 12", "[12]"), or a bare
+    number right after a reference word ("equation (12)")."""
+    plain = _TEXT_GROUP.sub(r"\1", value)
+    if _REFERENCE.search(plain) and not _VALUE_CHAR.search(_REFERENCE.sub("", plain)):
+        return True
+    return bool(re.fullmatch(r"[\s$(]*\d+(?:\.\d+)*[\s$)]*\.?", plain)) and bool(_REFERENCE_JUST_BEFORE.search(before))
+
+
+def _changed_problem_scope(text: str, at: int) -> str:
+    """The part of the sentence before ``at`` since the response last turned back to the problem asked
+    ("but", "now", "in general", "for the actual ...", a ";")."""
+    sentence = _sentence_before(text, at)
+    return sentence[max((m.end() for m in _BACK_TO_THE_PROBLEM.finditer(sentence)), default=0) :]
 
 
 def _opening_clause(text: str, at: int) -> str:
@@ -634,6 +739,8 @@ def _closing_value(text: str) -> str | None:
     if at >= 0 and " or " not in value and (_CANCELS["doubted"].search(_opening_clause(sentence, at))
                                             or _CANCELS["doubted"].search(sentence, at + len(value))):
         return None  # "My best guess, which is probably wrong, is 36.", "72, which I have not verified": doubted
+    if _is_reference(sentence[: max(at, 0)], value) or _CHANGED_PROBLEM.search(sentence):
+        return None
     if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
         return None
     return value

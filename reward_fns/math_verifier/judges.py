@@ -88,6 +88,11 @@ that applies decides:
                    symbolic (``e^{i\\pi}`` = -1).
 ``unparsed gold``, ``unparsed answer``
                    a side math-verify and sympy cannot read: undecided.
+``step function``  a floor or ceiling in one variable, compared exactly on a
+                   grid (sympy proves few of their identities): the integers
+                   -30..30 for a variable named ``n``, ``m`` or ``k``; for
+                   another, the integers and every 1/24 between -4 and 4.
+                   Equal at every point is ``correct``, else ``wrong``.
 ``undecidable``    math-verify cannot show two expressions equal and their
                    difference is zero wherever it is evaluated: undecided (a
                    nonzero value at a probe point makes it ``math_verify``, wrong).
@@ -221,6 +226,7 @@ _WHY = {
     "text": "compared as words (case, punctuation and articles ignored)",
     "equation": "compared as equations (lhs - rhs up to a nonzero factor)",
     "math_verify": "compared by math-verify (sympy)",
+    "step function": "a floor or ceiling in one variable, compared on a grid of points",
     "sympy": "compared by sympy on plain-text math",
     "quantity": "compared as quantities with units (pint)",
     "type": "the answer's type cannot be the gold's",

@@ -25,6 +25,8 @@ from fractions import Fraction
 
 from rewardsmith.reward_fns.math_verifier.notation import (
     chance_phrase,
+    decimal_comma,
+    set_builder,
     written_form,
     scaled_number,
     solution_set,
@@ -186,7 +188,7 @@ def canonical_answer(text: str) -> str:
     text = _trig_degrees_to_radians(text)
     for token in _DEGREES:
         text = text.replace(token, "")
-    text = text.replace("\\%", "%").replace("{,}", ",")
+    text = decimal_comma(text).replace("\\%", "%").replace("{,}", ",")
     text = _ELLIPSIS.sub("\\\\ldots", text)  # before trailing dots go: "2..." is not "2"
     text = text.strip().rstrip(".;,").strip()
     for box in ("\\boxed", "\\fbox"):
@@ -203,7 +205,7 @@ def canonical_answer(text: str) -> str:
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
-    text = (scaled_number(text) or chance_phrase(text) or solution_set(text) or written_form(text)
+    text = (set_builder(text) or scaled_number(text) or chance_phrase(text) or solution_set(text) or written_form(text)
             or _number_in_prose(text) or _restated_in_digits(text) or spelled_number(text) or text)
     return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 

@@ -31,6 +31,20 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   ``0b1011`` is ``1011_{2}``, ``0o17`` is ``17_{8}``), and a combination of
   the unit vectors i, j, k the tuple it names (``\\mathbf{i} - 2\\mathbf{j}``
   is ``(1, -2)``).
+* :func:`decimal_comma`: a decimal comma in LaTeX, ``2{,}5`` (the braces
+  keep TeX from spacing it as a list), is ``2.5`` when the digits after it
+  cannot be a thousands group (not exactly three: ``1{,}000`` stays 1000).
+* :func:`comma_readings`: a plain comma number, ``3,5``, in a response
+  written in a language that writes decimal commas (German, French, Spanish,
+  Italian, Portuguese, Dutch: at least :data:`MIN_LANGUAGE_WORDS` of their
+  common words) reads as ``3.5``; followed by exactly three digits ("1,234")
+  it reads both ways, a thousands group or a decimal comma, and a grader
+  decides only when both readings agree. In English "3,5" stays a list.
+* :func:`set_builder`: a set in set-builder notation, ``\\{x \\mid x > 3\\}``,
+  ``\\{x \\in \\mathbb{R} : -2 \\le x \\le 5\\}``, is its condition (an
+  inequality, read against an interval or inequality gold); over the
+  integers or the naturals with both bounds, ``\\{n \\in \\mathbb{Z} : 0 < n <
+  4\\}``, it is the list of its elements ``\\{1,2,3\\}``.
 * :func:`congruence`: a residue class (``x \\equiv 3 \\pmod{7}``, ``3 \\bmod 7``,
   "3 (mod 7)") as ``(residue, modulus)``.
 """
@@ -266,3 +280,64 @@ def spelled_number(text: str) -> str | None:
     if based:
         return based.group(1) + based.group(2)
     return None
+
+
+_DECIMAL_COMMA = re.compile(r"(?<![\d,.}])(\d+)\{,\}(\d{1,2}|\d{4,})(?![\d{])")
+
+
+def decimal_comma(text: str) -> str:
+    """``text`` with each LaTeX decimal comma ``2{,}5`` as a decimal point (see the module docstring)."""
+    return _DECIMAL_COMMA.sub(r"\1.\2", text)
+
+
+_SET_BUILDER = re.compile(r"^\\\{\s*([A-Za-z])\s*(?:(?:\\in|∈)\s*(\\mathbb\s*\{?\s*[RZN]\s*\}?|ℝ|ℤ|ℕ))?\s*"
+                          r"(?::|\\mid|\||\\vert)\s*(.+?)\s*\\\}$")
+_RELATION = re.compile(r"<|>|≤|≥|≠|\\(?:le|ge|leq|geq|lt|gt|neq?)(?![A-Za-z])")
+_INTEGER_CHAIN = re.compile(r"^([+-]?\d+)\s*(<|\\lt|\\le|\\leq|≤)\s*([A-Za-z])\s*(<|\\lt|\\le|\\leq|≤)\s*([+-]?\d+)$")
+_MAX_ELEMENTS = 50  # an integer set listed in full only when it is this small
+
+
+def set_builder(text: str) -> str | None:
+    """The condition of a set in set-builder notation, or the elements of a bounded integer one
+    (see the module docstring); ``None`` when ``text`` is no such set."""
+    match = _SET_BUILDER.match(text.strip())
+    if match is None:
+        return None
+    variable, domain, condition = match.group(1), (match.group(2) or "R"), match.group(3)
+    if variable not in condition or not _RELATION.search(condition):
+        return None
+    if "R" in domain or "ℝ" in domain:
+        return condition
+    chain = _INTEGER_CHAIN.match(condition)
+    if chain is None or chain.group(3) != variable:
+        return None
+    low = int(chain.group(1)) + (0 if "e" in chain.group(2) or "≤" in chain.group(2) else 1)
+    high = int(chain.group(5)) - (0 if "e" in chain.group(4) or "≤" in chain.group(4) else 1)
+    if ("N" in domain or "ℕ" in domain) and low < 1:
+        return None  # whether 0 is a natural number is a convention: no single reading
+    if high - low + 1 > _MAX_ELEMENTS or high < low:
+        return None
+    return "\\{" + ",".join(str(n) for n in range(low, high + 1)) + "\\}"
+
+
+# Common words of the languages that write a decimal comma, none of them an English word.
+_DECIMAL_COMMA_LANGUAGE = re.compile(
+    r"(?i)(?<![\w'])(?:ist|und|der|das|beträgt|ergibt|wir|mit|für|nicht|eine?|gesuchte|lösung|"
+    r"est|et|les|une|soit|donc|vaut|avec|pour|c'est|probabilité|réponse|"
+    r"es|el|los|las|por|con|una|entonces|respuesta|"
+    r"è|il|della|che|sono|quindi|risposta|"
+    r"é|os|não|então|resposta|"
+    r"het|een|van|dus|antwoord)(?![\w'])")
+MIN_LANGUAGE_WORDS = 3
+_PLAIN_COMMA_NUMBER = re.compile(r"^([+-]?\d+),(\d+)$")
+
+
+def comma_readings(answer: str, response: str) -> tuple[str, ...]:
+    """The readings of ``answer`` as a number with a decimal comma, when ``response`` is written in a
+    language that writes one (see the module docstring): one, or two when three digits follow the
+    comma (a thousands group first); none when the comma is no decimal comma."""
+    match = _PLAIN_COMMA_NUMBER.match(answer.strip().strip("$").strip())
+    if match is None or len(_DECIMAL_COMMA_LANGUAGE.findall(response)) < MIN_LANGUAGE_WORDS:
+        return ()
+    decimal = f"{match.group(1)}.{match.group(2)}"
+    return (match.group(1) + match.group(2), decimal) if len(match.group(2)) == 3 else (decimal,)

@@ -187,7 +187,8 @@ def symbolic_equal(
         return Verdict("undecided", "unparsed gold")
     if not preds:
         return Verdict("undecided", "unparsed answer")
-    return _decided_difference(_first_expression(preds), _first_expression(golds))
+    step = _step_function_verdict(_first_expression(preds), _first_expression(golds))
+    return step if step is not None else _decided_difference(_first_expression(preds), _first_expression(golds))
 
 
 _OTHERWISE = re.compile(r"^(?:otherwise|else|elsewhere|all other [a-z]+|\\text\s*\{\s*(?:otherwise|else)\s*\})$",
@@ -305,6 +306,43 @@ def _evaluate(expression: Any, values: dict[str, Any]) -> complex | None:
 # no simple answer is built around, so a difference that vanishes at all of them is a real doubt.
 _PROBE_POINTS = (sympy.Rational(37, 100), sympy.Rational(-113, 70), sympy.Rational(271, 100))
 _PROBE_DIGITS = 30
+
+
+# A floor or ceiling in one variable is compared on a grid, since sympy proves few identities of them
+# (floor((n+1)/2) = ceil(n/2)): a variable named n, m or k is an integer, so the grid is the integers;
+# another is real, so the grid also holds every 1/24 between -4 and 4, where the steps of simple answers
+# fall (and the integers, where floor(x) + 1 and ceil(x) part).
+_INTEGER_NAMES = frozenset({"n", "m", "k"})
+_INTEGER_GRID = tuple(sympy.Integer(i) for i in range(-30, 31))
+_REAL_GRID = tuple(sympy.Integer(i) for i in range(-10, 11)) + tuple(
+    sympy.Rational(24 * i + j, 24) for i in range(-4, 4) for j in range(1, 24))
+
+
+def _step_function_verdict(answer: Any | None, target: Any | None) -> Verdict | None:
+    """Equal or not on the grid, for a floor or ceiling in one variable; ``None`` when not such a pair."""
+    if not all(isinstance(v, sympy.Expr) for v in (answer, target)):
+        return None
+    if not (answer.has(sympy.floor, sympy.ceiling) or target.has(sympy.floor, sympy.ceiling)):
+        return None
+    answer, target = _by_name(answer), _by_name(target)
+    symbols = answer.free_symbols | target.free_symbols
+    if len(symbols) != 1:
+        return None
+    (symbol,) = symbols
+    grid = _INTEGER_GRID if str(symbol) in _INTEGER_NAMES else _REAL_GRID
+    try:
+        # exact rational arithmetic: in floats (1/3) * 9 may be above 3, and its ceiling 4
+        difference = answer - target
+        values = [sympy.simplify(difference.xreplace({symbol: point})) for point in grid]
+    except Exception:  # noqa: BLE001 - a pole or an undefined value on the grid: no decision here
+        return None
+    if any(not (v.is_real and v.is_finite) for v in values):
+        return None
+    kind = "integer" if grid is _INTEGER_GRID else "real"
+    for point, value in zip(grid, values):
+        if value != 0:
+            return Verdict(False, "step function", f"they differ at {symbol} = {point}")
+    return Verdict(True, "step function", f"equal at every {kind} point of the grid ({len(grid)} points)")
 
 
 def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
