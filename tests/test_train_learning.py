@@ -53,7 +53,7 @@ def test_demo_raises_held_out_reward_to_the_target(tmp_path):
     assert "past_key_values" not in proc.stderr  # transformers' deprecation warning is gone
 
 
-# `rewardsmith demo --multi-turn`, as README prints it: about 6 CPU-minutes (one torch thread).
+# `rewardsmith demo --multi-turn`, as README prints it: about 7 CPU-minutes (one torch thread).
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_the_multi_turn_demo_learns_to_call_the_calculator_and_reaches_the_target(tmp_path):
