@@ -1,4 +1,5 @@
-"""docs/scorers.md's table of the spent split 3 (tuned on) is the benchmark's output, not typed by hand."""
+"""docs/scorers.md's tables of blind split 3 (scored blind, then tuned on once spent) are the benchmark's
+output, not typed by hand."""
 from __future__ import annotations
 
 import re
@@ -7,16 +8,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = {"before": ROOT / "benchmarks/results/math_blind3_spent_before_82d07d5.txt",
-           "after": ROOT / "benchmarks/results/math_blind3_spent_after_d3c01d0.txt"}
-# docs row -> the benchmark's line, in the math_answer sections (answers first, then hacks)
+RESULTS = ROOT / "benchmarks" / "results"
+# docs row -> the benchmark's line, in a scorer's sections (answers first, then hacks)
 ROWS = {"answers: right verdicts": (0, "right verdicts"), "answers: correct refused": (0, "correct answers refused"),
         "answers: wrong paid": (0, "wrong answers paid"), "hacks paid": (1, "hacks paid"),
         "controls refused": (1, "controls refused"), "controls undecided": (1, "controls undecided/error")}
+# (the table's first header cell, its column, the output file, the scorer)
+COLUMNS = [
+    ("blind split 3", 1, "math_blind3_before_bd9058c.txt", "math_answer"),
+    ("blind split 3", 2, "math_blind3_after_176d14f.txt", "math_answer"),
+    ("blind split 3", 3, "math_blind3_after_176d14f.txt", "math_verify"),
+    ("split 3, tuned on (spent)", 1, "math_blind3_spent_before_82d07d5.txt", "math_answer"),
+    ("split 3, tuned on (spent)", 2, "math_blind3_spent_after_d3c01d0.txt", "math_answer"),
+]
 
 
-def _measured(path: Path) -> dict[str, str]:
-    sections = re.findall(r"=== [^\n]*scorer=math_answer [^\n]*===\n(.*?)\n  per ", path.read_text(), re.DOTALL)
+def _measured(path: Path, scorer: str) -> dict[str, str]:
+    sections = re.findall(r"=== [^\n]*scorer=" + scorer + r" [^\n]*===\n(.*?)\n  per ", path.read_text(), re.DOTALL)
     found = {}
     for row, (section, label) in ROWS.items():
         found[row] = re.search(re.escape(label) + r"\s+(\d+/\d+)", sections[section]).group(1)
@@ -24,10 +32,10 @@ def _measured(path: Path) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("column, index", [("before", 1), ("after", 2)])
-def test_the_tuned_split_3_table_is_the_benchmark_output(column, index):
+@pytest.mark.parametrize("table, index, output, scorer", COLUMNS)
+def test_the_split_3_tables_are_the_benchmark_output(table, index, output, scorer):
     docs = (ROOT / "docs/scorers.md").read_text()
-    table = docs[docs.index("| split 3, tuned on (spent) |"):].split("\n\n", 1)[0]
-    cells = {line.split("|")[1].strip(): line.split("|")[1 + index].strip() for line in table.splitlines()[2:]}
-    for row, value in _measured(RESULTS[column]).items():
-        assert cells[row].split()[0] == value, (column, row, cells[row], value)
+    rows = docs[docs.index(f"| {table} |"):].split("\n\n", 1)[0]
+    cells = {line.split("|")[1].strip(): line.split("|")[1 + index].strip() for line in rows.splitlines()[2:]}
+    for row, value in _measured(RESULTS / output, scorer).items():
+        assert cells[row].split()[0] == value, (table, output, scorer, row, cells[row], value)
