@@ -10,13 +10,16 @@ picks the engine named by ``actor_rollout_ref.rollout.name``.
 from __future__ import annotations
 
 import inspect
+import queue
+import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Protocol
+from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
 
 import torch
 import torch.distributed as dist
 from transformers import (DynamicCache, GenerationConfig, LogitsProcessor, LogitsProcessorList, PreTrainedModel,
-                          PreTrainedTokenizerBase, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
+                          PreTrainedTokenizerBase, StoppingCriteria, StoppingCriteriaList, TemperatureLogitsWarper,
+                          TopKLogitsWarper, TopPLogitsWarper)
 
 from rewardsmith.common.config import require_positive
 from rewardsmith.core.batch import Batch
@@ -186,12 +189,14 @@ class SampledLogProbs(LogitsProcessor):
             self.log_probs.append(self.pending.gather(-1, sampled.unsqueeze(-1)).squeeze(-1))
             self.pending = None
 
-    def result(self, sequences: torch.Tensor, width: int) -> torch.Tensor:
-        """(B, width) log-probs of the generated tokens, 0 past the last generated step."""
+    def result(self, sequences: torch.Tensor, width: int, rows: Optional[list[int]] = None) -> torch.Tensor:
+        """(len(rows), width) log-probs of the tokens generated so far in ``rows`` (default: all), 0 past the
+        last generated step; ``sequences`` ends with the tokens sampled last."""
         self.take(sequences[:, -1])
-        out = torch.zeros(sequences.shape[0], width)
+        rows = list(range(sequences.shape[0])) if rows is None else rows
+        out = torch.zeros(len(rows), width)
         if self.log_probs:
-            steps = torch.stack(self.log_probs, dim=1).cpu()
+            steps = torch.stack(self.log_probs, dim=1)[rows].cpu()
             out[:, :steps.shape[1]] = steps
         return out
 
@@ -234,6 +239,45 @@ def sampling_processors(params: SamplingParams, seeds: list[int], device: torch.
     return processors
 
 
+@dataclass
+class GroupHandOver:
+    """Where a streamed ``generate`` call hands finished prompt groups: ``put(groups, their samples)``;
+    ``groups`` collects those handed so far; setting ``abort`` ends the call at its next token step."""
+
+    abort: threading.Event
+    groups: set[int]
+    put: Callable[[list[int], Batch], None]
+
+
+class FinishedGroups(StoppingCriteria):
+    """Runs inside ``generate`` after each token step: hands every prompt group whose ``n`` samples have all
+    ended (an EOS among their new tokens) over once, as ``samples(groups, sequences so far)``, while the call
+    goes on with the other rows.
+
+    It never stops a row itself (``generate``'s EOS criterion does) until the hand-over's ``abort`` is set:
+    then every row, so that the call ends at the next step.
+    """
+
+    def __init__(self, prompt_width: int, n: int, eos_token_ids: list[int], handed: GroupHandOver,
+                 samples: Callable[[list[int], torch.Tensor], Batch]) -> None:
+        self.prompt_width = prompt_width
+        self.n = n
+        self.eos = torch.tensor(eos_token_ids)
+        self.handed = handed
+        self.samples = samples
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
+        if self.handed.abort.is_set():
+            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        new = input_ids[:, self.prompt_width:]
+        ended = torch.isin(new, self.eos.to(new.device)).any(-1).view(-1, self.n).all(-1)
+        groups = [g for g in ended.nonzero().flatten().tolist() if g not in self.handed.groups]
+        if groups:
+            self.handed.groups.update(groups)
+            self.handed.put(groups, self.samples(groups, input_ids))
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+
 class HFRollout:
     """Embedded rollout with ``model.generate`` (left-padded prompts, EOS-terminated responses).
 
@@ -260,16 +304,55 @@ class HFRollout:
         """Nothing to stop: generation runs in the actor's process."""
 
     @torch.no_grad()
-    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+    def generate(self, prompts: Batch, params: SamplingParams, handed: Optional["GroupHandOver"] = None) -> Batch:
         # Evaluation mode: with gradient checkpointing, training mode would switch off the KV cache.
         was_training = self.model.training
         set_mode(self.model, False)
         try:
-            return self._generate(prompts, params)
+            return self._generate(prompts, params, handed)
         finally:
             set_mode(self.model, was_training)
 
-    def _generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+    def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
+        """:meth:`generate`'s samples as they finish, from within the one ``generate`` call: (rows of
+        ``prompts``, their samples) for each prompt group whose ``n`` samples have all ended, then the groups
+        cut at the length limit when the call returns.
+
+        The call runs on a thread of its own and hands groups over from a stopping criterion
+        (:class:`FinishedGroups`), so the samples are those of :meth:`generate` and no batch is split into
+        smaller calls. Closing the generator early ends the call at its next token step. On data-parallel
+        ranks (``synced_gpus``: every rank steps until all are done) the batch comes back whole.
+        """
+        if dist.is_initialized() and dist.get_world_size() > 1:
+            yield list(range(len(prompts))), self.generate(prompts, params)
+            return
+        parts: queue.Queue = queue.Queue()
+        handed = GroupHandOver(threading.Event(), set(), lambda groups, samples: parts.put((groups, samples)))
+
+        def run() -> None:
+            try:
+                parts.put(self.generate(prompts, params, handed))
+            except BaseException as exc:  # handed to the consumer, which raises it in its own thread
+                parts.put(exc)
+
+        thread = threading.Thread(target=run, name="hf-generate", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = parts.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, Batch):
+                    rest = [g for g in range(len(prompts)) if g not in handed.groups]
+                    if rest:
+                        yield rest, item.select([g * params.n + i for g in rest for i in range(params.n)])
+                    return
+                yield item
+        finally:
+            handed.abort.set()
+            thread.join()
+
+    def _generate(self, prompts: Batch, params: SamplingParams, handed: Optional["GroupHandOver"]) -> Batch:
         device = next(self.model.parameters()).device
         cache = self._shared_prefix(prompts, params.n, device) if params.n > 1 else None
         input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).to(device)
@@ -289,15 +372,29 @@ class HFRollout:
             processors = sampling_processors(params, prompt_seeds(params, len(prompts)), device, recorder)
         else:
             processors = LogitsProcessorList([recorder] if recorder is not None else [])
+        stopping = StoppingCriteriaList()
+        if handed is not None:
+            # Built on this thread, inside the call: the recorder's last step belongs to ``ids``.
+            stopping.append(FinishedGroups(input_ids.shape[1], params.n, self.eos_token_ids, handed, lambda groups, ids:
+                            self._samples(prompts.select(groups), ids, groups, params, recorder)))
         sequences = self.model.generate(
             input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, logits_processor=processors,
+            stopping_criteria=stopping,
             **{cache_keyword(self.model): cache},
             # A sharded model gathers its weights in every forward pass, so all
             # ranks keep stepping until the last of them is done.
             synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,
         )
-        input_ids, attention_mask = input_ids.cpu(), attention_mask.cpu()
-        responses = sequences[:, input_ids.shape[1]:].cpu()
+        return self._samples(prompts, sequences, list(range(len(prompts))), params, recorder)
+
+    def _samples(self, prompts: Batch, sequences: torch.Tensor, groups: list[int], params: SamplingParams,
+                 recorder: Optional[SampledLogProbs]) -> Batch:
+        """The Batch of ``prompts`` (prompt groups ``groups`` of the call) from the call's ``sequences``
+        (prompt and the tokens generated so far, all rows): what :class:`RolloutEngine` lays out."""
+        rows = [g * params.n + i for g in groups for i in range(params.n)]
+        input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).cpu()
+        attention_mask = prompts["attention_mask"].repeat_interleave(params.n, dim=0).cpu()
+        responses = sequences[rows, input_ids.shape[1]:].cpu()
         pad = params.max_new_tokens - responses.shape[1]
         if pad > 0:
             responses = torch.nn.functional.pad(responses, (0, pad), value=self.pad_token_id)
@@ -311,7 +408,7 @@ class HFRollout:
             "attention_mask": torch.cat([attention_mask, response_mask], dim=1),
         }
         if recorder is not None:
-            tensors["rollout_log_probs"] = recorder.result(sequences, params.max_new_tokens) * response_mask
+            tensors["rollout_log_probs"] = recorder.result(sequences, params.max_new_tokens, rows) * response_mask
         return Batch(tensors, {k: [v for v in items for _ in range(params.n)] for k, items in prompts.meta.items()})
 
     def _shared_prefix(self, prompts: Batch, n: int, device: torch.device) -> DynamicCache | None:

@@ -95,7 +95,7 @@ def test_streamed_scoring_overlaps_generation(tmp_path):
     reward = write_reward(tmp_path, f"STARTS = {str(starts)!r}\n" + TIMED_DIGITS)
     cfg = tiny_config(tmp_path, reward, *GRPO, "reward_model.reward_manager=parallel", "reward_model.num_workers=2",
                       "reward_model.launch_reward_fn_async=true", "actor_rollout_ref.rollout.stream_chunks=3",
-                      "data.max_response_length=32")
+                      "actor_rollout_ref.rollout.stream_requests=false", "data.max_response_length=32")
     trainer = PPOTrainer(cfg)
     generated_at: list[float] = []
     generate = trainer.actor.generate
@@ -152,7 +152,8 @@ def _dapo_trainer(tmp_path, chunks: int) -> PPOTrainer:
                       "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=seq_reward",
                       "data.train_batch_size=2", "data.gen_batch_size=8", "actor_rollout_ref.rollout.n=4",
                       "actor_rollout_ref.actor.ppo_mini_batch_size=2", "reward_model.timeout=null",
-                      "data.max_response_length=16", f"actor_rollout_ref.rollout.stream_chunks={chunks}")
+                      "data.max_response_length=16", f"actor_rollout_ref.rollout.stream_chunks={chunks}",
+                      "actor_rollout_ref.rollout.stream_requests=false")
     return PPOTrainer(cfg)
 
 
@@ -213,3 +214,98 @@ def test_the_budget_and_reward_time_run_from_the_hand_over_not_from_generation(t
     # Two chunks of 0.2 s samples on two workers: about 0.4 s of scoring, none of the 2.5 s of generation.
     assert 0.3 < timing["reward_total"] < 1.5
     assert timing["reward_wait"] <= timing["reward_total"]
+
+
+def _reassembled(parts: list[tuple[list[int], Batch]], n: int) -> Batch:
+    """The stream's parts put back in the prompts' order."""
+    groups = [g for rows, _ in parts for g in rows]
+    place = sorted(range(len(groups)), key=groups.__getitem__)
+    return Batch.concat([samples for _, samples in parts]).select([i * n + k for i in place for k in range(n)])
+
+
+@pytest.mark.parametrize("log_probs", [False, True])
+def test_the_hf_stream_hands_finished_groups_over_from_inside_one_call_and_samples_what_the_call_does(tmp_path, log_probs):
+    # 64 new tokens: some prompt groups of the tiny model end (EOS) well before the length limit.
+    trainer = PPOTrainer(tiny_config(tmp_path, "actor_rollout_ref.rollout.n=2", "data.train_batch_size=8",
+                                     "data.max_response_length=64"))
+    rollout = trainer.actor.rollout
+    calls: list[int] = []
+    generate = rollout.generate
+
+    def counted(prompts, params, *handed):
+        calls.append(len(prompts))
+        return generate(prompts, params, *handed)
+
+    rollout.generate = counted
+    try:
+        prompts = next(trainer.prompt_batches)
+        params = dataclasses.replace(trainer.sampling, seed=1234, log_probs=log_probs)
+        whole = rollout.generate(prompts, params)
+        parts = list(rollout.generate_stream(prompts, params))
+    finally:
+        trainer.close()
+    assert calls == [8, 8], "the stream is one generate call on the whole batch"
+    assert len(parts) > 1, "a group that ended early is handed over before the call returns"
+    assert sorted(g for rows, _ in parts for g in rows) == list(range(8))
+    streamed = _reassembled(parts, 2)
+    for key in ("prompts", "responses", "response_mask", "input_ids", "attention_mask") + (("rollout_log_probs",) if log_probs else ()):
+        assert torch.equal(whole[key], streamed[key]), key
+    assert streamed.meta == whole.meta
+    # Every part but the last holds only ended groups: an EOS in each of its samples.
+    for _, samples in parts[:-1]:
+        assert (samples["response_mask"].sum(-1) < 64).all()
+
+
+def test_closing_the_hf_stream_early_ends_its_generate_call(tmp_path):
+    import threading
+
+    trainer = PPOTrainer(tiny_config(tmp_path, "actor_rollout_ref.rollout.n=2", "data.train_batch_size=8",
+                                     "data.max_response_length=64"))
+    try:
+        prompts = next(trainer.prompt_batches)
+        stream = trainer.actor.rollout.generate_stream(prompts, dataclasses.replace(trainer.sampling, seed=1234))
+        first = next(stream)
+        stream.close()
+    finally:
+        trainer.close()
+    assert len(first[0]) < 8
+    assert not [t for t in threading.enumerate() if t.name == "hf-generate"], "the generate thread outlived the stream"
+
+
+def test_hf_streamed_scoring_starts_before_the_generate_call_returns_and_changes_no_result(tmp_path):
+    starts = tmp_path / "starts.txt"
+    reward = write_reward(tmp_path, f"STARTS = {str(starts)!r}\n" + TIMED_DIGITS)
+    runs, calls = {}, []
+    for streamed in (True, False):
+        cfg = tiny_config(tmp_path / str(streamed), reward, *GRPO, "data.max_response_length=64",
+                          "actor_rollout_ref.rollout.n=2", "data.train_batch_size=8",
+                          "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+                          f"actor_rollout_ref.rollout.stream_requests={streamed}")
+        trainer = PPOTrainer(cfg)
+        if streamed:
+            rollout = trainer.actor.rollout
+            generate, forward = rollout.generate, rollout.model.forward
+
+            def timed(prompts, params, *handed):
+                began = time.time()
+                out = generate(prompts, params, *handed)
+                calls.append((began, time.time()))
+                return out
+
+            def slow_forward(*args, **kwargs):
+                # The tiny model steps in ~1 ms, less than starting the scorer's worker takes: a real
+                # model's token steps give the scorer time to start while the call goes on.
+                time.sleep(0.03)
+                return forward(*args, **kwargs)
+
+            rollout.generate, rollout.model.forward = timed, slow_forward
+        try:
+            runs[streamed] = two_steps(trainer)
+        finally:
+            trainer.close()
+        if streamed:
+            scored = [float(line) for line in starts.read_text().split()]
+    assert_same_steps(runs[False], runs[True])
+    # A group was scored while the call that generated it still generated the rest (the seed gives the
+    # second step groups that end early).
+    assert any(began < t < returned for began, returned in calls for t in scored)
