@@ -7,11 +7,14 @@ seed 0, two optimizer steps on each batch (our ``ppo_epochs=2``, TRL's
 ``num_iterations=2``, so both recompute old log-probs) and a KL loss (coefficient
 0.001, k3, so both run a reference pass). Three configurations:
 
-* ``sequential``: this engine, ``reward_model.launch_reward_fn_async=false`` and
-  one generation call (today's path: generate, passes, then rewards);
+* ``sequential``: this engine, ``reward_model.launch_reward_fn_async=false``,
+  ``rollout.stream_requests=false`` and one generation call (the old path:
+  generate, passes, then rewards);
 * ``overlapped``: this engine, ``launch_reward_fn_async=true`` and
-  ``rollout.stream_chunks=CHUNKS``: each chunk of prompt groups is scored while
-  the next generates and while the old-policy and reference passes run;
+  ``rollout.stream_requests=true`` (the defaults): each prompt group is scored
+  as soon as its samples have ended, while the same generate call goes on with
+  the rest, and while the old-policy and reference passes run
+  (``--chunks`` > 1 also splits the batch into that many generate calls);
 * ``trl``: TRL's ``GRPOTrainer`` with the same reward function
   (:func:`rewardsmith.trl.trl_reward_func` on the same reward config), which
   scores the batch after generating it and waits.
@@ -160,6 +163,7 @@ def run_config(args: argparse.Namespace, files: dict[str, str], out: Path) -> li
     if args.child != "trl":
         overlap = args.child == "overlapped"
         extra = (*JOB, f"reward_model.launch_reward_fn_async={str(overlap).lower()}",
+                 f"actor_rollout_ref.rollout.stream_requests={str(overlap).lower()}",
                  f"actor_rollout_ref.rollout.stream_chunks={args.chunks if overlap else 1}", *overrides)
         return [{key: m[f"timing_s/{key}"] for key in ("step", "reward_wait", "reward_total")}
                 for m in run_ours(args, files, out, extra=extra)]
@@ -217,7 +221,8 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str], dict[str, fl
     samples = args.prompts * args.n
     rate = {key: samples / r["step"] for key, r in results.items()}
     print(f"GRPO: {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, {EPOCHS} optimizer steps "
-          f"per batch, KL loss; overlapped = launch_reward_fn_async + stream_chunks={args.chunks}; "
+          f"per batch, KL loss; overlapped = launch_reward_fn_async + stream_requests"
+          f"{f' + stream_chunks={args.chunks}' if args.chunks > 1 else ''}; "
           f"{args.steps} timed steps x {args.rounds} rounds, medians; {args.threads} torch threads; "
           f"load average {load[0]:.2f} at start, {load[1]:.2f} at end")
     print(f"{'reward':8}{'config':>11}{'samples/s':>11}{'step s':>9}{'waited s':>10}{'reward s':>10}{'peak MB':>9}"
@@ -254,7 +259,7 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--n", "--samples-per-prompt", dest="n", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=20)
-    parser.add_argument("--chunks", type=int, default=4, help="rollout.stream_chunks of the overlapped configuration")
+    parser.add_argument("--chunks", type=int, default=1, help="rollout.stream_chunks of the overlapped configuration")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads per run")
     parser.add_argument("--quick", action="store_true", help="1 round of 1 step, 2 prompts x 2 samples, 8 tokens")
     parser.add_argument("--child", choices=CONFIGS, help=argparse.SUPPRESS)

@@ -4,8 +4,9 @@
 begins scoring responses as soon as they exist: on a background thread when the rewards
 overlap (``reward_model.launch_reward_fn_async``), inline otherwise. A batch generated in
 chunks (``actor_rollout_ref.rollout.stream_chunks``) hands each chunk over as it is
-generated, so its scoring runs while the next chunk generates; the vLLM rollout hands over each
-prompt group as the engine finishes it (``stream_requests``), in the order they finish. The trainer runs the old-policy, reference and value passes
+generated, so its scoring runs while the next chunk generates; with ``stream_requests`` the rollout
+hands over each prompt group as soon as its samples have ended, in the order they end, while the
+same engine call generates the rest. The trainer runs the old-policy, reference and value passes
 meanwhile and calls :meth:`PendingReward.join` just before the advantages.
 Overlap changes when the scores are computed, never what they are.
 """

@@ -493,7 +493,7 @@ class PPOTrainer:
                         enough: Optional[Callable[[list[tuple[list[int], Batch]]], bool]] = None) -> Batch:
         """Generate ``prompts`` in ``rollout.stream_chunks`` chunks of whole prompt groups, handing the
         responses to ``pending`` as soon as they exist: each chunk once generated, or with
-        ``rollout.stream_requests`` each prompt group the vLLM engine has finished. Before each further hand-over
+        ``rollout.stream_requests`` each prompt group the engine has finished. Before each further hand-over
         stop once ``enough(parts so far)``, a part being (its prompts' rows in ``prompts``, its samples).
         Each prompt samples from its own seed (:class:`SamplingParams`), so the samples are those of one call
         on all of ``prompts``, returned in the prompts' order (``pending`` reorders its scores alike)."""

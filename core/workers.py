@@ -198,7 +198,7 @@ class ActorRolloutWorker:
 
     def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
         """:meth:`generate`'s samples as they finish: (rows of ``prompts``, their samples), each prompt's
-        ``n`` samples together; an engine that cannot stream (``hf``, multi-turn) gives the whole batch at once."""
+        ``n`` samples together; an engine that cannot stream (multi-turn) gives the whole batch at once."""
         stream = getattr(self.rollout, "generate_stream", None)
         if stream is None:
             yield list(range(len(prompts))), self.generate(prompts, params)
