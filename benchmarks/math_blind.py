@@ -12,6 +12,8 @@ A second blind pair, ``tests/data/math_answer_blind2.jsonl`` and
 labeller who did not read the verifier's code, labelled before any run, and scored
 once before any fix (``benchmarks/results/math_blind2_before_*.txt``); its labels
 are never changed after seeing scores. Score it with ``--answers``/``--hacks``.
+Splits 3 and 4 (``*_blind3.jsonl``, ``*_blind4.jsonl``) were written the same way;
+their outputs are ``benchmarks/results/math_blind{3,4}_*.txt``.
 
 Each row is scored through the public API, ``rewardsmith.compute_score``, with
 ``scorer="math_answer"`` and, for comparison, ``scorer="math_verify"``. A result

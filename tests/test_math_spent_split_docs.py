@@ -1,5 +1,5 @@
-"""docs/scorers.md's tables of blind split 3 (scored blind, then tuned on once spent) are the benchmark's
-output, not typed by hand."""
+"""docs/scorers.md's tables of blind splits 3 (scored blind, then tuned on once spent) and 4 are the
+benchmark's output, not typed by hand."""
 from __future__ import annotations
 
 import re
@@ -20,6 +20,8 @@ COLUMNS = [
     ("blind split 3", 3, "math_blind3_after_176d14f.txt", "math_verify"),
     ("split 3, tuned on (spent)", 1, "math_blind3_spent_before_82d07d5.txt", "math_answer"),
     ("split 3, tuned on (spent)", 2, "math_blind3_spent_after_d3c01d0.txt", "math_answer"),
+    ("blind split 4", 1, "math_blind4_before_d13629f.txt", "math_answer"),
+    ("blind split 4", 2, "math_blind4_before_d13629f.txt", "math_verify"),
 ]
 
 
@@ -33,7 +35,7 @@ def _measured(path: Path, scorer: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("table, index, output, scorer", COLUMNS)
-def test_the_split_3_tables_are_the_benchmark_output(table, index, output, scorer):
+def test_the_blind_split_tables_are_the_benchmark_output(table, index, output, scorer):
     docs = (ROOT / "docs/scorers.md").read_text()
     rows = docs[docs.index(f"| {table} |"):].split("\n\n", 1)[0]
     cells = {line.split("|")[1].strip(): line.split("|")[1 + index].strip() for line in rows.splitlines()[2:]}
