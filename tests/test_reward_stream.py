@@ -309,3 +309,39 @@ def test_hf_streamed_scoring_starts_before_the_generate_call_returns_and_changes
     # A group was scored while the call that generated it still generated the rest (the seed gives the
     # second step groups that end early).
     assert any(began < t < returned for began, returned in calls for t in scored)
+
+
+def test_dynamic_sampling_ends_the_hf_call_once_the_first_groups_handed_over_suffice(tmp_path):
+    kept, decode_steps = {}, {}
+    for streamed in (False, True):
+        cfg = tiny_config(tmp_path / str(streamed), write_reward(tmp_path, ALTERNATING), "algorithm.adv_estimator=grpo",
+                          "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=seq_reward",
+                          "data.train_batch_size=2", "data.gen_batch_size=8", "actor_rollout_ref.rollout.n=4",
+                          "actor_rollout_ref.actor.ppo_mini_batch_size=2", "reward_model.timeout=null",
+                          "data.max_response_length=32", f"actor_rollout_ref.rollout.stream_requests={streamed}")
+        trainer = PPOTrainer(cfg)
+        model, eos = trainer.actor.rollout.model, trainer.tokenizer.eos_token_id
+        forward, steps = model.forward, []
+
+        def early_eos(*args, forward=forward, steps=steps, **kwargs):
+            out = forward(*args, **kwargs)
+            if out.logits.shape[1] == 1:  # a decode step of generate
+                steps.append(1)
+                if len(steps) >= 3:
+                    # Prompts 0 and 1 (rows 0-7) end after 3 tokens; the others run to the length limit.
+                    out.logits[:8, -1, eos] += 1e4
+            return out
+
+        model.forward = early_eos
+        try:
+            trainer.global_step = 1
+            batch, metrics = trainer.make_experience(next(trainer.prompt_batches), {})
+        finally:
+            trainer.close()
+        assert metrics["train/num_gen_batches"] == 1.0
+        kept[streamed], decode_steps[streamed] = batch, len(steps)
+    # Whole, the call runs to the limit; streamed, it ends a step after groups 0 and 1 are handed over and scored.
+    assert decode_steps[False] == 32
+    assert decode_steps[True] <= 5
+    assert kept[True].meta["uid"] == kept[False].meta["uid"]
+    assert torch.equal(kept[True]["responses"], kept[False]["responses"])
