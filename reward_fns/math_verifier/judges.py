@@ -242,7 +242,7 @@ _WHY = {
     "no answer": "there is no answer to compare",
     "empty gold": "the gold answer is empty",
     "unparsed gold": "the gold cannot be read as any answer type",
-    "unparsed answer": "the answer cannot be read as any answer type",
+    "unparsed answer": "unreadable answer: it cannot be read as any answer type",
     "undecidable": "sympy cannot decide whether the difference is zero",
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, Callable
 
 import sympy
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
@@ -24,6 +24,7 @@ from sympy.parsing.sympy_parser import (
 
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, piecewise_rows
 from rewardsmith.reward_fns.math_verifier.normalize import ParsedNumber
+from rewardsmith.reward_fns.math_verifier.readable import GREEK_LETTERS, SPECIAL_FUNCTION_NAMES
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
 from rewardsmith.reward_fns.math_verify_lib import parse, verify
 
@@ -75,9 +76,70 @@ def _math_verify_parse(text: str) -> list[Any]:
 # immutable, so sharing them is safe. math-verify's own cache keeps only the last 20.
 @lru_cache(maxsize=2048)
 def _cached_parse(text: str) -> tuple[Any, ...]:
+    text, values = _special_calls(text)
     # Wrapped in \boxed{} so that an answer without $..$ still parses as LaTeX.
     parsed = parse("\\boxed{" + text + "}", (LatexExtractionConfig(),), fallback_mode="no_fallback")
-    return tuple(parsed or parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback"))
+    parsed = parsed or parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback")
+    if not values:
+        return tuple(parsed)
+    return tuple(value.xreplace({s: values[s.name] for s in value.free_symbols if s.name in values})
+                 if isinstance(value, sympy.Basic) else value for value in parsed)
+
+
+# Special functions, by the name an answer gives them, as sympy evaluates them (math-verify's parser
+# drops \operatorname{erf}, reads "\text{erf}(x+1)" as a product and "\Gamma (x)" as Euler's constant
+# times x); cis t is e^{it}.
+SPECIAL_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "Gamma": sympy.gamma, "zeta": sympy.zeta, "erf": sympy.erf, "erfc": sympy.erfc, "erfi": sympy.erfi,
+    "Ei": sympy.Ei, "Si": sympy.Si, "Ci": sympy.Ci, "li": sympy.li, "digamma": sympy.digamma,
+    "B": lambda a, b: sympy.gamma(a) * sympy.gamma(b) / sympy.gamma(a + b),
+    "Beta": lambda a, b: sympy.gamma(a) * sympy.gamma(b) / sympy.gamma(a + b),
+    "cis": lambda t: sympy.exp(sympy.I * t),
+}
+assert set(SPECIAL_FUNCTIONS) == SPECIAL_FUNCTION_NAMES
+_NAMES = "|".join(sorted(SPECIAL_FUNCTIONS, key=len, reverse=True))
+# The name as a command, an operator name or roman text, or bare (not inside a longer name).
+_SPECIAL_NAME = re.compile(rf"(?:\\operatorname\*?\s*\{{\s*|\\mathrm\s*\{{\s*|\\text\s*\{{\s*|\\|(?<![A-Za-z\\]))"
+                           rf"({_NAMES})(?:\s*\}})?(?![A-Za-z])\s*")
+# Without parentheses, cis takes a fraction, a command or a number ("\operatorname{cis}\frac{\pi}{2}").
+_BARE_ARGUMENT = re.compile(r"\\frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\[A-Za-z]+|\{[^{}]*\}|[0-9.]+(?:\s*\\pi)?")
+
+
+def _special_calls(text: str) -> tuple[str, dict[str, Any]]:
+    """``text`` with each special function call whose arguments parse replaced by a placeholder symbol,
+    and the placeholders' names (as the parser spells them) with their values."""
+    values: dict[str, Any] = {}
+    position = 0
+    while (match := _SPECIAL_NAME.search(text, position)) is not None:
+        position = match.end()
+        arguments, end = _call_arguments(text, match.end(), bare=match.group(1) == "cis")
+        parsed = [_first_expression(_math_verify_parse(argument)) for argument in arguments or ()]
+        if not parsed or any(argument is None for argument in parsed):
+            continue
+        try:
+            value = SPECIAL_FUNCTIONS[match.group(1)](*parsed)
+        except Exception:  # noqa: BLE001 - the wrong number of arguments: the call stays unread
+            continue
+        placeholder = f"90{len(values)}"
+        values[f"xi_{{{placeholder}}}"] = value
+        text = f"{text[:match.start()]} \\Xi_{{{placeholder}}} {text[end:]}"
+        position = match.start()
+    return text, values
+
+
+def _call_arguments(text: str, start: int, bare: bool) -> tuple[list[str] | None, int]:
+    """The comma-separated arguments in the parentheses that open at ``start`` (or, when ``bare``, the one
+    argument written there without them) and where the call ends; ``None`` when there is none."""
+    if text.startswith("(", start):
+        depth = 0
+        for index in range(start, len(text)):
+            depth += {"(": 1, ")": -1, "{": 1, "}": -1}.get(text[index], 0)
+            if depth == 0:
+                inner = text[start + 1 : index]
+                return [a for a in re.split(r",(?![^(){}]*[)}])", inner)], index + 1
+        return None, start
+    argument = _BARE_ARGUMENT.match(text, start) if bare else None
+    return ([argument.group(0)], argument.end()) if argument else (None, start)
 
 
 def _first_expression(parsed: list[Any]) -> Any | None:
@@ -138,7 +200,9 @@ def _imaginary_unit_equal(pred_parsed: list[Any], gold_parsed: list[Any]) -> boo
     symbols = pred.free_symbols | gold.free_symbols
     if not symbols or any(getattr(symbol, "name", None) != "i" for symbol in symbols):
         return False
-    return sympy.simplify((pred - gold).subs({symbol: sympy.I for symbol in symbols})) == 0
+    difference = (pred - gold).subs({symbol: sympy.I for symbol in symbols})
+    # expand_complex puts polar forms (sqrt(2) e^{i pi/4}) in a + bi form, where simplify stops at (-1)^(1/4)
+    return sympy.simplify(difference) == 0 or sympy.simplify(sympy.expand_complex(difference)) == 0
 
 
 def _verified(answer: str, target: str) -> tuple[bool, list[Any], list[Any]]:
@@ -348,19 +412,29 @@ def _step_function_verdict(answer: Any | None, target: Any | None) -> Verdict | 
 def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
     """``wrong`` when ``answer - target`` is numerically nonzero somewhere, else ``undecided``.
 
+    Undecided too when either side holds what has no known value (:func:`_unread_part`).
+
     math-verify says only "not shown equal"; it may be equal in a form sympy
     cannot simplify. Anything but two expressions (sets, intervals, matrices,
     relations) is compared structurally by math-verify, whose "no" stands.
     """
     if answer is None or target is None:
         return Verdict(False, "math_verify")
+    unread = _unread_part(answer)
+    if unread is not None:
+        return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread}")
+    unread = _unread_part(target)
+    if unread is not None:
+        return Verdict("undecided", "could not compare", f"could not compare: the gold has {unread}")
     if answer.is_infinite or target.is_infinite:  # oo - oo has no value; two different infinities differ
         return Verdict(answer == target, "math_verify", f"{answer} and {target}: an infinity equals only itself")
     difference = answer - target
     # The two sides may spell one variable as symbols with different assumptions: one value per name.
     names = sorted({str(symbol) for symbol in answer.free_symbols | target.free_symbols})
-    for point in _PROBE_POINTS if names else (None,):
-        values = {name: point * (index + 1) for index, name in enumerate(names)}
+    # i alone is the imaginary unit, as _imaginary_unit_equal read it: evaluated as such, not as a variable.
+    points = [{"i": sympy.I}] if names == ["i"] else \
+        [{name: point * (index + 1) for index, name in enumerate(names)} for point in _PROBE_POINTS] if names else [{}]
+    for values in points:
         value, scale = _evaluate(difference, values), _evaluate(target, values)
         if value is None:
             continue  # not a number here (a pole, an undefined function): try the next point
@@ -370,6 +444,24 @@ def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
                            f"{value.real:.6g}{'' if value.imag == 0 else f'{value.imag:+.6g}i'}{where}")
     return Verdict("undecided", "undecidable", "sympy cannot simplify the difference to zero, and it does not "
                    "differ from zero where it was evaluated")
+
+
+# A symbol the parser made from a command it keeps as text (\mathcal{X} as math{x}, \text{B}).
+_COMMAND_SYMBOL = re.compile(r"text\{|math[a-z]*\{|operatorname")
+_SUBSCRIPT_OR_PRIME = re.compile(r"_.*$|'+$")
+
+
+def _unread_part(expression: Any) -> str | None:
+    """What in a parsed expression has no value the verifier knows: an undefined function (``c(2)`` of
+    ``sinc(2)``), a symbol made of a command, or a name of several letters that is no Greek letter (the
+    parser's product ``erf*(x + 1)`` for ``\\text{erf}(x+1)``); else ``None``."""
+    for function in expression.atoms(sympy.core.function.AppliedUndef):
+        return f"the unknown function {function.func.__name__!r} in {function}"
+    for symbol in expression.free_symbols:
+        stem = _SUBSCRIPT_OR_PRIME.sub("", symbol.name)
+        if _COMMAND_SYMBOL.search(symbol.name) or (len(stem) > 1 and stem not in GREEK_LETTERS):
+            return f"the unread name {symbol.name!r}"
+    return None
 
 
 def _exactly(literal: ParsedNumber, parsed: list[Any]) -> bool:
