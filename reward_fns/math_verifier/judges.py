@@ -27,7 +27,8 @@ that applies decides:
                    for ``\\pm 2``, reported as ``collection``). A gold that
                    itself lists alternatives ("1 or 2") needs the same
                    collection back.
-``numeric``        both are plain numbers: exact rational equality; a
+``numeric``        both are plain numbers (a lower-case Roman numeral, "xvii",
+                   against a number gold): exact rational equality; a
                    percentage may stand for itself or a hundredth (25% = 25 =
                    0.25), but a bare number for a percentage gold must be the
                    number of percent (25 for 25%; 0.25 only under
@@ -122,7 +123,7 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, part_values, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
 from rewardsmith.reward_fns.math_verifier.dates import date_verdict
-from rewardsmith.reward_fns.math_verifier.numerals import words_to_number
+from rewardsmith.reward_fns.math_verifier.numerals import roman_number, words_to_number
 from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, based_number, congruence
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
@@ -444,6 +445,10 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     if answer == target or compact(answer) == compact(target):
         return Verdict(True, "string")
     answer_number, target_number = parse_number(answer), parse_number(target)
+    if answer_number is None and target_number is not None and answer.isalpha() and answer.islower():
+        # a lower-case Roman numeral ("xvii") against a number; elsewhere "cd" may be a product of variables
+        roman = roman_number(answer.upper())
+        answer_number = None if roman is None else ParsedNumber(Fraction(roman), None, 0, False)
     if answer_number is not None and target_number is not None:
         return _compare_numbers(answer_number, target_number, policy)
     residues = _congruence(answer, target, answer_number, target_number)

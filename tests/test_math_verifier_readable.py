@@ -1,0 +1,107 @@
+"""The verdict model's rule: ``wrong`` only when the inequality is established.
+
+An answer holding notation the verifier cannot read (an unknown command, an
+unknown named function) is ``undecided``, never ``correct`` and never
+``wrong``, whatever value it wraps; readable values that differ stay
+``wrong``. Notations read since the rule (special functions, polar complex
+numbers) are judged by value.
+"""
+from __future__ import annotations
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rewardsmith.reward_fns.math_answer import compute_score  # noqa: E402
+from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare  # noqa: E402
+from rewardsmith.reward_fns.math_verifier.readable import KNOWN_COMMANDS, KNOWN_FUNCTIONS  # noqa: E402
+
+TIMEOUT_S = 60.0
+RULE = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Names no verifier reads: letters only, never a command or function it knows.
+_UNKNOWN = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=3, max_size=8).filter(
+    lambda name: name not in KNOWN_COMMANDS and name not in KNOWN_FUNCTIONS)
+_VALUES = st.sampled_from(["7", "\\frac{3}{4}", "\\sqrt{2}", "x^2+1", "2\\pi", "(1, 2)", "\\{1, 3\\}", "-5"])
+_WRAPPINGS = st.sampled_from(["\\{name}{{{value}}}", "\\{name} {value}", "{value}\\{name}",
+                              "\\operatorname{{{name}}}({value})", "\\text{{{name}}}({value})",
+                              "2\\operatorname{{{name}}}{value}"])
+
+
+def _judge(pred: str, gold: str) -> Verdict:
+    return compare(pred, gold, GradingPolicy(), timeout=TIMEOUT_S)
+
+
+@RULE
+@given(_UNKNOWN, _VALUES, _WRAPPINGS, st.booleans())
+def test_an_answer_with_unknown_notation_is_undecided_whatever_it_wraps(name, value, wrapping, around_gold):
+    # Around the gold itself or around another value: the parser drops what it does not know,
+    # so neither "equal" nor "different" is established.
+    gold = value if around_gold else "8"
+    verdict = _judge(wrapping.format(name=name, value=value), gold)
+    assert verdict.verdict == "undecided", (wrapping.format(name=name, value=value), gold, verdict)
+    assert verdict.why.startswith("unreadable answer"), verdict.why
+
+
+@RULE
+@given(_UNKNOWN, st.integers(min_value=-50, max_value=50))
+def test_a_gold_with_unknown_notation_never_makes_an_answer_wrong(name, number):
+    verdict = _judge(str(number), f"\\{name}{{{number + 1}}}")
+    assert verdict.verdict != "wrong", verdict
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("7", "8"),
+    ("x+1", "x+2"),
+    ("\\{1, 2\\}", "\\{1, 3\\}"),
+    ("(1, 2)", "(2, 1)"),
+    ("\\frac{1}{2}", "\\frac{1}{3}"),
+    ("\\sqrt{3}", "\\sqrt{2}"),
+    ("\\zeta(3)", "\\frac{\\pi^2}{6}"),
+    ("\\Gamma(5)", "25"),
+    ("\\sqrt{2}e^{-i\\pi/4}", "1+i"),
+    ("2\\operatorname{cis}\\frac{\\pi}{3}", "2i"),
+    ("\\operatorname{erf}(0)", "1"),
+    ("\\text{erf}(x+1)", "x"),
+    ("Tuesday", "Monday"),
+])
+def test_readable_values_that_differ_stay_wrong(pred, gold):
+    assert _judge(pred, gold).verdict == "wrong"
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("\\Gamma\\left(\\frac{1}{2}\\right)", "\\sqrt{\\pi}"),
+    ("\\mathrm{B}(2,3)", "\\frac{1}{12}"),
+    ("\\operatorname{B}(2, 3)", "\\frac{1}{12}"),
+    ("\\zeta(2)", "\\frac{\\pi^2}{6}"),
+    ("\\zeta(4)", "\\frac{\\pi^{4}}{90}"),
+    ("\\operatorname{erf}(0)", "0"),
+    ("\\operatorname{erf}(1)", "0.8427"),
+    ("\\sqrt{2}e^{i\\pi/4}", "1+i"),
+    ("1+\\sqrt{3}i", "2e^{i\\pi/3}"),
+    ("2\\operatorname{cis}\\frac{\\pi}{2}", "2i"),
+    ("2\\,\\mathrm{cis}(\\pi/3)", "1+\\sqrt{3}i"),
+    ("2\\left(\\cos\\frac{\\pi}{3} + i\\sin\\frac{\\pi}{3}\\right)", "1+\\sqrt{3}i"),
+])
+def test_special_functions_and_polar_forms_are_read_by_value(pred, gold):
+    assert _judge(pred, gold).verdict == "correct"
+
+
+def test_the_scorer_names_the_unread_part():
+    result = compute_score("lighteval/MATH", "So the answer is $\\boxed{\\weird 7}$.", "8")
+    assert result["verdict"] == "undecided" and result["score"] is None
+    assert result["why"] == "unreadable answer: the unknown command \\weird"
+    assert compute_score("lighteval/MATH", "So the answer is $\\boxed{7}$.", "8")["verdict"] == "wrong"
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    ("xvii", "17", "correct"),  # a lower-case Roman numeral against a number
+    ("iv", "4", "correct"),
+    ("xvi", "17", "wrong"),
+    ("DIX", "509", "correct"),  # upper case is Roman, not the French word dix (10)
+    ("dix", "10", "correct"),
+])
+def test_roman_numerals_in_either_case(pred, gold, verdict):
+    assert _judge(pred, gold).verdict == verdict
