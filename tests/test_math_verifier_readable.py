@@ -105,3 +105,16 @@ def test_the_scorer_names_the_unread_part():
 ])
 def test_roman_numerals_in_either_case(pred, gold, verdict):
     assert _judge(pred, gold).verdict == verdict
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    ("\\frac{e^{2x}}{2} + K", "\\frac{1}{2}e^{2x} + C", "correct"),  # the constant named otherwise
+    ("-\\frac{1}{2}\\cos 2x + C", "\\sin^{2} x + C", "correct"),  # differs from the gold by 1/2
+    ("\\frac{x^3}{3}+C_1", "\\frac{1}{3}x^3", "correct"),  # the gold writes no constant
+    ("x\\ln x - x", "x\\ln x - x + C", "correct"),  # the answer writes none
+    ("\\cos x + C", "-\\cos x + C", "wrong"),
+    ("x\\ln x + x + C", "x\\ln x - x + C", "wrong"),
+    ("C+B+A", "A+B+C", "correct"),  # a sum that names C, no constant of integration
+])
+def test_antiderivatives_are_equal_up_to_a_constant(pred, gold, verdict):
+    assert _judge(pred, gold).verdict == verdict

@@ -79,6 +79,10 @@ that applies decides:
 ``numeric items``  a tuple, interval or set of plain numbers against one with
                    the same brackets: item by item with the numeric judge
                    (a set in any order), without sympy.
+``antiderivative`` either side adds a constant of integration (``+ C``, ``+ K``,
+                   ``+ C_1``): equal when the two differ by a constant (the
+                   difference has derivative zero), the constant named anyhow
+                   or left out on the other side.
 ``math_verify``    math-verify (sympy) on both sides, each wrapped in
                    ``\\boxed{}`` so that an unboxed or undelimited answer and a
                    gold without ``$`` still parse.
@@ -240,6 +244,7 @@ _WHY = {
     "sequence": "compared term by term, in order (the gold repeats a term: no set)",
     "solution set": "compared as special solution sets",
     "piecewise": "compared branch by branch as a piecewise function",
+    "antiderivative": "compared as antiderivatives (up to a constant)",
     "no answer": "there is no answer to compare",
     "empty gold": "the gold answer is empty",
     "unparsed gold": "the gold cannot be read as any answer type",

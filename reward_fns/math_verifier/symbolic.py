@@ -221,6 +221,9 @@ def symbolic_equal(
     """Equations, math-verify (``\\log`` read both ways), the approximation rule, then sympy on plain text."""
     if _is_equation(answer) and _is_equation(target):
         return Verdict(same_equation(answer, target), "equation")
+    antiderivative = antiderivative_verdict(answer, target)
+    if antiderivative is not None:
+        return antiderivative
     if "piecewise" in (answer_type(answer), answer_type(target)):
         piecewise = piecewise_verdict(answer, target)
         if piecewise is not None:
@@ -253,6 +256,44 @@ def symbolic_equal(
         return Verdict("undecided", "unparsed answer")
     step = _step_function_verdict(_first_expression(preds), _first_expression(golds))
     return step if step is not None else _decided_difference(_first_expression(preds), _first_expression(golds))
+
+
+# A constant of integration added last: "+ C", "+ K", "+ C_1", "+ c", "+ const".
+_CONSTANT_TERM = re.compile(r"^(.*\S)\s*\+\s*(C(?:_\{?\d\}?)?|K|c|const(?:ant)?)$")
+
+
+def antiderivative_verdict(answer: str, target: str) -> Verdict | None:
+    """Antiderivatives, when either side adds a constant of integration: equal when they differ by a
+    constant (the derivative of the difference is zero in every variable), whatever the constant is
+    named and whether the other side writes one; ``None`` when neither side does, or a constant's
+    name is used in either expression too ("A + B + C" against "C + B + A" is no antiderivative)."""
+    answer_parts, target_parts = _CONSTANT_TERM.match(answer), _CONSTANT_TERM.match(target)
+    if answer_parts is None and target_parts is None:
+        return None
+    answer_body = answer_parts.group(1) if answer_parts else answer
+    target_body = target_parts.group(1) if target_parts else target
+    # math-verify may lower-case a symbol's name: a constant's name is matched in either case
+    constants = {parts.group(2).lower() for parts in (answer_parts, target_parts) if parts is not None}
+    expressions = [_first_expression(_math_verify_parse(body)) for body in (answer_body, target_body)]
+    if any(e is None for e in expressions):
+        return None
+    pred, gold = (_by_name(e) for e in expressions)
+    variables = pred.free_symbols | gold.free_symbols
+    if not variables or any(str(v).lower() in constants for v in variables) or _unread_part(pred) or _unread_part(gold):
+        return None
+    difference = pred - gold
+    slopes = [sympy.diff(difference, variable) for variable in variables]
+    if all(sympy.simplify(slope) == 0 for slope in slopes):
+        return Verdict(True, "antiderivative", "antiderivatives that differ by a constant")
+    names = sorted(str(v) for v in variables)
+    for point in _PROBE_POINTS:
+        values = {name: point * (index + 1) for index, name in enumerate(names)}
+        for slope in slopes:
+            value = _evaluate(slope, values)
+            if value is not None and abs(value) > 1e-9:
+                return Verdict(False, "antiderivative", "their difference is no constant: its derivative is "
+                               f"{value.real:.6g} at " + ", ".join(f"{n} = {v}" for n, v in values.items()))
+    return Verdict("undecided", "antiderivative", "sympy cannot show that the difference is a constant")
 
 
 _OTHERWISE = re.compile(r"^(?:otherwise|else|elsewhere|all other [a-z]+|\\text\s*\{\s*(?:otherwise|else)\s*\})$",
