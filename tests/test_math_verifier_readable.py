@@ -118,3 +118,23 @@ def test_roman_numerals_in_either_case(pred, gold, verdict):
 ])
 def test_antiderivatives_are_equal_up_to_a_constant(pred, gold, verdict):
     assert _judge(pred, gold).verdict == verdict
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("sinc(2)", "1"),  # parsed as i*n*s*c(2): c applied to a value has none
+    ("\\{sinc(2), 1\\}", "\\{1, 2\\}"),  # the same inside a set: math-verify's "no" compared no read value
+    ("\\mathcal{X}", "8"),
+])
+def test_values_with_undefined_parts_are_undecided(pred, gold):
+    verdict = _judge(pred, gold)
+    assert verdict.verdict == "undecided" and verdict.why.startswith("unreadable answer"), verdict
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("f(x)=2x", "x^2"),  # function notation names the value; its right side differs
+    ("g(x) = 3x+2", "3x-2"),
+    ("\\begin{pmatrix} 1 & 3 \\\\ 2 & 4 \\end{pmatrix}", "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}"),
+    ("O", "0"),  # the letter, not the digit
+])
+def test_function_notation_matrices_and_letters_stay_wrong(pred, gold):
+    assert _judge(pred, gold).verdict == "wrong"

@@ -22,14 +22,14 @@ KNOWN_FUNCTIONS = frozenset({
     "log", "ln", "lg", "exp", "det", "gcd", "lcm", "max", "min", "floor", "ceil", "abs", "sgn", "sign", "mod",
     "lim", "sum", "prod", "int",
 }) | SPECIAL_FUNCTION_NAMES
-GREEK_LETTERS = frozenset({
+_GREEK = frozenset({
     "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota", "kappa",
     "lambda", "mu", "nu", "xi", "pi", "varpi", "rho", "varrho", "sigma", "varsigma", "tau", "upsilon", "phi", "varphi",
     "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi", "Omega",
 })
 # LaTeX commands the verifier reads: what canonical form removes or rewrites, what math-verify's
 # parser reads into a value, and layout that carries no value.
-KNOWN_COMMANDS = KNOWN_FUNCTIONS | GREEK_LETTERS | frozenset({
+KNOWN_COMMANDS = KNOWN_FUNCTIONS | _GREEK | frozenset({
     "frac", "dfrac", "tfrac", "cfrac", "binom", "dbinom", "tbinom", "choose", "sqrt", "cdot", "times", "div", "pm",
     "mp", "ldots", "cdots", "dots", "dotsc", "left", "right", "big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl",
     "Bigr", "middle", "displaystyle", "textstyle", "quad", "qquad", "text", "textbf", "textit", "textrm", "mathrm",

@@ -24,7 +24,7 @@ from sympy.parsing.sympy_parser import (
 
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, piecewise_rows
 from rewardsmith.reward_fns.math_verifier.normalize import ParsedNumber
-from rewardsmith.reward_fns.math_verifier.readable import GREEK_LETTERS, SPECIAL_FUNCTION_NAMES
+from rewardsmith.reward_fns.math_verifier.readable import SPECIAL_FUNCTION_NAMES
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
 from rewardsmith.reward_fns.math_verify_lib import parse, verify
 
@@ -254,8 +254,24 @@ def symbolic_equal(
         return Verdict("undecided", "unparsed gold")
     if not preds:
         return Verdict("undecided", "unparsed answer")
+    # sympy's parser may give a class ("O" is its Order), math-verify's a symbol
+    answer_value, target_value = _first_value(preds, pred_parsed), _first_value(golds, gold_parsed)
+    if answer_value is None:
+        return Verdict("undecided", "unparsed answer")
+    unread = _unread_part(answer_value)
+    if unread is not None:
+        return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread}")
+    unread = None if target_value is None else _unread_part(target_value)
+    if unread is not None:
+        return Verdict("undecided", "could not compare", f"could not compare: the gold has {unread}")
     step = _step_function_verdict(_first_expression(preds), _first_expression(golds))
     return step if step is not None else _decided_difference(_first_expression(preds), _first_expression(golds))
+
+
+def _first_value(*parses: list[Any]) -> Any | None:
+    """The first typed value (number, expression, set, interval, tuple, matrix, relation) among the parses."""
+    return next((value for parsed in parses for value in parsed if isinstance(value, (sympy.Basic, sympy.MatrixBase))),
+                None)
 
 
 # A constant of integration added last: "+ C", "+ K", "+ C_1", "+ c", "+ const".
@@ -453,20 +469,12 @@ def _step_function_verdict(answer: Any | None, target: Any | None) -> Verdict | 
 def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
     """``wrong`` when ``answer - target`` is numerically nonzero somewhere, else ``undecided``.
 
-    Undecided too when either side holds what has no known value (:func:`_unread_part`).
-
     math-verify says only "not shown equal"; it may be equal in a form sympy
     cannot simplify. Anything but two expressions (sets, intervals, matrices,
     relations) is compared structurally by math-verify, whose "no" stands.
     """
     if answer is None or target is None:
         return Verdict(False, "math_verify")
-    unread = _unread_part(answer)
-    if unread is not None:
-        return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread}")
-    unread = _unread_part(target)
-    if unread is not None:
-        return Verdict("undecided", "could not compare", f"could not compare: the gold has {unread}")
     if answer.is_infinite or target.is_infinite:  # oo - oo has no value; two different infinities differ
         return Verdict(answer == target, "math_verify", f"{answer} and {target}: an infinity equals only itself")
     difference = answer - target
@@ -489,18 +497,17 @@ def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
 
 # A symbol the parser made from a command it keeps as text (\mathcal{X} as math{x}, \text{B}).
 _COMMAND_SYMBOL = re.compile(r"text\{|math[a-z]*\{|operatorname")
-_SUBSCRIPT_OR_PRIME = re.compile(r"_.*$|'+$")
 
 
-def _unread_part(expression: Any) -> str | None:
-    """What in a parsed expression has no value the verifier knows: an undefined function (``c(2)`` of
-    ``sinc(2)``), a symbol made of a command, or a name of several letters that is no Greek letter (the
-    parser's product ``erf*(x + 1)`` for ``\\text{erf}(x+1)``); else ``None``."""
-    for function in expression.atoms(sympy.core.function.AppliedUndef):
-        return f"the unknown function {function.func.__name__!r} in {function}"
-    for symbol in expression.free_symbols:
-        stem = _SUBSCRIPT_OR_PRIME.sub("", symbol.name)
-        if _COMMAND_SYMBOL.search(symbol.name) or (len(stem) > 1 and stem not in GREEK_LETTERS):
+def _unread_part(value: Any) -> str | None:
+    """What in a parsed value has no value the verifier knows: an undefined function applied to values
+    (``c(2)`` of ``sinc(2)``; ``f(x)`` of variables is function notation) or a symbol made of a command;
+    else ``None``."""
+    for function in value.atoms(sympy.core.function.AppliedUndef):
+        if not all(isinstance(argument, sympy.Symbol) for argument in function.args):
+            return f"the unknown function {function.func.__name__!r} in {function}"
+    for symbol in value.free_symbols:
+        if _COMMAND_SYMBOL.search(getattr(symbol, "name", "")):
             return f"the unread name {symbol.name!r}"
     return None
 
