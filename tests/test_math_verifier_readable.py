@@ -138,3 +138,16 @@ def test_values_with_undefined_parts_are_undecided(pred, gold):
 ])
 def test_function_notation_matrices_and_letters_stay_wrong(pred, gold):
     assert _judge(pred, gold).verdict == "wrong"
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    # each item equal where evaluated, not shown equal by sympy: no established inequality
+    ("\\left\\{\\frac{a+b+|a-b|}{2}, a^2\\right\\}", "\\{\\max(a,b), a^2\\}", "undecided"),
+    ("\\left(\\frac{a+b+|a-b|}{2}, 1\\right)", "(\\max(a,b), 1)", "undecided"),
+    # an item that differs at a probe point, or end points that differ, settle it
+    ("\\left(\\frac{a+b+|a-b|}{2}, 2\\right)", "(\\max(a,b), 1)", "wrong"),
+    ("\\{\\sqrt{2}, x\\}", "\\{\\sqrt{3}, x\\}", "wrong"),
+    ("[\\sqrt{2}, \\pi)", "[\\sqrt{2}, \\pi]", "wrong"),
+])
+def test_collections_are_wrong_only_when_an_item_differs(pred, gold, verdict):
+    assert _judge(pred, gold).verdict == verdict

@@ -101,6 +101,10 @@ that applies decides:
 ``undecidable``    math-verify cannot show two expressions equal and their
                    difference is zero wherever it is evaluated: undecided (a
                    nonzero value at a probe point makes it ``math_verify``, wrong).
+                   Sets, tuples, intervals and matrices of expressions it does
+                   not find equal are compared so item by item: wrong when
+                   kinds, sizes or end points differ or an item differs from
+                   every item it may stand for, else undecided.
 
 ``quick_judge`` runs the judges that need no symbolic algebra and answers
 ``None`` when only math-verify / sympy could decide.

@@ -265,7 +265,53 @@ def symbolic_equal(
     if unread is not None:
         return Verdict("undecided", "could not compare", f"could not compare: the gold has {unread}")
     step = _step_function_verdict(_first_expression(preds), _first_expression(golds))
-    return step if step is not None else _decided_difference(_first_expression(preds), _first_expression(golds))
+    if step is not None:
+        return step
+    items = _items_verdict(answer_value, target_value)
+    return items if items is not None else _decided_difference(_first_expression(preds), _first_expression(golds))
+
+
+def _items(value: Any) -> tuple[str, list[Any]] | None:
+    """``(kind, items)`` of a finite set, tuple, interval or matrix of expressions, else ``None``."""
+    if isinstance(value, sympy.FiniteSet):
+        return "set", list(value.args)
+    if isinstance(value, sympy.Tuple):
+        return f"tuple of {len(value)}", list(value.args)
+    if isinstance(value, sympy.Interval):
+        return "interval" + "[("[bool(value.left_open)] + "])"[bool(value.right_open)], [value.start, value.end]
+    if isinstance(value, sympy.MatrixBase):
+        return f"matrix {value.shape}", list(value)
+    return None
+
+
+def _items_verdict(answer: Any, target: Any) -> Verdict | None:
+    """A collection math-verify did not find equal, item by item: ``wrong`` when the kinds or sizes differ
+    or an item differs from every item it may stand for (numerically, at a probe point), else
+    ``undecided`` (equal where evaluated, not shown equal); ``None`` when either is no such collection or
+    an item is no expression."""
+    answer_items, target_items = _items(answer), _items(target)
+    if answer_items is None or target_items is None:
+        return None
+    (kind, items), (gold_kind, golds) = answer_items, target_items
+    if not all(isinstance(item, sympy.Expr) for item in items + golds):
+        return None
+    if kind != gold_kind or len(items) != len(golds):
+        return Verdict(False, "math_verify", f"{answer} and {target} differ in kind, size or end points")
+
+    def may_equal(item: Any, gold: Any) -> bool:
+        return _decided_difference(item, gold).verdict != "wrong"
+
+    if kind == "set":
+        unmatched = [item for item in items if not any(may_equal(item, gold) for gold in golds)]
+        unmatched += [gold for gold in golds if not any(may_equal(item, gold) for item in items)]
+        if unmatched:
+            return Verdict(False, "math_verify", f"{unmatched[0]} is in one set and differs from every item of the other")
+    else:
+        for place, (item, gold) in enumerate(zip(items, golds), 1):
+            if not may_equal(item, gold):
+                return Verdict(False, "math_verify", f"item {place} differs: {item} against {gold}")
+    return Verdict("undecided", "undecidable", f"each item of the {kind} equals the gold's where evaluated, "
+                   "but sympy cannot show them equal")
 
 
 def _first_value(*parses: list[Any]) -> Any | None:
