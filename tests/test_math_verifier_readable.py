@@ -151,3 +151,16 @@ def test_function_notation_matrices_and_letters_stay_wrong(pred, gold):
 ])
 def test_collections_are_wrong_only_when_an_item_differs(pred, gold, verdict):
     assert _judge(pred, gold).verdict == verdict
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    ("y = 2x + 3", "2x - y + 3 = 0", "correct"),
+    ("y = 2x + 4", "2x - y + 3 = 0", "wrong"),
+    ("x + y + z = 1", "x + y + z = 2", "wrong"),  # the ratio is no constant: a probe tells
+    ("\\weird y = 2x", "y = 2x", "undecided"),  # a side that cannot be read is no different equation
+    ("2y = @@", "y = 2x", "undecided"),
+    # (a + b + |a - b|) / 2 is max(a, b): sympy cannot show the ratio constant, and it is 1 wherever evaluated
+    ("2y = a+b+|a-b|", "y = \\max(a,b)", "undecided"),
+])
+def test_equations_are_wrong_only_when_shown_different(pred, gold, verdict):
+    assert _judge(pred, gold).verdict == verdict

@@ -74,7 +74,9 @@ that applies decides:
                    a bound (``\\le 8``, ``x > 4``) against a number, or a
                    number against a bound: wrong (:mod:`.answer_types`).
 ``equation``       two equations (``y = 2x + 3``, ``2x - y + 3 = 0``): equal when
-                   ``lhs - rhs`` of one is a nonzero constant times the other's.
+                   ``lhs - rhs`` of one is a nonzero constant times the other's;
+                   wrong when the variables differ or the ratio takes two
+                   values at the probe points; else undecided.
                    An assignment ``x = 5`` against a value compares ``5``.
 ``numeric items``  a tuple, interval or set of plain numbers against one with
                    the same brackets: item by item with the numeric judge

@@ -178,18 +178,37 @@ def _equation_difference(text: str) -> Any | None:
     return sides[0] - sides[1]
 
 
-def same_equation(answer: str, target: str) -> bool:
-    """Whether two equations have the same solutions as ``lhs - rhs`` up to a nonzero constant factor.
+def equation_verdict(answer: str, target: str) -> Verdict:
+    """Two equations are the same when ``lhs - rhs`` of one is a nonzero constant times the other's.
 
     ``y = 2x + 3``, ``2x - y + 3 = 0`` and ``4x - 2y = -6`` are the same line.
+    Wrong when the variables differ or the ratio takes two values at the probe
+    points; undecided when a side cannot be read or the ratio is not shown
+    constant yet takes one value wherever evaluated.
     """
     answer_difference, target_difference = _equation_difference(answer), _equation_difference(target)
-    if answer_difference is None or target_difference is None:
-        return False
+    if answer_difference is None:
+        return Verdict("undecided", "unparsed answer")
+    if target_difference is None:
+        return Verdict("undecided", "could not compare", "could not compare: a side of the gold cannot be read")
+    unread = _unread_part(answer_difference)
+    if unread is not None:
+        return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread}")
+    answer_difference, target_difference = _by_name(answer_difference), _by_name(target_difference)
     if not answer_difference.free_symbols or answer_difference.free_symbols != target_difference.free_symbols:
-        return False
+        return Verdict(False, "equation", "the equations are in different variables")
     ratio = sympy.simplify(answer_difference / target_difference)
-    return bool(ratio.is_number and ratio.is_finite and ratio != 0)
+    if ratio.is_number:
+        return Verdict(bool(ratio.is_finite and ratio != 0), "equation")
+    names = sorted(str(symbol) for symbol in ratio.free_symbols)
+    # powers of each probe point, shifted: no two variables move together, nor their sum, from point to point
+    values = [_evaluate(ratio, {name: point ** (index + 1) + index for index, name in enumerate(names)})
+              for point in _PROBE_POINTS]
+    values = [v for v in values if v is not None]
+    if any(abs(v - values[0]) > 1e-9 * (1 + abs(values[0])) for v in values):
+        return Verdict(False, "equation", "lhs - rhs of one is no constant multiple of the other's")
+    return Verdict("undecided", "undecidable", "sympy cannot show lhs - rhs of one a constant multiple of the "
+                   "other's, and their ratio is one value wherever evaluated")
 
 
 def _imaginary_unit_equal(pred_parsed: list[Any], gold_parsed: list[Any]) -> bool:
@@ -220,7 +239,7 @@ def symbolic_equal(
 ) -> Verdict:
     """Equations, math-verify (``\\log`` read both ways), the approximation rule, then sympy on plain text."""
     if _is_equation(answer) and _is_equation(target):
-        return Verdict(same_equation(answer, target), "equation")
+        return equation_verdict(answer, target)
     antiderivative = antiderivative_verdict(answer, target)
     if antiderivative is not None:
         return antiderivative
