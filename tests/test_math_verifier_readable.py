@@ -164,3 +164,24 @@ def test_collections_are_wrong_only_when_an_item_differs(pred, gold, verdict):
 ])
 def test_equations_are_wrong_only_when_shown_different(pred, gold, verdict):
     assert _judge(pred, gold).verdict == verdict
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("3∠45°", "3"),  # the parser drops ∠45: never paid as 3
+    ("5′", "5"),
+    ("x ∈ ℝ", "\\mathbb{R}"),
+])
+def test_symbols_the_verifier_does_not_read_are_undecided(pred, gold):
+    verdict = _judge(pred, gold)
+    assert verdict.verdict == "undecided" and verdict.why.startswith("unreadable answer"), verdict
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    ("一百二十三", "123", "correct"),  # a whole answer read as one number stands
+    ("一百二十三", "124", "wrong"),
+    ("42\u200b", "42", "correct"),  # an invisible character carries no value
+    ("±2", "\\pm 2", "correct"),
+    ("α+1", "\\alpha+1", "correct"),
+])
+def test_numbers_read_whole_and_read_symbols_stand(pred, gold, verdict):
+    assert _judge(pred, gold).verdict == verdict

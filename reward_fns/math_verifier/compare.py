@@ -54,9 +54,10 @@ def _cached_compare(pred: str, gold: str, policy: GradingPolicy, timeout: float)
     return _as_read(verdict, pred, gold)
 
 
-# Judges whose verdict does not rest on the math parsers' reading of the answer.
+# Judges whose verdict does not rest on the math parsers' reading of the answer (``numeric`` reads a
+# whole answer as one number, in digits, words or numerals, or not at all).
 _OWN_READERS = frozenset({"string", "answer too long", "no answer", "empty gold", "text", "choice", "quantity",
-                          "time of day", "date", "unparsed gold", "undecidable"})
+                          "time of day", "date", "numeric", "unparsed gold", "undecidable"})
 
 
 def _as_read(verdict: Verdict, pred: str, gold: str) -> Verdict:

@@ -4,13 +4,15 @@ math-verify's LaTeX parser drops a command it does not know (``\\weird 7``
 parses as 7, ``2\\operatorname{cis}\\frac{\\pi}{2}`` as 2), so a value parsed
 from such an answer is not what it says: comparing it proves nothing either
 way. :func:`unread_notation` names the first such part of an answer (a LaTeX
-command outside :data:`KNOWN_COMMANDS`, or a function named by
-``\\operatorname`` / ``\\mathrm`` / ``\\text`` that is not in
-:data:`KNOWN_FUNCTIONS`); ``None`` when every part is notation the verifier reads.
+command outside :data:`KNOWN_COMMANDS`, a function named by ``\\operatorname``
+/ ``\\mathrm`` / ``\\text`` that is not in :data:`KNOWN_FUNCTIONS`, or a
+symbol beyond ASCII that canonical form did not rewrite, Greek letters
+aside); ``None`` when every part is notation the verifier reads.
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # Special functions the symbolic judge evaluates (``symbolic.SPECIAL_FUNCTIONS``); cis t is e^{it}.
 SPECIAL_FUNCTION_NAMES = frozenset({"Gamma", "zeta", "erf", "erfc", "erfi", "Ei", "Si", "Ci", "li", "digamma", "B",
@@ -44,6 +46,11 @@ KNOWN_COMMANDS = KNOWN_FUNCTIONS | _GREEK | frozenset({
 _COMMAND = re.compile(r"\\([A-Za-z]+)")
 # A named function: any \operatorname, or a \mathrm / \text name applied to a parenthesis (not a unit).
 _NAMED = re.compile(r"\\operatorname\*?\s*\{\s*([A-Za-z]+)\s*\}|\\(?:mathrm|text|textrm)\s*\{\s*([A-Za-z]+)\s*\}\s*(?=\()")
+# Canonical form writes the symbols it reads in LaTeX (π, ∞, √, ², ½, ≤ ...); math-verify reads Greek
+# letters (and the micro sign) and ±. Any other visible character beyond ASCII is one it drops ("3∠45°"
+# parses as 3); invisible ones (zero-width spaces, soft hyphens, combining marks) carry no value.
+_READ_SYMBOLS = re.compile(r"[\x00-\x7f\u0370-\u03ff\u00b5\u00b1\u2213]")
+_INVISIBLE = ("Cf", "Zs", "Mn")
 _TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mbox)\s*\{[^{}]*\}")
 
 
@@ -58,7 +65,11 @@ def unread_notation(answer: str, canonical: str) -> str | None:
         name = match.group(1) or match.group(2)
         if name not in KNOWN_FUNCTIONS:
             return f"the unknown function {name!r}"
-    for match in _COMMAND.finditer(_TEXT.sub(" ", canonical)):
+    math = _TEXT.sub(" ", canonical)
+    for match in _COMMAND.finditer(math):
         if match.group(1) not in KNOWN_COMMANDS:
             return f"the unknown command \\{match.group(1)}"
+    for char in math:
+        if not _READ_SYMBOLS.match(char) and unicodedata.category(char) not in _INVISIBLE:
+            return f"the unknown symbol {char!r}"
     return None
