@@ -185,3 +185,16 @@ def test_symbols_the_verifier_does_not_read_are_undecided(pred, gold):
 ])
 def test_numbers_read_whole_and_read_symbols_stand(pred, gold, verdict):
     assert _judge(pred, gold).verdict == verdict
+
+
+@pytest.mark.parametrize("pred, gold, verdict", [
+    # the condition's words, in \\text or bare, parse as products of letters: no reading either way
+    ("2x+1 \\text{ where } x \\text{ is real}", "2x+1", "undecided"),
+    ("2x+1 where x is real", "2x+1", "undecided"),  # bare words parse as products of letters
+    ("2x+1 where x is real", "2x+3", "undecided"),
+    ("\\frac{n(n+1)}{2} for all n", "\\frac{n(n-1)}{2}", "undecided"),
+    ("2, 4, 8, and 16", "2, 4, 8, 16", "correct"),  # math-verify reads "and" as a comma
+    ("the square root of 2", "2", "wrong"),  # words around a number, against a number: read as such
+])
+def test_bare_words_in_a_parsed_answer_leave_it_undecided(pred, gold, verdict):
+    assert _judge(pred, gold).verdict == verdict

@@ -29,8 +29,8 @@ from functools import lru_cache
 
 from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, VERDICTS, GradingPolicy, Verdict, quick_judge
-from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer
-from rewardsmith.reward_fns.math_verifier.readable import unread_notation
+from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer, parse_number
+from rewardsmith.reward_fns.math_verifier.readable import unread_notation, unread_words
 
 __all__ = ["STRICT", "VERDICTS", "GradingPolicy", "Verdict", "compare"]
 
@@ -59,6 +59,9 @@ def _cached_compare(pred: str, gold: str, policy: GradingPolicy, timeout: float)
 _OWN_READERS = frozenset({"string", "answer too long", "no answer", "empty gold", "text", "choice", "quantity",
                           "time of day", "date", "numeric", "unparsed gold", "undecidable"})
 
+# Judges that compare what math-verify's or sympy's parser made of the whole answer, words included.
+_PARSED = frozenset({"math_verify", "sympy", "equation", "antiderivative", "step function"})
+
 
 def _as_read(verdict: Verdict, pred: str, gold: str) -> Verdict:
     """``verdict``, or ``undecided`` when it compared a value parsed from notation the verifier cannot read."""
@@ -68,6 +71,10 @@ def _as_read(verdict: Verdict, pred: str, gold: str) -> Verdict:
     if verdict.verdict == "undecided" or verdict.method in _OWN_READERS:
         return verdict
     unread = unread_notation(pred, canonical_answer(pred))
+    if unread is None and verdict.method in _PARSED and (verdict.correct or parse_number(canonical_answer(gold)) is None):
+        # Words around a number against a number gold are read by the commitment rules (a range, an
+        # attribution, a negation): only elsewhere do they leave the parsed value in doubt.
+        unread = unread_words(canonical_answer(pred))
     if unread is not None:
         return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread}")
     unread = unread_notation(gold, canonical_answer(gold)) if verdict.verdict == "wrong" else None

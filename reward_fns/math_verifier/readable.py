@@ -51,6 +51,10 @@ _NAMED = re.compile(r"\\operatorname\*?\s*\{\s*([A-Za-z]+)\s*\}|\\(?:mathrm|text
 # parses as 3); invisible ones (zero-width spaces, soft hyphens, combining marks) carry no value.
 _READ_SYMBOLS = re.compile(r"[\x00-\x7f\u0370-\u03ff\u00b5\u00b1\u2213]")
 _INVISIBLE = ("Cf", "Zs", "Mn")
+# A run of three or more letters outside a command is a word, not a product of variables ("where x is
+# real" parses as w*h*e*r*e*...); the names of functions and constants are read.
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_NAMED_GROUP = re.compile(r"\\(?:operatorname\*?|mathrm|mathbb|mathbf|mathit|begin|end)\s*\{[^{}]*\}")
 _TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mbox)\s*\{[^{}]*\}")
 
 
@@ -72,4 +76,13 @@ def unread_notation(answer: str, canonical: str) -> str | None:
     for char in math:
         if not _READ_SYMBOLS.match(char) and unicodedata.category(char) not in _INVISIBLE:
             return f"the unknown symbol {char!r}"
+    return None
+
+
+def unread_words(answer: str) -> str | None:
+    """The first word (three or more letters outside a command, ``\\text{}`` or a named group) in ``answer``
+    that is no known name, else ``None``: a math parser reads it as a product of variables."""
+    for word in _WORD.findall(_NAMED_GROUP.sub(" ", _TEXT.sub(" ", answer))):
+        if word not in KNOWN_COMMANDS and word != "and":  # math-verify reads "and" as a comma
+            return f"the words {word!r}, which no math parser reads"
     return None
