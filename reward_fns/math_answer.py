@@ -16,7 +16,9 @@
    Undecided is for real ambiguity only: several different answers committed
    side by side (or a hedge, "7 or 8") of which one is the gold, or a gold
    that cannot be read, or an answer the comparison cannot decide (it cannot
-   be read as any type, or sympy cannot tell). Several answers that are all wrong are ``wrong``:
+   be read as any type, it holds notation the verifier does not read, or sympy
+   cannot tell). ``wrong`` needs an established inequality: the answer read
+   into a typed value and compared with the gold's with a decisive result. Several answers that are all wrong are ``wrong``:
    whichever was meant, it is not the gold. For DAPO data sources, whose
    prompt asks for an ``Answer:`` line, a response with no marked answer is
    ``wrong``.

@@ -27,7 +27,8 @@ that applies decides:
                    for ``\\pm 2``, reported as ``collection``). A gold that
                    itself lists alternatives ("1 or 2") needs the same
                    collection back.
-``numeric``        both are plain numbers: exact rational equality; a
+``numeric``        both are plain numbers (a lower-case Roman numeral, "xvii",
+                   against a number gold): exact rational equality; a
                    percentage may stand for itself or a hundredth (25% = 25 =
                    0.25), but a bare number for a percentage gold must be the
                    number of percent (25 for 25%; 0.25 only under
@@ -73,11 +74,17 @@ that applies decides:
                    a bound (``\\le 8``, ``x > 4``) against a number, or a
                    number against a bound: wrong (:mod:`.answer_types`).
 ``equation``       two equations (``y = 2x + 3``, ``2x - y + 3 = 0``): equal when
-                   ``lhs - rhs`` of one is a nonzero constant times the other's.
+                   ``lhs - rhs`` of one is a nonzero constant times the other's;
+                   wrong when the variables differ or the ratio takes two
+                   values at the probe points; else undecided.
                    An assignment ``x = 5`` against a value compares ``5``.
 ``numeric items``  a tuple, interval or set of plain numbers against one with
                    the same brackets: item by item with the numeric judge
                    (a set in any order), without sympy.
+``antiderivative`` either side adds a constant of integration (``+ C``, ``+ K``,
+                   ``+ C_1``): equal when the two differ by a constant (the
+                   difference has derivative zero), the constant named anyhow
+                   or left out on the other side.
 ``math_verify``    math-verify (sympy) on both sides, each wrapped in
                    ``\\boxed{}`` so that an unboxed or undelimited answer and a
                    gold without ``$`` still parse.
@@ -96,6 +103,10 @@ that applies decides:
 ``undecidable``    math-verify cannot show two expressions equal and their
                    difference is zero wherever it is evaluated: undecided (a
                    nonzero value at a probe point makes it ``math_verify``, wrong).
+                   Sets, tuples, intervals and matrices of expressions it does
+                   not find equal are compared so item by item: wrong when
+                   kinds, sizes or end points differ or an item differs from
+                   every item it may stand for, else undecided.
 
 ``quick_judge`` runs the judges that need no symbolic algebra and answers
 ``None`` when only math-verify / sympy could decide.
@@ -122,7 +133,7 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, part_values, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
 from rewardsmith.reward_fns.math_verifier.dates import date_verdict
-from rewardsmith.reward_fns.math_verifier.numerals import words_to_number
+from rewardsmith.reward_fns.math_verifier.numerals import roman_number, words_to_number
 from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, based_number, congruence
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
@@ -239,10 +250,11 @@ _WHY = {
     "sequence": "compared term by term, in order (the gold repeats a term: no set)",
     "solution set": "compared as special solution sets",
     "piecewise": "compared branch by branch as a piecewise function",
+    "antiderivative": "compared as antiderivatives (up to a constant)",
     "no answer": "there is no answer to compare",
     "empty gold": "the gold answer is empty",
     "unparsed gold": "the gold cannot be read as any answer type",
-    "unparsed answer": "the answer cannot be read as any answer type",
+    "unparsed answer": "unreadable answer: it cannot be read as any answer type",
     "undecidable": "sympy cannot decide whether the difference is zero",
 }
 
@@ -444,6 +456,10 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
     if answer == target or compact(answer) == compact(target):
         return Verdict(True, "string")
     answer_number, target_number = parse_number(answer), parse_number(target)
+    if answer_number is None and target_number is not None and answer.isalpha() and answer.islower():
+        # a lower-case Roman numeral ("xvii") against a number; elsewhere "cd" may be a product of variables
+        roman = roman_number(answer.upper())
+        answer_number = None if roman is None else ParsedNumber(Fraction(roman), None, 0, False)
     if answer_number is not None and target_number is not None:
         return _compare_numbers(answer_number, target_number, policy)
     residues = _congruence(answer, target, answer_number, target_number)

@@ -326,9 +326,10 @@ def parse_number(text: str) -> ParsedNumber | None:
     Refused: ``4 2`` (two numbers). Long inputs are refused so that exact
     arithmetic stays cheap.
     """
-    spelled = words_to_number(text)
+    # An upper-case Roman numeral first: "DIX" is 509, not the French word dix (10).
+    spelled = roman_number(text)
     if spelled is None:
-        spelled = roman_number(text)
+        spelled = words_to_number(text)
     if spelled is not None:
         return ParsedNumber(Fraction(spelled), None, 0, False)
     chinese = chinese_number(text)

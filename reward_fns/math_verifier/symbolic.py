@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, Callable
 
 import sympy
 from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
@@ -24,6 +24,7 @@ from sympy.parsing.sympy_parser import (
 
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, piecewise_rows
 from rewardsmith.reward_fns.math_verifier.normalize import ParsedNumber
+from rewardsmith.reward_fns.math_verifier.readable import SPECIAL_FUNCTION_NAMES
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, GradingPolicy, Verdict, approximation_verdict, run_judges
 from rewardsmith.reward_fns.math_verify_lib import parse, verify
 
@@ -75,9 +76,70 @@ def _math_verify_parse(text: str) -> list[Any]:
 # immutable, so sharing them is safe. math-verify's own cache keeps only the last 20.
 @lru_cache(maxsize=2048)
 def _cached_parse(text: str) -> tuple[Any, ...]:
+    text, values = _special_calls(text)
     # Wrapped in \boxed{} so that an answer without $..$ still parses as LaTeX.
     parsed = parse("\\boxed{" + text + "}", (LatexExtractionConfig(),), fallback_mode="no_fallback")
-    return tuple(parsed or parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback"))
+    parsed = parsed or parse(text, (ExprExtractionConfig(),), fallback_mode="no_fallback")
+    if not values:
+        return tuple(parsed)
+    return tuple(value.xreplace({s: values[s.name] for s in value.free_symbols if s.name in values})
+                 if isinstance(value, sympy.Basic) else value for value in parsed)
+
+
+# Special functions, by the name an answer gives them, as sympy evaluates them (math-verify's parser
+# drops \operatorname{erf}, reads "\text{erf}(x+1)" as a product and "\Gamma (x)" as Euler's constant
+# times x); cis t is e^{it}.
+SPECIAL_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "Gamma": sympy.gamma, "zeta": sympy.zeta, "erf": sympy.erf, "erfc": sympy.erfc, "erfi": sympy.erfi,
+    "Ei": sympy.Ei, "Si": sympy.Si, "Ci": sympy.Ci, "li": sympy.li, "digamma": sympy.digamma,
+    "B": lambda a, b: sympy.gamma(a) * sympy.gamma(b) / sympy.gamma(a + b),
+    "Beta": lambda a, b: sympy.gamma(a) * sympy.gamma(b) / sympy.gamma(a + b),
+    "cis": lambda t: sympy.exp(sympy.I * t),
+}
+assert set(SPECIAL_FUNCTIONS) == SPECIAL_FUNCTION_NAMES
+_NAMES = "|".join(sorted(SPECIAL_FUNCTIONS, key=len, reverse=True))
+# The name as a command, an operator name or roman text, or bare (not inside a longer name).
+_SPECIAL_NAME = re.compile(rf"(?:\\operatorname\*?\s*\{{\s*|\\mathrm\s*\{{\s*|\\text\s*\{{\s*|\\|(?<![A-Za-z\\]))"
+                           rf"({_NAMES})(?:\s*\}})?(?![A-Za-z])\s*")
+# Without parentheses, cis takes a fraction, a command or a number ("\operatorname{cis}\frac{\pi}{2}").
+_BARE_ARGUMENT = re.compile(r"\\frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\[A-Za-z]+|\{[^{}]*\}|[0-9.]+(?:\s*\\pi)?")
+
+
+def _special_calls(text: str) -> tuple[str, dict[str, Any]]:
+    """``text`` with each special function call whose arguments parse replaced by a placeholder symbol,
+    and the placeholders' names (as the parser spells them) with their values."""
+    values: dict[str, Any] = {}
+    position = 0
+    while (match := _SPECIAL_NAME.search(text, position)) is not None:
+        position = match.end()
+        arguments, end = _call_arguments(text, match.end(), bare=match.group(1) == "cis")
+        parsed = [_first_expression(_math_verify_parse(argument)) for argument in arguments or ()]
+        if not parsed or any(argument is None for argument in parsed):
+            continue
+        try:
+            value = SPECIAL_FUNCTIONS[match.group(1)](*parsed)
+        except Exception:  # noqa: BLE001 - the wrong number of arguments: the call stays unread
+            continue
+        placeholder = f"90{len(values)}"
+        values[f"xi_{{{placeholder}}}"] = value
+        text = f"{text[:match.start()]} \\Xi_{{{placeholder}}} {text[end:]}"
+        position = match.start()
+    return text, values
+
+
+def _call_arguments(text: str, start: int, bare: bool) -> tuple[list[str] | None, int]:
+    """The comma-separated arguments in the parentheses that open at ``start`` (or, when ``bare``, the one
+    argument written there without them) and where the call ends; ``None`` when there is none."""
+    if text.startswith("(", start):
+        depth = 0
+        for index in range(start, len(text)):
+            depth += {"(": 1, ")": -1, "{": 1, "}": -1}.get(text[index], 0)
+            if depth == 0:
+                inner = text[start + 1 : index]
+                return [a for a in re.split(r",(?![^(){}]*[)}])", inner)], index + 1
+        return None, start
+    argument = _BARE_ARGUMENT.match(text, start) if bare else None
+    return ([argument.group(0)], argument.end()) if argument else (None, start)
 
 
 def _first_expression(parsed: list[Any]) -> Any | None:
@@ -116,18 +178,37 @@ def _equation_difference(text: str) -> Any | None:
     return sides[0] - sides[1]
 
 
-def same_equation(answer: str, target: str) -> bool:
-    """Whether two equations have the same solutions as ``lhs - rhs`` up to a nonzero constant factor.
+def equation_verdict(answer: str, target: str) -> Verdict:
+    """Two equations are the same when ``lhs - rhs`` of one is a nonzero constant times the other's.
 
     ``y = 2x + 3``, ``2x - y + 3 = 0`` and ``4x - 2y = -6`` are the same line.
+    Wrong when the variables differ or the ratio takes two values at the probe
+    points; undecided when a side cannot be read or the ratio is not shown
+    constant yet takes one value wherever evaluated.
     """
     answer_difference, target_difference = _equation_difference(answer), _equation_difference(target)
-    if answer_difference is None or target_difference is None:
-        return False
+    if answer_difference is None:
+        return Verdict("undecided", "unparsed answer")
+    if target_difference is None:
+        return Verdict("undecided", "could not compare", "could not compare: a side of the gold cannot be read")
+    unread = _unread_part(answer_difference)
+    if unread is not None:
+        return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread}")
+    answer_difference, target_difference = _by_name(answer_difference), _by_name(target_difference)
     if not answer_difference.free_symbols or answer_difference.free_symbols != target_difference.free_symbols:
-        return False
+        return Verdict(False, "equation", "the equations are in different variables")
     ratio = sympy.simplify(answer_difference / target_difference)
-    return bool(ratio.is_number and ratio.is_finite and ratio != 0)
+    if ratio.is_number:
+        return Verdict(bool(ratio.is_finite and ratio != 0), "equation")
+    names = sorted(str(symbol) for symbol in ratio.free_symbols)
+    # powers of each probe point, shifted: no two variables move together, nor their sum, from point to point
+    values = [_evaluate(ratio, {name: point ** (index + 1) + index for index, name in enumerate(names)})
+              for point in _PROBE_POINTS]
+    values = [v for v in values if v is not None]
+    if any(abs(v - values[0]) > 1e-9 * (1 + abs(values[0])) for v in values):
+        return Verdict(False, "equation", "lhs - rhs of one is no constant multiple of the other's")
+    return Verdict("undecided", "undecidable", "sympy cannot show lhs - rhs of one a constant multiple of the "
+                   "other's, and their ratio is one value wherever evaluated")
 
 
 def _imaginary_unit_equal(pred_parsed: list[Any], gold_parsed: list[Any]) -> bool:
@@ -138,7 +219,9 @@ def _imaginary_unit_equal(pred_parsed: list[Any], gold_parsed: list[Any]) -> boo
     symbols = pred.free_symbols | gold.free_symbols
     if not symbols or any(getattr(symbol, "name", None) != "i" for symbol in symbols):
         return False
-    return sympy.simplify((pred - gold).subs({symbol: sympy.I for symbol in symbols})) == 0
+    difference = (pred - gold).subs({symbol: sympy.I for symbol in symbols})
+    # expand_complex puts polar forms (sqrt(2) e^{i pi/4}) in a + bi form, where simplify stops at (-1)^(1/4)
+    return sympy.simplify(difference) == 0 or sympy.simplify(sympy.expand_complex(difference)) == 0
 
 
 def _verified(answer: str, target: str) -> tuple[bool, list[Any], list[Any]]:
@@ -156,7 +239,10 @@ def symbolic_equal(
 ) -> Verdict:
     """Equations, math-verify (``\\log`` read both ways), the approximation rule, then sympy on plain text."""
     if _is_equation(answer) and _is_equation(target):
-        return Verdict(same_equation(answer, target), "equation")
+        return equation_verdict(answer, target)
+    antiderivative = antiderivative_verdict(answer, target)
+    if antiderivative is not None:
+        return antiderivative
     if "piecewise" in (answer_type(answer), answer_type(target)):
         piecewise = piecewise_verdict(answer, target)
         if piecewise is not None:
@@ -187,8 +273,108 @@ def symbolic_equal(
         return Verdict("undecided", "unparsed gold")
     if not preds:
         return Verdict("undecided", "unparsed answer")
+    # sympy's parser may give a class ("O" is its Order), math-verify's a symbol
+    answer_value, target_value = _first_value(preds, pred_parsed), _first_value(golds, gold_parsed)
+    if answer_value is None:
+        return Verdict("undecided", "unparsed answer")
+    unread = _unread_part(answer_value)
+    if unread is not None:
+        return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread}")
+    unread = None if target_value is None else _unread_part(target_value)
+    if unread is not None:
+        return Verdict("undecided", "could not compare", f"could not compare: the gold has {unread}")
     step = _step_function_verdict(_first_expression(preds), _first_expression(golds))
-    return step if step is not None else _decided_difference(_first_expression(preds), _first_expression(golds))
+    if step is not None:
+        return step
+    items = _items_verdict(answer_value, target_value)
+    return items if items is not None else _decided_difference(_first_expression(preds), _first_expression(golds))
+
+
+def _items(value: Any) -> tuple[str, list[Any]] | None:
+    """``(kind, items)`` of a finite set, tuple, interval or matrix of expressions, else ``None``."""
+    if isinstance(value, sympy.FiniteSet):
+        return "set", list(value.args)
+    if isinstance(value, sympy.Tuple):
+        return f"tuple of {len(value)}", list(value.args)
+    if isinstance(value, sympy.Interval):
+        return "interval" + "[("[bool(value.left_open)] + "])"[bool(value.right_open)], [value.start, value.end]
+    if isinstance(value, sympy.MatrixBase):
+        return f"matrix {value.shape}", list(value)
+    return None
+
+
+def _items_verdict(answer: Any, target: Any) -> Verdict | None:
+    """A collection math-verify did not find equal, item by item: ``wrong`` when the kinds or sizes differ
+    or an item differs from every item it may stand for (numerically, at a probe point), else
+    ``undecided`` (equal where evaluated, not shown equal); ``None`` when either is no such collection or
+    an item is no expression."""
+    answer_items, target_items = _items(answer), _items(target)
+    if answer_items is None or target_items is None:
+        return None
+    (kind, items), (gold_kind, golds) = answer_items, target_items
+    if not all(isinstance(item, sympy.Expr) for item in items + golds):
+        return None
+    if kind != gold_kind or len(items) != len(golds):
+        return Verdict(False, "math_verify", f"{answer} and {target} differ in kind, size or end points")
+
+    def may_equal(item: Any, gold: Any) -> bool:
+        return _decided_difference(item, gold).verdict != "wrong"
+
+    if kind == "set":
+        unmatched = [item for item in items if not any(may_equal(item, gold) for gold in golds)]
+        unmatched += [gold for gold in golds if not any(may_equal(item, gold) for item in items)]
+        if unmatched:
+            return Verdict(False, "math_verify", f"{unmatched[0]} is in one set and differs from every item of the other")
+    else:
+        for place, (item, gold) in enumerate(zip(items, golds), 1):
+            if not may_equal(item, gold):
+                return Verdict(False, "math_verify", f"item {place} differs: {item} against {gold}")
+    return Verdict("undecided", "undecidable", f"each item of the {kind} equals the gold's where evaluated, "
+                   "but sympy cannot show them equal")
+
+
+def _first_value(*parses: list[Any]) -> Any | None:
+    """The first typed value (number, expression, set, interval, tuple, matrix, relation) among the parses."""
+    return next((value for parsed in parses for value in parsed if isinstance(value, (sympy.Basic, sympy.MatrixBase))),
+                None)
+
+
+# A constant of integration added last: "+ C", "+ K", "+ C_1", "+ c", "+ const".
+_CONSTANT_TERM = re.compile(r"^(.*\S)\s*\+\s*(C(?:_\{?\d\}?)?|K|c|const(?:ant)?)$")
+
+
+def antiderivative_verdict(answer: str, target: str) -> Verdict | None:
+    """Antiderivatives, when either side adds a constant of integration: equal when they differ by a
+    constant (the derivative of the difference is zero in every variable), whatever the constant is
+    named and whether the other side writes one; ``None`` when neither side does, or a constant's
+    name is used in either expression too ("A + B + C" against "C + B + A" is no antiderivative)."""
+    answer_parts, target_parts = _CONSTANT_TERM.match(answer), _CONSTANT_TERM.match(target)
+    if answer_parts is None and target_parts is None:
+        return None
+    answer_body = answer_parts.group(1) if answer_parts else answer
+    target_body = target_parts.group(1) if target_parts else target
+    # math-verify may lower-case a symbol's name: a constant's name is matched in either case
+    constants = {parts.group(2).lower() for parts in (answer_parts, target_parts) if parts is not None}
+    expressions = [_first_expression(_math_verify_parse(body)) for body in (answer_body, target_body)]
+    if any(e is None for e in expressions):
+        return None
+    pred, gold = (_by_name(e) for e in expressions)
+    variables = pred.free_symbols | gold.free_symbols
+    if not variables or any(str(v).lower() in constants for v in variables) or _unread_part(pred) or _unread_part(gold):
+        return None
+    difference = pred - gold
+    slopes = [sympy.diff(difference, variable) for variable in variables]
+    if all(sympy.simplify(slope) == 0 for slope in slopes):
+        return Verdict(True, "antiderivative", "antiderivatives that differ by a constant")
+    names = sorted(str(v) for v in variables)
+    for point in _PROBE_POINTS:
+        values = {name: point * (index + 1) for index, name in enumerate(names)}
+        for slope in slopes:
+            value = _evaluate(slope, values)
+            if value is not None and abs(value) > 1e-9:
+                return Verdict(False, "antiderivative", "their difference is no constant: its derivative is "
+                               f"{value.real:.6g} at " + ", ".join(f"{n} = {v}" for n, v in values.items()))
+    return Verdict("undecided", "antiderivative", "sympy cannot show that the difference is a constant")
 
 
 _OTHERWISE = re.compile(r"^(?:otherwise|else|elsewhere|all other [a-z]+|\\text\s*\{\s*(?:otherwise|else)\s*\})$",
@@ -359,8 +545,10 @@ def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
     difference = answer - target
     # The two sides may spell one variable as symbols with different assumptions: one value per name.
     names = sorted({str(symbol) for symbol in answer.free_symbols | target.free_symbols})
-    for point in _PROBE_POINTS if names else (None,):
-        values = {name: point * (index + 1) for index, name in enumerate(names)}
+    # i alone is the imaginary unit, as _imaginary_unit_equal read it: evaluated as such, not as a variable.
+    points = [{"i": sympy.I}] if names == ["i"] else \
+        [{name: point * (index + 1) for index, name in enumerate(names)} for point in _PROBE_POINTS] if names else [{}]
+    for values in points:
         value, scale = _evaluate(difference, values), _evaluate(target, values)
         if value is None:
             continue  # not a number here (a pole, an undefined function): try the next point
@@ -370,6 +558,23 @@ def _decided_difference(answer: Any | None, target: Any | None) -> Verdict:
                            f"{value.real:.6g}{'' if value.imag == 0 else f'{value.imag:+.6g}i'}{where}")
     return Verdict("undecided", "undecidable", "sympy cannot simplify the difference to zero, and it does not "
                    "differ from zero where it was evaluated")
+
+
+# A symbol the parser made from a command it keeps as text (\mathcal{X} as math{x}, \text{B}).
+_COMMAND_SYMBOL = re.compile(r"text\{|math[a-z]*\{|operatorname")
+
+
+def _unread_part(value: Any) -> str | None:
+    """What in a parsed value has no value the verifier knows: an undefined function applied to values
+    (``c(2)`` of ``sinc(2)``; ``f(x)`` of variables is function notation) or a symbol made of a command;
+    else ``None``."""
+    for function in value.atoms(sympy.core.function.AppliedUndef):
+        if not all(isinstance(argument, sympy.Symbol) for argument in function.args):
+            return f"the unknown function {function.func.__name__!r} in {function}"
+    for symbol in value.free_symbols:
+        if _COMMAND_SYMBOL.search(getattr(symbol, "name", "")):
+            return f"the unread name {symbol.name!r}"
+    return None
 
 
 def _exactly(literal: ParsedNumber, parsed: list[Any]) -> bool:

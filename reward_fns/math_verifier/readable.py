@@ -1,0 +1,88 @@
+"""What part of an answer the verifier cannot read: the guard of the rule that ``wrong`` needs a reading.
+
+math-verify's LaTeX parser drops a command it does not know (``\\weird 7``
+parses as 7, ``2\\operatorname{cis}\\frac{\\pi}{2}`` as 2), so a value parsed
+from such an answer is not what it says: comparing it proves nothing either
+way. :func:`unread_notation` names the first such part of an answer (a LaTeX
+command outside :data:`KNOWN_COMMANDS`, a function named by ``\\operatorname``
+/ ``\\mathrm`` / ``\\text`` that is not in :data:`KNOWN_FUNCTIONS`, or a
+symbol beyond ASCII that canonical form did not rewrite, Greek letters
+aside); ``None`` when every part is notation the verifier reads.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Special functions the symbolic judge evaluates (``symbolic.SPECIAL_FUNCTIONS``); cis t is e^{it}.
+SPECIAL_FUNCTION_NAMES = frozenset({"Gamma", "zeta", "erf", "erfc", "erfi", "Ei", "Si", "Ci", "li", "digamma", "B",
+                                    "Beta", "cis"})
+# Functions the verifier evaluates, however they are named (\sin, \operatorname{sin}, \mathrm{sin}).
+KNOWN_FUNCTIONS = frozenset({
+    "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "arccot", "arcsec", "arccsc",
+    "sinh", "cosh", "tanh", "coth", "sech", "csch", "arsinh", "arcosh", "artanh", "arcsinh", "arccosh", "arctanh",
+    "log", "ln", "lg", "exp", "det", "gcd", "lcm", "max", "min", "floor", "ceil", "abs", "sgn", "sign", "mod",
+    "lim", "sum", "prod", "int",
+}) | SPECIAL_FUNCTION_NAMES
+_GREEK = frozenset({
+    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota", "kappa",
+    "lambda", "mu", "nu", "xi", "pi", "varpi", "rho", "varrho", "sigma", "varsigma", "tau", "upsilon", "phi", "varphi",
+    "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi", "Omega",
+})
+# LaTeX commands the verifier reads: what canonical form removes or rewrites, what math-verify's
+# parser reads into a value, and layout that carries no value.
+KNOWN_COMMANDS = KNOWN_FUNCTIONS | _GREEK | frozenset({
+    "frac", "dfrac", "tfrac", "cfrac", "binom", "dbinom", "tbinom", "choose", "sqrt", "cdot", "times", "div", "pm",
+    "mp", "ldots", "cdots", "dots", "dotsc", "left", "right", "big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl",
+    "Bigr", "middle", "displaystyle", "textstyle", "quad", "qquad", "text", "textbf", "textit", "textrm", "mathrm",
+    "mathbf", "mathit", "mbox", "operatorname", "boxed", "fbox", "phantom", "mathbb", "le", "leq", "ge", "geq", "lt",
+    "gt", "ne", "neq", "equiv", "approx", "in", "notin", "cup", "cap", "setminus", "emptyset", "varnothing",
+    "infty", "pmod", "bmod", "lor", "land", "vee", "wedge", "to", "rightarrow", "Rightarrow", "circ", "degree",
+    "prime", "overline", "bar", "lfloor", "rfloor", "lceil", "rceil", "lvert", "rvert", "vert", "Vert", "mid",
+    "lbrace", "rbrace", "lbrack", "rbrack", "langle", "rangle", "begin", "end", "hline", "percent", "ast", "cdotp",
+    "subset", "subseteq", "supset", "supseteq", "neg", "lnot", "forall", "exists", "colon", "leqslant", "geqslant",
+    "dot", "over",
+})
+_COMMAND = re.compile(r"\\([A-Za-z]+)")
+# A named function: any \operatorname, or a \mathrm / \text name applied to a parenthesis (not a unit).
+_NAMED = re.compile(r"\\operatorname\*?\s*\{\s*([A-Za-z]+)\s*\}|\\(?:mathrm|text|textrm)\s*\{\s*([A-Za-z]+)\s*\}\s*(?=\()")
+# Canonical form writes the symbols it reads in LaTeX (π, ∞, √, ², ½, ≤ ...); math-verify reads Greek
+# letters (and the micro sign) and ±. Any other visible character beyond ASCII is one it drops ("3∠45°"
+# parses as 3); invisible ones (zero-width spaces, soft hyphens, combining marks) carry no value.
+_READ_SYMBOLS = re.compile(r"[\x00-\x7f\u0370-\u03ff\u00b5\u00b1\u2213]")
+_INVISIBLE = ("Cf", "Zs", "Mn")
+# A run of three or more letters outside a command is a word, not a product of variables ("where x is
+# real" parses as w*h*e*r*e*...); the names of functions and constants are read.
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_NAMED_GROUP = re.compile(r"\\(?:operatorname\*?|mathrm|mathbb|mathbf|mathit|begin|end)\s*\{[^{}]*\}")
+_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mbox)\s*\{[^{}]*\}")
+
+
+def unread_notation(answer: str, canonical: str) -> str | None:
+    """The first part of ``answer`` (in canonical form: ``canonical``) the verifier cannot read, else ``None``.
+
+    Named functions are looked for as written (canonical form keeps only the
+    text of ``\\text{foo}``); commands in canonical form, which has read or
+    dropped the layout ones (delimiters, siunitx, spacing).
+    """
+    for match in _NAMED.finditer(answer):
+        name = match.group(1) or match.group(2)
+        if name not in KNOWN_FUNCTIONS:
+            return f"the unknown function {name!r}"
+    math = _TEXT.sub(" ", canonical)
+    for match in _COMMAND.finditer(math):
+        if match.group(1) not in KNOWN_COMMANDS:
+            return f"the unknown command \\{match.group(1)}"
+    for char in math:
+        if not _READ_SYMBOLS.match(char) and unicodedata.category(char) not in _INVISIBLE:
+            return f"the unknown symbol {char!r}"
+    return None
+
+
+def unread_words(answer: str) -> str | None:
+    """The first word (three or more letters outside a command, ``\\text{}`` or a named group) in ``answer``
+    that is no known name, else ``None``: a math parser reads it as a product of variables."""
+    for word in _WORD.findall(_NAMED_GROUP.sub(" ", _TEXT.sub(" ", answer))):
+        if word not in KNOWN_COMMANDS and word != "and":  # math-verify reads "and" as a comma
+            return f"the words {word!r}, which no math parser reads"
+    return None
