@@ -21,7 +21,8 @@ COLUMNS = [
     ("split 3, tuned on (spent)", 1, "math_blind3_spent_before_82d07d5.txt", "math_answer"),
     ("split 3, tuned on (spent)", 2, "math_blind3_spent_after_d3c01d0.txt", "math_answer"),
     ("blind split 4", 1, "math_blind4_before_d13629f.txt", "math_answer"),
-    ("blind split 4", 2, "math_blind4_before_d13629f.txt", "math_verify"),
+    ("blind split 4", 2, "math_blind4_after_702be81.txt", "math_answer"),
+    ("blind split 4", 3, "math_blind4_after_702be81.txt", "math_verify"),
 ]
 
 
