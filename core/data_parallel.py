@@ -18,13 +18,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
 from rewardsmith.core.batch import Batch, MiniBatch
 from rewardsmith.core.distributed import Topology, all_gather_objects
-from rewardsmith.core.rollout import SamplingParams, draw_seed
+from rewardsmith.core.rollout import HandOver, SamplingParams, draw_seed
 
 
 class WorkerGroup(ABC):
@@ -63,9 +63,10 @@ class WorkerGroup(ABC):
                                                   for s, first in zip(shares, firsts)]))
         return out.select(range(len(out) - added * params.n))
 
-    def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
-        """The ranks' samples at once: each rank's engine runs its own share, so none streams to the controller."""
-        yield list(range(len(prompts))), self.generate(prompts, params)
+    def generate_stream(self, prompts: Batch, params: SamplingParams, take: HandOver) -> bool:
+        """The ranks' samples handed to ``take`` at once: each rank's engine runs its own share, so none streams
+        to the controller."""
+        return take(list(range(len(prompts))), self.generate(prompts, params))
 
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         return self._per_sample("compute_log_prob", batch)

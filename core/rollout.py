@@ -10,10 +10,8 @@ picks the engine named by ``actor_rollout_ref.rollout.name``.
 from __future__ import annotations
 
 import inspect
-import queue
-import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Optional, Protocol
+from typing import Any, Callable, Iterable, Optional, Protocol
 
 import torch
 import torch.distributed as dist
@@ -61,6 +59,11 @@ class SamplingParams(SamplingConfig):
         """``rollout`` or ``rollout.val_kwargs`` with ``data.max_response_length`` new tokens."""
         return cls(n=sampling.n, do_sample=sampling.do_sample, temperature=sampling.logit_temperature,
                    top_p=sampling.top_p, top_k=sampling.top_k, max_new_tokens=max_new_tokens, log_probs=log_probs)
+
+
+# A streamed generation's receiver: given the rows of the call's prompts whose groups have all ended and
+# their samples, it returns True to stop the call (the rest is then not generated).
+HandOver = Callable[[list[int], Batch], bool]
 
 
 def draw_seed(generator: Optional[torch.Generator] = None) -> int:
@@ -239,43 +242,34 @@ def sampling_processors(params: SamplingParams, seeds: list[int], device: torch.
     return processors
 
 
-@dataclass
-class GroupHandOver:
-    """Where a streamed ``generate`` call hands finished prompt groups: ``put(groups, their samples)``;
-    ``groups`` collects those handed so far; setting ``abort`` ends the call at its next token step."""
-
-    abort: threading.Event
-    groups: set[int]
-    put: Callable[[list[int], Batch], None]
-
-
 class FinishedGroups(StoppingCriteria):
     """Runs inside ``generate`` after each token step: hands every prompt group whose ``n`` samples have all
-    ended (an EOS among their new tokens) over once, as ``samples(groups, sequences so far)``, while the call
-    goes on with the other rows.
+    ended (an EOS among their new tokens) over once, as ``take(groups, samples(groups, sequences so far))``,
+    while the call goes on with the other rows.
 
-    It never stops a row itself (``generate``'s EOS criterion does) until the hand-over's ``abort`` is set:
-    then every row, so that the call ends at the next step.
+    It never stops a row itself (``generate``'s EOS criterion does) until ``take`` asks to stop: then every
+    row, so that the call ends at this step.
     """
 
-    def __init__(self, prompt_width: int, n: int, eos_token_ids: list[int], handed: GroupHandOver,
+    def __init__(self, prompt_width: int, n: int, eos_token_ids: list[int], take: HandOver,
                  samples: Callable[[list[int], torch.Tensor], Batch]) -> None:
         self.prompt_width = prompt_width
         self.n = n
         self.eos = torch.tensor(eos_token_ids)
-        self.handed = handed
+        self.take = take
         self.samples = samples
+        self.handed: set[int] = set()
+        self.stopped = False
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
-        if self.handed.abort.is_set():
-            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-        new = input_ids[:, self.prompt_width:]
-        ended = torch.isin(new, self.eos.to(new.device)).any(-1).view(-1, self.n).all(-1)
-        groups = [g for g in ended.nonzero().flatten().tolist() if g not in self.handed.groups]
-        if groups:
-            self.handed.groups.update(groups)
-            self.handed.put(groups, self.samples(groups, input_ids))
-        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        if not self.stopped:
+            new = input_ids[:, self.prompt_width:]
+            ended = torch.isin(new, self.eos.to(new.device)).any(-1).view(-1, self.n).all(-1)
+            groups = [g for g in ended.nonzero().flatten().tolist() if g not in self.handed]
+            if groups:
+                self.handed.update(groups)
+                self.stopped = self.take(groups, self.samples(groups, input_ids))
+        return torch.full((input_ids.shape[0],), self.stopped, dtype=torch.bool, device=input_ids.device)
 
 
 class HFRollout:
@@ -304,55 +298,46 @@ class HFRollout:
         """Nothing to stop: generation runs in the actor's process."""
 
     @torch.no_grad()
-    def generate(self, prompts: Batch, params: SamplingParams, handed: Optional["GroupHandOver"] = None) -> Batch:
+    def generate(self, prompts: Batch, params: SamplingParams, finished: Optional[HandOver] = None) -> Batch:
+        """Sample ``params.n`` responses per prompt; ``finished``, when given, takes each prompt group as soon
+        as its samples have all ended, from inside the call (see :class:`FinishedGroups`)."""
         # Evaluation mode: with gradient checkpointing, training mode would switch off the KV cache.
         was_training = self.model.training
         set_mode(self.model, False)
         try:
-            return self._generate(prompts, params, handed)
+            return self._generate(prompts, params, finished)
         finally:
             set_mode(self.model, was_training)
 
-    def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
-        """:meth:`generate`'s samples as they finish, from within the one ``generate`` call: (rows of
-        ``prompts``, their samples) for each prompt group whose ``n`` samples have all ended, then the groups
-        cut at the length limit when the call returns.
+    def generate_stream(self, prompts: Batch, params: SamplingParams, take: HandOver) -> bool:
+        """:meth:`generate`'s samples handed to ``take`` as they finish, from within the one ``generate`` call:
+        (rows of ``prompts``, their samples) for each prompt group whose ``n`` samples have all ended, then the
+        groups cut at the length limit when the call returns. True when ``take`` stopped the call.
 
-        The call runs on a thread of its own and hands groups over from a stopping criterion
-        (:class:`FinishedGroups`), so the samples are those of :meth:`generate` and no batch is split into
-        smaller calls. Closing the generator early ends the call at its next token step. On data-parallel
-        ranks (``synced_gpus``: every rank steps until all are done) the batch comes back whole.
+        The hand-over runs in this thread, between two token steps: a second thread running torch beside the
+        training thread would double CPU generation time (two OpenMP thread teams on the same cores). The
+        samples are those of :meth:`generate`: the same call, with a stopping criterion that stops no row
+        until ``take`` asks. On data-parallel ranks (``synced_gpus``: every rank steps until all are done)
+        the batch comes back whole.
         """
         if dist.is_initialized() and dist.get_world_size() > 1:
-            yield list(range(len(prompts))), self.generate(prompts, params)
-            return
-        parts: queue.Queue = queue.Queue()
-        handed = GroupHandOver(threading.Event(), set(), lambda groups, samples: parts.put((groups, samples)))
+            return take(list(range(len(prompts))), self.generate(prompts, params))
+        handed: set[int] = set()
+        stopped = False
 
-        def run() -> None:
-            try:
-                parts.put(self.generate(prompts, params, handed))
-            except BaseException as exc:  # handed to the consumer, which raises it in its own thread
-                parts.put(exc)
+        def taken(groups: list[int], samples: Batch) -> bool:
+            nonlocal stopped
+            handed.update(groups)
+            stopped = take(groups, samples)
+            return stopped
 
-        thread = threading.Thread(target=run, name="hf-generate", daemon=True)
-        thread.start()
-        try:
-            while True:
-                item = parts.get()
-                if isinstance(item, BaseException):
-                    raise item
-                if isinstance(item, Batch):
-                    rest = [g for g in range(len(prompts)) if g not in handed.groups]
-                    if rest:
-                        yield rest, item.select([g * params.n + i for g in rest for i in range(params.n)])
-                    return
-                yield item
-        finally:
-            handed.abort.set()
-            thread.join()
+        whole = self.generate(prompts, params, taken)
+        rest = [g for g in range(len(prompts)) if g not in handed]
+        if stopped or not rest:
+            return stopped
+        return take(rest, whole.select([g * params.n + i for g in rest for i in range(params.n)]))
 
-    def _generate(self, prompts: Batch, params: SamplingParams, handed: Optional["GroupHandOver"]) -> Batch:
+    def _generate(self, prompts: Batch, params: SamplingParams, finished: Optional[HandOver]) -> Batch:
         device = next(self.model.parameters()).device
         cache = self._shared_prefix(prompts, params.n, device) if params.n > 1 else None
         input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).to(device)
@@ -373,9 +358,9 @@ class HFRollout:
         else:
             processors = LogitsProcessorList([recorder] if recorder is not None else [])
         stopping = StoppingCriteriaList()
-        if handed is not None:
-            # Built on this thread, inside the call: the recorder's last step belongs to ``ids``.
-            stopping.append(FinishedGroups(input_ids.shape[1], params.n, self.eos_token_ids, handed, lambda groups, ids:
+        if finished is not None:
+            # Built inside the call, between steps: the recorder's last step belongs to ``ids``.
+            stopping.append(FinishedGroups(input_ids.shape[1], params.n, self.eos_token_ids, finished, lambda groups, ids:
                             self._samples(prompts.select(groups), ids, groups, params, recorder)))
         sequences = self.model.generate(
             input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, logits_processor=processors,

@@ -32,7 +32,7 @@ from vllm.platforms import current_platform
 
 from rewardsmith.common.vllm_memory import kv_cache_bytes as cpu_kv_cache_bytes
 from rewardsmith.core.batch import Batch
-from rewardsmith.core.rollout import SamplingParams, prompt_seeds, response_mask_from_eos
+from rewardsmith.core.rollout import HandOver, SamplingParams, prompt_seeds, response_mask_from_eos
 
 
 class WeightReceiver:
@@ -185,12 +185,13 @@ class VLLMRollout:
         return self._samples(prompts, outputs, params)
 
     @torch.no_grad()
-    def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
-        """:meth:`generate`'s samples as the engine finishes them: after each engine step that completed
-        some prompt groups (all ``n`` samples of a prompt), their rows in ``prompts`` and their samples.
+    def generate_stream(self, prompts: Batch, params: SamplingParams, take: HandOver) -> bool:
+        """:meth:`generate`'s samples handed to ``take`` as the engine finishes them: after each engine step
+        that completed some prompt groups (all ``n`` samples of a prompt), their rows in ``prompts`` and their
+        samples. True when ``take`` stopped it: the requests still running are then aborted.
 
         The requests and their seeds are those of :meth:`generate`, so each prompt samples what it samples
-        there. Closing the generator early aborts the requests still running.
+        there.
         """
         engine = self.llm.llm_engine
         requests, sampling = self._requests(prompts, params)
@@ -201,7 +202,9 @@ class VLLMRollout:
                 done = [out for out in engine.step() if out.finished]
                 if done:
                     finished = [rows.pop(out.request_id) for out in done]
-                    yield finished, self._samples(prompts.select(finished), done, params)
+                    if take(finished, self._samples(prompts.select(finished), done, params)):
+                        return True
+            return False
         finally:
             if rows:
                 engine.abort_request(list(rows))

@@ -12,8 +12,9 @@ each actor update.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -45,7 +46,7 @@ from rewardsmith.core.reward_masking import (
     loss_tokens,
     sample_reward_mask,
 )
-from rewardsmith.core.rollout import SamplingParams, draw_seed, rollout_probs_diff
+from rewardsmith.core.rollout import HandOver, SamplingParams, draw_seed, rollout_probs_diff
 from rewardsmith.core.rollout_correction import rollout_correction
 from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
@@ -499,24 +500,24 @@ class PPOTrainer:
         on all of ``prompts``, returned in the prompts' order (``pending`` reorders its scores alike)."""
         sampling = dataclasses.replace(self.sampling, seed=draw_seed(self.rollout_generator))
         parts: list[tuple[list[int], Batch]] = []
-        timing.setdefault("gen", 0.0)
-        stop = False
+        taking = [0.0]
+
+        def take(offset: int, rows: list[int], samples: Batch) -> bool:
+            start = time.perf_counter()
+            self.submit_scoring(pending, samples)
+            parts.append(([offset + i for i in rows], samples))
+            stop = enough is not None and enough(parts)
+            taking[0] += time.perf_counter() - start
+            return stop
+
         with self._rollout_phase():
+            start = time.perf_counter()
             for rows in chunk_ranges(len(prompts), self.config.actor_rollout_ref.rollout.stream_chunks):
                 params = dataclasses.replace(sampling, first_prompt=rows.start)
-                # Closing the stream before its end aborts the requests still running.
-                with closing(self._generated(prompts.select(rows), params)) as generated:
-                    while not stop:
-                        start = time.perf_counter()
-                        part = next(generated, None)
-                        timing["gen"] += time.perf_counter() - start
-                        if part is None:
-                            break
-                        self.submit_scoring(pending, part[1])
-                        parts.append(([rows.start + i for i in part[0]], part[1]))
-                        stop = enough is not None and enough(parts)
-                if stop:
+                if self._generated(prompts.select(rows), params, functools.partial(take, rows.start)):
                     break
+            # Generation time: what the hand-overs (inline scoring, the DAPO check) did not take.
+            timing["gen"] = timing.get("gen", 0.0) + time.perf_counter() - start - taking[0]
         if len(parts) == 1:
             return parts[0][1]
         batch = Batch.concat([samples for _, samples in parts])
@@ -526,13 +527,12 @@ class PPOTrainer:
             batch = batch.select(order)
         return batch
 
-    def _generated(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
-        """The samples of ``prompts`` as (rows, samples) parts: as the engine finishes them with
-        ``rollout.stream_requests``, else in one part."""
+    def _generated(self, prompts: Batch, params: SamplingParams, take: HandOver) -> bool:
+        """Hand the samples of ``prompts`` to ``take`` as (rows, samples) parts: as the engine finishes them with
+        ``rollout.stream_requests``, else in one part. True once ``take`` asked to stop."""
         if self.config.actor_rollout_ref.rollout.stream_requests:
-            yield from self.actor.generate_stream(prompts, params)
-        else:
-            yield list(range(len(prompts))), self.actor.generate(prompts, params)
+            return self.actor.generate_stream(prompts, params, take)
+        return take(list(range(len(prompts))), self.actor.generate(prompts, params))
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.

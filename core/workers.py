@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import torch
 
@@ -37,7 +37,7 @@ from rewardsmith.core.optim import build_optimizer
 from rewardsmith.core.packed_attention import packs
 from rewardsmith.core.packing import unpackable
 from rewardsmith.core.multi_turn import multi_turn_engine
-from rewardsmith.core.rollout import SamplingParams, build_rollout_engine
+from rewardsmith.core.rollout import HandOver, SamplingParams, build_rollout_engine
 from rewardsmith.core.strategy import LocalStrategy, Strategy
 from rewardsmith.core.tensor_ops import masked_mean
 from rewardsmith.plugins.loader import get_registry
@@ -196,14 +196,14 @@ class ActorRolloutWorker:
         """Sampled responses for ``prompts`` (see :meth:`RolloutEngine.generate`)."""
         return self.rollout.generate(prompts, params)
 
-    def generate_stream(self, prompts: Batch, params: SamplingParams) -> Iterator[tuple[list[int], Batch]]:
-        """:meth:`generate`'s samples as they finish: (rows of ``prompts``, their samples), each prompt's
-        ``n`` samples together; an engine that cannot stream (multi-turn) gives the whole batch at once."""
+    def generate_stream(self, prompts: Batch, params: SamplingParams, take: HandOver) -> bool:
+        """:meth:`generate`'s samples handed to ``take`` as they finish: (rows of ``prompts``, their samples),
+        each prompt's ``n`` samples together, until ``take`` returns True (then True); an engine that cannot
+        stream (multi-turn) hands the whole batch over at once."""
         stream = getattr(self.rollout, "generate_stream", None)
         if stream is None:
-            yield list(range(len(prompts))), self.generate(prompts, params)
-        else:
-            yield from stream(prompts, params)
+            return take(list(range(len(prompts))), self.generate(prompts, params))
+        return stream(prompts, params, take)
 
     def sync_rollout_weights(self) -> None:
         """Hand the rollout engine the actor's current full weights (after each update)."""

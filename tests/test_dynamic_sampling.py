@@ -79,7 +79,7 @@ def _record(trainer, name):
 @pytest.mark.parametrize("metric", ["acc", "seq_reward"])
 def test_training_keeps_only_varied_groups(tmp_path, metric):
     trainer = _trainer(tmp_path, "algorithm.filter_groups.enable=true", f"algorithm.filter_groups.metric={metric}")
-    generated = _record(trainer, "generate")
+    generated = _record(trainer, "generate_stream")
     updates = _record(trainer, "update")
     last = trainer.fit()
     assert trainer.global_step == 2 and len(updates) == 2
@@ -99,7 +99,7 @@ def test_a_step_that_runs_out_of_generation_batches_stops_clearly(tmp_path):
     trainer = _trainer(tmp_path, "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=seq_reward",
                        "algorithm.filter_groups.max_num_gen_batches=3",
                        reward_source="def compute_score(*args, **kwargs):\n    return 1.0\n")  # every group uniform
-    generated = _record(trainer, "generate")
+    generated = _record(trainer, "generate_stream")
     with pytest.raises(GenerationBudgetExhausted, match=r"3 generation batches \(max_num_gen_batches=3\) yielded 0 groups "
                                                         r"whose seq_reward varies, fewer than data.train_batch_size=3"):
         trainer.fit()

@@ -232,16 +232,17 @@ def test_the_hf_stream_hands_finished_groups_over_from_inside_one_call_and_sampl
     calls: list[int] = []
     generate = rollout.generate
 
-    def counted(prompts, params, *handed):
+    def counted(prompts, params, *finished):
         calls.append(len(prompts))
-        return generate(prompts, params, *handed)
+        return generate(prompts, params, *finished)
 
     rollout.generate = counted
     try:
         prompts = next(trainer.prompt_batches)
         params = dataclasses.replace(trainer.sampling, seed=1234, log_probs=log_probs)
         whole = rollout.generate(prompts, params)
-        parts = list(rollout.generate_stream(prompts, params))
+        parts: list[tuple[list[int], Batch]] = []
+        assert not rollout.generate_stream(prompts, params, lambda rows, samples: parts.append((rows, samples)) or False)
     finally:
         trainer.close()
     assert calls == [8, 8], "the stream is one generate call on the whole batch"
@@ -256,20 +257,21 @@ def test_the_hf_stream_hands_finished_groups_over_from_inside_one_call_and_sampl
         assert (samples["response_mask"].sum(-1) < 64).all()
 
 
-def test_closing_the_hf_stream_early_ends_its_generate_call(tmp_path):
-    import threading
-
+def test_a_hand_over_that_asks_to_stop_ends_the_hf_call_and_leaves_the_engine_as_it_was(tmp_path):
     trainer = PPOTrainer(tiny_config(tmp_path, "actor_rollout_ref.rollout.n=2", "data.train_batch_size=8",
                                      "data.max_response_length=64"))
+    rollout = trainer.actor.rollout
     try:
         prompts = next(trainer.prompt_batches)
-        stream = trainer.actor.rollout.generate_stream(prompts, dataclasses.replace(trainer.sampling, seed=1234))
-        first = next(stream)
-        stream.close()
+        params = dataclasses.replace(trainer.sampling, seed=1234)
+        whole = rollout.generate(prompts, params)
+        taken: list[list[int]] = []
+        assert rollout.generate_stream(prompts, params, lambda rows, samples: taken.append(rows) or True)
+        again = rollout.generate(prompts, params)
     finally:
         trainer.close()
-    assert len(first[0]) < 8
-    assert not [t for t in threading.enumerate() if t.name == "hf-generate"], "the generate thread outlived the stream"
+    assert len(taken) == 1 and len(taken[0]) < 8, "nothing is handed over after the stop"
+    assert torch.equal(again["responses"], whole["responses"])
 
 
 def test_hf_streamed_scoring_starts_before_the_generate_call_returns_and_changes_no_result(tmp_path):
@@ -279,16 +281,16 @@ def test_hf_streamed_scoring_starts_before_the_generate_call_returns_and_changes
     for streamed in (True, False):
         cfg = tiny_config(tmp_path / str(streamed), reward, *GRPO, "data.max_response_length=64",
                           "actor_rollout_ref.rollout.n=2", "data.train_batch_size=8",
-                          "actor_rollout_ref.actor.ppo_mini_batch_size=4",
+                          "actor_rollout_ref.actor.ppo_mini_batch_size=4", "reward_model.launch_reward_fn_async=true",
                           f"actor_rollout_ref.rollout.stream_requests={streamed}")
         trainer = PPOTrainer(cfg)
         if streamed:
             rollout = trainer.actor.rollout
             generate, forward = rollout.generate, rollout.model.forward
 
-            def timed(prompts, params, *handed):
+            def timed(prompts, params, *finished):
                 began = time.time()
-                out = generate(prompts, params, *handed)
+                out = generate(prompts, params, *finished)
                 calls.append((began, time.time()))
                 return out
 
@@ -306,8 +308,8 @@ def test_hf_streamed_scoring_starts_before_the_generate_call_returns_and_changes
         if streamed:
             scored = [float(line) for line in starts.read_text().split()]
     assert_same_steps(runs[False], runs[True])
-    # A group was scored while the call that generated it still generated the rest (the seed gives the
-    # second step groups that end early).
+    # A group was scored, on the reward thread, while the call that generated it still generated the rest
+    # (the seed gives the second step groups that end early).
     assert any(began < t < returned for began, returned in calls for t in scored)
 
 

@@ -51,16 +51,15 @@ def test_the_stream_samples_what_one_engine_call_does(tmp_path):
         prompts = next(trainer.prompt_batches)
         params = dataclasses.replace(trainer.sampling, seed=1234)
         whole = engine.generate(prompts, params)
-        parts = list(engine.generate_stream(prompts, params))
+        parts: list = []
+        assert not engine.generate_stream(prompts, params, lambda rows, samples: parts.append((rows, samples)) or False)
         assert len(parts) > 1, "the groups must finish at different engine steps"
         streamed = Batch.concat([samples for _, samples in parts]).select(prompt_order([rows for rows, _ in parts], 3))
         for key in ("responses", "response_mask", "prompts", "rollout_log_probs"):
             assert torch.equal(streamed[key], whole[key]), key
         assert streamed.meta == whole.meta
-        # Closing the stream after its first part aborts the rest; the engine then samples as before.
-        stream = engine.generate_stream(prompts, params)
-        next(stream)
-        stream.close()
+        # Stopping at the first part aborts the rest; the engine then samples as before.
+        assert engine.generate_stream(prompts, params, lambda rows, samples: True)
         assert not engine.llm.llm_engine.has_unfinished_requests()
         assert torch.equal(engine.generate(prompts, params)["responses"], whole["responses"])
     finally:
