@@ -44,7 +44,7 @@ from typing import Callable, Optional
 ENGINES = ["trl", "rewardsmith", "rewardsmith-vllm", "rewardsmith-fsdp2x2"]
 # Heads of 32 (hidden 64 / 2 heads): the smallest size vLLM's CPU attention has a kernel for.
 MODEL = ("{model_type: qwen2, hidden_size: 64, intermediate_size: 256, num_hidden_layers: 2, num_attention_heads: 2, "
-         "num_key_value_heads: 2, max_position_embeddings: 128, tie_word_embeddings: true}")
+         "num_key_value_heads: 2, max_position_embeddings: 256, tie_word_embeddings: true}")
 
 
 def prepare(work: Path) -> dict[str, str]:
@@ -80,7 +80,7 @@ def run_ours(args: argparse.Namespace, files: dict[str, str], out: Path, rollout
         f"data.train_batch_size={args.prompts}", f"actor_rollout_ref.rollout.n={args.n}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={args.prompts}", "actor_rollout_ref.actor.optim.lr=0.0001",
         "algorithm.adv_estimator=grpo", "trainer.progress_bar=false", "trainer.logger=[]", "trainer.resume_mode=disable",
-        f"trainer.default_local_dir={out}", "trainer.device=cpu", f"actor_rollout_ref.rollout.name={rollout}", *extra,
+        f"trainer.default_local_dir={out}", f"trainer.device={args.device}", f"actor_rollout_ref.rollout.name={rollout}", *extra,
     ])
     trainer = PPOTrainer(config)
     try:
@@ -134,7 +134,7 @@ def run_trl(args: argparse.Namespace, files: dict[str, str], out: Path, reward: 
         output_dir=str(out), per_device_train_batch_size=args.prompts * args.n, num_generations=args.n,
         steps_per_generation=1, gradient_accumulation_steps=1, max_completion_length=args.max_new_tokens,
         max_steps=(args.steps + 1) * iterations, learning_rate=1e-4, beta=beta, num_iterations=iterations, temperature=1.0, top_p=1.0, top_k=0,
-        use_cpu=True, bf16=False, report_to=[], save_strategy="no", logging_steps=1000,
+        use_cpu=args.device == "cpu", bf16=False, report_to=[], save_strategy="no", logging_steps=1000,
         dataloader_num_workers=0, seed=0,
     )
     accepted = inspect.signature(GRPOConfig).parameters
@@ -262,7 +262,7 @@ def main() -> None:
                         help="run every row this many times, in alternating order, and report the medians (steadier on shared cores)")
     parser.add_argument("--sampler", action="store_true",
                         help="time the hf engine's per-prompt sampler against plain multinomial sampling instead")
-    parser.add_argument("--device", default="cpu", help="--sampler's torch device (cpu, cuda)")
+    parser.add_argument("--device", default="cpu", help="--sampler's torch device (cpu, cuda); the throughput rows run on the CPU")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args()
