@@ -338,8 +338,9 @@ class HFRollout:
             return hand_over_at_once(self.generate, prompts, params, take)
         recorder = SampledLogProbs() if params.log_probs else None
         # A hand-over runs between two steps, when the recorder holds exactly the steps of the sequences it gets.
-        finished = FinishedGroups(len(prompts), params.n, self.eos_token_ids, self._device(), take,
-                                  lambda groups, ids: self._samples(prompts.select(groups), ids, groups, params, recorder))
+        finished = FinishedGroups(
+            len(prompts), params.n, self.eos_token_ids, self._device(), take,
+            lambda groups, ids: self._samples(prompts.select(groups), ids, groups, params, recorder))
         return finished.hand_over_rest(self._sequences(prompts, params, recorder, StoppingCriteriaList([finished])))
 
     def _device(self) -> torch.device:

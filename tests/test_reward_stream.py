@@ -248,7 +248,9 @@ def _watched(stop_after: int) -> tuple[FinishedGroups, list[tuple[int, list[int]
         taken.append((step, groups, samples["ids"]))
         return len(taken) == stop_after
 
-    samples = lambda groups, ids: Batch({"ids": ids[[g * 2 + k for g in groups for k in range(2)]]})
+    def samples(groups: list[int], ids: torch.Tensor) -> Batch:
+        return Batch({"ids": ids[[g * 2 + k for g in groups for k in range(2)]]})
+
     return FinishedGroups(4, 2, [7, 8], torch.device("cpu"), take, samples), taken
 
 
