@@ -24,7 +24,7 @@ import torch
 
 from rewardsmith.core.batch import Batch, MiniBatch
 from rewardsmith.core.distributed import Topology, all_gather_objects
-from rewardsmith.core.rollout import HandOver, SamplingParams, draw_seed
+from rewardsmith.core.rollout import HandOver, SamplingParams, draw_seed, hand_over_at_once
 
 
 class WorkerGroup(ABC):
@@ -66,7 +66,7 @@ class WorkerGroup(ABC):
     def generate_stream(self, prompts: Batch, params: SamplingParams, take: HandOver) -> bool:
         """The ranks' samples handed to ``take`` at once: each rank's engine runs its own share, so none streams
         to the controller."""
-        return take(list(range(len(prompts))), self.generate(prompts, params))
+        return hand_over_at_once(self.generate, prompts, params, take)
 
     def compute_log_prob(self, batch: Batch) -> torch.Tensor:
         return self._per_sample("compute_log_prob", batch)

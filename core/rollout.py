@@ -66,6 +66,13 @@ class SamplingParams(SamplingConfig):
 HandOver = Callable[[list[int], Batch], bool]
 
 
+def hand_over_at_once(generate: Callable[[Batch, SamplingParams], Batch], prompts: Batch, params: SamplingParams,
+                      take: HandOver) -> bool:
+    """``generate``'s samples of ``prompts`` handed to ``take`` as one part (every row): the stream of a call that
+    cannot hand groups over as they finish. True when ``take`` asked to stop."""
+    return take(list(range(len(prompts))), generate(prompts, params))
+
+
 def draw_seed(generator: Optional[torch.Generator] = None) -> int:
     """A generation batch's seed, from ``generator`` (the trainer's rollout stream) or torch's global one."""
     return int(torch.randint(SEED_LIMIT // 2, (), generator=generator))
@@ -245,31 +252,44 @@ def sampling_processors(params: SamplingParams, seeds: list[int], device: torch.
 class FinishedGroups(StoppingCriteria):
     """Runs inside ``generate`` after each token step: hands every prompt group whose ``n`` samples have all
     ended (an EOS among their new tokens) over once, as ``take(groups, samples(groups, sequences so far))``,
-    while the call goes on with the other rows.
+    while the call goes on with the other rows; :meth:`hand_over_rest` hands the others over once it returns.
+    It is the one record of what was handed over and whether ``take`` asked to stop.
 
     It never stops a row itself (``generate``'s EOS criterion does) until ``take`` asks to stop: then every
     row, so that the call ends at this step.
     """
 
-    def __init__(self, prompt_width: int, n: int, eos_token_ids: list[int], take: HandOver,
+    def __init__(self, groups: int, n: int, eos_token_ids: list[int], device: torch.device, take: HandOver,
                  samples: Callable[[list[int], torch.Tensor], Batch]) -> None:
-        self.prompt_width = prompt_width
         self.n = n
-        self.eos = torch.tensor(eos_token_ids)
+        self.eos = torch.tensor(eos_token_ids, device=device)
+        # Per row and per group, on the device: each step adds one token per row, so a step's work is O(rows).
+        self.ended = torch.zeros(groups * n, dtype=torch.bool, device=device)
+        self.handed = torch.zeros(groups, dtype=torch.bool, device=device)
         self.take = take
         self.samples = samples
-        self.handed: set[int] = set()
         self.stopped = False
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
         if not self.stopped:
-            new = input_ids[:, self.prompt_width:]
-            ended = torch.isin(new, self.eos.to(new.device)).any(-1).view(-1, self.n).all(-1)
-            groups = [g for g in ended.nonzero().flatten().tolist() if g not in self.handed]
-            if groups:
-                self.handed.update(groups)
+            # generate calls this after appending one token to every row, so the last token is the only new
+            # one. A row once ended stays ended: the padding generate appends after its EOS need not be one.
+            self.ended |= torch.isin(input_ids[:, -1], self.eos)
+            new = self.ended.view(-1, self.n).all(-1) & ~self.handed
+            # The step's one wait for the device; the groups' indices are read only on a step that ended some.
+            if new.any():
+                self.handed |= new
+                groups = new.nonzero().flatten().tolist()
                 self.stopped = self.take(groups, self.samples(groups, input_ids))
         return torch.full((input_ids.shape[0],), self.stopped, dtype=torch.bool, device=input_ids.device)
+
+    def hand_over_rest(self, sequences: torch.Tensor) -> bool:
+        """After the call (``sequences``: all it generated), the groups not handed over yet (cut at the length
+        limit) as one last part, unless ``take`` already asked to stop. True when ``take`` asked to stop."""
+        if self.stopped:
+            return True
+        rest = (~self.handed).nonzero().flatten().tolist()
+        return bool(rest) and self.take(rest, self.samples(rest, sequences))
 
 
 class HFRollout:
@@ -297,17 +317,11 @@ class HFRollout:
     def shutdown(self) -> None:
         """Nothing to stop: generation runs in the actor's process."""
 
-    @torch.no_grad()
-    def generate(self, prompts: Batch, params: SamplingParams, finished: Optional[HandOver] = None) -> Batch:
-        """Sample ``params.n`` responses per prompt; ``finished``, when given, takes each prompt group as soon
-        as its samples have all ended, from inside the call (see :class:`FinishedGroups`)."""
-        # Evaluation mode: with gradient checkpointing, training mode would switch off the KV cache.
-        was_training = self.model.training
-        set_mode(self.model, False)
-        try:
-            return self._generate(prompts, params, finished)
-        finally:
-            set_mode(self.model, was_training)
+    def generate(self, prompts: Batch, params: SamplingParams) -> Batch:
+        """Sample ``params.n`` responses per prompt (the Batch layout of :class:`RolloutEngine`)."""
+        recorder = SampledLogProbs() if params.log_probs else None
+        sequences = self._sequences(prompts, params, recorder, StoppingCriteriaList())
+        return self._samples(prompts, sequences, list(range(len(prompts))), params, recorder)
 
     def generate_stream(self, prompts: Batch, params: SamplingParams, take: HandOver) -> bool:
         """:meth:`generate`'s samples handed to ``take`` as they finish, from within the one ``generate`` call:
@@ -321,56 +335,53 @@ class HFRollout:
         the batch comes back whole.
         """
         if dist.is_initialized() and dist.get_world_size() > 1:
-            return take(list(range(len(prompts))), self.generate(prompts, params))
-        handed: set[int] = set()
-        stopped = False
-
-        def taken(groups: list[int], samples: Batch) -> bool:
-            nonlocal stopped
-            handed.update(groups)
-            stopped = take(groups, samples)
-            return stopped
-
-        whole = self.generate(prompts, params, taken)
-        rest = [g for g in range(len(prompts)) if g not in handed]
-        if stopped or not rest:
-            return stopped
-        return take(rest, whole.select([g * params.n + i for g in rest for i in range(params.n)]))
-
-    def _generate(self, prompts: Batch, params: SamplingParams, finished: Optional[HandOver]) -> Batch:
-        device = next(self.model.parameters()).device
-        cache = self._shared_prefix(prompts, params.n, device) if params.n > 1 else None
-        input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).to(device)
-        attention_mask = prompts["attention_mask"].repeat_interleave(params.n, dim=0).to(device)
-        # generate() picks the argmax; the sampling, when asked for, is in the processors.
-        gen = GenerationConfig(
-            max_new_tokens=params.max_new_tokens,
-            use_cache=True,
-            do_sample=False,
-            temperature=None, top_p=None, top_k=None,
-            pad_token_id=self.pad_token_id,
-            eos_token_id=self.eos_token_ids,
-            bos_token_id=None,
-        )
+            return hand_over_at_once(self.generate, prompts, params, take)
         recorder = SampledLogProbs() if params.log_probs else None
-        if params.do_sample:
-            processors = sampling_processors(params, prompt_seeds(params, len(prompts)), device, recorder)
-        else:
-            processors = LogitsProcessorList([recorder] if recorder is not None else [])
-        stopping = StoppingCriteriaList()
-        if finished is not None:
-            # Built inside the call, between steps: the recorder's last step belongs to ``ids``.
-            stopping.append(FinishedGroups(input_ids.shape[1], params.n, self.eos_token_ids, finished, lambda groups, ids:
-                            self._samples(prompts.select(groups), ids, groups, params, recorder)))
-        sequences = self.model.generate(
-            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, logits_processor=processors,
-            stopping_criteria=stopping,
-            **{cache_keyword(self.model): cache},
-            # A sharded model gathers its weights in every forward pass, so all
-            # ranks keep stepping until the last of them is done.
-            synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,
-        )
-        return self._samples(prompts, sequences, list(range(len(prompts))), params, recorder)
+        # A hand-over runs between two steps, when the recorder holds exactly the steps of the sequences it gets.
+        finished = FinishedGroups(
+            len(prompts), params.n, self.eos_token_ids, self._device(), take,
+            lambda groups, ids: self._samples(prompts.select(groups), ids, groups, params, recorder))
+        return finished.hand_over_rest(self._sequences(prompts, params, recorder, StoppingCriteriaList([finished])))
+
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @torch.no_grad()
+    def _sequences(self, prompts: Batch, params: SamplingParams, recorder: Optional[SampledLogProbs],
+                   stopping: StoppingCriteriaList) -> torch.Tensor:
+        """One ``model.generate`` call's sequences (B*n rows: prompt, then the new tokens), in evaluation mode."""
+        # Evaluation mode: with gradient checkpointing, training mode would switch off the KV cache.
+        was_training = self.model.training
+        set_mode(self.model, False)
+        try:
+            device = self._device()
+            cache = self._shared_prefix(prompts, params.n, device) if params.n > 1 else None
+            input_ids = prompts["input_ids"].repeat_interleave(params.n, dim=0).to(device)
+            attention_mask = prompts["attention_mask"].repeat_interleave(params.n, dim=0).to(device)
+            # generate() picks the argmax; the sampling, when asked for, is in the processors.
+            gen = GenerationConfig(
+                max_new_tokens=params.max_new_tokens,
+                use_cache=True,
+                do_sample=False,
+                temperature=None, top_p=None, top_k=None,
+                pad_token_id=self.pad_token_id,
+                eos_token_id=self.eos_token_ids,
+                bos_token_id=None,
+            )
+            if params.do_sample:
+                processors = sampling_processors(params, prompt_seeds(params, len(prompts)), device, recorder)
+            else:
+                processors = LogitsProcessorList([recorder] if recorder is not None else [])
+            return self.model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, generation_config=gen, logits_processor=processors,
+                stopping_criteria=stopping,
+                **{cache_keyword(self.model): cache},
+                # A sharded model gathers its weights in every forward pass, so all
+                # ranks keep stepping until the last of them is done.
+                synced_gpus=dist.is_initialized() and dist.get_world_size() > 1,
+            )
+        finally:
+            set_mode(self.model, was_training)
 
     def _samples(self, prompts: Batch, sequences: torch.Tensor, groups: list[int], params: SamplingParams,
                  recorder: Optional[SampledLogProbs]) -> Batch:

@@ -46,7 +46,7 @@ from rewardsmith.core.reward_masking import (
     loss_tokens,
     sample_reward_mask,
 )
-from rewardsmith.core.rollout import HandOver, SamplingParams, draw_seed, rollout_probs_diff
+from rewardsmith.core.rollout import HandOver, SamplingParams, draw_seed, hand_over_at_once, rollout_probs_diff
 from rewardsmith.core.rollout_correction import rollout_correction
 from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
@@ -532,7 +532,7 @@ class PPOTrainer:
         ``rollout.stream_requests``, else in one part. True once ``take`` asked to stop."""
         if self.config.actor_rollout_ref.rollout.stream_requests:
             return self.actor.generate_stream(prompts, params, take)
-        return take(list(range(len(prompts))), self.actor.generate(prompts, params))
+        return hand_over_at_once(self.actor.generate, prompts, params, take)
 
     def single_actor_step(self, batch_size: int) -> bool:
         """Whether a batch of ``batch_size`` samples makes exactly one actor optimizer step.

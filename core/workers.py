@@ -37,7 +37,7 @@ from rewardsmith.core.optim import build_optimizer
 from rewardsmith.core.packed_attention import packs
 from rewardsmith.core.packing import unpackable
 from rewardsmith.core.multi_turn import multi_turn_engine
-from rewardsmith.core.rollout import HandOver, SamplingParams, build_rollout_engine
+from rewardsmith.core.rollout import HandOver, SamplingParams, build_rollout_engine, hand_over_at_once
 from rewardsmith.core.strategy import LocalStrategy, Strategy
 from rewardsmith.core.tensor_ops import masked_mean
 from rewardsmith.plugins.loader import get_registry
@@ -202,7 +202,7 @@ class ActorRolloutWorker:
         stream (multi-turn) hands the whole batch over at once."""
         stream = getattr(self.rollout, "generate_stream", None)
         if stream is None:
-            return take(list(range(len(prompts))), self.generate(prompts, params))
+            return hand_over_at_once(self.generate, prompts, params, take)
         return stream(prompts, params, take)
 
     def sync_rollout_weights(self) -> None:

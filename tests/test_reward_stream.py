@@ -13,6 +13,7 @@ from core_helpers import assert_same_steps, tiny_config, two_steps, write_reward
 from rewardsmith.core.batch import Batch, chunk_ranges
 from rewardsmith.core.reward_chunks import concat_chunks
 from rewardsmith.core.reward_overlap import PendingReward
+from rewardsmith.core.rollout import FinishedGroups
 from rewardsmith.core.trainer import PPOTrainer, reward_batch
 from rewardsmith.plugins.batch import RewardBatch
 
@@ -223,6 +224,59 @@ def _reassembled(parts: list[tuple[list[int], Batch]], n: int) -> Batch:
     return Batch.concat([samples for _, samples in parts]).select([i * n + k for i in place for k in range(n)])
 
 
+# Each row's new tokens, one column per token step, for four prompt groups of two samples: EOS ids 7 and 8, and
+# generate's padding (0, not an EOS) after a row's EOS. Group 0 ends at step 3 (its rows at steps 1 and 3), group 1
+# at step 0, group 2 never (row 5 hits the length limit), group 3 at step 3 (both rows at once).
+STEPS = torch.tensor([[4, 7, 0, 0, 0],
+                      [4, 4, 4, 8, 0],
+                      [8, 0, 0, 0, 0],
+                      [7, 0, 0, 0, 0],
+                      [4, 4, 7, 0, 0],
+                      [4, 4, 4, 4, 4],
+                      [4, 4, 4, 7, 0],
+                      [4, 4, 4, 8, 0]])
+PROMPT = torch.full((8, 2), 5)
+
+
+def _watched(stop_after: int) -> tuple[FinishedGroups, list[tuple[int, list[int], torch.Tensor]]]:
+    """A FinishedGroups over STEPS whose ``take`` records (step, groups, their samples' ids) and asks to stop at its
+    ``stop_after``-th hand-over."""
+    taken: list[tuple[int, list[int], torch.Tensor]] = []
+
+    def take(groups: list[int], samples: Batch) -> bool:
+        step = samples["ids"].shape[1] - PROMPT.shape[1] - 1
+        taken.append((step, groups, samples["ids"]))
+        return len(taken) == stop_after
+
+    def samples(groups: list[int], ids: torch.Tensor) -> Batch:
+        return Batch({"ids": ids[[g * 2 + k for g in groups for k in range(2)]]})
+
+    return FinishedGroups(4, 2, [7, 8], torch.device("cpu"), take, samples), taken
+
+
+def test_finished_groups_hands_each_group_over_once_at_the_step_its_last_sample_ends():
+    finished, taken = _watched(stop_after=0)
+    for step in range(STEPS.shape[1]):
+        ids = torch.cat([PROMPT, STEPS[:, : step + 1]], dim=1)
+        assert not finished(ids, torch.zeros(8, 10)).any(), "no row is stopped while take does not ask"
+    assert [(step, groups) for step, groups, _ in taken] == [(0, [1]), (3, [0, 3])]
+    # A part holds its groups' rows of the sequences so far.
+    assert torch.equal(taken[1][2], torch.cat([PROMPT, STEPS[:, :4]], dim=1)[[0, 1, 6, 7]])
+    # The group cut at the length limit comes last, from the call's sequences.
+    assert not finished.hand_over_rest(ids)
+    assert [groups for _, groups, _ in taken] == [[1], [0, 3], [2]]
+    assert torch.equal(taken[2][2], ids[[4, 5]])
+
+
+def test_finished_groups_stops_every_row_once_take_asks_and_hands_nothing_over_after():
+    finished, taken = _watched(stop_after=1)
+    stopped = [finished(torch.cat([PROMPT, STEPS[:, : step + 1]], dim=1), torch.zeros(8, 10)).tolist()
+               for step in range(STEPS.shape[1])]
+    assert stopped == [[True] * 8] * STEPS.shape[1]
+    assert finished.hand_over_rest(torch.cat([PROMPT, STEPS], dim=1))
+    assert [groups for _, groups, _ in taken] == [[1]]
+
+
 @pytest.mark.parametrize("log_probs", [False, True])
 def test_the_hf_stream_hands_finished_groups_over_from_inside_one_call_and_samples_what_the_call_does(tmp_path, log_probs):
     # 64 new tokens: some prompt groups of the tiny model end (EOS) well before the length limit.
@@ -230,13 +284,13 @@ def test_the_hf_stream_hands_finished_groups_over_from_inside_one_call_and_sampl
                                      "data.max_response_length=64"))
     rollout = trainer.actor.rollout
     calls: list[int] = []
-    generate = rollout.generate
+    generate = rollout.model.generate
 
-    def counted(prompts, params, *finished):
-        calls.append(len(prompts))
-        return generate(prompts, params, *finished)
+    def counted(*args, **kwargs):
+        calls.append(len(kwargs["input_ids"]))
+        return generate(*args, **kwargs)
 
-    rollout.generate = counted
+    rollout.model.generate = counted
     try:
         prompts = next(trainer.prompt_batches)
         params = dataclasses.replace(trainer.sampling, seed=1234, log_probs=log_probs)
@@ -245,7 +299,7 @@ def test_the_hf_stream_hands_finished_groups_over_from_inside_one_call_and_sampl
         assert not rollout.generate_stream(prompts, params, lambda rows, samples: parts.append((rows, samples)) or False)
     finally:
         trainer.close()
-    assert calls == [8, 8], "the stream is one generate call on the whole batch"
+    assert calls == [16, 16], "the stream is one generate call on the whole batch (8 prompts, 2 samples each)"
     assert len(parts) > 1, "a group that ended early is handed over before the call returns"
     assert sorted(g for rows, _ in parts for g in rows) == list(range(8))
     streamed = _reassembled(parts, 2)
@@ -286,11 +340,11 @@ def test_hf_streamed_scoring_starts_before_the_generate_call_returns_and_changes
         trainer = PPOTrainer(cfg)
         if streamed:
             rollout = trainer.actor.rollout
-            generate, forward = rollout.generate, rollout.model.forward
+            generate, forward = rollout.model.generate, rollout.model.forward
 
-            def timed(prompts, params, *finished):
+            def timed(*args, **kwargs):
                 began = time.time()
-                out = generate(prompts, params, *finished)
+                out = generate(*args, **kwargs)
                 calls.append((began, time.time()))
                 return out
 
@@ -300,7 +354,7 @@ def test_hf_streamed_scoring_starts_before_the_generate_call_returns_and_changes
                 time.sleep(0.03)
                 return forward(*args, **kwargs)
 
-            rollout.generate, rollout.model.forward = timed, slow_forward
+            rollout.model.generate, rollout.model.forward = timed, slow_forward
         try:
             runs[streamed] = two_steps(trainer)
         finally:
