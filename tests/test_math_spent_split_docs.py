@@ -1,4 +1,4 @@
-"""docs/scorers.md's tables of blind splits 3 (scored blind, then tuned on once spent) and 4 are the
+"""docs/scorers.md's tables of blind splits 3 (scored blind, then tuned on once spent), 4 and 5 are the
 benchmark's output, not typed by hand."""
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ COLUMNS = [
     ("blind split 4", 1, "math_blind4_before_d13629f.txt", "math_answer"),
     ("blind split 4", 2, "math_blind4_after_702be81.txt", "math_answer"),
     ("blind split 4", 3, "math_blind4_after_702be81.txt", "math_verify"),
+    ("blind split 5", 1, "math_blind5_before_70ec015.txt", "math_answer"),
+    ("blind split 5", 2, "math_blind5_before_70ec015.txt", "math_verify"),
 ]
 
 
