@@ -21,10 +21,12 @@ from typing import Any, Optional
 
 from rewardsmith.core.dynamic_sampling import select_reward
 from rewardsmith.core.reward_chunks import concat_chunks
+from rewardsmith.plugins.batch import RewardBatch
 from rewardsmith.plugins.executors import SerialExecutor
 from rewardsmith.plugins.reward_step import RewardStep, count_over_budget, reward_step
 
-# The console names the slowest scorer when the step waited on rewards for more than this share of it.
+# Rewards below this share of a step are not worth overlapping (when the choice is the default's), and the
+# console names the slowest scorer when the step waited on rewards for more than this share of it.
 SLOW_REWARD_SHARE = 0.1
 
 
@@ -43,6 +45,14 @@ def overlaps_by_default(manager: Any) -> bool:
     if any(isinstance(m, LocalRewardModel) for m in manager.plan.models.values()):
         return False
     return not isinstance(manager.executor, SerialExecutor) or bool(manager.plan.models)
+
+
+def worth_overlapping(timing: dict[str, float]) -> bool:
+    """Whether a step's rewards (``timing['reward_total']``) took at least ``SLOW_REWARD_SHARE`` of it
+    (``timing['step']``). Cheaper ones cost more than overlapping them hides: the reward thread's Python
+    (decoding, handing samples to workers, reading their scores) takes the GIL that generation and the
+    passes need, which on a GPU, where a kernel-launching loop is bound by Python, slowed a step by 40%."""
+    return timing.get("reward_total", 0.0) >= SLOW_REWARD_SHARE * timing.get("step", 0.0)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -72,6 +82,8 @@ class PendingReward:
     thread: Optional[threading.Thread] = None
     chunks: "queue.Queue[Any]" = field(default_factory=queue.Queue)
     results: list[Any] = field(default_factory=list)
+    # The sizes of the chunks each output in ``results`` scored (the thread scores queued chunks as one call).
+    sizes: list[list[int]] = field(default_factory=list)
     submitted: bool = False
     busy_s: float = 0.0
     last_end: float = 0.0
@@ -104,23 +116,49 @@ class PendingReward:
         if self.thread is not None:
             self.chunks.put((batch, time.perf_counter()))
         elif self.error is None:
-            self._score(batch, time.perf_counter())
+            self._score([batch], time.perf_counter())
 
     def scored(self) -> list[Any]:
-        """The outputs of the chunks scored so far, in submission order (the thread appends, never rewrites)."""
-        return list(self.results)
+        """One output per chunk scored so far, in submission order, with its samples' values (the metrics
+        are those of the call that scored it, which may have held later chunks too)."""
+        out = []
+        for result, sizes in zip(list(self.results), list(self.sizes)):
+            if len(sizes) == 1:
+                out.append(result)
+                continue
+            start = 0
+            for size in sizes:
+                out.append(select_reward(result, list(range(start, start + size))))
+                start += size
+        return out
 
     def _drain(self) -> None:
-        while (item := self.chunks.get()) is not None:
+        ended = False
+        while not ended and (item := self.chunks.get()) is not None:
+            items = [item]
+            # The chunks handed over while the last call ran go as one call: a judge or a pool of workers then
+            # has all their samples in flight at once, where a call per prompt group would queue them behind
+            # each other (a 200 ms judge, 8 requests in flight: 8 groups of 4 samples took 8 x 200 ms).
+            while not ended:
+                try:
+                    more = self.chunks.get_nowait()
+                except queue.Empty:
+                    break
+                ended = more is None
+                if not ended:
+                    items.append(more)
             if self.error is None:
-                self._score(*item)
+                self._score([batch for batch, _ in items], min(at for _, at in items))
 
-    def _score(self, batch: Any, handed_over: float) -> None:
-        # A chunk is in flight from its hand-over, or from the end of the one before it (the thread's wake-up counts).
+    def _score(self, batches: list[Any], handed_over: float) -> None:
+        # A call is in flight from its first chunk's hand-over, or from the end of the call before it (the
+        # thread's wake-up counts).
         begun = max(handed_over, self.last_end)
         try:
             with reward_step(self.step):
-                self.results.append(self.manager(batch))
+                result = self.manager(batches[0] if len(batches) == 1 else RewardBatch.concat(batches))
+            self.sizes.append([len(b) for b in batches])
+            self.results.append(result)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the trainer's thread by join()
             self.error = exc
         self.last_end = time.perf_counter()

@@ -48,7 +48,7 @@ from rewardsmith.core.reward_masking import (
 )
 from rewardsmith.core.rollout import HandOver, SamplingParams, draw_seed, hand_over_at_once, rollout_probs_diff
 from rewardsmith.core.rollout_correction import rollout_correction
-from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line
+from rewardsmith.core.reward_overlap import PendingReward, overlaps_by_default, slow_reward_line, worth_overlapping
 from rewardsmith.core.rollout_dump import REWARD_CONFIG_FILE, dump_rollouts, rollout_records
 from rewardsmith.core.seqlen_balancing import balance_order
 from rewardsmith.core.strategy import pick_device
@@ -182,6 +182,8 @@ class PPOTrainer:
         self.own_steps: list[int] = []  # this run's checkpoints (and those it resumed after), oldest first
         self._reward_receipt: Optional[dict[str, str]] = None  # the run part of the rollout dump's receipts
         self._scoring: Optional[PendingReward] = None  # a reward call not yet joined (an interrupted step's)
+        # Whether the last step's rewards were worth overlapping (reward_model.launch_reward_fn_async: null).
+        self._rewards_worth_overlapping = True
         self.ray = None
         self.reward_manager = None
         # What starts processes comes last; a failure on the way stops whatever had started
@@ -271,6 +273,7 @@ class PPOTrainer:
         batch, metrics = self.make_experience(prompts, timing)
         metrics.update(self.update(batch, timing))
         timing["step"] = time.perf_counter() - start
+        self._rewards_worth_overlapping = worth_overlapping(timing)
         metrics.update(self._data_metrics(batch))
         if "multi_turn" in batch.meta:
             metrics.update(episode_metrics(batch))
@@ -626,11 +629,12 @@ class PPOTrainer:
 
     @property
     def overlap_rewards(self) -> bool:
-        """``reward_model.launch_reward_fn_async``, its null resolved by :func:`overlaps_by_default`."""
+        """``reward_model.launch_reward_fn_async``, its null resolved by :func:`overlaps_by_default` and,
+        after the first step, by whether the last step's rewards were :func:`worth_overlapping`."""
         choice = self.config.reward_model.launch_reward_fn_async
         if choice is not None or self.reward_manager is None:
             return bool(choice)
-        return overlaps_by_default(self.reward_manager)
+        return overlaps_by_default(self.reward_manager) and self._rewards_worth_overlapping
 
     def decode_responses(self, batch: Batch) -> list[str]:
         """Each sample's response text (a multi-turn episode's with its tool responses), special tokens dropped."""

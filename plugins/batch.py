@@ -47,6 +47,20 @@ class RewardBatch:
     def __len__(self) -> int:
         return len(self.solutions)
 
+    @staticmethod
+    def concat(batches: Sequence["RewardBatch"]) -> "RewardBatch":
+        """The samples of ``batches``, one after the other (prompts, masks and lengths where every one has them)."""
+        def joined(name: str) -> Optional[list]:
+            parts = [getattr(b, name) for b in batches]
+            return None if any(p is None for p in parts) else [x for p in parts for x in p]
+
+        masks = [b.response_mask for b in batches]
+        return RewardBatch(data_sources=joined("data_sources"), solutions=joined("solutions"),
+                           ground_truths=joined("ground_truths"), extra_infos=joined("extra_infos"),
+                           styles=joined("styles"), prompts=joined("prompts"),
+                           response_mask=None if any(m is None for m in masks) else torch.cat(masks),
+                           response_lengths=joined("response_lengths"))
+
 
 @dataclass(init=False)
 class RewardOutput:

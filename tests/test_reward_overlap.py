@@ -164,3 +164,99 @@ def test_profile_is_in_every_sink_and_the_console_names_the_slow_scorer(tmp_path
     console = stream.getvalue()
     assert f"slowest scorer: {scorer}" in console
     assert "timing_s/reward_wait=" in console
+
+
+def test_chunks_handed_over_while_a_call_runs_are_scored_as_one_call_with_their_requests_in_flight_together(make_config):
+    """Streamed prompt groups that queue behind a running judge call go out together: 8 requests in flight
+    (reward_model.judge.max_concurrent), not one group's 4 at a time; per sample, the scores of one call."""
+    import threading
+
+    from model_scoring_helpers import ScriptedServer
+
+    from rewardsmith.core.reward_overlap import PendingReward
+    from rewardsmith.plugins.batch import RewardBatch
+    from rewardsmith.plugins.factory import build_reward_manager
+
+    cond, release = threading.Condition(), threading.Event()
+    in_flight, peak, seen = [0], [0], [0]
+
+    def reply(path, body, headers):
+        with cond:
+            seen[0] += 1
+            first_call = seen[0] <= 4
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+            cond.notify_all()
+            if first_call:  # the first group's call holds until every group was handed over
+                cond.wait_for(release.is_set, timeout=10)
+            else:  # later requests hold until 8 are in flight: one group's call alone never gets there
+                cond.wait_for(lambda: peak[0] >= 8, timeout=3)
+            in_flight[0] -= 1
+        text = body["messages"][-1]["content"].split("Response:\n", 1)[-1]
+        return 200, {"choices": [{"message": {"role": "assistant", "content": f"Score: {len(text) % 10}"}}]}
+
+    def group(g: int) -> RewardBatch:
+        texts = [f"answer {g}-{i}" + "x" * (g + i) for i in range(4)]
+        return RewardBatch(["chat"] * 4, texts, [None] * 4, styles=["model"] * 4, prompts=[f"question {g}"] * 4)
+
+    with ScriptedServer(reply) as server:
+        cfg = make_config("reward_model.enable=true", f"reward_model.judge.base_url={server.url}/v1",
+                          "reward_model.judge.model=j", "reward_model.judge.scale=[0, 10]",
+                          "reward_model.judge.max_concurrent=8", "reward_model.judge.cache_size=0")
+        with build_reward_manager(cfg.reward_settings()) as manager:
+            pending = PendingReward.open(manager, overlap=True, budget_s=None)
+            pending.submit(group(0))
+            with cond:
+                assert cond.wait_for(lambda: in_flight[0] == 4, timeout=10)
+            for g in range(1, 8):
+                pending.submit(group(g))
+            with cond:
+                release.set()
+                cond.notify_all()
+            streamed = pending.join({})
+            whole = manager(RewardBatch.concat([group(g) for g in range(8)]))
+    # The first group's call ran alone; the seven groups queued behind it went as one call.
+    assert pending.sizes == [[4], [4] * 7]
+    assert peak[0] == 8
+    assert streamed.scores.tolist() == whole.scores.tolist()
+    assert [len(r.scores) for r in pending.scored()] == [4] * 8
+    assert torch.cat([r.scores for r in pending.scored()]).tolist() == whole.scores.tolist()
+
+
+def test_the_default_stops_overlapping_after_a_step_whose_rewards_were_cheap_and_resumes_when_they_are_not(tmp_path):
+    """launch_reward_fn_async: null overlaps a worker-process manager only while its rewards take at least a
+    tenth of the step (the reward thread's Python costs the passes more than it hides otherwise)."""
+    flag = tmp_path / "slow"
+    reward = write_reward(tmp_path, f"import os, time\nFLAG = {str(flag)!r}\n" + '''
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    if os.path.exists(FLAG):
+        time.sleep(0.1)
+    return float(len(solution_str) % 2)
+''')
+    trainer = PPOTrainer(tiny_config(tmp_path, reward, *GRPO, "reward_model.reward_manager=naive"))
+    overlapped: list[bool] = []
+    open_scoring = trainer.open_scoring
+
+    def recorded(overlap):
+        overlapped.append(overlap)
+        return open_scoring(overlap)
+
+    trainer.open_scoring = recorded
+    shares = []
+    try:
+        batches = iter(trainer.loader)
+        for step in range(1, 6):
+            if step == 5:
+                flag.touch()  # each sample now costs 100 ms: far more than a tenth of a tiny step
+            trainer.global_step = step
+            metrics = trainer.train_step(next(batches))
+            shares.append(metrics["timing_s/reward_total"] / metrics["timing_s/step"])
+        trainer.global_step = 6
+        trainer.train_step(next(batches))
+    finally:
+        trainer.close()
+    # The first step overlaps (no step before it); each later one does when the step before it spent at least
+    # a tenth of its time on rewards.
+    assert overlapped == [True] + [share >= 0.1 for share in shares], (overlapped, shares)
+    # Cheap rewards (once the worker process runs) stopped the overlap; the slow step brought it back.
+    assert False in overlapped[2:5] and overlapped[5] is True, (overlapped, shares)
