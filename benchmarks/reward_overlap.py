@@ -10,8 +10,9 @@ seed 0, two optimizer steps on each batch (our ``ppo_epochs=2``, TRL's
 * ``sequential``: this engine, ``reward_model.launch_reward_fn_async=false``,
   ``rollout.stream_requests=false`` and one generation call (the old path:
   generate, passes, then rewards);
-* ``overlapped``: this engine, ``launch_reward_fn_async=true`` and
-  ``rollout.stream_requests=true`` (the defaults): each prompt group is scored
+* ``overlapped``: this engine with the defaults, ``launch_reward_fn_async``
+  null (on while a step's rewards take at least a tenth of it) and
+  ``rollout.stream_requests=true``: each prompt group is scored
   as soon as its samples have ended, while the same generate call goes on with
   the rest, and while the old-policy and reference passes run
   (``--chunks`` > 1 also splits the batch into that many generate calls);
@@ -165,8 +166,9 @@ def run_config(args: argparse.Namespace, files: dict[str, str], out: Path) -> li
     overrides = reward_overrides(args.kind, files)
     if args.child != "trl":
         overlap = args.child == "overlapped"
-        extra = (*JOB, f"reward_model.launch_reward_fn_async={str(overlap).lower()}",
-                 f"actor_rollout_ref.rollout.stream_requests={str(overlap).lower()}",
+        # Overlapped is what the defaults do (launch_reward_fn_async null: on while rewards are worth it).
+        launch = () if overlap else ("reward_model.launch_reward_fn_async=false",)
+        extra = (*JOB, *launch, f"actor_rollout_ref.rollout.stream_requests={str(overlap).lower()}",
                  f"actor_rollout_ref.rollout.stream_chunks={args.chunks if overlap else 1}", *overrides)
         return [{key: m[f"timing_s/{key}"] for key in ("step", "reward_wait", "reward_total")}
                 for m in run_ours(args, files, out, rollout=args.rollout, extra=extra)]
@@ -224,7 +226,7 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str], dict[str, fl
     samples = args.prompts * args.n
     rate = {key: samples / r["step"] for key, r in results.items()}
     print(f"GRPO ({args.rollout} rollout; TRL: transformers generate): {args.prompts} prompts x {args.n} samples, {args.max_new_tokens} new tokens, {EPOCHS} optimizer steps "
-          f"per batch, KL loss; overlapped = launch_reward_fn_async + stream_requests"
+          f"per batch, KL loss; overlapped = the defaults (launch_reward_fn_async null) + stream_requests"
           f"{f' + stream_chunks={args.chunks}' if args.chunks > 1 else ''}; "
           f"{args.steps} timed steps x {args.rounds} rounds, medians; {args.device}, {args.threads} torch threads; "
           f"load average {load[0]:.2f} at start, {load[1]:.2f} at end")
