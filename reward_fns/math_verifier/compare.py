@@ -57,7 +57,7 @@ def _cached_compare(pred: str, gold: str, policy: GradingPolicy, timeout: float)
 # Judges whose verdict does not rest on the math parsers' reading of the answer (``numeric`` reads a
 # whole answer as one number, in digits, words or numerals, or not at all).
 _OWN_READERS = frozenset({"string", "answer too long", "no answer", "empty gold", "text", "choice", "quantity",
-                          "time of day", "date", "numeric", "unparsed gold", "undecidable"})
+                          "time of day", "date", "numeric", "unparsed gold", "undecidable", "collective"})
 
 # Judges that compare what math-verify's or sympy's parser made of the whole answer, words included.
 _PARSED = frozenset({"math_verify", "sympy", "equation", "antiderivative", "step function"})

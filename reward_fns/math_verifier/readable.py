@@ -7,12 +7,15 @@ way. :func:`unread_notation` names the first such part of an answer (a LaTeX
 command outside :data:`KNOWN_COMMANDS`, a function named by ``\\operatorname``
 / ``\\mathrm`` / ``\\text`` that is not in :data:`KNOWN_FUNCTIONS`, or a
 symbol beyond ASCII that canonical form did not rewrite, Greek letters
-aside); ``None`` when every part is notation the verifier reads.
+aside, or a prime after a number that no reader consumed: ``30'`` is 30
+minutes or feet, not 30); ``None`` when every part is notation the verifier reads.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
+
+from rewardsmith.reward_fns.math_verifier.constructs import dropped_marks
 
 # Special functions the symbolic judge evaluates (``symbolic.SPECIAL_FUNCTIONS``); cis t is e^{it}.
 SPECIAL_FUNCTION_NAMES = frozenset({"Gamma", "zeta", "erf", "erfc", "erfi", "Ei", "Si", "Ci", "li", "digamma", "B",
@@ -70,6 +73,9 @@ def unread_notation(answer: str, canonical: str) -> str | None:
         if name not in KNOWN_FUNCTIONS:
             return f"the unknown function {name!r}"
     math = _TEXT.sub(" ", canonical)
+    mark = dropped_marks(math)
+    if mark is not None:
+        return mark
     for match in _COMMAND.finditer(math):
         if match.group(1) not in KNOWN_COMMANDS:
             return f"the unknown command \\{match.group(1)}"
