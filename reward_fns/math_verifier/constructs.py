@@ -9,6 +9,8 @@ explicit table:
 * :func:`collective_count`: a count in collective numerals, "3 dozen",
   "two score", "half a dozen", "a baker's dozen", "1 gross" (optionally
   followed by the noun counted: "2 dozen eggs") -> the integer;
+* :func:`subunit_amount`: an amount in a currency's hundredth, "75 cents" ->
+  ``(75, 0.75)``: the number of cents, or the amount in the main unit;
 * :func:`read_angles`: an angle in degrees, minutes and seconds,
   ``137^\\circ 30'``, ``15°0′36″`` -> its degrees (``137.5^\\circ``);
 * :func:`read_per_mille`: ``5‰`` (also ``\\text{‰}``, "5 per mille") -> ``0.5%`` (which is
@@ -48,6 +50,13 @@ _COUNT = re.compile(
     r"(?:\s+(?:of\s+)?[A-Za-z]+)?$", re.IGNORECASE)
 _COUNT_ALONE = re.compile(rf"^(?:an?\s+)?(?P<noun>{_COLLECTIVE})(?:\s+(?:of\s+)?[A-Za-z]+)?$", re.IGNORECASE)
 
+# A currency's hundredth: "75 cents" answers in cents (75) or in dollars (0.75).
+SUBUNITS = frozenset({"cent", "cents", "penny", "pennies", "pence", "paise", "centimes", "eurocents"})
+_SUBUNIT = re.compile(r"^(?P<n>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[a-z]+)$", re.IGNORECASE)
+# Words after a number that change its value; never read as the noun counted.
+VALUE_WORDS = frozenset({"squared", "cubed", "factorial", "lakh", "lakhs", "crore", "crores", "fold", "halves",
+                         "thirds", "quarters", "fifths", "sixths", "eighths", "tenths", "hundredths", "thousandths",
+                         "permille", "basis", "bps", "sigma"})
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree\b)"
 _PRIME = r"(?:'|′|\^\s*\{\s*\\prime\s*\}|\^\s*\\prime\b)"
 _DOUBLE_PRIME = r"(?:''|″|\"|\^\s*\{\s*\\prime\s*\\prime\s*\}|\^\s*\\prime\s*\\prime\b)"
@@ -99,6 +108,15 @@ def collective_count(text: str) -> str | None:
         return None
     value = count * COLLECTIVES[match.group("noun").lower()]
     return str(value.numerator) if value.denominator == 1 else f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
+def subunit_amount(text: str) -> tuple[Fraction, Fraction] | None:
+    """``(count, amount)`` of an amount in a currency's hundredth ("75 cents" -> (75, 3/4)), else ``None``."""
+    match = _SUBUNIT.match(" ".join(text.split()))
+    if match is None or match.group("unit").lower() not in SUBUNITS:
+        return None
+    count = Fraction(match.group("n"))
+    return count, count / 100
 
 
 def _plain(value: Fraction) -> str:

@@ -140,6 +140,7 @@ from rewardsmith.reward_fns.math_verifier.constructs import (
     read_golden_ratio,
     residue_classes,
     same_classes,
+    subunit_amount,
 )
 from rewardsmith.reward_fns.math_verifier.dates import date_verdict
 from rewardsmith.reward_fns.math_verifier.numerals import roman_number, words_to_number
@@ -628,10 +629,17 @@ def _permutation_verdict(answer: str, target: str) -> Verdict | None:
 
 def _collective_verdict(answer: str, target_number: ParsedNumber | None, policy: GradingPolicy) -> Verdict | None:
     """A count in collective numerals ("3 dozen") against a number: right when the count it names is the
-    gold; undecided when only the number of dozens is (the question may count dozens); ``None`` when the
-    answer is no such count or the gold no number."""
+    gold; undecided when only the number of dozens is (the question may count dozens). An amount in
+    cents is right in cents or in the main unit ("75 cents" for 75 or 0.75). ``None`` when the answer
+    is neither or the gold no number."""
+    if target_number is None:
+        return None
+    amount = subunit_amount(answer)
+    if amount is not None:
+        same = any(_compare_numbers(ParsedNumber(v, None, 0, False), target_number, policy).correct for v in amount)
+        return Verdict(same, "collective", f"{answer!r} is {amount[0]} hundredths, {amount[1]} in the main unit")
     counted = collective_count(answer)
-    if counted is None or target_number is None:
+    if counted is None:
         return None
     if _compare_numbers(parse_number(counted), target_number, policy).correct:
         return Verdict(True, "collective", f"{answer!r} is {counted}")

@@ -36,7 +36,7 @@ from rewardsmith.reward_fns.math_verifier.notation import (
 )
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
 from rewardsmith.reward_fns.math_verifier.answer_types import vector_as_tuple
-from rewardsmith.reward_fns.math_verifier.constructs import COLLECTIVES, read_angles, read_gcd_lcm, read_per_mille
+from rewardsmith.reward_fns.math_verifier.constructs import COLLECTIVES, SUBUNITS, VALUE_WORDS, read_angles, read_gcd_lcm, read_per_mille
 from rewardsmith.reward_fns.math_verifier.numerals import chinese_number, plain_digits, roman_number, words_to_number
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
@@ -168,9 +168,26 @@ def _number_in_prose(text: str) -> str | None:
     if any(word.lower() in _QUALIFYING_WORDS or (len(word) == 1 and word.lower() != "a") for word in words):
         return None
     units = (match.group("units") or "").lower().replace("’", "'")
-    if units and (words_to_number(units, ENGLISH) is not None or any(units.startswith(c) for c in COLLECTIVES)):
+    if units and (words_to_number(units, ENGLISH) is not None or any(units.startswith(c) for c in COLLECTIVES)
+                  or units.split()[0] in SUBUNITS or VALUE_WORDS & set(units.split())):
         return None  # "5 million" and "3 dozen" are numbers (or counts of dozens), not 5 of a unit
     return match.group("number") + (match.group("percent") or "")
+
+
+def dropped_words(answer: str) -> str | None:
+    """The words after a number that canonical form drops as its unit or the noun it counts ("5 apples",
+    ``5\\text{ cm}``: ``apples``, ``cm``), or that change its value ("5 factorial"), else ``None``."""
+    text = plain_digits(answer).strip().strip("*").strip()
+    for box in ("\\boxed", "\\fbox"):
+        text = unwrap_command(text, box)
+    for token in _DELIMITERS:
+        text = text.replace(token, "")
+    text = " ".join(_TEXT_GROUP.sub(lambda m: f" {m.group(1)}", text).replace("\\ ", " ").split()).rstrip(".")
+    match = _NUMBER_IN_PROSE.match(text)
+    units = match.group("units") if match is not None else None
+    if units is None or (_number_in_prose(text) is None and not VALUE_WORDS & set(units.lower().split())):
+        return None
+    return units
 
 
 def canonical_answer(text: str) -> str:
