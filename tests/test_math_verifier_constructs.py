@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from rewardsmith.reward_fns.math_answer import compute_score  # noqa: E402
-from rewardsmith.reward_fns.math_verifier.constructs import COLLECTIVES, VALUE_WORDS  # noqa: E402
+from rewardsmith.reward_fns.math_verifier.constructs import COLLECTIVES, VALUE_WORDS, collective_count  # noqa: E402
 from rewardsmith.reward_fns.math_verifier.readable import _english_words, _singulars  # noqa: E402
 
 RULE = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -198,3 +198,12 @@ def test_named_constants_unit_vectors_and_marks(answer, gold, verdict):
 ])
 def test_amounts_in_words(answer, gold, verdict):
     assert _verdict(f"#### {answer}", gold, "openai/gsm8k") == verdict
+
+
+@pytest.mark.parametrize("text, value", [
+    ("a dozen", "12"), ("two dozen", "24"), ("3 dozen", "36"), ("half a dozen", "6"), ("a baker's dozen", "13"),
+    ("1 gross", "144"), ("two score", "40"), ("a score", "20"), ("2 dozen eggs", "24"),
+    ("dozen", "12"), ("the score", None), ("5 apples", None), ("a score of 85", None),
+])
+def test_collective_count_reads_the_table(text, value):
+    assert collective_count(text) == value
