@@ -207,3 +207,12 @@ def test_amounts_in_words(answer, gold, verdict):
 ])
 def test_collective_count_reads_the_table(text, value):
     assert collective_count(text) == value
+
+
+@pytest.mark.parametrize("answer, gold, verdict", [
+    ("\\gamma", "0.5772", "correct"),  # math-verify reads the Euler-Mascheroni constant
+    ("1-\\gamma", "0.4229", "wrong"),
+    ("2G", "1.83", "undecided"),  # Catalan's constant: not evaluated, so not compared as a variable
+])
+def test_named_constants_are_read_or_left_undecided(answer, gold, verdict):
+    assert _verdict(_boxed(answer), gold) == verdict

@@ -22,6 +22,9 @@ explicit table:
 * :func:`read_golden_ratio`: ``\\varphi`` (``\\phi``, ``φ``) against a gold
   with no letters -> ``(1+\\sqrt{5})/2``, the golden ratio the letter names
   there (the one named constant math-verify does not know that answers use);
+* :func:`unread_constant`: a letter that names a constant the verifier does not
+  evaluate (``G``, Catalan's; math-verify reads ``\\gamma`` as Euler-Mascheroni's)
+  against a gold with no letters: no value to compare, so undecided;
 * :func:`residue_classes`: a union of residue classes written as a set or a
   family, ``\\{15k+8 : k \\in \\mathbb{Z}\\}``, ``n = 4k-1, k \\in \\mathbb{Z}``,
   ``\\{\\ldots, -5, 2, 9, \\ldots\\}``, ``x \\equiv 2, 5 \\pmod 6`` -> its residues and modulus;
@@ -84,6 +87,8 @@ _LETTER = re.compile(r"[A-Za-z]")
 _CYCLES = re.compile(r"^(?:\(\s*\d+(?:\s+\d+)+\s*\)\s*)+$")
 _CYCLE = re.compile(r"\(([^()]*)\)")
 _TWO_LINE = re.compile(r"^\\begin\{[pb]matrix\}\s*([\d\s&]+?)\s*\\\\\s*([\d\s&]+?)\s*\\end\{[pb]matrix\}$")
+# math-verify reads \gamma as the Euler-Mascheroni constant; Catalan's G it takes for a variable.
+_UNREAD_CONSTANTS = ((re.compile(r"(?<![A-Za-z\\])G(?![A-Za-z])"), "Catalan's constant G"),)
 _MARK_AFTER_DIGIT = re.compile(r"\d\s*(?:''|'|′|″|\\prime\b)")
 
 
@@ -248,6 +253,17 @@ def permutation(canonical: str) -> tuple[tuple[int, int], ...] | None:
             return None
         mapping = dict(zip(top, bottom))
     return tuple(sorted((p, q) for p, q in mapping.items() if p != q))
+
+
+def unread_constant(pred: str, gold: str) -> str | None:
+    """The constant ``pred`` names that the verifier does not evaluate, against a ``gold`` with no letters
+    (where the letter cannot be a variable of the gold's), named; else ``None``."""
+    if _LETTER.search(_COMMAND.sub(" ", gold)):
+        return None
+    for pattern, name in _UNREAD_CONSTANTS:
+        if pattern.search(pred):
+            return f"{name}, which the verifier does not evaluate"
+    return None
 
 
 def dropped_marks(canonical: str) -> str | None:
