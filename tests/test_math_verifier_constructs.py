@@ -216,3 +216,12 @@ def test_collective_count_reads_the_table(text, value):
 ])
 def test_named_constants_are_read_or_left_undecided(answer, gold, verdict):
     assert _verdict(_boxed(answer), gold) == verdict
+
+
+@pytest.mark.parametrize("answer, gold, verdict", [
+    ("\\text{Isosceles triangle}", "isosceles", "undecided"),  # the gold's word and one more: not read
+    ("\\text{isosceles}", "isosceles", "correct"),
+    ("\\text{scalene triangle}", "isosceles", "wrong"),
+])
+def test_words_beyond_the_golds_are_not_compared_away(answer, gold, verdict):
+    assert _verdict(_boxed(answer), gold) == verdict

@@ -521,7 +521,7 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
         picked = _CHOICE.match(answer)
         return Verdict(picked is not None and picked.group(1).upper() == choice.group(1), "choice")
     if _is_text(target) or _is_text(answer):
-        return Verdict(_text_key(answer) == _text_key(target), "text")
+        return _text_verdict(answer, target)
     sequence = _sequence_verdict(answer, target, symbolic, policy)
     if sequence is not None:
         return sequence
@@ -782,6 +782,22 @@ def _is_text(text: str) -> bool:
         return False
     words = text.split()
     return len(words) > 1 or len(text) >= 3 or text.lower() in ("no",)
+
+
+def _text_verdict(answer: str, target: str) -> Verdict:
+    """Words against words: the same words are right; the gold's words with more ("isosceles triangle"
+    for "isosceles") are undecided, since the rest may name what the gold describes or change it."""
+    answer_key, target_key = _text_key(answer), _text_key(target)
+    if answer_key == target_key:
+        return Verdict(True, "text")
+    extra = answer_key.split()
+    for word in target_key.split():
+        if word not in extra:
+            return Verdict(False, "text")
+        extra.remove(word)
+    if target_key and extra and _is_text(target):
+        return Verdict("undecided", "text", f"the gold's words with more ({' '.join(extra)!r}), which nothing reads")
+    return Verdict(False, "text")
 
 
 def _text_key(text: str) -> str:
