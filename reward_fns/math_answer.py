@@ -125,7 +125,7 @@ def compute_score(
             why = f"{reading.answer!r} reads as {' or '.join(readings)} here, and only one is the gold"
         # Either way: an unread word left "correct" would pay any number with a word attached that happens
         # to match, and "wrong" would refuse "3 lakh" for 300000.
-        unread = unconsumed_words(reading.answer, response) if verdict != UNDECIDED and method in _NUMBER_JUDGES else None
+        unread = unconsumed_words(reading.answer, response, golds[0]) if verdict != UNDECIDED and method in _NUMBER_JUDGES else None
         if unread:
             verdict, method, why = UNDECIDED, "unreadable answer", f"unreadable answer: {unread}"
         unknowns = undetermined_symbols(response, reading.answer, golds[0]) if verdict != WRONG else ()

@@ -225,3 +225,8 @@ def test_named_constants_are_read_or_left_undecided(answer, gold, verdict):
 ])
 def test_words_beyond_the_golds_are_not_compared_away(answer, gold, verdict):
     assert _verdict(_boxed(answer), gold) == verdict
+
+
+def test_words_the_gold_writes_too_are_compared_as_written():
+    assert _verdict("#### 3 lakh", "3 lakh", "openai/gsm8k") == "correct"
+    assert _verdict("#### 5 qzxv", "5 qzxv", "openai/gsm8k") == "correct"

@@ -125,16 +125,17 @@ def _singulars(word: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
-def unconsumed_words(answer: str, response: str) -> str | None:
+def unconsumed_words(answer: str, response: str, gold: str = "") -> str | None:
     """The words after the number of ``answer`` that canonical form dropped and nothing read, named; else
     ``None``. A word is read as the unit or the noun counted when it is a physical unit (pint), a
     currency, an English word (a dictionary list), or named elsewhere in the response; a word that
     changes the value ("5 factorial", "3 lakh") is never read as a noun. An unknown word ("5 qzxv") or
-    a value word leaves the number unread: comparing it proves nothing."""
+    a value word leaves the number unread: comparing it proves nothing, unless ``gold`` writes the same
+    words."""
     from rewardsmith.reward_fns.math_verifier.units import read_quantity  # brings in pint only when needed
 
     words = dropped_words(answer)
-    if words is None:
+    if words is None or words.lower() in gold.lower():  # the gold writes the same words: compared as written
         return None
     tokens = [w.strip(".,;:").lower() for w in words.split()]
     if any(t in VALUE_WORDS for t in tokens):
