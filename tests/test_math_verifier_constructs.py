@@ -230,3 +230,12 @@ def test_words_beyond_the_golds_are_not_compared_away(answer, gold, verdict):
 def test_words_the_gold_writes_too_are_compared_as_written():
     assert _verdict("#### 3 lakh", "3 lakh", "openai/gsm8k") == "correct"
     assert _verdict("#### 5 qzxv", "5 qzxv", "openai/gsm8k") == "correct"
+
+
+@pytest.mark.parametrize("response, verdict", [
+    ("<think>3 of 4 slices</think><answer>\\frac{3}{4}</answer>", "correct"),  # not the 4 inside \frac{3}{4}
+    ("So the share is \\frac{3}{4}.", "correct"),
+    ("So the share is \\frac{4}{3}.", "wrong"),
+])
+def test_a_latex_value_outside_delimiters_is_read_whole(response, verdict):
+    assert _verdict(response, "0.75") == verdict
