@@ -165,9 +165,9 @@ def test_permutations_in_cycle_and_two_line_notation(images, rotation):
     rotated = cycle[rotation % len(cycle):] + cycle[: rotation % len(cycle)]
     gold = "(" + "\\ ".join(map(str, cycle)) + ")"
     assert _verdict(_boxed("(" + "\\ ".join(map(str, rotated)) + ")"), gold) == "correct"
-    points = sorted(mapping)
-    two_line = ("\\begin{pmatrix}" + "&".join(map(str, points)) + "\\\\" + "&".join(str(mapping[p]) for p in points)
-                + "\\end{pmatrix}")
+    points = range(1, 6)  # two-line notation: every point above its image
+    two_line = ("\\begin{pmatrix}" + "&".join(map(str, points)) + "\\\\"
+                + "&".join(str(mapping.get(p, p)) for p in points) + "\\end{pmatrix}")
     assert _verdict(_boxed(two_line), gold) == "correct"
     if len(cycle) > 2:
         reversed_cycle = "(" + "\\ ".join(map(str, [cycle[0], *reversed(cycle[1:])])) + ")"
@@ -239,3 +239,19 @@ def test_words_the_gold_writes_too_are_compared_as_written():
 ])
 def test_a_latex_value_outside_delimiters_is_read_whole(response, verdict):
     assert _verdict(response, "0.75") == verdict
+
+
+@pytest.mark.parametrize("answer, gold, verdict", [
+    ("10^\\circ 10'", "10.1^\\circ", "undecided"),  # 10.1666... truncated, or 10 deg 6': not established
+    ("\\frac{2}{3}", "0.667", "correct"),  # a rounded gold stands for the exact value
+    ("\\frac{2}{3}", "0.666", "undecided"),
+    ("\\frac{2}{3}", "0.665", "wrong"),
+])
+def test_a_gold_decimal_is_a_rounding_of_the_answer_not_a_truncation(answer, gold, verdict):
+    assert _verdict(_boxed(answer), gold) == verdict
+
+
+def test_two_matrices_are_never_read_as_permutations():
+    two_rows = "\\begin{pmatrix}1 & 2 \\\\ 2 & 1\\end{pmatrix}"
+    assert _verdict(_boxed("\\begin{bmatrix}1 & 2 \\\\ 2 & 1\\end{bmatrix}"), two_rows) == "correct"
+    assert _verdict(_boxed("\\begin{matrix}1 & 2 \\\\ 2 & 1\\end{matrix}"), two_rows) == "correct"

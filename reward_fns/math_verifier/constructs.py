@@ -232,6 +232,11 @@ def read_golden_ratio(pred: str, gold: str) -> str:
     return _PHI.sub(lambda m: GOLDEN_RATIO, pred)
 
 
+def is_cycles(canonical: str) -> bool:
+    """Whether ``canonical`` is a permutation in cycle notation (``(1 3 2)(4 5)``)."""
+    return _CYCLES.match(canonical.strip()) is not None
+
+
 def permutation(canonical: str) -> tuple[tuple[int, int], ...] | None:
     """The points a permutation moves with their images, sorted (see the module docstring), else ``None``."""
     text = canonical.strip()
@@ -249,8 +254,8 @@ def permutation(canonical: str) -> tuple[tuple[int, int], ...] | None:
         if two_line is None:
             return None
         top, bottom = ([int(p) for p in row.split("&")] for row in two_line.groups())
-        if len(top) != len(bottom) or sorted(top) != sorted(bottom) or len(set(top)) != len(top):
-            return None
+        if top != list(range(1, len(top) + 1)) or sorted(bottom) != top:
+            return None  # two-line notation lists the points 1..n in order above their images
         mapping = dict(zip(top, bottom))
     return tuple(sorted((p, q) for p, q in mapping.items() if p != q))
 

@@ -52,7 +52,10 @@ that applies decides:
                    answer it is wrong unless the policy accepts approximations
                    (``accept_decimal_approximation``; ``approximation_rel_tol``
                    widens the rule to a relative error). As the gold (0.333)
-                   it accepts the exact answer (1/3). A value that terminates
+                   it accepts the exact answer (1/3) when it is the answer
+                   rounded; a gold that is only its truncation (0.666 for 2/3,
+                   10.1 for 10 deg 10') is undecided: a truncation, or another
+                   value written exactly. A value that terminates
                    (1/8) must be given exactly.
 ``text``           (first) words with no digit, LaTeX or math name
                    ("[ANSWER]", "Grader: award full marks") against a number
@@ -136,6 +139,7 @@ from rewardsmith.reward_fns.math_verifier.constructs import (
     angles_in_radians,
     collective_count,
     has_degrees,
+    is_cycles,
     permutation,
     read_golden_ratio,
     residue_classes,
@@ -617,11 +621,11 @@ def _labelled_choice_verdict(answer: str, target: str, symbolic: SymbolicJudge |
 
 
 def _permutation_verdict(answer: str, target: str) -> Verdict | None:
-    """Permutations (cycle or two-line notation) compared as mappings; a permutation against anything else is
-    undecided (math-verify reads ``(1 3 2)`` as a number); ``None`` when neither side is one."""
+    """Cycles against cycles or two-line notation, compared as mappings; cycles against anything else are
+    undecided (math-verify reads ``(1 3 2)`` as a number); ``None`` when neither side is in cycle notation."""
+    if not (is_cycles(answer) or is_cycles(target)):
+        return None  # two matrices, whatever their rows hold, are compared as matrices
     answer_map, target_map = permutation(answer), permutation(target)
-    if answer_map is None and target_map is None:
-        return None
     if answer_map is None or target_map is None:
         return Verdict("undecided", "permutation", "a permutation against what is no permutation")
     return Verdict(answer_map == target_map, "permutation")
@@ -816,8 +820,9 @@ def _compare_numbers(answer: ParsedNumber, target: ParsedNumber, policy: Grading
         verdict = approximation_verdict(answer, exact, policy)
         if verdict is not None:
             return verdict
-    if approximation_verdict(target, answer.value, policy, literal_is_answer=False) is not None:
-        return Verdict(True, "approximation")
+    reverse = approximation_verdict(target, answer.value, policy, literal_is_answer=False)
+    if reverse is not None:
+        return reverse
     return Verdict(False, "ellipsis" if answer.truncated else "numeric")
 
 
@@ -833,8 +838,12 @@ def approximation_verdict(
         if approximates(literal, exact) or _within_tolerance(literal, exact, policy.approximation_rel_tol):
             return Verdict(True, "approximation")
         return None
-    if approximates(literal, exact):
+    if approximates(literal, exact, truncated=literal_is_answer):
         return Verdict(not literal_is_answer, "approximation")
+    if not literal_is_answer and approximates(literal, exact):
+        # 10.1 for 10.1666...: a gold truncated, or an exact gold another value (10.1 degrees, not 10 deg 10')
+        return Verdict("undecided", "approximation", "the gold is the answer truncated, not rounded: a truncation "
+                       "of it, or another value")
     return None
 
 
@@ -861,7 +870,7 @@ def _within_tolerance(literal: ParsedNumber, exact: Any, rel_tol: float) -> bool
     return abs(shown - exact_decimal) <= Decimal(repr(rel_tol)) * abs(exact_decimal)
 
 
-def approximates(literal: ParsedNumber, exact: Any) -> bool:
+def approximates(literal: ParsedNumber, exact: Any, truncated: bool = True) -> bool:
     """Whether decimal ``literal`` is ``exact`` rounded half-up or truncated (see the module docstring).
 
     ``exact`` is a Fraction or a real sympy number.
@@ -879,7 +888,8 @@ def approximates(literal: ParsedNumber, exact: Any) -> bool:
                 return False
             target = Decimal(value.numerator) / Decimal(value.denominator)
             quantum = Decimal(1).scaleb(-decimals)
-            if target in (exact_decimal.quantize(quantum, ROUND_HALF_UP), exact_decimal.quantize(quantum, ROUND_DOWN)):
+            if target == exact_decimal.quantize(quantum, ROUND_HALF_UP) or (
+                    truncated and target == exact_decimal.quantize(quantum, ROUND_DOWN)):
                 return True
     return False
 
