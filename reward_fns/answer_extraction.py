@@ -38,6 +38,8 @@ _BOX_JOINER = re.compile(r"[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[
 _SENTENCE_END = re.compile(r"(?<!\.\.)[.!?](?=\s|$)")
 _BLANK = re.compile(r"\\(?:boxed|fbox|text|mathrm|textbf|[lc]?dots|quad)\b|\\[,;:! ]|[\s$*{}_.:?()\[\]`]")
 _NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
+# A LaTeX command with its arguments ending a sentence outside math delimiters (a closing tag may follow).
+_TRAILING_LATEX = re.compile(r"(?:^|[\s>:])((?:[+-]\s*)?\\[A-Za-z]+(?:\s*\{[^{}]*\})+)\s*(?:</[A-Za-z_]+>)?\s*[.!?]?\s*$")
 _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
@@ -214,7 +216,8 @@ def numbers(text: str) -> list[str]:
 
 
 def sentence_value(sentence: str) -> str | None:
-    """The value a plain sentence states: its last math span, the value after its last ``=``, its number.
+    """The value a plain sentence states: its last math span, the value after its last ``=``, a LaTeX
+    command ending it (``\\frac{3}{4}``), its number.
 
     A number the sentence rules out ("8, not 9") is no candidate; several
     numbers with hedge words ("7 or maybe 8") are handed on as a hedge ("7 or
@@ -229,6 +232,9 @@ def sentence_value(sentence: str) -> str | None:
         rhs = sentence.rsplit("=", 1)[1].strip()
         leading = _NUMBER.match(rhs.lstrip("$"))
         return leading.group(0).strip() if leading else rhs
+    latex = _TRAILING_LATEX.search(sentence)
+    if latex:  # "\\frac{3}{4}" outside math delimiters is one value, not the numbers 3 and 4
+        return latex.group(1).strip()
     found = numbers(_NEGATED_NUMBER.sub(" ", sentence))
     if not found:
         words = sentence.rstrip(".!?").split()

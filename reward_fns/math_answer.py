@@ -61,6 +61,7 @@ from rewardsmith.reward_fns.math_verifier.commitment import (
 )
 from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
 from rewardsmith.reward_fns.math_verifier.notation import comma_readings
+from rewardsmith.reward_fns.math_verifier.readable import unconsumed_words
 from rewardsmith.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -70,6 +71,9 @@ UNDECIDED_POLICIES = ("abstain", "wrong")
 _MARKED_ONLY = ("*dapo*",)
 _UNMARKED_RULES = (PHRASE, CLOSING)
 _UNREADABLE_GOLD = ("empty gold", "unparsed gold")
+# Judges that compare the number of an answer whose trailing words canonical form dropped (or that a
+# math parser read as a product of letters).
+_NUMBER_JUDGES = ("numeric", "approximation", "math_verify", "sympy", "string")
 
 
 def _golds(ground_truth: Any) -> list[str]:
@@ -119,6 +123,11 @@ def compute_score(
         if any(d[0] != verdict for d in decided):
             verdict, method = UNDECIDED, "ambiguous comma"
             why = f"{reading.answer!r} reads as {' or '.join(readings)} here, and only one is the gold"
+        # Either way: an unread word left "correct" would pay any number with a word attached that happens
+        # to match, and "wrong" would refuse "3 lakh" for 300000.
+        unread = unconsumed_words(reading.answer, response, golds[0]) if verdict != UNDECIDED and method in _NUMBER_JUDGES else None
+        if unread:
+            verdict, method, why = UNDECIDED, "unreadable answer", f"unreadable answer: {unread}"
         unknowns = undetermined_symbols(response, reading.answer, golds[0]) if verdict != WRONG else ()
         if unknowns:
             verdict, method = WRONG, "undetermined symbol"

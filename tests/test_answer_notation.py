@@ -38,8 +38,7 @@ def test_typeset_quantities(text, expected):
         ("three quarters", "\\frac{3}{4}"),
         ("one half", "\\frac{1}{2}"),
         ("two-thirds", "\\frac{2}{3}"),
-        ("a dozen", "12"),
-        ("two dozen", "24"),
+        ("two dozen", None),  # a collective numeral: constructs.collective_count reads it (test_math_verifier_constructs)
         ("the 3rd", "3"),
         ("21^{st}", "21"),
         ("the third", "3"),

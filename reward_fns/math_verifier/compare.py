@@ -17,7 +17,10 @@ A verdict rests on a reading of both sides: when the answer (or, for
 ``correct`` or ``wrong`` reached by the math judges is ``undecided``
 (``unreadable answer`` / ``could not compare``): the parsers drop what they do
 not know, so the value compared was not the one written. Identical strings,
-and judges that read words, choices, units, dates and times themselves, stand.
+and judges that read words, choices, units, dates and times themselves, stand. A
+letter naming a constant the verifier does not evaluate (Catalan's ``G``) against a
+gold with no letters is undecided too
+(:func:`~rewardsmith.reward_fns.math_verifier.constructs.unread_constant`).
 
 Verdicts are cached by ``(pred, gold, policy)``: the samples of a group share
 their gold and often commit to the same answer string, and a judgement
@@ -28,6 +31,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
+from rewardsmith.reward_fns.math_verifier.constructs import unread_constant
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, VERDICTS, GradingPolicy, Verdict, quick_judge
 from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer, parse_number
 from rewardsmith.reward_fns.math_verifier.readable import unread_notation, unread_words
@@ -57,7 +61,7 @@ def _cached_compare(pred: str, gold: str, policy: GradingPolicy, timeout: float)
 # Judges whose verdict does not rest on the math parsers' reading of the answer (``numeric`` reads a
 # whole answer as one number, in digits, words or numerals, or not at all).
 _OWN_READERS = frozenset({"string", "answer too long", "no answer", "empty gold", "text", "choice", "quantity",
-                          "time of day", "date", "numeric", "unparsed gold", "undecidable"})
+                          "time of day", "date", "numeric", "unparsed gold", "undecidable", "collective"})
 
 # Judges that compare what math-verify's or sympy's parser made of the whole answer, words included.
 _PARSED = frozenset({"math_verify", "sympy", "equation", "antiderivative", "step function"})
@@ -71,6 +75,8 @@ def _as_read(verdict: Verdict, pred: str, gold: str) -> Verdict:
     if verdict.verdict == "undecided" or verdict.method in _OWN_READERS:
         return verdict
     unread = unread_notation(pred, canonical_answer(pred))
+    if unread is None and verdict.method in _PARSED:
+        unread = unread_constant(pred, gold)
     if unread is None and verdict.method in _PARSED and (verdict.correct or parse_number(canonical_answer(gold)) is None):
         # Words around a number against a number gold are read by the commitment rules (a range, an
         # attribution, a negation): only elsewhere do they leave the parsed value in doubt.

@@ -52,7 +52,10 @@ that applies decides:
                    answer it is wrong unless the policy accepts approximations
                    (``accept_decimal_approximation``; ``approximation_rel_tol``
                    widens the rule to a relative error). As the gold (0.333)
-                   it accepts the exact answer (1/3). A value that terminates
+                   it accepts the exact answer (1/3) when it is the answer
+                   rounded; a gold that is only its truncation (0.666 for 2/3,
+                   10.1 for 10 deg 10') is undecided: a truncation, or another
+                   value written exactly. A value that terminates
                    (1/8) must be given exactly.
 ``text``           (first) words with no digit, LaTeX or math name
                    ("[ANSWER]", "Grader: award full marks") against a number
@@ -132,9 +135,20 @@ from rewardsmith.reward_fns.math_verifier.normalize import (
 )
 from rewardsmith.reward_fns.math_verifier.answer_types import answer_type, part_values, type_verdict
 from rewardsmith.reward_fns.math_verifier.clock import clock_verdict
+from rewardsmith.reward_fns.math_verifier.constructs import (
+    angles_in_radians,
+    collective_count,
+    has_degrees,
+    is_cycles,
+    permutation,
+    read_golden_ratio,
+    residue_classes,
+    same_classes,
+    subunit_amount,
+)
 from rewardsmith.reward_fns.math_verifier.dates import date_verdict
 from rewardsmith.reward_fns.math_verifier.numerals import roman_number, words_to_number
-from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, based_number, congruence
+from rewardsmith.reward_fns.math_verifier.notation import EMPTY_SET, INFINITELY_MANY, REAL_LINE, based_number, congruence, is_prefixed
 from rewardsmith.reward_fns.math_verifier.units import quantity_verdict
 
 MIN_APPROX_SIGNIFICANT_DIGITS = 3
@@ -246,6 +260,8 @@ _WHY = {
     "numeric items": "tuples, intervals or sets of numbers compared item by item (sets in any order)",
     "date": "compared as days of the week or calendar dates",
     "congruence": "compared as residue classes",
+    "permutation": "compared as permutations (the mapping the cycles or two-line notation name)",
+    "collective": "a count in collective numerals (dozen, score, gross), compared by the count it names",
     "base": "compared as numbers in a base (digits and base)",
     "sequence": "compared term by term, in order (the gold repeats a term: no set)",
     "solution set": "compared as special solution sets",
@@ -277,6 +293,7 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
     """
     if len(pred) > MAX_ANSWER_CHARS:
         return Verdict(False, "answer too long")
+    pred, gold = _same_angle_unit(read_golden_ratio(pred, gold), gold)
     parts = part_values(pred)
     if parts is not None:
         return _parts(parts, part_values(gold) or _split(_PART_SEPARATOR, gold.strip()), symbolic, policy)
@@ -310,6 +327,19 @@ def run_judges(pred: str, gold: str, symbolic: SymbolicJudge | None, policy: Gra
         if not verdict.correct:
             return _hedge_or_collection(options, target, symbolic, policy)
     return _equal(options[0], target, symbolic, policy)
+
+
+_PI = re.compile(r"\\pi(?![A-Za-z])|π")
+
+
+def _same_angle_unit(pred: str, gold: str) -> tuple[str, str]:
+    """``pred`` and ``gold`` with the side in degrees written in radians when the other is in radians (has
+    pi and no degrees): canonical form drops degree signs, which would leave "60" against pi/3."""
+    if has_degrees(pred) and not has_degrees(gold) and _PI.search(gold):
+        return angles_in_radians(pred), gold
+    if has_degrees(gold) and not has_degrees(pred) and _PI.search(pred):
+        return pred, angles_in_radians(gold)
+    return pred, gold
 
 
 def _parts(parts: list[str], golds: list[str], symbolic: SymbolicJudge | None,
@@ -462,6 +492,12 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
         answer_number = None if roman is None else ParsedNumber(Fraction(roman), None, 0, False)
     if answer_number is not None and target_number is not None:
         return _compare_numbers(answer_number, target_number, policy)
+    counted = _collective_verdict(answer, target_number, policy)
+    if counted is not None:
+        return counted
+    permutations = _permutation_verdict(answer, target)
+    if permutations is not None:
+        return permutations
     residues = _congruence(answer, target, answer_number, target_number)
     if residues is not None:
         return residues
@@ -489,7 +525,7 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
         picked = _CHOICE.match(answer)
         return Verdict(picked is not None and picked.group(1).upper() == choice.group(1), "choice")
     if _is_text(target) or _is_text(answer):
-        return Verdict(_text_key(answer) == _text_key(target), "text")
+        return _text_verdict(answer, target)
     sequence = _sequence_verdict(answer, target, symbolic, policy)
     if sequence is not None:
         return sequence
@@ -540,8 +576,9 @@ def _sequence_verdict(answer: str, target: str, symbolic: SymbolicJudge | None,
 
 
 def _based_verdict(answer: str, target: str) -> Verdict | None:
-    """Numbers with a base subscript (``1F_{16}``, read from ``0x1F`` too): the same base and digits;
-    against plain digits, the same digits (``1011`` for ``1011_2``). ``None`` when neither side has a base."""
+    """Numbers with a base subscript (``1F_{16}``) or prefix (``0x1F``): the same base and digits; against
+    plain digits, the same digits (``1011`` for ``1011_2``), but a prefixed number against the value it
+    names (``0x10`` for 16). ``None`` when neither side has a base."""
     answer_based, target_based = based_number(answer), based_number(target)
     if answer_based is None and target_based is None:
         return None
@@ -550,9 +587,17 @@ def _based_verdict(answer: str, target: str) -> Verdict | None:
     if answer_based is not None and target_based is not None:
         return Verdict(answer_based == target_based, "base")
     based, plain = (answer_based, target) if answer_based is not None else (target_based, answer)
-    if not _ALNUM.match(plain):
-        return None
-    return Verdict(based[0] == (plain.upper().lstrip("0") or "0"), "base")
+    same_digits = _ALNUM.match(plain) is not None and based[0] == (plain.upper().lstrip("0") or "0")
+    if not is_prefixed(answer if answer_based is not None else target):
+        return Verdict(same_digits, "base") if _ALNUM.match(plain) else None
+    # A prefix names a value (0x10 is sixteen): against plain decimal digits, the value decides; the same
+    # digits in another value may be the gold written in the answer's base.
+    plain_number = parse_number(plain)
+    if plain_number is not None and plain_number.value == int(based[0], based[1]):
+        return Verdict(True, "base", f"{based[0]} in base {based[1]} is {plain}")
+    if same_digits or plain_number is None:
+        return Verdict("undecided", "base", f"{plain!r} may be the value or the digits in base {based[1]}")
+    return Verdict(False, "base", f"{based[0]} in base {based[1]} is {int(based[0], based[1])}, not {plain}")
 
 
 def _labelled_choice_verdict(answer: str, target: str, symbolic: SymbolicJudge | None,
@@ -575,9 +620,51 @@ def _labelled_choice_verdict(answer: str, target: str, symbolic: SymbolicJudge |
     return _equal_values(answer_choice.group(2).strip(), target, symbolic, policy)
 
 
+def _permutation_verdict(answer: str, target: str) -> Verdict | None:
+    """Cycles against cycles or two-line notation, compared as mappings; cycles against anything else are
+    undecided (math-verify reads ``(1 3 2)`` as a number); ``None`` when neither side is in cycle notation."""
+    if not (is_cycles(answer) or is_cycles(target)):
+        return None  # two matrices, whatever their rows hold, are compared as matrices
+    answer_map, target_map = permutation(answer), permutation(target)
+    if answer_map is None or target_map is None:
+        return Verdict("undecided", "permutation", "a permutation against what is no permutation")
+    return Verdict(answer_map == target_map, "permutation")
+
+
+def _collective_verdict(answer: str, target_number: ParsedNumber | None, policy: GradingPolicy) -> Verdict | None:
+    """A count in collective numerals ("3 dozen") against a number: right when the count it names is the
+    gold; undecided when only the number of dozens is (the question may count dozens). An amount in
+    cents is right in cents or in the main unit ("75 cents" for 75 or 0.75). ``None`` when the answer
+    is neither or the gold no number."""
+    if target_number is None:
+        return None
+    amount = subunit_amount(answer)
+    if amount is not None:
+        same = any(_compare_numbers(ParsedNumber(v, None, 0, False), target_number, policy).correct for v in amount)
+        return Verdict(same, "collective", f"{answer!r} is {amount[0]} hundredths, {amount[1]} in the main unit")
+    counted = collective_count(answer)
+    if counted is None:
+        return None
+    if _compare_numbers(parse_number(counted), target_number, policy).correct:
+        return Verdict(True, "collective", f"{answer!r} is {counted}")
+    leading = parse_number(answer.split()[0])
+    if leading is not None and _compare_numbers(leading, target_number, policy).correct:
+        return Verdict("undecided", "collective", f"{answer!r} is {counted}; the gold may count the groups")
+    return Verdict(False, "collective", f"{answer!r} is {counted}")
+
+
+def _classes(text: str, single: tuple[int, int] | None) -> tuple[frozenset[int], int] | None:
+    """The residue classes ``text`` names, from its single class ``single`` when it has one."""
+    return (frozenset({single[0] % single[1]}), single[1]) if single is not None else residue_classes(text)
+
+
 def _congruence(answer: str, target: str, answer_number: ParsedNumber | None,
                 target_number: ParsedNumber | None) -> Verdict | None:
     """A residue class against a class or an integer; ``None`` when neither side is a class.
+
+    A union of classes (``x \\equiv 2, 5 \\pmod 6``) or a class written as a set or family
+    (``\\{15k+8 : k \\in \\mathbb{Z}\\}``: :func:`.constructs.residue_classes`) equals a class
+    or union holding the same integers; against anything else it is undecided.
 
     Two classes are equal when their moduli are and their residues agree
     modulo it. A class answer for an integer gold must reduce to it (``x
@@ -587,7 +674,17 @@ def _congruence(answer: str, target: str, answer_number: ParsedNumber | None,
     """
     answer_class, target_class = congruence(answer), congruence(target)
     if answer_class is None and target_class is None:
-        return None
+        answer_classes, target_classes = residue_classes(answer), residue_classes(target)
+        if answer_classes is None and target_classes is None:
+            return None
+    else:
+        answer_classes, target_classes = _classes(answer, answer_class), _classes(target, target_class)
+    if answer_classes is not None and target_classes is not None and (answer_class is None or target_class is None):
+        return Verdict(same_classes(answer_classes, target_classes), "congruence",
+                       f"residue classes {sorted(answer_classes[0])} mod {answer_classes[1]} and "
+                       f"{sorted(target_classes[0])} mod {target_classes[1]}")
+    if answer_class is None and target_class is None:
+        return Verdict("undecided", "congruence", "a union of residue classes against what is no class")
     if answer_class is not None and target_class is not None:
         (residue, modulus), (gold_residue, gold_modulus) = answer_class, target_class
         same = modulus == gold_modulus and (residue - gold_residue) % modulus == 0
@@ -691,6 +788,22 @@ def _is_text(text: str) -> bool:
     return len(words) > 1 or len(text) >= 3 or text.lower() in ("no",)
 
 
+def _text_verdict(answer: str, target: str) -> Verdict:
+    """Words against words: the same words are right; the gold's words with more ("isosceles triangle"
+    for "isosceles") are undecided, since the rest may name what the gold describes or change it."""
+    answer_key, target_key = _text_key(answer), _text_key(target)
+    if answer_key == target_key:
+        return Verdict(True, "text")
+    extra = answer_key.split()
+    for word in target_key.split():
+        if word not in extra:
+            return Verdict(False, "text")
+        extra.remove(word)
+    if target_key and extra and _is_text(target):
+        return Verdict("undecided", "text", f"the gold's words with more ({' '.join(extra)!r}), which nothing reads")
+    return Verdict(False, "text")
+
+
 def _text_key(text: str) -> str:
     text = "".join(ch for ch in text.lower() if ch.isalnum() or ch.isspace())
     text = " ".join(_ARTICLES.sub(" ", text).split())
@@ -707,8 +820,9 @@ def _compare_numbers(answer: ParsedNumber, target: ParsedNumber, policy: Grading
         verdict = approximation_verdict(answer, exact, policy)
         if verdict is not None:
             return verdict
-    if approximation_verdict(target, answer.value, policy, literal_is_answer=False) is not None:
-        return Verdict(True, "approximation")
+    reverse = approximation_verdict(target, answer.value, policy, literal_is_answer=False)
+    if reverse is not None:
+        return reverse
     return Verdict(False, "ellipsis" if answer.truncated else "numeric")
 
 
@@ -724,8 +838,12 @@ def approximation_verdict(
         if approximates(literal, exact) or _within_tolerance(literal, exact, policy.approximation_rel_tol):
             return Verdict(True, "approximation")
         return None
-    if approximates(literal, exact):
+    if approximates(literal, exact, truncated=literal_is_answer):
         return Verdict(not literal_is_answer, "approximation")
+    if not literal_is_answer and approximates(literal, exact):
+        # 10.1 for 10.1666...: a gold truncated, or an exact gold another value (10.1 degrees, not 10 deg 10')
+        return Verdict("undecided", "approximation", "the gold is the answer truncated, not rounded: a truncation "
+                       "of it, or another value")
     return None
 
 
@@ -752,7 +870,7 @@ def _within_tolerance(literal: ParsedNumber, exact: Any, rel_tol: float) -> bool
     return abs(shown - exact_decimal) <= Decimal(repr(rel_tol)) * abs(exact_decimal)
 
 
-def approximates(literal: ParsedNumber, exact: Any) -> bool:
+def approximates(literal: ParsedNumber, exact: Any, truncated: bool = True) -> bool:
     """Whether decimal ``literal`` is ``exact`` rounded half-up or truncated (see the module docstring).
 
     ``exact`` is a Fraction or a real sympy number.
@@ -770,7 +888,8 @@ def approximates(literal: ParsedNumber, exact: Any) -> bool:
                 return False
             target = Decimal(value.numerator) / Decimal(value.denominator)
             quantum = Decimal(1).scaleb(-decimals)
-            if target in (exact_decimal.quantize(quantum, ROUND_HALF_UP), exact_decimal.quantize(quantum, ROUND_DOWN)):
+            if target == exact_decimal.quantize(quantum, ROUND_HALF_UP) or (
+                    truncated and target == exact_decimal.quantize(quantum, ROUND_DOWN)):
                 return True
     return False
 

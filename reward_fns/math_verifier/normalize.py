@@ -32,15 +32,17 @@ from rewardsmith.reward_fns.math_verifier.notation import (
     solution_set,
     spelled_number,
     typeset_quantities,
+    unit_vectors,
 )
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
 from rewardsmith.reward_fns.math_verifier.answer_types import vector_as_tuple
+from rewardsmith.reward_fns.math_verifier.constructs import COLLECTIVES, SUBUNITS, VALUE_WORDS, read_angles, read_gcd_lcm, read_per_mille
 from rewardsmith.reward_fns.math_verifier.numerals import chinese_number, plain_digits, roman_number, words_to_number
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
 _SPACING = ("\\left", "\\right", "\\,", "\\;", "\\:", "\\quad", "\\qquad")
 _DEGREES = ("^{\\circ}", "^\\circ", "°", "\\degree")
-_TEXT_GROUP = re.compile(r"\\(?:text|textbf|mathrm|mbox|textit|mathbf)\s*\{([^{}]*)\}")
+_TEXT_GROUP = re.compile(r"\\(?:text|textbf|texttt|mathrm|mbox|textit|mathbf|mathtt)\s*\{([^{}]*)\}")
 _TRAILING_TEXT_GROUP = re.compile(
     r"^(.*?\S)\s*\\(?:text|mathrm|mbox)\s*\{\s*[A-Za-z][A-Za-z .^0-9/-]*\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?$")
 _NUMBER_CORE = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+"
@@ -165,9 +167,27 @@ def _number_in_prose(text: str) -> str | None:
     words = match.group("words").replace(",", " ").split()
     if any(word.lower() in _QUALIFYING_WORDS or (len(word) == 1 and word.lower() != "a") for word in words):
         return None
-    if match.group("units") and words_to_number(match.group("units"), ENGLISH) is not None:
-        return None  # "5 million" is a number, not 5 of a unit
+    units = (match.group("units") or "").lower().replace("’", "'")
+    if units and (words_to_number(units, ENGLISH) is not None or any(units.startswith(c) for c in COLLECTIVES)
+                  or units.split()[0] in SUBUNITS or VALUE_WORDS & set(units.split())):
+        return None  # "5 million" and "3 dozen" are numbers (or counts of dozens), not 5 of a unit
     return match.group("number") + (match.group("percent") or "")
+
+
+def dropped_words(answer: str) -> str | None:
+    """The words after a number that canonical form drops as its unit or the noun it counts ("5 apples",
+    ``5\\text{ cm}``: ``apples``, ``cm``), or that change its value ("5 factorial"), else ``None``."""
+    text = plain_digits(answer).strip().strip("*").strip()
+    for box in ("\\boxed", "\\fbox"):
+        text = unwrap_command(text, box)
+    for token in _DELIMITERS:
+        text = text.replace(token, "")
+    text = " ".join(_TEXT_GROUP.sub(lambda m: f" {m.group(1)}", text).replace("\\ ", " ").split()).rstrip(".")
+    match = _NUMBER_IN_PROSE.match(text)
+    units = match.group("units") if match is not None else None
+    if units is None or (_number_in_prose(text) is None and not VALUE_WORDS & set(units.lower().split())):
+        return None
+    return units
 
 
 def canonical_answer(text: str) -> str:
@@ -185,7 +205,7 @@ def canonical_answer(text: str) -> str:
     # a vector written with angle brackets is the tuple it names: <1, 2> is (1, 2)
     text = text.replace("\\langle", "(").replace("\\rangle", ")")
     text = re.sub(r"(?<!\\)\\ ", " ", text).replace("~", " ").replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    text = _trig_degrees_to_radians(text)
+    text = _trig_degrees_to_radians(read_angles(read_per_mille(text)))
     for token in _DEGREES:
         text = text.replace(token, "")
     text = decimal_comma(text).replace("\\%", "%").replace("{,}", ",")
@@ -202,10 +222,11 @@ def canonical_answer(text: str) -> str:
                 or _ENDS_WITH_JOINER.search(match.group(1))):
             break  # "5\text{ thousand}" is 5000, not 5 of a unit; "\text{yes} \text{ or } \text{no}" is a hedge
         text = match.group(1)
+    text = unit_vectors(text) or text  # before \mathbf goes: \mathbf{k} is a unit vector, k alone a letter
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
-    text = (set_builder(text) or scaled_number(text) or chance_phrase(text) or solution_set(text) or written_form(text)
+    text = (set_builder(text) or read_gcd_lcm(text) or scaled_number(text) or chance_phrase(text) or solution_set(text) or written_form(text)
             or _number_in_prose(text) or _restated_in_digits(text) or spelled_number(text) or text)
     return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 

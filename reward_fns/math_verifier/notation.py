@@ -7,7 +7,7 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   ``\\text`` unit group; a temperature unit after a degree sign (``100°C``)
   goes with the sign; unicode superscripts (``x²``, ``10⁻³``) become powers.
 * :func:`spelled_number`: what a model writes in words or with a suffix for a
-  number: fractions in words ("three quarters"), "a dozen", ordinals ("the
+  number: fractions in words ("three quarters"), ordinals ("the
   3rd", ``21^{st}``, "the third"), a mixed number with "and" ("2 and 1/2"),
   and a base-n number with its digits in parentheses (``(1011)_2``).
 * :func:`scaled_number`: a number with a magnitude word or suffix ("3.2
@@ -26,9 +26,9 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   in words ("3 to 2" is ``3:2``), a binomial coefficient (``C(10, 3)``,
   ``5C2``, ``{}_{10}C_{3}``: its value, by ``math.comb``), scientific notation
   in plain text ("2.4 x 10^3", ``2.4*10^{3}``: its value when a whole
-  number), a number in inline code ("`42`"), and a base-n prefix or a base
-  named in words (``0x1F`` and ``1F_{\\text{sixteen}}`` are ``1F_{16}``,
-  ``0b1011`` is ``1011_{2}``, ``0o17`` is ``17_{8}``), and a combination of
+  number), a number in inline code ("`42`"), and a base named in words
+  (``1F_{\\text{sixteen}}`` is ``1F_{16}``; :func:`based_number` reads a
+  prefix, ``0x1F``, ``0b1011``, ``0o17``, itself), and a combination of
   the unit vectors i, j, k the tuple it names (``\\mathbf{i} - 2\\mathbf{j}``
   is ``(1, -2)``).
 * :func:`decimal_comma`: a decimal comma in LaTeX, ``2{,}5`` (the braces
@@ -74,7 +74,6 @@ _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixt
              "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19,
              "twentieth": 20}
 _WORD_FRACTION = re.compile(r"^(\w+)[\s-]+(\w+?)s?$")
-_DOZEN = re.compile(r"^(\w+)\s+dozen$")
 _ORDINAL_SUFFIX = re.compile(r"^(?:the\s+)?([+-]?\d+)\s*(?:\^\s*\{\s*(?:st|nd|rd|th)\s*\}|\^?(?:st|nd|rd|th))$")
 _ORDINAL_WORD = re.compile(r"^the\s+(\w+)(?:\s+[a-z]+)?$")  # "the fifth", "the fifth term"
 _MIXED_WITH_AND = re.compile(r"^(\d+)\s+and\s+(\d+\s*/\s*\d+|\\frac\s*\{\d+\}\s*\{\d+\})$")
@@ -131,15 +130,17 @@ _BASE_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                "hexadecimal": 16}
 
 
-_UNIT_VECTOR_MACRO = re.compile(r"\\(?:hat|vec|mathbf|boldsymbol|bm)\s*\{\s*([ijk])\s*\}|\\hat\s*([ijk])")
+_UNIT_VECTOR_MACRO = re.compile(
+    r"\\(?:hat|vec|mathbf|boldsymbol|bm)\s*\{\s*(?:([ijk])|\\([ij])math)\s*\}|\\hat\s*(?:([ijk])|\\([ij])math\b)")
 _UNIT_VECTOR_TERM = re.compile(r"\s*([+-]?)\s*(\d+(?:\.\d+)?|\d+/\d+|\\frac\{\d+\}\{\d+\})?\s*\*?\s*([ijk])\s*")
 
 
 def unit_vectors(text: str) -> str | None:
     """The tuple a combination of the unit vectors i, j, k names (``\\mathbf{i} - 2\\mathbf{j} + 3\\mathbf{k}``:
     ``(1, -2, 3)``; ``3\\hat{i} + 4\\hat{j}``: ``(3, 4)``), when there are two or more terms, each a number
-    times a unit vector, and j or k is among them (``2 + 3i`` is a complex number); else ``None``."""
-    plain = _UNIT_VECTOR_MACRO.sub(lambda m: m.group(1) or m.group(2), text)
+    times a unit vector, and j or k is among them (``2 + 3i`` is a complex number), or a marked k alone
+    (``\\mathbf{k}``: ``(0, 0, 1)``); else ``None``."""
+    plain = _UNIT_VECTOR_MACRO.sub(lambda m: next(g for g in m.groups() if g), text)
     terms, at = {}, 0
     while at < len(plain):
         term = _UNIT_VECTOR_TERM.match(plain, at)
@@ -147,7 +148,8 @@ def unit_vectors(text: str) -> str | None:
             return None
         terms[term.group(3)] = ("-" if term.group(1) == "-" else "") + (term.group(2) or "1")
         at = term.end()
-    if len(terms) < 2 or not {"j", "k"} & terms.keys():  # "3j" alone is the engineers' imaginary 3i
+    # "3j" alone is the engineers' imaginary 3i; a marked k alone (\mathbf{k}) is the third axis.
+    if not {"j", "k"} & terms.keys() or (len(terms) < 2 and not (terms.keys() == {"k"} and plain != text)):
         return None
     axes = "ijk" if "k" in terms else "ij"
     return "(" + ", ".join(terms.get(axis, "0") for axis in axes) + ")"
@@ -175,9 +177,6 @@ def written_form(text: str) -> str | None:
     if scientific:
         value = Fraction(scientific.group(1)) * Fraction(10) ** int(scientific.group(2))
         return str(value.numerator) if value.denominator == 1 else f"{scientific.group(1)}\\times 10^{{{scientific.group(2)}}}"
-    prefixed = _BASE_PREFIX.match(text)
-    if prefixed:
-        return f"{prefixed.group(2).upper()}_{{{_PREFIX_BASES[prefixed.group(1).lower()]}}}"
     named = _BASE_WORD.match(text)
     if named and named.group(2).lower() in _BASE_WORDS:
         return f"{named.group(1)}_{{{_BASE_WORDS[named.group(2).lower()]}}}"
@@ -187,17 +186,25 @@ def written_form(text: str) -> str | None:
 _BASED = re.compile(r"^([0-9A-Za-z]+)\s*_\s*\{?\s*(\d+)\s*\}?$")
 
 
+def is_prefixed(text: str) -> bool:
+    """Whether ``text`` is a number with a programmer's base prefix (``0x1F``, ``0b101``, ``0o17``)."""
+    return _BASE_PREFIX.match(text.strip()) is not None
+
+
 def based_number(text: str) -> tuple[str, int] | None:
-    """``(digits, base)`` of a number written with its base as a subscript (``1F_{16}``), else ``None``.
+    """``(digits, base)`` of a number written with its base as a subscript (``1F_{16}``) or a prefix
+    (``0x1F``), else ``None``.
 
     The digits must hold a decimal digit and be valid in the base (2 to 36):
     ``x_1`` and ``a_{12}`` are indexed variables, not numbers.
     """
-    match = _BASED.match(text.strip())
+    prefixed = _BASE_PREFIX.match(text.strip())
+    match = prefixed or _BASED.match(text.strip())
     if match is None:
         return None
-    digits, base = match.group(1).upper(), int(match.group(2))
-    if not 2 <= base <= 36 or not any(c.isdigit() for c in digits):
+    digits = match.group(2 if prefixed else 1).upper()
+    base = _PREFIX_BASES[prefixed.group(1).lower()] if prefixed else int(match.group(2))
+    if not 2 <= base <= 36 or not (prefixed or any(c.isdigit() for c in digits)):
         return None
     try:
         int(digits, base)
@@ -264,9 +271,6 @@ def spelled_number(text: str) -> str | None:
     fraction = _WORD_FRACTION.match(lowered)
     if fraction and fraction.group(1) in _SMALL and fraction.group(2) in _DENOMINATORS:
         return f"\\frac{{{_SMALL[fraction.group(1)]}}}{{{_DENOMINATORS[fraction.group(2)]}}}"
-    dozen = _DOZEN.match(lowered)
-    if dozen and dozen.group(1) in _SMALL:
-        return str(12 * _SMALL[dozen.group(1)])
     ordinal = _ORDINAL_SUFFIX.match(lowered)
     if ordinal:
         return ordinal.group(1)

@@ -7,12 +7,17 @@ way. :func:`unread_notation` names the first such part of an answer (a LaTeX
 command outside :data:`KNOWN_COMMANDS`, a function named by ``\\operatorname``
 / ``\\mathrm`` / ``\\text`` that is not in :data:`KNOWN_FUNCTIONS`, or a
 symbol beyond ASCII that canonical form did not rewrite, Greek letters
-aside); ``None`` when every part is notation the verifier reads.
+aside, or a prime after a number that no reader consumed: ``30'`` is 30
+minutes or feet, not 30); ``None`` when every part is notation the verifier reads.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
+
+from rewardsmith.reward_fns.math_verifier.constructs import VALUE_WORDS, dropped_marks
+from rewardsmith.reward_fns.math_verifier.normalize import dropped_words
 
 # Special functions the symbolic judge evaluates (``symbolic.SPECIAL_FUNCTIONS``); cis t is e^{it}.
 SPECIAL_FUNCTION_NAMES = frozenset({"Gamma", "zeta", "erf", "erfc", "erfi", "Ei", "Si", "Ci", "li", "digamma", "B",
@@ -70,6 +75,9 @@ def unread_notation(answer: str, canonical: str) -> str | None:
         if name not in KNOWN_FUNCTIONS:
             return f"the unknown function {name!r}"
     math = _TEXT.sub(" ", canonical)
+    mark = dropped_marks(math)
+    if mark is not None:
+        return mark
     for match in _COMMAND.finditer(math):
         if match.group(1) not in KNOWN_COMMANDS:
             return f"the unknown command \\{match.group(1)}"
@@ -86,3 +94,57 @@ def unread_words(answer: str) -> str | None:
         if word not in KNOWN_COMMANDS and word != "and":  # math-verify reads "and" as a comma
             return f"the words {word!r}, which no math parser reads"
     return None
+
+
+# Currencies read as units: the number is the amount ("18 dollars" is 18).
+CURRENCY_WORDS = frozenset({"dollar", "dollars", "euro", "euros", "pound", "pounds", "yen", "yuan", "rupee", "rupees",
+                            "usd", "eur", "gbp", "bucks", "francs", "franc"})
+# Words after a number that read as the rest of a sentence, not as what it counts ("31 since ...").
+_PROSE_WORDS = frozenset({"since", "because", "as", "which", "so", "where", "when", "given", "in", "for", "total",
+                          "altogether", "each", "all", "only", "exactly", "of", "is", "are", "and", "or", "percent",
+                          "degree", "degrees", "radian", "radians"})
+
+
+@lru_cache(maxsize=1)
+def _english_words() -> frozenset[str]:
+    """English words (Webster's 2nd and GCIDE, lower case), loaded on first use."""
+    from english_words import get_english_words_set
+
+    return frozenset(get_english_words_set(["web2", "gcide"], lower=True, alpha=True))
+
+
+def _singulars(word: str) -> tuple[str, ...]:
+    """``word`` and the singulars it may be the plural of (the word lists hold few plurals)."""
+    forms = [word]
+    if word.endswith("ies"):
+        forms.append(word[:-3] + "y")
+    if word.endswith("es"):
+        forms.append(word[:-2])
+    if word.endswith("s"):
+        forms.append(word[:-1])
+    return tuple(forms)
+
+
+def unconsumed_words(answer: str, response: str, gold: str = "") -> str | None:
+    """The words after the number of ``answer`` that canonical form dropped and nothing read, named; else
+    ``None``. A word is read as the unit or the noun counted when it is a physical unit (pint), a
+    currency, an English word (a dictionary list), or named elsewhere in the response; a word that
+    changes the value ("5 factorial", "3 lakh") is never read as a noun. An unknown word ("5 qzxv") or
+    a value word leaves the number unread: comparing it proves nothing, unless ``gold`` writes the same
+    words."""
+    from rewardsmith.reward_fns.math_verifier.units import read_quantity  # brings in pint only when needed
+
+    words = dropped_words(answer)
+    if words is None or words.lower() in gold.lower():  # the gold writes the same words: compared as written
+        return None
+    tokens = [w.strip(".,;:").lower() for w in words.split()]
+    if any(t in VALUE_WORDS for t in tokens):
+        return f"the words {words!r} after the number, which change its value"
+    first = tokens[0]
+    if first in _PROSE_WORDS or first in CURRENCY_WORDS or read_quantity(answer) is not None:
+        return None
+    if any(form in _english_words() for form in _singulars(first)):
+        return None
+    if len(re.findall(rf"\b{re.escape(first)}\b", response, re.IGNORECASE)) >= 2:
+        return None
+    return f"the word {words.split()[0]!r} after the number, which no reader consumed"
