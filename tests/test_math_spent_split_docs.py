@@ -24,7 +24,8 @@ COLUMNS = [
     ("blind split 4", 2, "math_blind4_after_702be81.txt", "math_answer"),
     ("blind split 4", 3, "math_blind4_after_702be81.txt", "math_verify"),
     ("blind split 5", 1, "math_blind5_before_70ec015.txt", "math_answer"),
-    ("blind split 5", 2, "math_blind5_before_70ec015.txt", "math_verify"),
+    ("blind split 5", 2, "math_blind5_after_36e4cfe.txt", "math_answer"),
+    ("blind split 5", 3, "math_blind5_before_70ec015.txt", "math_verify"),
 ]
 
 
