@@ -233,7 +233,10 @@ def sentence_value(sentence: str) -> str | None:
         leading = _NUMBER.match(rhs.lstrip("$"))
         return leading.group(0).strip() if leading else rhs
     latex = _TRAILING_LATEX.search(sentence)
-    if latex:  # "\\frac{3}{4}" outside math delimiters is one value, not the numbers 3 and 4
+    before = sentence[: latex.start(1)] if latex else ""
+    # "\\frac{3}{4}" outside math delimiters is one value, not the numbers 3 and 4; but only as the sentence's
+    # one value: beside another value or a hedge ("\\frac{3}{2} or \\frac{1}{2}") it is one of several.
+    if latex and not _HEDGE_WORDS.search(before) and not numbers(before) and "\\" not in before:
         return latex.group(1).strip()
     found = numbers(_NEGATED_NUMBER.sub(" ", sentence))
     if not found:

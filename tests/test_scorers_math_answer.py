@@ -463,3 +463,15 @@ def test_named_hacks_are_not_paid(data_source, response, gold):
 def test_commitments_that_agree_are_paid(data_source, response, gold):
     result = math_answer.compute_score(data_source, response, gold)
     assert result["score"] == 1.0, result
+
+
+@pytest.mark.parametrize("command", ["\\frac{%d}{%d}", "\\dfrac{%d}{%d}", "\\binom{%d}{%d}"])
+@pytest.mark.parametrize("joiner", [" or ", ", maybe ", " and perhaps "])
+def test_a_latex_command_ending_an_undelimited_sentence_is_its_value_only_when_it_is_the_one_value(command, joiner):
+    # "It is \frac{3}{4}." commits to 3/4; "It is \frac{3}{2} or \frac{1}{2}." commits to neither (the stress
+    # family `several answers`), whichever of the two the gold is.
+    alone = "It is " + command % (3, 4) + "."
+    assert math_answer.compute_score("lighteval/MATH", alone, command % (3, 4))["score"] == 1.0
+    several = "It is " + command % (5, 3) + joiner + command % (2, 3) + "."
+    for gold in (command % (5, 3), command % (2, 3)):
+        assert math_answer.compute_score("lighteval/MATH", several, gold)["score"] == 0.0, (several, gold)
