@@ -207,3 +207,60 @@ def test_floor_and_ceiling_identities_in_an_integer_variable(b, shift, name):
 ])
 def test_floor_and_ceiling_identities_in_one_variable(written, gold, verdict):
     assert _verdict(written, gold) == verdict
+
+
+# -- the spent blind split 5's typesetting classes, by construction ---------------------------------
+_ENDPOINTS = st.sampled_from(["-\\infty", "-3", "0", "\\frac{1}{2}", "2", "5"])
+
+
+@NOTATION_PROPERTY
+@given(low=_ENDPOINTS, high=st.sampled_from(["7", "\\infty", "+\\infty"]), opened=st.booleans(), closed=st.booleans())
+def test_french_interval_brackets_are_read(low, high, opened, closed):
+    """``]a, b[`` is the open interval (a, b): a reversed bracket opens that end."""
+    open_low, open_high = opened or low == "-\\infty", closed or "infty" in high
+    french = f"{']' if open_low else '['}{low}, {high}{'[' if open_high else ']'}"
+    if "[" not in french[1:] and not french.startswith("]"):
+        return  # no reversed bracket: the ordinary notation
+    gold = f"{'(' if open_low else '['}{low}, {high}{')' if open_high else ']'}"
+    assert _verdict(french, gold) == "correct", (french, gold)
+    if low != "-\\infty" and "infty" not in high:
+        flipped = f"{'[' if open_low else '('}{low}, {high}{')' if open_high else ']'}"
+        assert _verdict(french, flipped) != "correct", (french, flipped)
+
+
+@NOTATION_PROPERTY
+@given(size=st.sampled_from(["big", "Big", "bigg", "Bigg"]), side=st.booleans(),
+       items=st.lists(st.integers(-9, 9), min_size=2, max_size=3))
+def test_sized_delimiters_are_their_delimiters(size, side, items):
+    inner = ", ".join(map(str, items))
+    written = f"\\{size}{'l' if side else ''}( {inner} \\{size}{'r' if side else ''})"
+    assert _verdict(written, f"({inner})") == "correct", written
+    assert _verdict(written, f"({', '.join(str(i + 1) for i in items)})") == "wrong", written
+
+
+@NOTATION_PROPERTY
+@given(p=st.integers(1, 50), q=st.integers(2, 50))
+def test_tex_over_is_a_fraction(p, q):
+    for written, gold, miss in ((f"{{{p} \\over {q}}}", f"\\frac{{{p}}}{{{q}}}", f"\\frac{{{p}}}{{{q + 1}}}"),
+                                (f"{p} \\over {q}", f"\\frac{{{p}}}{{{q}}}", f"\\frac{{{p + 1}}}{{{q}}}"),
+                                (f"{{x+{p} \\over x-{q}}}", f"\\frac{{x+{p}}}{{x-{q}}}", f"\\frac{{x+{p}}}{{x+{q}}}")):
+        assert _verdict(written, gold) == "correct", written
+        assert _verdict(written, miss) != "correct", (written, miss)
+
+
+@NOTATION_PROPERTY
+@given(n=st.integers(0, 10**6))
+def test_html_character_references_are_their_characters(n):
+    digits = str(n)
+    for written in ("".join(f"&#{ord(c)};" for c in digits), digits[:-1] + f"&#x{ord(digits[-1]):x};"):
+        assert math_answer.compute_score("openai/gsm8k", f"So the total is this.\n#### {written}", digits)["verdict"] == "correct", written
+        assert math_answer.compute_score("openai/gsm8k", f"So the total is this.\n#### {written}", str(n + 1))["verdict"] == "wrong", written
+
+
+@pytest.mark.parametrize("written, gold", [
+    ("\\mathrm{tg}\\, x", "\\tan x"), ("\\operatorname{ctg} x", "\\cot x"), ("\\mathrm{tg}\\,60^\\circ", "\\sqrt{3}"),
+    ("\\operatorname{cosec} x", "\\csc x"), ("\\mathrm{ctg}\\, 45^\\circ", "1"),
+])
+def test_national_trig_names_are_the_functions(written, gold):
+    assert _verdict(written, gold) == "correct", written
+    assert _verdict(f"2{written}", gold) != "correct", written

@@ -360,6 +360,41 @@ def test_a_number_in_a_base_is_read_in_every_notation(n, base):
             assert _judged(miss, gold) != "correct", miss
 
 
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _marked_forms(digits: str, base: int) -> list[str]:
+    """``digits`` with ``base`` marked in each notation a response writes it in."""
+    return [f"{digits}_{base}", f"{digits}_{{{base}}}", f"{digits}_{{({base})}}", f"{digits}_{{\\text{{base }}{base}}}",
+            f"{digits}_{{\\text{{base-{base}}}}}", f"{digits}{str(base).translate(_SUBSCRIPT)}", f"{digits} (base {base})",
+            f"{digits} in base {base}", f"({digits})_{{{base}}}"]
+
+
+@NOTATION
+@given(n=st.integers(2, 10**6), base=st.sampled_from([2, 3, 4, 5, 8, 12]))
+def test_a_marked_base_changes_the_value_in_every_notation(n, base):
+    """A subscripted or named base is read in every notation: the answer is its value (right against the
+    decimal gold of that value), and the same digits as a plain gold are undecided (the gold may be those
+    digits in a base only the question names, or the decimal number), never paid as the decimal number."""
+    digits = _digits(n, base)
+    for form in _marked_forms(digits, base):
+        assert _judged(form, str(n)) == "correct", form
+        assert _judged(form, f"{digits}_{{{base}}}") == "correct", form
+        if digits != str(n):
+            assert _judged(form, digits) == "undecided", form
+        assert _judged(form, str(n + 1)) in ("wrong", "undecided"), form
+        if str(n + 1) != digits:
+            assert _judged(form, str(n + 1)) == "wrong", form
+
+
+@NOTATION
+@given(n=st.integers(0, 10**6))
+def test_a_base_ten_subscript_is_the_decimal_number(n):
+    for form in _marked_forms(str(n), 10):
+        assert _judged(form, str(n)) == "correct", form
+        assert _judged(form, str(n + 1)) == "wrong", form
+
+
 @NOTATION
 @given(n=st.integers(2, 40), data=st.data())
 def test_a_binomial_coefficient_is_its_value(n, data):

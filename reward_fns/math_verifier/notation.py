@@ -31,6 +31,16 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   prefix, ``0x1F``, ``0b1011``, ``0o17``, itself), and a combination of
   the unit vectors i, j, k the tuple it names (``\\mathbf{i} - 2\\mathbf{j}``
   is ``(1, -2)``).
+* :func:`plain_typesetting`: typesetting of another convention in its plain
+  LaTeX form: HTML character references (``4&#53;`` is ``45``), sized
+  delimiters (``\\bigl( ... \\bigr)``, ``\\Big(``), TeX's ``{a \\over b}``
+  (``\\frac{a}{b}``), French interval brackets (``]2, 5[`` is ``(2, 5)``,
+  ``[1, 3[`` is ``[1, 3)``) and the tg / ctg / arctg / cosec names of
+  \\tan, \\cot, \\arctan, \\csc.
+* :func:`base_marked`: a number with its base marked in any notation
+  (``25_{(8)}``, ``25_{\\text{base } 8}``, ``25₈``, "25 (base 8)", "25 in
+  base 8", ``25_{\\text{eight}}``) as ``25_{8}``: the base changes the value,
+  so the mark is never dropped as a remark or a unit.
 * :func:`decimal_comma`: a decimal comma in LaTeX, ``2{,}5`` (the braces
   keep TeX from spacing it as a list), is ``2.5`` when the digits after it
   cannot be a thousands group (not exactly three: ``1{,}000`` stays 1000).
@@ -50,6 +60,7 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
 """
 from __future__ import annotations
 
+import html
 import math
 import re
 from fractions import Fraction
@@ -183,7 +194,61 @@ def written_form(text: str) -> str | None:
     return None
 
 
+_HTML_REFERENCE = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z]+\d*);")
+_SIZED_DELIMITER = re.compile(r"\\(?:big|Big|bigg|Bigg)[lrm]?(?![A-Za-z])\s*")
+_TEX_OVER = re.compile(r"\{([^{}]*?)\\over(?![A-Za-z])([^{}]*)\}")
+_BARE_TEX_OVER = re.compile(r"^([^{}]*?)\\over(?![A-Za-z])([^{}]*)$")
+_FRENCH_INTERVAL = re.compile(r"^([\[\]])\s*([^\[\],]+?)\s*,\s*([^\[\],]+?)\s*([\[\]])$")
+_NATIONAL_TRIG = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*(arc)?(tg|ctg|cotg|cosec)\s*\}|\\?(?<![A-Za-z])(arc)?(tg|ctg|cotg|cosec)(?![A-Za-z])")
+_TRIG_NAMES = {"tg": "tan", "ctg": "cot", "cotg": "cot", "cosec": "csc"}
+
+
+def _trig_name(match: re.Match[str]) -> str:
+    arc, name = (match.group(1) or match.group(3)), _TRIG_NAMES[match.group(2) or match.group(4)]
+    if arc:
+        return "\\arctan " if name == "tan" else f"\\operatorname{{arc{name}}} "
+    return f"\\{name} "
+
+
+def plain_typesetting(text: str) -> str:
+    """``text`` with the typesetting of other conventions (see the module docstring) in plain LaTeX."""
+    if "&" in text:
+        text = _HTML_REFERENCE.sub(lambda m: html.unescape(m.group(0)), text)
+    if "\\big" in text or "\\Big" in text:
+        text = _SIZED_DELIMITER.sub("", text)
+    if "\\over" in text:
+        text = _TEX_OVER.sub(r"\\frac{\1}{\2}", text)
+        text = _BARE_TEX_OVER.sub(r"\\frac{\1}{\2}", text.strip())
+    if "tg" in text or "cosec" in text:
+        text = _NATIONAL_TRIG.sub(_trig_name, text)
+    interval = _FRENCH_INTERVAL.match(text.strip())
+    if interval and (interval.group(1) == "]" or interval.group(4) == "["):
+        opening, low, high, closing = interval.groups()
+        text = f"{'(' if opening == ']' else '['}{low}, {high}{')' if closing == '[' else ']'}"
+    return text
+
+
 _BASED = re.compile(r"^([0-9A-Za-z]+)\s*_\s*\{?\s*(\d+)\s*\}?$")
+_BASE_NAME = r"(\d+|" + "|".join(sorted(_BASE_WORDS, key=len, reverse=True)) + r")"
+_BASE_MARK = re.compile(
+    r"^\(?([0-9A-Za-z]+)\)?\s*(?:"
+    r"_\s*\{?\s*(?:\\(?:text|mathrm|rm)\s*\{\s*)?\(?\s*(?:base\s*\}?\s*(?:-|\\[,;: ])?\s*)?" + _BASE_NAME + r"\s*\)?\s*\}?\s*\}?"
+    r"|\(\s*(?:in\s+)?base\s*-?\s*" + _BASE_NAME + r"\s*\)"
+    r"|,?\s*(?:in\s+)?base\s*-?\s*" + _BASE_NAME + r"|([₀-₉]+))$", re.IGNORECASE)
+_SUBSCRIPT_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+
+
+def base_marked(text: str) -> str | None:
+    """``digits_{base}`` for a number whose base is marked in any notation (see the module docstring), so
+    that the base is read with it; ``None`` for other text and for a base out of 2 to 36."""
+    match = _BASE_MARK.match(text.strip())
+    if match is None or not any(c.isdigit() for c in match.group(1)):
+        return None
+    name = next(g for g in match.groups()[1:] if g)
+    base = int(name.translate(_SUBSCRIPT_DIGITS)) if name[0].translate(_SUBSCRIPT_DIGITS).isdigit() else _BASE_WORDS.get(name.lower())
+    if base is None or not 2 <= base <= 36:
+        return None
+    return f"{match.group(1)}_{{{base}}}"
 
 
 def is_prefixed(text: str) -> bool:
