@@ -264,3 +264,47 @@ def test_html_character_references_are_their_characters(n):
 def test_national_trig_names_are_the_functions(written, gold):
     assert _verdict(written, gold) == "correct", written
     assert _verdict(f"2{written}", gold) != "correct", written
+
+
+@NOTATION_PROPERTY
+@given(rows=st.integers(1, 3), columns=st.integers(1, 3), data=st.data(), comma=st.booleans())
+def test_a_matlab_matrix_is_its_matrix(rows, columns, data, comma):
+    if rows * columns == 1:
+        return  # a 1x1 matrix is its entry
+    entries = [[data.draw(st.integers(-9, 9)) for _ in range(columns)] for _ in range(rows)]
+    gap = ",\\ " if comma else "\\ "
+    written = "[" + ";\\ ".join(gap.join(map(str, row)) for row in entries) + "]"
+    if rows == 1:
+        written += "'"  # a row without ";" is a list; transposed, a column
+        entries = [[entry] for entry in entries[0]]
+    gold = "\\begin{pmatrix}" + " \\\\ ".join(" & ".join(map(str, row)) for row in entries) + "\\end{pmatrix}"
+    assert _verdict(written, gold) == "correct", (written, gold)
+    entries[0][0] += 1
+    miss = "\\begin{pmatrix}" + " \\\\ ".join(" & ".join(map(str, row)) for row in entries) + "\\end{pmatrix}"
+    assert _verdict(written, miss) != "correct", (written, miss)
+
+
+@NOTATION_PROPERTY
+@given(p=st.integers(1, 30), q=st.integers(2, 30))
+def test_mathml_is_read(p, q):
+    fraction = f"<math><mfrac><mn>{p}</mn><mn>{q}</mn></mfrac></math>"
+    assert _verdict(fraction, f"\\frac{{{p}}}{{{q}}}") == "correct", fraction
+    assert _verdict(fraction, f"\\frac{{{p + 1}}}{{{q}}}") == "wrong", fraction
+    power = f"<math><msup><mi>x</mi><mn>{q}</mn></msup><mo>-</mo><mn>{p}</mn></math>"
+    assert _verdict(power, f"x^{{{q}}}-{p}") == "correct", power
+    assert _verdict(f"<math><msqrt><mn>{q}</mn></msqrt></math>", f"\\sqrt{{{q}}}") == "correct"
+
+
+@NOTATION_PROPERTY
+@given(n=st.integers(2, 30), data=st.data())
+def test_code_binomials_and_names_are_read(n, data):
+    from math import comb
+    k = data.draw(st.integers(1, n - 1))
+    for written in (f"Binomial[{n}, {k}]", f"choose({n}, {k})", f"\\texttt{{choose({n},{k})}}"):
+        assert _verdict(written, str(comb(n, k))) == "correct", written
+        assert _verdict(written, str(comb(n, k) + 1)) == "wrong", written
+    assert _verdict(f"\\texttt{{Pi/{n}}}", f"\\frac{{\\pi}}{{{n}}}") == "correct"
+    assert _verdict(f"\\texttt{{Pi/{n}}}", f"\\frac{{\\pi}}{{{n + 1}}}") == "wrong"
+    assert _verdict(f"\\texttt{{Interval({k}, oo)}}", f"[{k},\\infty)") == "correct"
+    assert _verdict(f"\\texttt{{Interval.open({k}, {n})}}", f"({k},{n})") == "correct"
+    assert _verdict(f"\\texttt{{Interval.open({k}, {n})}}", f"[{k},{n}]") != "correct"

@@ -226,7 +226,7 @@ _DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unver
 _QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|tentative|"
                                  r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
 _MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
-_BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:[<>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|" + _BOUND_WORDS + r")")
+_BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:<(?!math[\s>])|[>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|" + _BOUND_WORDS + r")")
 _BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|"
                           r"thereabouts)|(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|\+(?!\s*\d)|and up)\b")
 _BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"

@@ -37,6 +37,11 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   (``\\frac{a}{b}``), French interval brackets (``]2, 5[`` is ``(2, 5)``,
   ``[1, 3[`` is ``[1, 3)``) and the tg / ctg / arctg / cosec names of
   \\tan, \\cot, \\arctan, \\csc.
+* :func:`matlab_matrix` (in :func:`written_form`): a MATLAB / Octave matrix
+  with ``;`` between rows or a ``'`` transpose (``[1 2; 3 4]``) as a
+  ``pmatrix``; and (in :func:`plain_typesetting`) presentation MathML,
+  Mathematica's ``Pi``, ``Sqrt[..]``, ``Exp[..]``, ``Binomial[n, k]``, R's
+  ``choose(n, k)``, SymPy's ``oo`` and ``Interval(a, b)``.
 * :func:`base_marked`: a number with its base marked in any notation
   (``25_{(8)}``, ``25_{\\text{base } 8}``, ``25₈``, "25 (base 8)", "25 in
   base 8", ``25_{\\text{eight}}``) as ``25_{8}``: the base changes the value,
@@ -128,7 +133,7 @@ def scaled_number(text: str) -> str | None:
 
 
 _RATIO_WORDS = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s+to\s+([+-]?\d+(?:\.\d+)?)$", re.IGNORECASE)
-_BINOMIAL = re.compile(r"^(?:C\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|(\d+)\s*C\s*(\d+)|(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*C_\s*\{?\s*(\d+)\s*\}?)$")
+_BINOMIAL = re.compile(r"^(?:(?:C|choose|nCr)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|Binomial\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]|(\d+)\s*C\s*(\d+)|(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*C_\s*\{?\s*(\d+)\s*\}?)$")
 _PLAIN_SCIENTIFIC = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*(?:x|X|\*|\\times|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?$")
 _INLINE_CODE = re.compile(r"^`+([^`]+)`+$")
 _ARROWS = re.compile(r"\s*(?:→|⟶|->|\\to(?![A-Za-z])|\\rightarrow(?![A-Za-z])|\\longrightarrow(?![A-Za-z]))\s*")
@@ -166,6 +171,25 @@ def unit_vectors(text: str) -> str | None:
     return "(" + ", ".join(terms.get(axis, "0") for axis in axes) + ")"
 
 
+_MATLAB_MATRIX = re.compile(r"^\[([^\[\]]*)\]\s*(')?$")
+_MATLAB_ENTRY = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
+
+
+def matlab_matrix(text: str) -> str | None:
+    """The ``pmatrix`` of a MATLAB / Octave matrix (``[1 2; 3 4]``, ``[0, 1; 1, 0]``, a column ``[2; -1]``,
+    a transposed row ``[3 5]'``) with a ``;`` between rows or a transpose mark; else ``None`` (``[1, 2]``
+    is a list or an interval)."""
+    match = _MATLAB_MATRIX.match(text.strip())
+    if match is None or (";" not in match.group(1) and not match.group(2)):
+        return None
+    rows = [re.split(r"\s*,\s*|\s+", row.strip()) for row in match.group(1).split(";")]
+    if any(not all(_MATLAB_ENTRY.match(entry) for entry in row) for row in rows) or len({len(row) for row in rows}) != 1:
+        return None
+    if match.group(2):
+        rows = [list(column) for column in zip(*rows)]
+    return "\\begin{pmatrix}" + " \\\\ ".join(" & ".join(row) for row in rows) + "\\end{pmatrix}"
+
+
 def written_form(text: str) -> str | None:
     """The plain form of a number written in a notation of its own (see the module docstring), else ``None``."""
     arrows = _ARROWS.split(text)
@@ -177,6 +201,9 @@ def written_form(text: str) -> str | None:
     code = _INLINE_CODE.match(text)
     if code:
         return code.group(1).strip()
+    matrix = matlab_matrix(text)
+    if matrix:
+        return matrix
     ratio = _RATIO_WORDS.match(text)
     if ratio:
         return f"{ratio.group(1)}:{ratio.group(2)}"
@@ -210,6 +237,58 @@ def _trig_name(match: re.Match[str]) -> str:
     return f"\\{name} "
 
 
+_MATHML_LEAF = re.compile(r"<(mn|mi|mtext)(?:\s[^<>]*)?>([^<>]*)</\1>")
+_MATHML_OPERATOR = re.compile(r"<mo(?:\s[^<>]*)?>([^<>]*)</mo>")
+_MATHML_GROUP = re.compile(r"<(mrow|mfrac|msqrt|msup|msub|mroot|mfenced)(?:\s[^<>]*)?>([^<>]*)</\1>")
+_MATHML_ROOT = re.compile(r"^\s*<math(?:\s[^<>]*)?>([^<>]*)</math>\s*$")
+_BRACED = re.compile(r"\{[^{}]*\}|\\frac\{[^{}]*\}\{[^{}]*\}|\\sqrt\{[^{}]*\}")
+
+
+def _mathml_group(match: re.Match[str]) -> str:
+    tag, inner = match.group(1), match.group(2)
+    children = _BRACED.findall(inner)
+    if tag in ("mrow", "msqrt", "mfenced"):
+        body = "{" + inner + "}"
+        return {"mrow": body, "msqrt": "{\\sqrt" + body + "}", "mfenced": "{(" + inner + ")}"}[tag]
+    if len(children) != 2 or "".join(children) != inner.replace(" ", ""):
+        return match.group(0)  # not two arguments: left unread
+    first, second = children
+    return {"mfrac": "{\\frac" + first + second + "}", "msup": "{" + first + "^" + second + "}",
+            "msub": "{" + first + "_" + second + "}", "mroot": "{\\sqrt[" + second[1:-1] + "]" + first + "}"}[tag]
+
+
+def mathml(text: str) -> str | None:
+    """The LaTeX of a presentation-MathML answer (``<math><mfrac><mn>3</mn><mn>5</mn></mfrac></math>`` is
+    ``\\frac{3}{5}``): numbers, identifiers, operators, rows, fractions, roots, powers and indices;
+    ``None`` when any other element is left."""
+    text = _MATHML_OPERATOR.sub(lambda m: html.unescape(m.group(1)).strip(), _MATHML_LEAF.sub(lambda m: "{" + m.group(2).strip() + "}", text))
+    while True:
+        grouped = _MATHML_GROUP.sub(_mathml_group, text)
+        if grouped == text:
+            break
+        text = grouped
+    root = _MATHML_ROOT.match(text)
+    return root.group(1).strip() if root else None
+
+
+_CODE_NAMES = ((re.compile(r"(?<![A-Za-z\\])Pi(?![A-Za-z])"), r"\\pi "),
+               (re.compile(r"(?<![A-Za-z\\])Sqrt\[([^\[\]]*)\]"), r"\\sqrt{\1}"),
+               (re.compile(r"(?<![A-Za-z\\])Exp\[([^\[\]]*)\]"), r"e^{\1}"),
+               (re.compile(r"(?<![A-Za-z\\])Interval\.open\(([^()]*),([^()]*)\)"), r"(\1,\2)"),
+               (re.compile(r"(?<![A-Za-z\\])Interval\.Lopen\(([^()]*),([^()]*)\)"), r"(\1,\2]"),
+               (re.compile(r"(?<![A-Za-z\\])Interval\.Ropen\(([^()]*),([^()]*)\)"), r"[\1,\2)"),
+               (re.compile(r"(?<![A-Za-z\\])Interval\(([^()]*),([^()]*)\)"), r"[\1,\2]"),
+               (re.compile(r"(?<![A-Za-z\\])oo(?![A-Za-z])"), r"\\infty "))
+
+
+def _code_names(text: str) -> str:
+    """Mathematica's ``Pi``, ``Sqrt[..]``, ``Exp[..]`` and SymPy's ``oo`` and ``Interval(a, b)`` (closed
+    unless ``.open`` / ``.Lopen`` / ``.Ropen``; an infinite end is open whatever is written) in LaTeX."""
+    for pattern, latex in _CODE_NAMES:
+        text = pattern.sub(latex, text)
+    return re.sub(r"\[\s*(-\\infty)", r"(\1", re.sub(r"(\\infty)\s*\]", r"\1)", text))
+
+
 def plain_typesetting(text: str) -> str:
     """``text`` with the typesetting of other conventions (see the module docstring) in plain LaTeX."""
     if "&" in text:
@@ -221,6 +300,10 @@ def plain_typesetting(text: str) -> str:
         text = _BARE_TEX_OVER.sub(r"\\frac{\1}{\2}", text.strip())
     if "tg" in text or "cosec" in text:
         text = _NATIONAL_TRIG.sub(_trig_name, text)
+    if "<m" in text:
+        text = mathml(text) or text
+    if "Pi" in text or "Sqrt[" in text or "Exp[" in text or "oo" in text or "Interval" in text:
+        text = _code_names(text)
     interval = _FRENCH_INTERVAL.match(text.strip())
     if interval and (interval.group(1) == "]" or interval.group(4) == "["):
         opening, low, high, closing = interval.groups()
