@@ -598,3 +598,17 @@ def test_an_inequality_against_an_interval_is_decided_in_process(a, gap, closed,
         verdict = quick_judge(pred, gold)  # no guard, no latex2sympy
         assert verdict is not None and verdict.verdict == "correct", (pred, gold, verdict)
     assert quick_judge(inequality, near_miss).verdict == "wrong", (inequality, near_miss)
+
+
+@NOTATION
+@given(p=st.integers(1, 40), q=st.integers(2, 40), other=st.integers(1, 99))
+def test_a_false_equality_of_numbers_commits_to_neither_side(p, q, other):
+    """``0.5 = \\frac{5}{9}`` states no one value: against either side it is undecided, never paid."""
+    decimal = f"{other / 10:g}"
+    if Fraction(p, q) == Fraction(decimal):
+        return
+    fraction = f"\\frac{{{p}}}{{{q}}}"
+    for written in (f"{decimal} = {fraction}", f"{fraction} = {decimal}"):
+        for gold in (fraction, decimal):
+            assert _judged(written, gold) == "undecided", (written, gold)
+    assert _judged(f"{fraction} = \\frac{{{2 * p}}}{{{2 * q}}}", fraction) == "correct"

@@ -512,6 +512,13 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
         return Verdict(False, "spaced digits")
     if answer.endswith(ELLIPSIS) and answer_number is None and not target.endswith(ELLIPSIS):
         return Verdict(False, "ellipsis")
+    sides = answer.split("=")
+    if len(sides) == 2 and target_number is not None:
+        left, right = parse_number(sides[0].strip()), parse_number(sides[1].strip())
+        if left is not None and right is not None and _compare_numbers(left, right, policy).correct is False \
+                and _compare_numbers(right, left, policy).correct is False:
+            # "0.5 = \frac{5}{9}": a false equality commits to neither side.
+            return Verdict("undecided", "false equality", f"the sides of {answer!r} differ: it states no one value")
     restated = restated_numbers(answer) if target_number is not None else None
     if restated is not None:
         correct = any(_compare_numbers(parse_number(number), target_number, policy).correct for number in restated)
