@@ -308,3 +308,28 @@ def test_code_binomials_and_names_are_read(n, data):
     assert _verdict(f"\\texttt{{Interval({k}, oo)}}", f"[{k},\\infty)") == "correct"
     assert _verdict(f"\\texttt{{Interval.open({k}, {n})}}", f"({k},{n})") == "correct"
     assert _verdict(f"\\texttt{{Interval.open({k}, {n})}}", f"[{k},{n}]") != "correct"
+
+
+@NOTATION_PROPERTY
+@given(parts=st.lists(st.integers(1, 4), min_size=2, max_size=4), r=st.integers(1, 5), extra=st.integers(0, 4))
+def test_multinomials_and_permutations_are_their_values(parts, r, extra):
+    from math import factorial, perm, prod
+    n = sum(parts)
+    written = f"\\binom{{{n}}}{{{','.join(map(str, parts))}}}"
+    value = factorial(n) // prod(factorial(k) for k in parts)
+    assert _verdict(written, str(value)) == "correct", written
+    assert _verdict(written, str(value + 1)) == "wrong", written
+    assert _verdict(f"\\binom{{{n + 1}}}{{{','.join(map(str, parts))}}}", str(value)) != "correct"  # parts short: unread
+    total = r + extra
+    for form in (f"{{}}_{{{total}}}P_{{{r}}}", f"{total}P{r}"):
+        assert _verdict(form, str(perm(total, r))) == "correct", form
+        assert _verdict(form, str(perm(total, r) + 1)) == "wrong", form
+
+
+@NOTATION_PROPERTY
+@given(n=st.integers(0, 999), colour=st.sampled_from(["red", "blue", "green!50!black"]),
+       command=st.sampled_from(["\\color{{{c}}}{{{v}}}", "\\textcolor{{{c}}}{{{v}}}", "{{\\color{{{c}}} {v}}}"]))
+def test_a_colour_is_decoration_but_white_is_hidden(n, colour, command):
+    assert _verdict(command.format(c=colour, v=n), str(n)) == "correct"
+    assert _verdict(command.format(c=colour, v=n), str(n + 1)) == "wrong"
+    assert _verdict(command.format(c="white", v=n), str(n)) != "correct"

@@ -40,7 +40,9 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
 * :func:`matlab_matrix` (in :func:`written_form`): a MATLAB / Octave matrix
   with ``;`` between rows or a ``'`` transpose (``[1 2; 3 4]``) as a
   ``pmatrix``; and (in :func:`plain_typesetting`) presentation MathML,
-  Mathematica's ``Pi``, ``Sqrt[..]``, ``Exp[..]``, ``Binomial[n, k]``, R's
+  ``\\color`` / ``\\textcolor`` / ``\\colorbox`` (decoration), a multinomial
+  coefficient ``\\binom{7}{3,2,2}`` whose parts add up, permutations
+  ``{}_{10}P_{3}`` and ``10P3``, Mathematica's ``Pi``, ``Sqrt[..]``, ``Exp[..]``, ``Binomial[n, k]``, R's
   ``choose(n, k)``, SymPy's ``oo`` and ``Interval(a, b)``.
 * :func:`base_marked`: a number with its base marked in any notation
   (``25_{(8)}``, ``25_{\\text{base } 8}``, ``25₈``, "25 (base 8)", "25 in
@@ -134,6 +136,10 @@ def scaled_number(text: str) -> str | None:
 
 _RATIO_WORDS = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s+to\s+([+-]?\d+(?:\.\d+)?)$", re.IGNORECASE)
 _BINOMIAL = re.compile(r"^(?:(?:C|choose|nCr)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|Binomial\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]|(\d+)\s*C\s*(\d+)|(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*C_\s*\{?\s*(\d+)\s*\}?)$")
+# \binom{7}{3,2,2}: a multinomial coefficient, read when its parts add up to its top (else left unread).
+_MULTINOMIAL = re.compile(r"^\\binom\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+(?:\s*,\s*\d+)+)\s*\}$")
+# {}_{10}P_{3}, 10P3: permutations (P(10, 3) is also a labelled point, so it is not read).
+_PERMUTATIONS = re.compile(r"^(?:(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*P_\s*\{?\s*(\d+)\s*\}?|(\d+)\s*P\s*(\d+))$")
 _PLAIN_SCIENTIFIC = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*(?:x|X|\*|\\times|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?$")
 _INLINE_CODE = re.compile(r"^`+([^`]+)`+$")
 _ARROWS = re.compile(r"\s*(?:→|⟶|->|\\to(?![A-Za-z])|\\rightarrow(?![A-Za-z])|\\longrightarrow(?![A-Za-z]))\s*")
@@ -207,6 +213,13 @@ def written_form(text: str) -> str | None:
     ratio = _RATIO_WORDS.match(text)
     if ratio:
         return f"{ratio.group(1)}:{ratio.group(2)}"
+    multinomial = _MULTINOMIAL.match(text)
+    if multinomial and sum(parts := [int(k) for k in multinomial.group(2).split(",")]) == int(multinomial.group(1)):
+        return str(math.factorial(int(multinomial.group(1))) // math.prod(math.factorial(k) for k in parts))
+    permutations = _PERMUTATIONS.match(text)
+    if permutations:
+        n, r = (int(g) for g in permutations.groups() if g is not None)
+        return str(math.perm(n, r))
     binomial = _BINOMIAL.match(text)
     if binomial:
         n, k = (int(g) for g in binomial.groups() if g is not None)
@@ -235,6 +248,15 @@ def _trig_name(match: re.Match[str]) -> str:
     if arc:
         return "\\arctan " if name == "tan" else f"\\operatorname{{arc{name}}} "
     return f"\\{name} "
+
+
+_COLOR = re.compile(r"\\(?:textcolor|colorbox|color)\s*(?:\[[^\[\]]*\])?\s*\{([A-Za-z0-9#!.,\s-]*)\}")
+
+
+def _visible_colour(match: re.Match[str]) -> str:
+    """A colour is decoration (``\\textcolor{red}{5}`` is 5), but white text is hidden: left unread."""
+    colour = match.group(1).strip().lower().lstrip("#")
+    return match.group(0) if colour.startswith("white") or colour in ("fff", "ffffff", "1,1,1", "255,255,255") else ""
 
 
 _MATHML_LEAF = re.compile(r"<(mn|mi|mtext)(?:\s[^<>]*)?>([^<>]*)</\1>")
@@ -300,6 +322,8 @@ def plain_typesetting(text: str) -> str:
         text = _BARE_TEX_OVER.sub(r"\\frac{\1}{\2}", text.strip())
     if "tg" in text or "cosec" in text:
         text = _NATIONAL_TRIG.sub(_trig_name, text)
+    if "\\color" in text or "\\textcolor" in text:
+        text = _COLOR.sub(_visible_colour, text)
     if "<m" in text:
         text = mathml(text) or text
     if "Pi" in text or "Sqrt[" in text or "Exp[" in text or "oo" in text or "Interval" in text:
