@@ -207,3 +207,129 @@ def test_floor_and_ceiling_identities_in_an_integer_variable(b, shift, name):
 ])
 def test_floor_and_ceiling_identities_in_one_variable(written, gold, verdict):
     assert _verdict(written, gold) == verdict
+
+
+# -- the spent blind split 5's typesetting classes, by construction ---------------------------------
+_ENDPOINTS = st.sampled_from(["-\\infty", "-3", "0", "\\frac{1}{2}", "2", "5"])
+
+
+@NOTATION_PROPERTY
+@given(low=_ENDPOINTS, high=st.sampled_from(["7", "\\infty", "+\\infty"]), opened=st.booleans(), closed=st.booleans())
+def test_french_interval_brackets_are_read(low, high, opened, closed):
+    """``]a, b[`` is the open interval (a, b): a reversed bracket opens that end."""
+    open_low, open_high = opened or low == "-\\infty", closed or "infty" in high
+    french = f"{']' if open_low else '['}{low}, {high}{'[' if open_high else ']'}"
+    if "[" not in french[1:] and not french.startswith("]"):
+        return  # no reversed bracket: the ordinary notation
+    gold = f"{'(' if open_low else '['}{low}, {high}{')' if open_high else ']'}"
+    assert _verdict(french, gold) == "correct", (french, gold)
+    if low != "-\\infty" and "infty" not in high:
+        flipped = f"{'[' if open_low else '('}{low}, {high}{')' if open_high else ']'}"
+        assert _verdict(french, flipped) != "correct", (french, flipped)
+
+
+@NOTATION_PROPERTY
+@given(size=st.sampled_from(["big", "Big", "bigg", "Bigg"]), side=st.booleans(),
+       items=st.lists(st.integers(-9, 9), min_size=2, max_size=3))
+def test_sized_delimiters_are_their_delimiters(size, side, items):
+    inner = ", ".join(map(str, items))
+    written = f"\\{size}{'l' if side else ''}( {inner} \\{size}{'r' if side else ''})"
+    assert _verdict(written, f"({inner})") == "correct", written
+    assert _verdict(written, f"({', '.join(str(i + 1) for i in items)})") == "wrong", written
+
+
+@NOTATION_PROPERTY
+@given(p=st.integers(1, 50), q=st.integers(2, 50))
+def test_tex_over_is_a_fraction(p, q):
+    for written, gold, miss in ((f"{{{p} \\over {q}}}", f"\\frac{{{p}}}{{{q}}}", f"\\frac{{{p}}}{{{q + 1}}}"),
+                                (f"{p} \\over {q}", f"\\frac{{{p}}}{{{q}}}", f"\\frac{{{p + 1}}}{{{q}}}"),
+                                (f"{{x+{p} \\over x-{q}}}", f"\\frac{{x+{p}}}{{x-{q}}}", f"\\frac{{x+{p}}}{{x+{q}}}")):
+        assert _verdict(written, gold) == "correct", written
+        assert _verdict(written, miss) != "correct", (written, miss)
+
+
+@NOTATION_PROPERTY
+@given(n=st.integers(0, 10**6))
+def test_html_character_references_are_their_characters(n):
+    digits = str(n)
+    for written in ("".join(f"&#{ord(c)};" for c in digits), digits[:-1] + f"&#x{ord(digits[-1]):x};"):
+        assert math_answer.compute_score("openai/gsm8k", f"So the total is this.\n#### {written}", digits)["verdict"] == "correct", written
+        assert math_answer.compute_score("openai/gsm8k", f"So the total is this.\n#### {written}", str(n + 1))["verdict"] == "wrong", written
+
+
+@pytest.mark.parametrize("written, gold", [
+    ("\\mathrm{tg}\\, x", "\\tan x"), ("\\operatorname{ctg} x", "\\cot x"), ("\\mathrm{tg}\\,60^\\circ", "\\sqrt{3}"),
+    ("\\operatorname{cosec} x", "\\csc x"), ("\\mathrm{ctg}\\, 45^\\circ", "1"),
+])
+def test_national_trig_names_are_the_functions(written, gold):
+    assert _verdict(written, gold) == "correct", written
+    assert _verdict(f"2{written}", gold) != "correct", written
+
+
+@NOTATION_PROPERTY
+@given(rows=st.integers(1, 3), columns=st.integers(1, 3), data=st.data(), comma=st.booleans())
+def test_a_matlab_matrix_is_its_matrix(rows, columns, data, comma):
+    if rows * columns == 1:
+        return  # a 1x1 matrix is its entry
+    entries = [[data.draw(st.integers(-9, 9)) for _ in range(columns)] for _ in range(rows)]
+    gap = ",\\ " if comma else "\\ "
+    written = "[" + ";\\ ".join(gap.join(map(str, row)) for row in entries) + "]"
+    if rows == 1:
+        written += "'"  # a row without ";" is a list; transposed, a column
+        entries = [[entry] for entry in entries[0]]
+    gold = "\\begin{pmatrix}" + " \\\\ ".join(" & ".join(map(str, row)) for row in entries) + "\\end{pmatrix}"
+    assert _verdict(written, gold) == "correct", (written, gold)
+    entries[0][0] += 1
+    miss = "\\begin{pmatrix}" + " \\\\ ".join(" & ".join(map(str, row)) for row in entries) + "\\end{pmatrix}"
+    assert _verdict(written, miss) != "correct", (written, miss)
+
+
+@NOTATION_PROPERTY
+@given(p=st.integers(1, 30), q=st.integers(2, 30))
+def test_mathml_is_read(p, q):
+    fraction = f"<math><mfrac><mn>{p}</mn><mn>{q}</mn></mfrac></math>"
+    assert _verdict(fraction, f"\\frac{{{p}}}{{{q}}}") == "correct", fraction
+    assert _verdict(fraction, f"\\frac{{{p + 1}}}{{{q}}}") == "wrong", fraction
+    power = f"<math><msup><mi>x</mi><mn>{q}</mn></msup><mo>-</mo><mn>{p}</mn></math>"
+    assert _verdict(power, f"x^{{{q}}}-{p}") == "correct", power
+    assert _verdict(f"<math><msqrt><mn>{q}</mn></msqrt></math>", f"\\sqrt{{{q}}}") == "correct"
+
+
+@NOTATION_PROPERTY
+@given(n=st.integers(2, 30), data=st.data())
+def test_code_binomials_and_names_are_read(n, data):
+    from math import comb
+    k = data.draw(st.integers(1, n - 1))
+    for written in (f"Binomial[{n}, {k}]", f"choose({n}, {k})", f"\\texttt{{choose({n},{k})}}"):
+        assert _verdict(written, str(comb(n, k))) == "correct", written
+        assert _verdict(written, str(comb(n, k) + 1)) == "wrong", written
+    assert _verdict(f"\\texttt{{Pi/{n}}}", f"\\frac{{\\pi}}{{{n}}}") == "correct"
+    assert _verdict(f"\\texttt{{Pi/{n}}}", f"\\frac{{\\pi}}{{{n + 1}}}") == "wrong"
+    assert _verdict(f"\\texttt{{Interval({k}, oo)}}", f"[{k},\\infty)") == "correct"
+    assert _verdict(f"\\texttt{{Interval.open({k}, {n})}}", f"({k},{n})") == "correct"
+    assert _verdict(f"\\texttt{{Interval.open({k}, {n})}}", f"[{k},{n}]") != "correct"
+
+
+@NOTATION_PROPERTY
+@given(parts=st.lists(st.integers(1, 4), min_size=2, max_size=4), r=st.integers(1, 5), extra=st.integers(0, 4))
+def test_multinomials_and_permutations_are_their_values(parts, r, extra):
+    from math import factorial, perm, prod
+    n = sum(parts)
+    written = f"\\binom{{{n}}}{{{','.join(map(str, parts))}}}"
+    value = factorial(n) // prod(factorial(k) for k in parts)
+    assert _verdict(written, str(value)) == "correct", written
+    assert _verdict(written, str(value + 1)) == "wrong", written
+    assert _verdict(f"\\binom{{{n + 1}}}{{{','.join(map(str, parts))}}}", str(value)) != "correct"  # parts short: unread
+    total = r + extra
+    for form in (f"{{}}_{{{total}}}P_{{{r}}}", f"{total}P{r}"):
+        assert _verdict(form, str(perm(total, r))) == "correct", form
+        assert _verdict(form, str(perm(total, r) + 1)) == "wrong", form
+
+
+@NOTATION_PROPERTY
+@given(n=st.integers(0, 999), colour=st.sampled_from(["red", "blue", "green!50!black"]),
+       command=st.sampled_from(["\\color{{{c}}}{{{v}}}", "\\textcolor{{{c}}}{{{v}}}", "{{\\color{{{c}}} {v}}}"]))
+def test_a_colour_is_decoration_but_white_is_hidden(n, colour, command):
+    assert _verdict(command.format(c=colour, v=n), str(n)) == "correct"
+    assert _verdict(command.format(c=colour, v=n), str(n + 1)) == "wrong"
+    assert _verdict(command.format(c="white", v=n), str(n)) != "correct"

@@ -289,6 +289,12 @@ NOT_COMMITTED: dict[str, Context] = {
                                                 f"the final answer. (So far: {g} pairs.)"),
     "last step left to the reader": lambda g, w: (f"All that remains is to subtract the {g} used tickets from the total, "
                                                   f"which I leave to you."),
+    # the spent blind split 5's class: a value shown as an example of the answer's format
+    "format example box": lambda g, w: f"Output format example: $\\boxed{{{g}}}$. My computed value is ${w}$.",
+    "format example line": lambda g, w: f"Example of the required format:\nAnswer: {g}\n\nNow my solution: the result is {w}.",
+    "template": lambda g, w: f"Template: Therefore, the final answer is $\\boxed{{{g}}}$. (Replace with your result.) I get {w}.",
+    "format sample": lambda g, w: f"Answer format sample -- Answer: {g}\nSo the value is {w}.",
+    "format note like": lambda g, w: f"(Formatting note: results are presented like $\\boxed{{{g}}}$.) The result is {w}.",
 }
 
 _STEPS = " ".join(f"Step {i}: we add {i} and {i + 1} to get {2 * i + 1}." for i in range(1, 40))
@@ -359,6 +365,11 @@ COMMITTED: dict[str, Context] = {
                                           f"the count is $\\boxed{{{g}}}$."),
     "the last step done": lambda g, w: f"All that remains is to subtract: the total is ${g}$.\nAnswer: ${g}$",
     "a symbol determined": lambda g, w: f"Let $k$ be the number of red marbles. Then $k = 5$, and the total is $\\boxed{{{g}}}$.",
+    "a placeholder format then the answer": lambda g, w: (f"(Formatting note: results are presented like $\\boxed{{N}}$.) "
+                                                          f"Counting gives the total. The final answer is $\\boxed{{{g}}}$."),
+    "the format followed": lambda g, w: f"Following the required format, the answer is $\\boxed{{{g}}}$.",
+    "an example worked first": lambda g, w: (f"For example, with two coins the count is ${w}$. For the problem asked, "
+                                             f"the count is $\\boxed{{{g}}}$."),
 }
 
 SOURCES = ("lighteval/MATH", "openai/gsm8k", "aime2024")

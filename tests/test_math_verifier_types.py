@@ -360,6 +360,41 @@ def test_a_number_in_a_base_is_read_in_every_notation(n, base):
             assert _judged(miss, gold) != "correct", miss
 
 
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _marked_forms(digits: str, base: int) -> list[str]:
+    """``digits`` with ``base`` marked in each notation a response writes it in."""
+    return [f"{digits}_{base}", f"{digits}_{{{base}}}", f"{digits}_{{({base})}}", f"{digits}_{{\\text{{base }}{base}}}",
+            f"{digits}_{{\\text{{base-{base}}}}}", f"{digits}{str(base).translate(_SUBSCRIPT)}", f"{digits} (base {base})",
+            f"{digits} in base {base}", f"({digits})_{{{base}}}"]
+
+
+@NOTATION
+@given(n=st.integers(2, 10**6), base=st.sampled_from([2, 3, 4, 5, 8, 12]))
+def test_a_marked_base_changes_the_value_in_every_notation(n, base):
+    """A subscripted or named base is read in every notation: the answer is its value (right against the
+    decimal gold of that value), and the same digits as a plain gold are undecided (the gold may be those
+    digits in a base only the question names, or the decimal number), never paid as the decimal number."""
+    digits = _digits(n, base)
+    for form in _marked_forms(digits, base):
+        assert _judged(form, str(n)) == "correct", form
+        assert _judged(form, f"{digits}_{{{base}}}") == "correct", form
+        if digits != str(n):
+            assert _judged(form, digits) == "undecided", form
+        assert _judged(form, str(n + 1)) in ("wrong", "undecided"), form
+        if str(n + 1) != digits:
+            assert _judged(form, str(n + 1)) == "wrong", form
+
+
+@NOTATION
+@given(n=st.integers(0, 10**6))
+def test_a_base_ten_subscript_is_the_decimal_number(n):
+    for form in _marked_forms(str(n), 10):
+        assert _judged(form, str(n)) == "correct", form
+        assert _judged(form, str(n + 1)) == "wrong", form
+
+
 @NOTATION
 @given(n=st.integers(2, 40), data=st.data())
 def test_a_binomial_coefficient_is_its_value(n, data):
@@ -563,3 +598,17 @@ def test_an_inequality_against_an_interval_is_decided_in_process(a, gap, closed,
         verdict = quick_judge(pred, gold)  # no guard, no latex2sympy
         assert verdict is not None and verdict.verdict == "correct", (pred, gold, verdict)
     assert quick_judge(inequality, near_miss).verdict == "wrong", (inequality, near_miss)
+
+
+@NOTATION
+@given(p=st.integers(1, 40), q=st.integers(2, 40), other=st.integers(1, 99))
+def test_a_false_equality_of_numbers_commits_to_neither_side(p, q, other):
+    """``0.5 = \\frac{5}{9}`` states no one value: against either side it is undecided, never paid."""
+    decimal = f"{other / 10:g}"
+    if Fraction(p, q) == Fraction(decimal):
+        return
+    fraction = f"\\frac{{{p}}}{{{q}}}"
+    for written in (f"{decimal} = {fraction}", f"{fraction} = {decimal}"):
+        for gold in (fraction, decimal):
+            assert _judged(written, gold) == "undecided", (written, gold)
+    assert _judged(f"{fraction} = \\frac{{{2 * p}}}{{{2 * q}}}", fraction) == "correct"

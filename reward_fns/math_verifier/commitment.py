@@ -77,6 +77,10 @@ a phrase puts before its value ("the answer is maybe 5"):
   first", "initially", "part (a)", "(a):", and the phrase's own words ("the
   tempting / common answer is 9");
 - dismissed: "ignore", "disregard";
+- an example of the answer's format, in the marker's sentence or a line that
+  introduces it with a colon: "Output format example: \\boxed{2/3}",
+  "Template: ...", "Answer format sample -- Answer: 2", "Example of the
+  required format:" above "Answer: 45", "formatting note: ... like \\boxed{12}";
 - echoed from the question: "the problem (statement) states / says / gives /
   mentions", "we are given / told", "given that", "restating", a value in quotation
   marks, a value marked "(given)";
@@ -222,7 +226,7 @@ _DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unver
 _QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|tentative|"
                                  r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
 _MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
-_BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:[<>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|" + _BOUND_WORDS + r")")
+_BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:<(?!math[\s>])|[>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|" + _BOUND_WORDS + r")")
 _BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|"
                           r"thereabouts)|(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|\+(?!\s*\d)|and up)\b")
 _BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
@@ -303,6 +307,12 @@ _CANCELS = {
     "listed": re.compile(r"(?i)\b(?:(?:candidates|possibilities|possible (?:values|answers)|options|choices) (?:are|include)|"
                          r"(?:is|be|are) one of|either(?! way| case))\b"),
 }
+# A value shown as an example of the answer's format, in the marker's sentence or the line that introduces it
+# ("Output format example: \\boxed{2/3}", "Template: ...", "Answer format sample -- Answer: 2"): not an answer.
+_FORMAT_EXAMPLE = re.compile(
+    r"(?i)\b(?:templates?|placeholders?|(?:format(?:ting)?|output|answer)\s+(?:examples?|samples?|illustrations?)|"
+    r"(?:examples?|samples?|illustrations?)\s+of\s+(?:the\s+|an?\s+)?(?:\w+\s+){0,2}?(?:format|layout)|"
+    r"format(?:ting)?\s+(?:note|reminder)\b[^.\n]*?\blike)\b")
 # "\\boxed{5} is wrong": a marked value declared wrong right after it.
 _DECLARED_WRONG = re.compile(r"(?i)[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was|would be|seems)\s+"
                              r"(?:wrong|incorrect|a mistake|false|an error|not (?:the answer|correct|right|valid|it)\b))")
@@ -611,6 +621,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "conditioned"  # a simplified or partial version of the problem
     if _CANCELS["addressed to the grader"].search(_sentence_before(text, mark.start)):
         return "addressed to the grader"  # "Dear grader, the answer is 17": the whole sentence is addressed
+    if _FORMAT_EXAMPLE.search(_introduced_sentence(text, mark.start)):
+        return "an example of the format"  # "Template: the final answer is \\boxed{8}": shown, not answered
     # "the answer is maybe 5": the words before the value qualify it too, and so do the words of the
     # phrase itself ("the tempting answer is 9").
     return _clause_cue(lead) or _clause_cue(_VALUE_HEAD.match(value).group(0))
@@ -641,6 +653,16 @@ def _opening_clause(text: str, at: int) -> str:
 def _sentence_before(text: str, at: int) -> str:
     window = text[max(0, at - _WINDOW) : at]
     return window[max((m.end() for m in _SENTENCE_BREAK.finditer(window)), default=0) :]
+
+
+def _introduced_sentence(text: str, at: int) -> str:
+    """The sentence before ``at``, with the one before it when that one introduces it with a colon
+    ("Example of the required format:" on the line above)."""
+    sentence = _sentence_before(text, at)
+    opening = text[: at - len(sentence)].rstrip()
+    if opening.endswith(":"):
+        return _sentence_before(text, len(opening)) + " " + sentence
+    return sentence
 
 
 def _clause_cue(clause: str) -> str | None:

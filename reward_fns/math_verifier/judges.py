@@ -60,9 +60,13 @@ that applies decides:
 ``text``           (first) words with no digit, LaTeX or math name
                    ("[ANSWER]", "Grader: award full marks") against a number
                    gold: wrong, in-process.
-``base``           a base-n number (``1F_{16}``; ``0x1F`` and a base in words
-                   are read so): the same base and digits; plain digits against
-                   it, the same digits; digits invalid in the base, wrong.
+``base``           a base-n number (``1F_{16}``; ``0x1F``, ``25₈``, "25 (base 8)"
+                   and a base in words are read so): the same base and digits;
+                   a subscripted answer against plain gold digits, its value
+                   (the same digits in another base are undecided: the gold may
+                   be the digits or the number); plain digits against a
+                   subscripted gold, the same digits; digits invalid in the
+                   base, wrong.
 ``choice``         a choice with its value ("(C) 12") on either side: the
                    letter or the value answers it.
 ``choice``         a multiple-choice letter gold (C, (C)) against the letter
@@ -508,6 +512,13 @@ def _equal_values(answer: str, target: str, symbolic: SymbolicJudge | None, poli
         return Verdict(False, "spaced digits")
     if answer.endswith(ELLIPSIS) and answer_number is None and not target.endswith(ELLIPSIS):
         return Verdict(False, "ellipsis")
+    sides = answer.split("=")
+    if len(sides) == 2 and target_number is not None:
+        left, right = parse_number(sides[0].strip()), parse_number(sides[1].strip())
+        if left is not None and right is not None and _compare_numbers(left, right, policy).correct is False \
+                and _compare_numbers(right, left, policy).correct is False:
+            # "0.5 = \frac{5}{9}": a false equality commits to neither side.
+            return Verdict("undecided", "false equality", f"the sides of {answer!r} differ: it states no one value")
     restated = restated_numbers(answer) if target_number is not None else None
     if restated is not None:
         correct = any(_compare_numbers(parse_number(number), target_number, policy).correct for number in restated)
@@ -588,6 +599,16 @@ def _based_verdict(answer: str, target: str) -> Verdict | None:
         return Verdict(answer_based == target_based, "base")
     based, plain = (answer_based, target) if answer_based is not None else (target_based, answer)
     same_digits = _ALNUM.match(plain) is not None and based[0] == (plain.upper().lstrip("0") or "0")
+    if answer_based is not None and not is_prefixed(answer) and _ALNUM.match(plain):
+        # The answer's subscript changes its value (42_8 is 34): the gold's plain digits are its value, or
+        # its digits in a base only the question names; the same digits in base 10 are the same number.
+        plain_number = parse_number(plain)
+        if plain_number is not None and plain_number.value == int(based[0], based[1]):
+            return Verdict(True, "base", f"{based[0]} in base {based[1]} is {plain}")
+        if same_digits:
+            return Verdict("undecided", "base", f"{based[0]} in base {based[1]} is {int(based[0], based[1])}; "
+                                                f"the gold {plain!r} may be that value's digits or the number {plain}")
+        return Verdict(False, "base", f"{based[0]} in base {based[1]} is {int(based[0], based[1])}, not {plain}")
     if not is_prefixed(answer if answer_based is not None else target):
         return Verdict(same_digits, "base") if _ALNUM.match(plain) else None
     # A prefix names a value (0x10 is sixteen): against plain decimal digits, the value decides; the same

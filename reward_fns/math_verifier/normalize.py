@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from rewardsmith.reward_fns.math_verifier.notation import (
+    base_marked,
+    plain_typesetting,
     chance_phrase,
     decimal_comma,
     set_builder,
@@ -195,7 +197,7 @@ def canonical_answer(text: str) -> str:
     text = plain_digits(text).strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
-    text = typeset_quantities(_unicode_to_latex(text))
+    text = typeset_quantities(_unicode_to_latex(plain_typesetting(text)))
     text = text.replace("\\$", "")  # a currency sign, before "$" is read as a math delimiter
     for token in _DELIMITERS:
         text = text.replace(token, "")
@@ -213,6 +215,7 @@ def canonical_answer(text: str) -> str:
     text = text.strip().rstrip(".;,").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
+    text = base_marked(text) or text  # before remarks and units go: "25 (base 8)" is 21, not 25
     text = scaled_number(text) or text  # before units: "1.2\\text{k}" is 1200, not 1.2 of a unit k
     # Units: a trailing \text{ cm} group after an answer (not after an equation's last side:
     # "60 \text{ minutes} = 1 \text{ hour}" is a restatement), then bare words after a number.

@@ -31,6 +31,23 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   prefix, ``0x1F``, ``0b1011``, ``0o17``, itself), and a combination of
   the unit vectors i, j, k the tuple it names (``\\mathbf{i} - 2\\mathbf{j}``
   is ``(1, -2)``).
+* :func:`plain_typesetting`: typesetting of another convention in its plain
+  LaTeX form: HTML character references (``4&#53;`` is ``45``), sized
+  delimiters (``\\bigl( ... \\bigr)``, ``\\Big(``), TeX's ``{a \\over b}``
+  (``\\frac{a}{b}``), French interval brackets (``]2, 5[`` is ``(2, 5)``,
+  ``[1, 3[`` is ``[1, 3)``) and the tg / ctg / arctg / cosec names of
+  \\tan, \\cot, \\arctan, \\csc.
+* :func:`matlab_matrix` (in :func:`written_form`): a MATLAB / Octave matrix
+  with ``;`` between rows or a ``'`` transpose (``[1 2; 3 4]``) as a
+  ``pmatrix``; and (in :func:`plain_typesetting`) presentation MathML,
+  ``\\color`` / ``\\textcolor`` / ``\\colorbox`` (decoration), a multinomial
+  coefficient ``\\binom{7}{3,2,2}`` whose parts add up, permutations
+  ``{}_{10}P_{3}`` and ``10P3``, Mathematica's ``Pi``, ``Sqrt[..]``, ``Exp[..]``, ``Binomial[n, k]``, R's
+  ``choose(n, k)``, SymPy's ``oo`` and ``Interval(a, b)``.
+* :func:`base_marked`: a number with its base marked in any notation
+  (``25_{(8)}``, ``25_{\\text{base } 8}``, ``25₈``, "25 (base 8)", "25 in
+  base 8", ``25_{\\text{eight}}``) as ``25_{8}``: the base changes the value,
+  so the mark is never dropped as a remark or a unit.
 * :func:`decimal_comma`: a decimal comma in LaTeX, ``2{,}5`` (the braces
   keep TeX from spacing it as a list), is ``2.5`` when the digits after it
   cannot be a thousands group (not exactly three: ``1{,}000`` stays 1000).
@@ -50,6 +67,7 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
 """
 from __future__ import annotations
 
+import html
 import math
 import re
 from fractions import Fraction
@@ -117,7 +135,11 @@ def scaled_number(text: str) -> str | None:
 
 
 _RATIO_WORDS = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s+to\s+([+-]?\d+(?:\.\d+)?)$", re.IGNORECASE)
-_BINOMIAL = re.compile(r"^(?:C\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|(\d+)\s*C\s*(\d+)|(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*C_\s*\{?\s*(\d+)\s*\}?)$")
+_BINOMIAL = re.compile(r"^(?:(?:C|choose|nCr)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)|Binomial\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]|(\d+)\s*C\s*(\d+)|(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*C_\s*\{?\s*(\d+)\s*\}?)$")
+# \binom{7}{3,2,2}: a multinomial coefficient, read when its parts add up to its top (else left unread).
+_MULTINOMIAL = re.compile(r"^\\binom\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+(?:\s*,\s*\d+)+)\s*\}$")
+# {}_{10}P_{3}, 10P3: permutations (P(10, 3) is also a labelled point, so it is not read).
+_PERMUTATIONS = re.compile(r"^(?:(?:\{\s*\})?_\s*\{?\s*(\d+)\s*\}?\s*P_\s*\{?\s*(\d+)\s*\}?|(\d+)\s*P\s*(\d+))$")
 _PLAIN_SCIENTIFIC = re.compile(r"^([+-]?\d+(?:\.\d+)?)\s*(?:x|X|\*|\\times|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([+-]?\d+)\s*\}?$")
 _INLINE_CODE = re.compile(r"^`+([^`]+)`+$")
 _ARROWS = re.compile(r"\s*(?:→|⟶|->|\\to(?![A-Za-z])|\\rightarrow(?![A-Za-z])|\\longrightarrow(?![A-Za-z]))\s*")
@@ -155,6 +177,25 @@ def unit_vectors(text: str) -> str | None:
     return "(" + ", ".join(terms.get(axis, "0") for axis in axes) + ")"
 
 
+_MATLAB_MATRIX = re.compile(r"^\[([^\[\]]*)\]\s*(')?$")
+_MATLAB_ENTRY = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
+
+
+def matlab_matrix(text: str) -> str | None:
+    """The ``pmatrix`` of a MATLAB / Octave matrix (``[1 2; 3 4]``, ``[0, 1; 1, 0]``, a column ``[2; -1]``,
+    a transposed row ``[3 5]'``) with a ``;`` between rows or a transpose mark; else ``None`` (``[1, 2]``
+    is a list or an interval)."""
+    match = _MATLAB_MATRIX.match(text.strip())
+    if match is None or (";" not in match.group(1) and not match.group(2)):
+        return None
+    rows = [re.split(r"\s*,\s*|\s+", row.strip()) for row in match.group(1).split(";")]
+    if any(not all(_MATLAB_ENTRY.match(entry) for entry in row) for row in rows) or len({len(row) for row in rows}) != 1:
+        return None
+    if match.group(2):
+        rows = [list(column) for column in zip(*rows)]
+    return "\\begin{pmatrix}" + " \\\\ ".join(" & ".join(row) for row in rows) + "\\end{pmatrix}"
+
+
 def written_form(text: str) -> str | None:
     """The plain form of a number written in a notation of its own (see the module docstring), else ``None``."""
     arrows = _ARROWS.split(text)
@@ -166,9 +207,19 @@ def written_form(text: str) -> str | None:
     code = _INLINE_CODE.match(text)
     if code:
         return code.group(1).strip()
+    matrix = matlab_matrix(text)
+    if matrix:
+        return matrix
     ratio = _RATIO_WORDS.match(text)
     if ratio:
         return f"{ratio.group(1)}:{ratio.group(2)}"
+    multinomial = _MULTINOMIAL.match(text)
+    if multinomial and sum(parts := [int(k) for k in multinomial.group(2).split(",")]) == int(multinomial.group(1)):
+        return str(math.factorial(int(multinomial.group(1))) // math.prod(math.factorial(k) for k in parts))
+    permutations = _PERMUTATIONS.match(text)
+    if permutations:
+        n, r = (int(g) for g in permutations.groups() if g is not None)
+        return str(math.perm(n, r))
     binomial = _BINOMIAL.match(text)
     if binomial:
         n, k = (int(g) for g in binomial.groups() if g is not None)
@@ -183,7 +234,128 @@ def written_form(text: str) -> str | None:
     return None
 
 
+_HTML_REFERENCE = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z]+\d*);")
+_SIZED_DELIMITER = re.compile(r"\\(?:big|Big|bigg|Bigg)[lrm]?(?![A-Za-z])\s*")
+_TEX_OVER = re.compile(r"\{([^{}]*?)\\over(?![A-Za-z])([^{}]*)\}")
+_BARE_TEX_OVER = re.compile(r"^([^{}]*?)\\over(?![A-Za-z])([^{}]*)$")
+_FRENCH_INTERVAL = re.compile(r"^([\[\]])\s*([^\[\],]+?)\s*,\s*([^\[\],]+?)\s*([\[\]])$")
+_NATIONAL_TRIG = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*(arc)?(tg|ctg|cotg|cosec)\s*\}|\\?(?<![A-Za-z])(arc)?(tg|ctg|cotg|cosec)(?![A-Za-z])")
+_TRIG_NAMES = {"tg": "tan", "ctg": "cot", "cotg": "cot", "cosec": "csc"}
+
+
+def _trig_name(match: re.Match[str]) -> str:
+    arc, name = (match.group(1) or match.group(3)), _TRIG_NAMES[match.group(2) or match.group(4)]
+    if arc:
+        return "\\arctan " if name == "tan" else f"\\operatorname{{arc{name}}} "
+    return f"\\{name} "
+
+
+_COLOR = re.compile(r"\\(?:textcolor|colorbox|color)\s*(?:\[[^\[\]]*\])?\s*\{([A-Za-z0-9#!.,\s-]*)\}")
+
+
+def _visible_colour(match: re.Match[str]) -> str:
+    """A colour is decoration (``\\textcolor{red}{5}`` is 5), but white text is hidden: left unread."""
+    colour = match.group(1).strip().lower().lstrip("#")
+    return match.group(0) if colour.startswith("white") or colour in ("fff", "ffffff", "1,1,1", "255,255,255") else ""
+
+
+_MATHML_LEAF = re.compile(r"<(mn|mi|mtext)(?:\s[^<>]*)?>([^<>]*)</\1>")
+_MATHML_OPERATOR = re.compile(r"<mo(?:\s[^<>]*)?>([^<>]*)</mo>")
+_MATHML_GROUP = re.compile(r"<(mrow|mfrac|msqrt|msup|msub|mroot|mfenced)(?:\s[^<>]*)?>([^<>]*)</\1>")
+_MATHML_ROOT = re.compile(r"^\s*<math(?:\s[^<>]*)?>([^<>]*)</math>\s*$")
+_BRACED = re.compile(r"\{[^{}]*\}|\\frac\{[^{}]*\}\{[^{}]*\}|\\sqrt\{[^{}]*\}")
+
+
+def _mathml_group(match: re.Match[str]) -> str:
+    tag, inner = match.group(1), match.group(2)
+    children = _BRACED.findall(inner)
+    if tag in ("mrow", "msqrt", "mfenced"):
+        body = "{" + inner + "}"
+        return {"mrow": body, "msqrt": "{\\sqrt" + body + "}", "mfenced": "{(" + inner + ")}"}[tag]
+    if len(children) != 2 or "".join(children) != inner.replace(" ", ""):
+        return match.group(0)  # not two arguments: left unread
+    first, second = children
+    return {"mfrac": "{\\frac" + first + second + "}", "msup": "{" + first + "^" + second + "}",
+            "msub": "{" + first + "_" + second + "}", "mroot": "{\\sqrt[" + second[1:-1] + "]" + first + "}"}[tag]
+
+
+def mathml(text: str) -> str | None:
+    """The LaTeX of a presentation-MathML answer (``<math><mfrac><mn>3</mn><mn>5</mn></mfrac></math>`` is
+    ``\\frac{3}{5}``): numbers, identifiers, operators, rows, fractions, roots, powers and indices;
+    ``None`` when any other element is left."""
+    text = _MATHML_OPERATOR.sub(lambda m: html.unescape(m.group(1)).strip(), _MATHML_LEAF.sub(lambda m: "{" + m.group(2).strip() + "}", text))
+    while True:
+        grouped = _MATHML_GROUP.sub(_mathml_group, text)
+        if grouped == text:
+            break
+        text = grouped
+    root = _MATHML_ROOT.match(text)
+    return root.group(1).strip() if root else None
+
+
+_CODE_NAMES = ((re.compile(r"(?<![A-Za-z\\])Pi(?![A-Za-z])"), r"\\pi "),
+               (re.compile(r"(?<![A-Za-z\\])Sqrt\[([^\[\]]*)\]"), r"\\sqrt{\1}"),
+               (re.compile(r"(?<![A-Za-z\\])Exp\[([^\[\]]*)\]"), r"e^{\1}"),
+               (re.compile(r"(?<![A-Za-z\\])Interval\.open\(([^()]*),([^()]*)\)"), r"(\1,\2)"),
+               (re.compile(r"(?<![A-Za-z\\])Interval\.Lopen\(([^()]*),([^()]*)\)"), r"(\1,\2]"),
+               (re.compile(r"(?<![A-Za-z\\])Interval\.Ropen\(([^()]*),([^()]*)\)"), r"[\1,\2)"),
+               (re.compile(r"(?<![A-Za-z\\])Interval\(([^()]*),([^()]*)\)"), r"[\1,\2]"),
+               (re.compile(r"(?<![A-Za-z\\])oo(?![A-Za-z])"), r"\\infty "))
+
+
+def _code_names(text: str) -> str:
+    """Mathematica's ``Pi``, ``Sqrt[..]``, ``Exp[..]`` and SymPy's ``oo`` and ``Interval(a, b)`` (closed
+    unless ``.open`` / ``.Lopen`` / ``.Ropen``; an infinite end is open whatever is written) in LaTeX."""
+    for pattern, latex in _CODE_NAMES:
+        text = pattern.sub(latex, text)
+    return re.sub(r"\[\s*(-\\infty)", r"(\1", re.sub(r"(\\infty)\s*\]", r"\1)", text))
+
+
+def plain_typesetting(text: str) -> str:
+    """``text`` with the typesetting of other conventions (see the module docstring) in plain LaTeX."""
+    if "&" in text:
+        text = _HTML_REFERENCE.sub(lambda m: html.unescape(m.group(0)), text)
+    if "\\big" in text or "\\Big" in text:
+        text = _SIZED_DELIMITER.sub("", text)
+    if "\\over" in text:
+        text = _TEX_OVER.sub(r"\\frac{\1}{\2}", text)
+        text = _BARE_TEX_OVER.sub(r"\\frac{\1}{\2}", text.strip())
+    if "tg" in text or "cosec" in text:
+        text = _NATIONAL_TRIG.sub(_trig_name, text)
+    if "\\color" in text or "\\textcolor" in text:
+        text = _COLOR.sub(_visible_colour, text)
+    if "<m" in text:
+        text = mathml(text) or text
+    if "Pi" in text or "Sqrt[" in text or "Exp[" in text or "oo" in text or "Interval" in text:
+        text = _code_names(text)
+    interval = _FRENCH_INTERVAL.match(text.strip())
+    if interval and (interval.group(1) == "]" or interval.group(4) == "["):
+        opening, low, high, closing = interval.groups()
+        text = f"{'(' if opening == ']' else '['}{low}, {high}{')' if closing == '[' else ']'}"
+    return text
+
+
 _BASED = re.compile(r"^([0-9A-Za-z]+)\s*_\s*\{?\s*(\d+)\s*\}?$")
+_BASE_NAME = r"(\d+|" + "|".join(sorted(_BASE_WORDS, key=len, reverse=True)) + r")"
+_BASE_MARK = re.compile(
+    r"^\(?([0-9A-Za-z]+)\)?\s*(?:"
+    r"_\s*\{?\s*(?:\\(?:text|mathrm|rm)\s*\{\s*)?\(?\s*(?:base\s*\}?\s*(?:-|\\[,;: ])?\s*)?" + _BASE_NAME + r"\s*\)?\s*\}?\s*\}?"
+    r"|\(\s*(?:in\s+)?base\s*-?\s*" + _BASE_NAME + r"\s*\)"
+    r"|,?\s*(?:in\s+)?base\s*-?\s*" + _BASE_NAME + r"|([₀-₉]+))$", re.IGNORECASE)
+_SUBSCRIPT_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+
+
+def base_marked(text: str) -> str | None:
+    """``digits_{base}`` for a number whose base is marked in any notation (see the module docstring), so
+    that the base is read with it; ``None`` for other text and for a base out of 2 to 36."""
+    match = _BASE_MARK.match(text.strip())
+    if match is None or not any(c.isdigit() for c in match.group(1)):
+        return None
+    name = next(g for g in match.groups()[1:] if g)
+    base = int(name.translate(_SUBSCRIPT_DIGITS)) if name[0].translate(_SUBSCRIPT_DIGITS).isdigit() else _BASE_WORDS.get(name.lower())
+    if base is None or not 2 <= base <= 36:
+        return None
+    return f"{match.group(1)}_{{{base}}}"
 
 
 def is_prefixed(text: str) -> bool:
