@@ -62,7 +62,9 @@ def test_budget_cuts_sandbox_runs_mid_batch(make_config):
     quick, stuck = fenced("print(int(input()) ** 2)"), fenced("import time\ntime.sleep(30)")
     responses = [quick, quick + "\n", stuck, stuck + "\n", stuck + "\n\n", quick + "\n\n\n"]
     batch = RewardBatch(["codecontests"] * 6, responses, [SQUARE] * 6)
-    with server("--workers", "2") as url, manager_for(make_config, url, 2) as manager:
+    # Six server workers, two samples in flight: a stuck sample's three test cases run side by side on the
+    # server, and with two workers they could take both while the second quick sample still had a case to run.
+    with server("--workers", "6") as url, manager_for(make_config, url, 2) as manager:
         start = time.perf_counter()
         with reward_step(budget(4.0)):
             out = manager(batch)
