@@ -81,9 +81,9 @@ class PendingReward:
     overlap: bool = False
     thread: Optional[threading.Thread] = None
     chunks: "queue.Queue[Any]" = field(default_factory=queue.Queue)
+    # One output per call (the thread scores the chunks queued meanwhile as one call), and one per chunk.
     results: list[Any] = field(default_factory=list)
-    # The sizes of the chunks each output in ``results`` scored (the thread scores queued chunks as one call).
-    sizes: list[list[int]] = field(default_factory=list)
+    chunk_results: list[Any] = field(default_factory=list)
     submitted: bool = False
     busy_s: float = 0.0
     last_end: float = 0.0
@@ -121,16 +121,7 @@ class PendingReward:
     def scored(self) -> list[Any]:
         """One output per chunk scored so far, in submission order, with its samples' values (the metrics
         are those of the call that scored it, which may have held later chunks too)."""
-        out = []
-        for result, sizes in zip(list(self.results), list(self.sizes)):
-            if len(sizes) == 1:
-                out.append(result)
-                continue
-            start = 0
-            for size in sizes:
-                out.append(select_reward(result, list(range(start, start + size))))
-                start += size
-        return out
+        return list(self.chunk_results)
 
     def _drain(self) -> None:
         ended = False
@@ -157,8 +148,12 @@ class PendingReward:
         try:
             with reward_step(self.step):
                 result = self.manager(batches[0] if len(batches) == 1 else RewardBatch.concat(batches))
-            self.sizes.append([len(b) for b in batches])
             self.results.append(result)
+            start = 0
+            for batch in batches:
+                self.chunk_results.append(result if len(batches) == 1 else
+                                          select_reward(result, list(range(start, start + len(batch)))))
+                start += len(batch)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the trainer's thread by join()
             self.error = exc
         self.last_end = time.perf_counter()

@@ -497,11 +497,18 @@ class PPOTrainer:
                         enough: Optional[Callable[[list[tuple[list[int], Batch]]], bool]] = None) -> Batch:
         """Generate ``prompts`` in ``rollout.stream_chunks`` chunks of whole prompt groups, handing the
         responses to ``pending`` as soon as they exist: each chunk once generated, or with
-        ``rollout.stream_requests`` each prompt group the engine has finished. Before each further hand-over
+        ``rollout.stream_requests`` each prompt group the engine has finished (the hf engine only where the rewards
+        overlap or ``enough`` can stop it). Before each further hand-over
         stop once ``enough(parts so far)``, a part being (its prompts' rows in ``prompts``, its samples).
         Each prompt samples from its own seed (:class:`SamplingParams`), so the samples are those of one call
         on all of ``prompts``, returned in the prompts' order (``pending`` reorders its scores alike)."""
         sampling = dataclasses.replace(self.sampling, seed=draw_seed(self.rollout_generator))
+        # Streaming pays where scoring runs beside the engine (on the reward thread, or in this thread while vLLM's
+        # engine steps in its own process) or can stop it early. The hf engine's inline rewards with no stop check
+        # would only be interleaved with its token steps, whose watch for ended groups costs each a host sync (on a
+        # GPU, 0.86x the step of one call with no costly reward).
+        rollout = self.config.actor_rollout_ref.rollout
+        streamed = rollout.stream_requests and (pending.overlap or enough is not None or rollout.name == "vllm")
         parts: list[tuple[list[int], Batch]] = []
         taking = [0.0]
 
@@ -517,7 +524,7 @@ class PPOTrainer:
             start = time.perf_counter()
             for rows in chunk_ranges(len(prompts), self.config.actor_rollout_ref.rollout.stream_chunks):
                 params = dataclasses.replace(sampling, first_prompt=rows.start)
-                if self._generated(prompts.select(rows), params, functools.partial(take, rows.start)):
+                if self._generated(prompts.select(rows), params, functools.partial(take, rows.start), streamed):
                     break
             # Generation time: what the hand-overs (inline scoring, the DAPO check) did not take.
             timing["gen"] = timing.get("gen", 0.0) + time.perf_counter() - start - taking[0]
@@ -530,10 +537,10 @@ class PPOTrainer:
             batch = batch.select(order)
         return batch
 
-    def _generated(self, prompts: Batch, params: SamplingParams, take: HandOver) -> bool:
-        """Hand the samples of ``prompts`` to ``take`` as (rows, samples) parts: as the engine finishes them with
-        ``rollout.stream_requests``, else in one part. True once ``take`` asked to stop."""
-        if self.config.actor_rollout_ref.rollout.stream_requests:
+    def _generated(self, prompts: Batch, params: SamplingParams, take: HandOver, streamed: bool) -> bool:
+        """Hand the samples of ``prompts`` to ``take`` as (rows, samples) parts: as the engine finishes them when
+        ``streamed``, else in one part. True once ``take`` asked to stop."""
+        if streamed:
             return self.actor.generate_stream(prompts, params, take)
         return hand_over_at_once(self.actor.generate, prompts, params, take)
 

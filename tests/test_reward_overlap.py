@@ -216,7 +216,7 @@ def test_chunks_handed_over_while_a_call_runs_are_scored_as_one_call_with_their_
             streamed = pending.join({})
             whole = manager(RewardBatch.concat([group(g) for g in range(8)]))
     # The first group's call ran alone; the seven groups queued behind it went as one call.
-    assert pending.sizes == [[4], [4] * 7]
+    assert [len(r.scores) for r in pending.results] == [4, 28]
     assert peak[0] == 8
     assert streamed.scores.tolist() == whole.scores.tolist()
     assert [len(r.scores) for r in pending.scored()] == [4] * 8

@@ -328,6 +328,31 @@ def test_a_hand_over_that_asks_to_stop_ends_the_hf_call_and_leaves_the_engine_as
     assert torch.equal(again["responses"], whole["responses"])
 
 
+@pytest.mark.parametrize("overlap, filtered, streamed", [(True, False, True), (False, True, True), (False, False, False)])
+def test_requests_stream_only_where_scoring_runs_beside_the_engine_or_can_stop_it(tmp_path, overlap, filtered, streamed):
+    """Inline scoring with no dynamic sampling gains nothing from streaming, whose watch for ended groups costs each
+    token step a host sync: the batch is then generated in one call and handed over once."""
+    extra = ("algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=seq_reward",
+             "data.gen_batch_size=6") if filtered else ()
+    cfg = tiny_config(tmp_path, write_reward(tmp_path, ALTERNATING), *GRPO, *extra, "reward_model.timeout=null",
+                      f"reward_model.launch_reward_fn_async={overlap}", "data.max_response_length=16")
+    trainer = PPOTrainer(cfg)
+    calls = []
+    generate_stream = trainer.actor.generate_stream
+
+    def recorded(*args, **kwargs):
+        calls.append(1)
+        return generate_stream(*args, **kwargs)
+
+    trainer.actor.generate_stream = recorded
+    try:
+        trainer.global_step = 1
+        trainer.make_experience(next(trainer.prompt_batches), {})
+    finally:
+        trainer.close()
+    assert bool(calls) is streamed
+
+
 def test_hf_streamed_scoring_starts_before_the_generate_call_returns_and_changes_no_result(tmp_path):
     starts = tmp_path / "starts.txt"
     reward = write_reward(tmp_path, f"STARTS = {str(starts)!r}\n" + TIMED_DIGITS)
