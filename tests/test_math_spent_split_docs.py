@@ -1,4 +1,4 @@
-"""docs/scorers.md's tables of blind splits 3 and 5 (scored blind, then tuned on once spent) and 4 are the
+"""docs/scorers.md's tables of blind splits 3 and 5 (scored blind, then tuned on once spent), 4 and 6 are the
 benchmark's output, not typed by hand."""
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ COLUMNS = [
     ("blind split 5", 3, "math_blind5_before_70ec015.txt", "math_verify"),
     ("split 5, tuned on (spent)", 1, "math_blind5_after_36e4cfe.txt", "math_answer"),
     ("split 5, tuned on (spent)", 2, "math_blind5_spent_after_2d5b2c7.txt", "math_answer"),
+    ("blind split 6", 1, "math_blind6_before_29d0c8c.txt", "math_answer"),
+    ("blind split 6", 2, "math_blind6_before_29d0c8c.txt", "math_verify"),
 ]
 
 
