@@ -74,7 +74,7 @@ $(VLLM_STAMP): $(STAMP)
 # install, training, vLLM) tests.
 test: $(TEST_STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -m slow --durations=20
 
 test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
