@@ -267,7 +267,7 @@ _REFERENCE_WORD = (r"(?:steps?|lemmas?|theorems?|problems?|exercises?|equations?
                    r"definitions?|questions?|footnotes?|appendix|rules?|§)")
 _REFERENCE = re.compile(r"(?i)(?:\b(?:see|cf\.?|as (?:obtained|given|shown|stated) in|the (?:result|value|answer) "
                         r"(?:of|in)|from)\s+)*(?:\b" + _REFERENCE_WORD + r"|§)\s*(?:\(\s*\d+(?:\.\d+)*\s*\)|"
-                        r"\d+(?:\.\d+)*[a-z]?)|\[\s*\d+\s*(?:,\s*[A-Za-z§][^\]]*)?\]")
+                        r"\d+(?:\.\d+)*[a-z]?)|(?<![A-Za-z])\[\s*\d+\s*(?:,\s*[A-Za-z§][^\]]*)?\]")  # "Factorial[5]" is a call
 _REFERENCE_JUST_BEFORE = re.compile(r"(?i)(?:\b" + _REFERENCE_WORD + r"|§)[\s$~]*\(?[\s$]*$")
 # Equation tags and labels are never text; nor is an equation number "(12)" right after a display, nor
 # the address of a link (a reference, wherever its digits are).
