@@ -105,3 +105,49 @@ def test_code_that_cannot_be_read_whole_or_safely_stays_unread(code: str) -> Non
 def test_an_unread_code_answer_is_undecided_not_guessed() -> None:
     assert _verdict("=ROUNDDOWN(42.6,0)", "43") == "undecided"
     assert _verdict("foo(3)", "3") != "correct"
+
+
+# Spoken math: numbers spelled by num2words (an independent renderer), joined by the grammar's words.
+num2words = pytest.importorskip("num2words").num2words
+
+
+def _spoken(n: int) -> str:
+    return ("negative " if n < 0 else "") + num2words(abs(n)).replace(",", "")
+
+
+SPOKEN_FRACTIONS = ("{p} over {q}", "{p} divided by {q}", "\\text{{{p} over {q}}}")
+
+
+@RULE
+@given(st.integers(-99, 99), st.integers(2, 99), st.sampled_from(SPOKEN_FRACTIONS))
+def test_a_spoken_fraction_is_its_value(p: int, q: int, notation: str) -> None:
+    gold = _latex_fraction(Fraction(p, q))
+    assert _verdict(notation.format(p=_spoken(p), q=_spoken(q)), gold) == "correct"
+    assert _verdict(notation.format(p=_spoken(p + q), q=_spoken(q)), gold) != "correct"
+
+
+@RULE
+@given(st.integers(1, 20), st.sampled_from([2, 3, 5, 7]),
+       st.sampled_from(("{a} times the square root of {r}", "{a} root {r}", "{a} times root {r}")))
+def test_a_spoken_root_is_its_value(a: int, r: int, notation: str) -> None:
+    gold = f"{a}\\sqrt{{{r}}}"
+    assert _verdict(notation.format(a=_spoken(a), r=_spoken(r)), gold) == "correct"
+    assert _verdict(notation.format(a=_spoken(a + 1), r=_spoken(r)), gold) != "correct"
+
+
+@RULE
+@given(st.integers(1, 50), st.sampled_from([("squared", 2), ("cubed", 3), ("to the fourth", 4), ("to the power of five", 5)]),
+       st.sampled_from(["plus", "minus"]))
+def test_a_spoken_polynomial_is_its_value(c: int, power: tuple[str, int], sign: str) -> None:
+    words, k = power
+    gold = f"x^{k}{'+' if sign == 'plus' else '-'}{c}"
+    assert _verdict(f"x {words} {sign} {_spoken(c)}", gold) == "correct"
+    assert _verdict(f"x {words} {sign} {_spoken(c + 1)}", gold) != "correct"
+
+
+@pytest.mark.parametrize(("answer", "gold"), [
+    ("the square root of x plus one", "\\sqrt{x+1}"),  # of x, or of x + 1?
+    ("x plus one over two", "\\frac{x+1}{2}"),  # (x + 1)/2 or x + 1/2?
+])
+def test_spoken_math_with_an_open_scope_is_undecided(answer: str, gold: str) -> None:
+    assert _verdict(answer, gold) == "undecided"

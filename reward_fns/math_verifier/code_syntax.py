@@ -226,9 +226,17 @@ def _latex(value: Any) -> str | None:
     return sympy.latex(value)
 
 
-def _python_value(code: str, spreadsheet: bool) -> str | None:
+def code_value(code: str) -> str | None:
+    """The LaTeX of Python-syntax ``code`` over the whitelisted names, read whole and bounded, else ``None``.
+
+    Unlike :func:`code_expression` it asks for no code mark: for readers (spoken math) that write code.
+    """
+    return _python_value(code, spreadsheet=False, marked=True)
+
+
+def _python_value(code: str, spreadsheet: bool, marked: bool = False) -> str | None:
     tokens = _tokens(_R_LOG_BASE.sub(", ", code))
-    if not tokens or not _code_marked(tokens, spreadsheet) or not _bounded(tokens):
+    if not tokens or not (marked or _code_marked(tokens, spreadsheet)) or not _bounded(tokens):
         return None
     source = _translated(tokens, spreadsheet)
     if source is None:

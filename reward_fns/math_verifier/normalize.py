@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from rewardsmith.reward_fns.math_verifier.code_syntax import code_expression
+from rewardsmith.reward_fns.math_verifier.spoken import spoken_expression
 from rewardsmith.reward_fns.math_verifier.notation import (
     base_marked,
     plain_typesetting,
@@ -198,7 +199,8 @@ def canonical_answer(text: str) -> str:
     text = plain_digits(text).strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
-    text = code_expression(text) or text  # before any LaTeX rule: "x**2" and "17 %% 5" are code, read whole
+    # Before any LaTeX rule: "x**2", "17 %% 5" and "x squared plus one" are read whole, or not at all.
+    text = code_expression(text) or spoken_expression(text) or text
     text = typeset_quantities(_unicode_to_latex(plain_typesetting(text)))
     text = text.replace("\\$", "")  # a currency sign, before "$" is read as a math delimiter
     for token in _DELIMITERS:
