@@ -151,3 +151,14 @@ def test_a_spoken_polynomial_is_its_value(c: int, power: tuple[str, int], sign: 
 ])
 def test_spoken_math_with_an_open_scope_is_undecided(answer: str, gold: str) -> None:
     assert _verdict(answer, gold) == "undecided"
+
+
+@pytest.mark.parametrize(("answer", "gold", "verdict"), [
+    ("root five plus one", "1+\\sqrt{5}", "correct"),  # "root N" takes the next number only
+    ("root five plus one", "\\sqrt{5}-1", "wrong"),
+    ("four x cubed", "4x^3", "correct"),  # a number before a letter is a product
+    ("four x cubed", "4x^2", "wrong"),
+    ("negative five halves", "-\\frac{5}{2}", "correct"),
+])
+def test_spoken_math_table(answer: str, gold: str, verdict: str) -> None:
+    assert _verdict(answer, gold) == verdict

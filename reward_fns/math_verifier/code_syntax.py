@@ -223,7 +223,7 @@ def _latex(value: Any) -> str | None:
         return None
     if isinstance(value, sympy.Float):
         return repr(float(value))
-    return sympy.latex(value)
+    return sympy.latex(value, mul_symbol="dot")  # "4 x^{3}" would read as 4 of a unit
 
 
 def code_value(code: str) -> str | None:

@@ -16,13 +16,14 @@ The grammar:
 * ``plus``, ``minus``, ``times`` / ``multiplied by``, ``over`` / ``divided by``,
   ``squared``, ``cubed``, ``to the power of N`` / ``to the Nth (power)``;
 * ``negative`` / ``minus`` first or after an operator: the sign;
-* ``(the) square root of`` / ``root`` and ``(the) cube root of``, which apply
-  to the next number or variable only.
+* ``root`` ("two root three"), ``(the) square root of`` and ``(the) cube root
+  of``, which apply to the next number or variable only;
+* a number before a letter is a product ("four x cubed" is ``4*x**3``).
 
 What stays unread (``None``): any other word, an answer with no operator word
 (numbers alone have their own readers), and scope that speech leaves open: a
-root followed by another operator ("the square root of x plus one": of x, or
-of x + 1?), and ``over`` together with ``plus`` or ``minus`` ("x plus one over
+"root of" followed by another operator ("the square root of x plus one": of x,
+or of x + 1? "root five plus one" is not open), and ``over`` together with ``plus`` or ``minus`` ("x plus one over
 two").
 """
 from __future__ import annotations
@@ -44,7 +45,7 @@ _PHRASES = (
     ("to the power of", "**", True), ("multiplied by", "*", True), ("divided by", "/", True),
     ("the square root of", "sqrt", False), ("square root of", "sqrt", False), ("the cube root of", "cbrt", False),
     ("cube root of", "cbrt", False), ("plus", "+", True), ("minus", "-", True), ("times", "*", True),
-    ("over", "/", True), ("root", "sqrt", False), ("squared", "**2", False), ("cubed", "**3", False),
+    ("over", "/", True), ("root", "root", False), ("squared", "**2", False), ("cubed", "**3", False),
     ("negative", "neg", False),
 )
 _OPERATOR_WORDS = frozenset(code for _, code, _ in _PHRASES)
@@ -103,15 +104,15 @@ def _code(tokens: list[str]) -> str | None:
     index = 0
     while index < len(tokens):
         token = tokens[index]
-        if token in ("sqrt", "cbrt"):
+        if token in ("sqrt", "cbrt", "root"):
             operand = tokens[index + 1] if index + 1 < len(tokens) else None
             if operand is None or operand in _OPERATOR_WORDS or operand.startswith("**"):
                 return None
-            if index + 2 < len(tokens) and tokens[index + 2] in binary - {"**"}:
-                return None  # "the square root of x plus one": of x, or of x + 1?
+            if token != "root" and index + 2 < len(tokens) and tokens[index + 2] in binary - {"**"}:
+                return None  # "the square root of x plus one": of x, or of x + 1? ("root five plus one" is not open)
             if not operand_expected:
                 out.append("*")  # "two root three"
-            out.append(f"{token}({operand})")
+            out.append(f"{'sqrt' if token == 'root' else token}({operand})")
             index += 2
             operand_expected = False
             continue
@@ -127,8 +128,10 @@ def _code(tokens: list[str]) -> str | None:
                 return None
             out.append(token)
         else:
+            if not operand_expected and (token[0].isdigit() or token[0] == "(" or not out[-1][-1].isdigit()):
+                return None  # two numbers side by side: "three four"; "x y"
             if not operand_expected:
-                return None  # two numbers side by side: "three four"
+                out.append("*")  # a number times a letter: "four x cubed"
             out.append(token)
             operand_expected = False
         index += 1
