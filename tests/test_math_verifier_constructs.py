@@ -255,3 +255,24 @@ def test_two_matrices_are_never_read_as_permutations():
     two_rows = "\\begin{pmatrix}1 & 2 \\\\ 2 & 1\\end{pmatrix}"
     assert _verdict(_boxed("\\begin{bmatrix}1 & 2 \\\\ 2 & 1\\end{bmatrix}"), two_rows) == "correct"
     assert _verdict(_boxed("\\begin{matrix}1 & 2 \\\\ 2 & 1\\end{matrix}"), two_rows) == "correct"
+
+
+END_MARKS = ("∎", "□", "■", "✓", "✔", "✔️", "☑", "✅", " ∎", " ✓ ∎")
+
+
+@RULE
+@given(st.integers(-500, 500), st.sampled_from(END_MARKS), st.sampled_from(("Answer: {}", "#### {}", "$\\boxed{{{}}}$")))
+def test_an_end_of_proof_or_check_mark_after_an_answer_carries_no_value(n: int, mark: str, frame: str) -> None:
+    assert _verdict(frame.format(f"{n} {mark}"), str(n)) == "correct"
+    assert _verdict(frame.format(f"{n + 1} {mark}"), str(n)) == "wrong"
+    assert _verdict(frame.format(f"{n} ✗"), str(n)) != "correct"  # a cross says the value is wrong
+
+
+@pytest.mark.parametrize(("answer", "gold", "verdict"), [
+    ("\\operatorname{arctg} 1", "\\frac{\\pi}{4}", "correct"),
+    ("\\operatorname{tg} \\frac{\\pi}{4}", "1", "correct"),
+    ("\\mathrm{ctg}\\,\\frac{\\pi}{4}", "1", "correct"),
+    ("\\operatorname{arctg} 1", "\\frac{\\pi}{3}", "wrong"),
+])
+def test_national_trig_names_in_operatorname_are_read(answer: str, gold: str, verdict: str) -> None:
+    assert _verdict(_boxed(answer), gold) == verdict

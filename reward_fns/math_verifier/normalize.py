@@ -74,6 +74,9 @@ _CURRENCY_PREFIX = re.compile(r"^(?:USD|US\$?|Rs\.?|€|£|¥)\s*(?=[\d.])")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\approx|≈)\s*(.+)$", re.DOTALL)
 _RESTATED_SIDE = re.compile(rf"^({_NUMBER_CORE})\s*({_UNIT_WORDS})$")
 _ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…|\\[lc]?dots\b|\\dotsc\b)\s*$")
+# Marks that close an answer and carry no value: end of proof (∎, □, ■) and check marks (✓, ✔, ☑, ✅,
+# with or without the emoji variation selector). A cross (✗) says the value is wrong: it stays, unread.
+_END_MARK = re.compile(r"(?:\s*[∎□■▪◼✓✔☑✅]\ufe0f?)+\s*$")
 _ENDS_WITH_JOINER = re.compile(r"\b(?:or|and)\s*\}?\s*$")
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per cent)\b")
 _LOG_BASE_E = re.compile(r"\\log_\{?e\}?(?![A-Za-z])")
@@ -196,7 +199,7 @@ def dropped_words(answer: str) -> str | None:
 
 def canonical_answer(text: str) -> str:
     """The canonical form of a final answer (see the module docstring)."""
-    text = plain_digits(text).strip().strip("*").strip()
+    text = _END_MARK.sub("", plain_digits(text)).strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
     # Before any LaTeX rule: "x**2", "17 %% 5" and "x squared plus one" are read whole, or not at all.
