@@ -276,3 +276,25 @@ def test_an_end_of_proof_or_check_mark_after_an_answer_carries_no_value(n: int, 
 ])
 def test_national_trig_names_in_operatorname_are_read(answer: str, gold: str, verdict: str) -> None:
     assert _verdict(_boxed(answer), gold) == verdict
+
+
+@RULE
+@given(st.lists(st.integers(-20, 20), min_size=2, max_size=3), st.sampled_from("PQMCDAB"),
+       st.sampled_from(("{}{}", "{} {}", "{}\\left{}")))
+def test_a_named_point_is_the_point_against_a_point_gold(coords: list[int], letter: str, frame: str) -> None:
+    point = "(" + ", ".join(map(str, coords)) + ")"
+    answer = frame.format(letter, point) if "left" not in frame else f"{letter}\\left({point[1:-1]}\\right)"
+    assert _verdict(_boxed(answer), point) == "correct"
+    moved = "(" + ", ".join(map(str, [coords[0] + 1, *coords[1:]])) + ")"
+    assert _verdict(_boxed(answer), moved) == "wrong"
+
+
+@RULE
+@given(st.integers(1, 12), st.data())
+def test_p_of_n_k_is_a_permutation_count_against_a_number_gold(n: int, data: st.DataObject) -> None:
+    import math
+
+    k = data.draw(st.integers(0, n))
+    assert _verdict(f"Answer: P({n},{k})", str(math.perm(n, k))) == "correct"
+    assert _verdict(f"Answer: P({n},{k})", str(math.perm(n, k) + 1)) == "wrong"
+    assert _verdict(f"Answer: P({n},{k})", "x + 1") != "correct"  # no convention: the letter stays unread

@@ -31,6 +31,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
+from rewardsmith.reward_fns.math_verifier.answer_types import in_gold_convention
 from rewardsmith.reward_fns.math_verifier.constructs import unread_constant
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, VERDICTS, GradingPolicy, Verdict, quick_judge
 from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer, parse_number
@@ -50,6 +51,7 @@ def compare(pred: str, gold: str, policy: GradingPolicy = STRICT, *, timeout: fl
 
 @lru_cache(maxsize=4096)
 def _cached_compare(pred: str, gold: str, policy: GradingPolicy, timeout: float) -> Verdict:
+    pred = in_gold_convention(pred, gold)
     verdict = quick_judge(pred, gold, policy)
     if verdict is None:
         # Imported only when needed: it brings in math-verify and sympy.
