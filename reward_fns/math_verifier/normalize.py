@@ -77,6 +77,23 @@ _ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…|\\[lc]?dots\b|\\dotsc\b)\s*$")
 # Marks that close an answer and carry no value: end of proof (∎, □, ■) and check marks (✓, ✔, ☑, ✅,
 # with or without the emoji variation selector). A cross (✗) says the value is wrong: it stays, unread.
 _END_MARK = re.compile(r"(?:\s*[∎□■▪◼✓✔☑✅]\ufe0f?)+\s*$")
+# Quotation marks of any convention around a whole answer: ("..." “...” „...“ «...» ‹...› 「...」 '...' ``...'').
+_QUOTE_PAIRS = {'"': ('"',), "“": ("”", "“"), "„": ("“", "”"), "«": ("»",), "»": ("«",), "‹": ("›",), "「": ("」",),
+                "『": ("』",), "'": ("'",), "‘": ("’",), "``": ("''",)}
+
+
+def unquoted(text: str) -> str:
+    """``text`` without quotation marks around the whole of it (one pair, of any convention), else unchanged."""
+    text = text.strip()
+    for opening, closings in _QUOTE_PAIRS.items():
+        for closing in closings:
+            inner = text[len(opening) : len(text) - len(closing)]
+            if (len(text) > len(opening) + len(closing) and text.startswith(opening) and text.endswith(closing)
+                    and opening not in inner and closing not in inner):
+                return inner.strip()
+    return text
+
+
 _ENDS_WITH_JOINER = re.compile(r"\b(?:or|and)\s*\}?\s*$")
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per cent)\b")
 _LOG_BASE_E = re.compile(r"\\log_\{?e\}?(?![A-Za-z])")
@@ -202,6 +219,7 @@ def canonical_answer(text: str) -> str:
     text = _END_MARK.sub("", plain_digits(text)).strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
+    text = unquoted(text)
     # Before any LaTeX rule: "x**2", "17 %% 5" and "x squared plus one" are read whole, or not at all.
     text = code_expression(text) or spoken_expression(text) or text
     text = typeset_quantities(_unicode_to_latex(plain_typesetting(text)))
