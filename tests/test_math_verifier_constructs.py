@@ -298,3 +298,14 @@ def test_p_of_n_k_is_a_permutation_count_against_a_number_gold(n: int, data: st.
     assert _verdict(f"Answer: P({n},{k})", str(math.perm(n, k))) == "correct"
     assert _verdict(f"Answer: P({n},{k})", str(math.perm(n, k) + 1)) == "wrong"
     assert _verdict(f"Answer: P({n},{k})", "x + 1") != "correct"  # no convention: the letter stays unread
+
+
+@RULE
+@given(st.lists(st.integers(-9, 9), min_size=1, max_size=3, unique=True),
+       st.sampled_from(("\\mathbb{R} \\setminus \\{", "\\mathbb{R} - \\{", "ℝ \\setminus \\{", "\\mathbb{R}\\backslash\\{")))
+def test_the_real_line_without_points_is_the_union_of_intervals(points: list[int], notation: str) -> None:
+    ends = ["-\\infty", *map(str, sorted(points)), "\\infty"]
+    gold = "\\cup".join(f"({low},{high})" for low, high in zip(ends, ends[1:]))
+    assert _verdict(_boxed(notation + ", ".join(map(str, points)) + "\\}"), gold) == "correct"
+    moved = [points[0] + 10, *points[1:]]
+    assert _verdict(_boxed(notation + ", ".join(map(str, moved)) + "\\}"), gold) == "wrong"
