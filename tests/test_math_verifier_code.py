@@ -97,6 +97,9 @@ def test_code_notations_are_read(answer: str, gold: str) -> None:
     "__import__('os').system('true')", "os.system(1)", "math.__class__", "().__class__", "lambda: 1",
     "2**10**10", "factorial(10**7)", "factorial(factorial(5))", "9**999999", "x.real", "e**2",
     "=ROUNDDOWN(42.6,0)", "foo(3)", "Foo[2]", "50%", "1/0", "sqrt(" + "1+" * 200 + "1)",
+    # values that grow past any bound: each took seconds to minutes before the bounds
+    "pow(999999, 999999)", "binomial(999999, 499999)", "perm(999999, 99999)", "floor(exp(999999))",
+    "((999999**100)**100)**100",
 ])
 def test_code_that_cannot_be_read_whole_or_safely_stays_unread(code: str) -> None:
     assert code_expression(code) is None

@@ -21,9 +21,11 @@ leading ``=``, Mathematica brackets), any name outside the whitelist
 ``np`` / ``numpy`` / ``sympy`` / ``sp``, ``e`` / ``i`` / ``j`` alone (a
 variable in code, a constant in math), ``%`` not between two operands (a
 percent), and anything beyond the size bounds (:data:`MAX_CODE_LENGTH`
-characters, literals up to :data:`MAX_LITERAL`, exponents and factorials of
-small literals only), so that parsing and evaluation are bounded. Nothing is
-half-read: one unknown token leaves the whole answer unread.
+characters, literals up to :data:`MAX_LITERAL`, exponents, exponentials and
+counts of small literals only, at most :data:`MAX_POWERS` powers; no floor or
+ceiling, which would force a huge value out digit by digit), so that parsing
+and evaluation are bounded. Nothing is half-read: one unknown token leaves the
+whole answer unread.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ MAX_CODE_LENGTH = 200
 MAX_LITERAL = 10**6
 MAX_EXPONENT = 100
 MAX_FACTORIAL = 1000
-MAX_POWERS = 3
+MAX_POWERS = 2
 
 _TOKEN = re.compile(r"\s*(?:(?P<number>\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|"
                     r"(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)*)|"
@@ -47,7 +49,7 @@ _FUNCTIONS = {
     "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "arcsin": "asin",
     "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "abs": "Abs", "Abs": "Abs",
     "fabs": "Abs", "factorial": "factorial", "binomial": "binomial", "comb": "binomial", "choose": "binomial",
-    "gcd": "gcd", "lcm": "lcm", "floor": "floor", "ceiling": "ceiling", "ceil": "ceiling", "Rational": "Rational",
+    "gcd": "gcd", "lcm": "lcm", "Rational": "Rational",
     "Fraction": "Rational", "Integer": "Integer", "Interval": "Interval", "FiniteSet": "FiniteSet", "pow": "Pow",
     "Pow": "Pow", "Mod": "Mod", "mod": "Mod", "perm": "_perm",
 }
@@ -58,10 +60,15 @@ _SPREADSHEET = {"SQRT": "sqrt", "PI": "_pi", "POWER": "Pow", "FACT": "factorial"
                 "TAN": "tan", "DEGREES": "_degrees", "RADIANS": "_radians"}
 _MATHEMATICA = frozenset({"Sqrt", "Exp", "Log", "Sin", "Cos", "Tan", "ArcSin", "ArcCos", "ArcTan", "Abs", "Binomial",
                           "Factorial", "Power", "Rational", "Pi", "E", "I", "Infinity", "CubeRoot", "Surd", "Log2",
-                          "Log10", "GCD", "LCM", "Floor", "Ceiling", "Mod"})
+                          "Log10", "GCD", "LCM", "Mod"})
 _MATHEMATICA_LEFT = {"Binomial": "binomial", "Factorial": "factorial", "GCD": "gcd", "LCM": "lcm", "Mod": "Mod",
-                     "Floor": "floor", "Ceiling": "ceiling", "CubeRoot": "cbrt"}
-_FACTORIALS = frozenset({"factorial", "FACT", "Factorial"})
+                     "CubeRoot": "cbrt"}
+# Calls whose value grows past any bound with their arguments: counts (factorials, binomials,
+# permutations) and powers.
+_COUNTS = frozenset({"factorial", "FACT", "Factorial", "binomial", "comb", "choose", "COMBIN", "Binomial", "perm",
+                     "PERMUT"})
+_POWER_CALLS = frozenset({"pow", "Pow", "POWER", "Power"})
+_EXPONENTIALS = frozenset({"exp", "EXP", "Exp"})
 # A variable in code (``x**2 + 1``); e, i and j are constants in math and variables in code: unread.
 _VARIABLE = re.compile(r"^[a-df-hk-zA-DF-HJ-Z]$")
 _R_LOG_BASE = re.compile(r",\s*base\s*=\s*")
@@ -123,11 +130,35 @@ def _bounded(tokens: list[tuple[str, str]]) -> bool:
                 if group is None or any(k == "name" or (k == "number" and not _literal_ok(v, MAX_EXPONENT))
                                         or v in ("**", "^") for k, v in group):
                     return False
-        if value in _FACTORIALS:
-            group = _group(tokens, index + 1)
-            if group is None or len(group) != 1 or not _literal_ok(group[0][1], MAX_FACTORIAL):
+        name = value.rpartition(".")[2]
+        if kind == "name" and name in _EXPONENTIALS and any(
+                k == "number" and not _literal_ok(v, MAX_EXPONENT) for k, v in _group(tokens, index + 1) or []):
+            return False
+        if kind == "name" and (name in _COUNTS or name in _POWER_CALLS):
+            arguments = _arguments(_group(tokens, index + 1))
+            bound = MAX_FACTORIAL if name in _COUNTS else MAX_EXPONENT
+            # Each argument one literal (a count up to MAX_FACTORIAL, an exponent up to MAX_EXPONENT) or a letter.
+            checked = arguments if name in _COUNTS else arguments[1:]
+            if not arguments or not all(len(a) == 1 and (_literal_ok(a[0][1], bound) or _VARIABLE.match(a[0][1]))
+                                        for a in checked):
                 return False
     return True
+
+
+def _arguments(group: list[tuple[str, str]] | None) -> list[list[tuple[str, str]]]:
+    """The top-level comma-separated arguments of a call's ``group`` (empty when there is none)."""
+    if not group:
+        return []
+    arguments: list[list[tuple[str, str]]] = [[]]
+    depth = 0
+    for token in group:
+        depth += token[1] in ("(", "[")
+        depth -= token[1] in (")", "]")
+        if token[1] == "," and depth == 0:
+            arguments.append([])
+        else:
+            arguments[-1].append(token)
+    return arguments
 
 
 def _group(tokens: list[tuple[str, str]], start: int) -> list[tuple[str, str]] | None:
