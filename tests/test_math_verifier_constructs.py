@@ -309,3 +309,14 @@ def test_the_real_line_without_points_is_the_union_of_intervals(points: list[int
     assert _verdict(_boxed(notation + ", ".join(map(str, points)) + "\\}"), gold) == "correct"
     moved = [points[0] + 10, *points[1:]]
     assert _verdict(_boxed(notation + ", ".join(map(str, moved)) + "\\}"), gold) == "wrong"
+
+
+@RULE
+@given(st.integers(1, 12), st.integers(1, 6), st.booleans())
+def test_a_factorial_power_is_its_value(n: int, k: int, falling: bool) -> None:
+    import math
+
+    value = math.perm(n, k) if falling else math.prod(range(n, n + k))
+    answer = f"{n}^{{\\{'underline' if falling else 'overline'}{{{k}}}}}"
+    assert _verdict(_boxed(answer), str(value)) == "correct"
+    assert _verdict(_boxed(answer), str(value + 1)) == "wrong"

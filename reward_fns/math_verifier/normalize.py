@@ -30,6 +30,7 @@ from rewardsmith.reward_fns.math_verifier.notation import (
     plain_typesetting,
     chance_phrase,
     decimal_comma,
+    factorial_power,
     set_builder,
     written_form,
     scaled_number,
@@ -240,6 +241,7 @@ def canonical_answer(text: str) -> str:
     text = text.strip().rstrip(".;,").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
+    text = factorial_power(text) or text  # before \overline is read as a repeating block
     text = base_marked(text) or text  # before remarks and units go: "25 (base 8)" is 21, not 25
     text = scaled_number(text) or text  # before units: "1.2\\text{k}" is 1200, not 1.2 of a unit k
     # Units: a trailing \text{ cm} group after an answer (not after an equation's last side:

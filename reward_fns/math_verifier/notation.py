@@ -23,6 +23,8 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   many (solutions)" is ``infinitely many``; the real line without some numbers
   (``\\mathbb{R} \\setminus \\{0\\}``, ``\\mathbb{R} - \\{1, 2\\}``) is the union of
   the open intervals between them (:func:`real_line_minus`).
+* :func:`factorial_power`: a falling or rising factorial power of whole
+  numbers (``6^{\\underline{3}}`` = 120, ``6^{\\overline{3}}`` = 336) is its value.
 * :func:`written_form`: numbers written in a notation of their own: terms
   of a sequence joined by arrows ("4 → 2 → 1" is ``4, 2, 1``), a ratio
   in words ("3 to 2" is ``3:2``), a binomial coefficient (``C(10, 3)``,
@@ -436,6 +438,21 @@ def real_line_minus(text: str) -> str | None:
     written = {value: point.strip() for value, point in zip(points, match.group(1).split(","))}
     ends = ["-\\infty", *(written[value] for value in sorted(written)), "\\infty"]
     return " \\cup ".join(f"({low}, {high})" for low, high in zip(ends, ends[1:]))
+
+
+_FACTORIAL_POWER = re.compile(r"^(\d+)\s*\^\s*\{\s*\\(underline|overline)\s*\{\s*(\d+)\s*\}\s*\}$")
+MAX_FACTORIAL_POWER = 1000
+
+
+def factorial_power(text: str) -> str | None:
+    """The value of a falling or rising factorial power of whole numbers, ``6^{\\underline{3}}`` (6·5·4 = 120)
+    and ``6^{\\overline{3}}`` (6·7·8 = 336), else ``None``."""
+    match = _FACTORIAL_POWER.match(text.strip())
+    if match is None or int(match.group(3)) > MAX_FACTORIAL_POWER or int(match.group(1)) > 10**6:
+        return None
+    n, k = int(match.group(1)), int(match.group(3))
+    step = -1 if match.group(2) == "underline" else 1
+    return str(math.prod(range(n, n + step * k, step)))
 
 
 def congruence(text: str) -> tuple[int, int] | None:
