@@ -463,3 +463,19 @@ def test_a_value_beside_a_reference_is_committed(n, word, form):
 def test_an_answer_in_a_symbol_the_gold_also_uses_is_judged(response, gold):
     # An introduced symbol is an undetermined unknown only against a gold not written in it.
     assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == "correct"
+
+
+QUOTES = (('"', '"'), ("“", "”"), ("„", "“"), ("«", "»"), ("「", "」"), ("'", "'"), ("‘", "’"))
+
+
+@pytest.mark.parametrize(("opening", "closing"), QUOTES)
+@pytest.mark.parametrize("frame", ["The total is {n}.\nAnswer: {q}", "So {n} in all.\n#### {q}", "Thus $\\boxed{{{q}}}$."])
+def test_an_answer_in_quotation_marks_commits_unless_it_echoes_a_quote(opening: str, closing: str, frame: str) -> None:
+    from rewardsmith.reward_fns.math_answer import compute_score
+
+    for n in (7, 35, 125):
+        quoted = f"{opening}{n}{closing}"
+        assert compute_score("openai/gsm8k", frame.format(n=n, q=quoted), str(n))["verdict"] == "correct"
+        assert compute_score("openai/gsm8k", frame.format(n=n, q=f"{opening}{n + 1}{closing}"), str(n))["verdict"] == "wrong"
+        echo = f'The problem says: "a farmer has {n} sheep". I cannot finish.\n#### {opening}{n} sheep{closing}'
+        assert compute_score("openai/gsm8k", echo, str(n))["verdict"] != "correct"

@@ -255,3 +255,68 @@ def test_two_matrices_are_never_read_as_permutations():
     two_rows = "\\begin{pmatrix}1 & 2 \\\\ 2 & 1\\end{pmatrix}"
     assert _verdict(_boxed("\\begin{bmatrix}1 & 2 \\\\ 2 & 1\\end{bmatrix}"), two_rows) == "correct"
     assert _verdict(_boxed("\\begin{matrix}1 & 2 \\\\ 2 & 1\\end{matrix}"), two_rows) == "correct"
+
+
+END_MARKS = ("∎", "□", "■", "✓", "✔", "✔️", "☑", "✅", " ∎", " ✓ ∎")
+
+
+@RULE
+@given(st.integers(-500, 500), st.sampled_from(END_MARKS), st.sampled_from(("Answer: {}", "#### {}", "$\\boxed{{{}}}$")))
+def test_an_end_of_proof_or_check_mark_after_an_answer_carries_no_value(n: int, mark: str, frame: str) -> None:
+    assert _verdict(frame.format(f"{n} {mark}"), str(n)) == "correct"
+    assert _verdict(frame.format(f"{n + 1} {mark}"), str(n)) == "wrong"
+    assert _verdict(frame.format(f"{n} ✗"), str(n)) != "correct"  # a cross says the value is wrong
+
+
+@pytest.mark.parametrize(("answer", "gold", "verdict"), [
+    ("\\operatorname{arctg} 1", "\\frac{\\pi}{4}", "correct"),
+    ("\\operatorname{tg} \\frac{\\pi}{4}", "1", "correct"),
+    ("\\mathrm{ctg}\\,\\frac{\\pi}{4}", "1", "correct"),
+    ("\\operatorname{arctg} 1", "\\frac{\\pi}{3}", "wrong"),
+])
+def test_national_trig_names_in_operatorname_are_read(answer: str, gold: str, verdict: str) -> None:
+    assert _verdict(_boxed(answer), gold) == verdict
+
+
+@RULE
+@given(st.lists(st.integers(-20, 20), min_size=2, max_size=3), st.sampled_from("PQMCDAB"),
+       st.sampled_from(("{}{}", "{} {}", "{}\\left{}")))
+def test_a_named_point_is_the_point_against_a_point_gold(coords: list[int], letter: str, frame: str) -> None:
+    point = "(" + ", ".join(map(str, coords)) + ")"
+    answer = frame.format(letter, point) if "left" not in frame else f"{letter}\\left({point[1:-1]}\\right)"
+    assert _verdict(_boxed(answer), point) == "correct"
+    moved = "(" + ", ".join(map(str, [coords[0] + 1, *coords[1:]])) + ")"
+    assert _verdict(_boxed(answer), moved) == "wrong"
+
+
+@RULE
+@given(st.integers(1, 12), st.data())
+def test_p_of_n_k_is_a_permutation_count_against_a_number_gold(n: int, data: st.DataObject) -> None:
+    import math
+
+    k = data.draw(st.integers(0, n))
+    assert _verdict(f"Answer: P({n},{k})", str(math.perm(n, k))) == "correct"
+    assert _verdict(f"Answer: P({n},{k})", str(math.perm(n, k) + 1)) == "wrong"
+    assert _verdict(f"Answer: P({n},{k})", "x + 1") != "correct"  # no convention: the letter stays unread
+
+
+@RULE
+@given(st.lists(st.integers(-9, 9), min_size=1, max_size=3, unique=True),
+       st.sampled_from(("\\mathbb{R} \\setminus \\{", "\\mathbb{R} - \\{", "ℝ \\setminus \\{", "\\mathbb{R}\\backslash\\{")))
+def test_the_real_line_without_points_is_the_union_of_intervals(points: list[int], notation: str) -> None:
+    ends = ["-\\infty", *map(str, sorted(points)), "\\infty"]
+    gold = "\\cup".join(f"({low},{high})" for low, high in zip(ends, ends[1:]))
+    assert _verdict(_boxed(notation + ", ".join(map(str, points)) + "\\}"), gold) == "correct"
+    moved = [points[0] + 10, *points[1:]]
+    assert _verdict(_boxed(notation + ", ".join(map(str, moved)) + "\\}"), gold) == "wrong"
+
+
+@RULE
+@given(st.integers(1, 12), st.integers(1, 6), st.booleans())
+def test_a_factorial_power_is_its_value(n: int, k: int, falling: bool) -> None:
+    import math
+
+    value = math.perm(n, k) if falling else math.prod(range(n, n + k))
+    answer = f"{n}^{{\\{'underline' if falling else 'overline'}{{{k}}}}}"
+    assert _verdict(_boxed(answer), str(value)) == "correct"
+    assert _verdict(_boxed(answer), str(value + 1)) == "wrong"

@@ -33,6 +33,7 @@ so a column vector ``\\begin{pmatrix}1\\\\2\\end{pmatrix}`` equals ``(1, 2)``.
 """
 from __future__ import annotations
 
+import math
 import re
 
 ANSWER_TYPES = ("choice", "number", "set", "interval", "tuple", "matrix", "piecewise", "list", "inequality", "equation",
@@ -201,3 +202,43 @@ def vector_as_tuple(canonical: str) -> str:
     if not all(entries):
         return canonical
     return "(" + ", ".join(entries) + ")"
+
+
+# A point named by a capital letter, P(3, -2), C\left(\frac12, 3\right), Q_1(0, 1, 2) (in canonical form).
+_POINT_NAME = re.compile(r"^[\s$]*[A-Z](?:_\{?\w+\}?)?\s*(?=\\left\s*\(|\()")
+_PERMUTATION_CALL = re.compile(r"^P\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+MAX_PERMUTATION_N = 1000
+
+
+def _closing_index(text: str) -> int:
+    """Where the bracket that opens ``text`` closes, else -1."""
+    depth = 0
+    for index, char in enumerate(text):
+        depth += char in "(["
+        depth -= char in ")]"
+        if depth == 0:
+            return index
+    return -1
+
+
+def in_gold_convention(answer: str, gold: str) -> str:
+    """``answer`` as the row's convention (the gold's type) reads a letter before a tuple, else unchanged.
+
+    ``P(5, 3)`` is a point named P where the gold is a point, and the number of 3-permutations of 5 (60)
+    where the gold is a number: the gold says which question was asked. Against any other gold the
+    letter stays, unread.
+    """
+    from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer
+
+    target = answer_type(canonical_answer(gold))
+    name = _POINT_NAME.match(answer)
+    if name is not None and target == "tuple":
+        point = canonical_answer(answer[name.end() :])  # read apart: C(2, 1) is a binomial coefficient too
+        whole = _closing_index(point) == len(point) - 1  # one group: not "A(1, 2) and B(3, 4)"
+        return point if whole and answer_type(point) in ("tuple", "interval") else answer
+    permutation = _PERMUTATION_CALL.match(canonical_answer(answer))
+    if permutation is not None and target == "number":
+        n, k = int(permutation.group(1)), int(permutation.group(2))
+        if k <= n <= MAX_PERMUTATION_N:
+            return str(math.perm(n, k))
+    return answer

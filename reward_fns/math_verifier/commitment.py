@@ -83,7 +83,8 @@ a phrase puts before its value ("the answer is maybe 5"):
   required format:" above "Answer: 45", "formatting note: ... like \\boxed{12}";
 - echoed from the question: "the problem (statement) states / says / gives /
   mentions", "we are given / told", "given that", "restating", a value in quotation
-  marks, a value marked "(given)";
+  marks that repeats words quoted before it (``The problem says: "45 sheep" ... #### "45 sheep"``;
+  quotation marks around an answer nothing quoted before are only its marks), a value marked "(given)";
 - a reference, not a value: a value that is only a label ("see Step 12",
   "Lemma 7", "Problem 24", "equation (3)", "page 36", "the result of item 5",
   a citation ``[12]``, also inside ``\\boxed{\\text{...}}``), or a number
@@ -238,7 +239,7 @@ _CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing
 # A condition the response affirms ("assuming the convention stated in the problem, which holds here") is met.
 _AFFIRMED = re.compile(r"(?i)\b(?:which|that|and this|and it|this) (?:(?:indeed|clearly|certainly) )?(?:holds|is the case|"
                        r"is true|is satisfied|is met|applies)\b")
-_QUOTED_VALUE = re.compile(r"^\s*(?:\"[^\"]*\"|“[^”]*”|``.*''|'[^']*')\s*$", re.DOTALL)
+_QUOTATION = re.compile(r"\"[^\"]*\"|[“„][^”“]*[”“]|«[^»]*»|‹[^›]*›|「[^」]*」|『[^』]*』|‘[^’]*’|``.*?''|'[^'\n]*'", re.DOTALL)
 _CONDITION_IN_VALUE = re.compile(r"(?i)(?:\(\s*|,\s*|\s)(?:if|assuming|supposing|provided|unless)\b")
 _GIVEN = re.compile(r"(?i)\((?:given|as given|from the (?:problem|question|statement))\)|\bas given\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
@@ -267,7 +268,7 @@ _REFERENCE_WORD = (r"(?:steps?|lemmas?|theorems?|problems?|exercises?|equations?
                    r"definitions?|questions?|footnotes?|appendix|rules?|§)")
 _REFERENCE = re.compile(r"(?i)(?:\b(?:see|cf\.?|as (?:obtained|given|shown|stated) in|the (?:result|value|answer) "
                         r"(?:of|in)|from)\s+)*(?:\b" + _REFERENCE_WORD + r"|§)\s*(?:\(\s*\d+(?:\.\d+)*\s*\)|"
-                        r"\d+(?:\.\d+)*[a-z]?)|\[\s*\d+\s*(?:,\s*[A-Za-z§][^\]]*)?\]")
+                        r"\d+(?:\.\d+)*[a-z]?)|(?<![A-Za-z])\[\s*\d+\s*(?:,\s*[A-Za-z§][^\]]*)?\]")  # "Factorial[5]" is a call
 _REFERENCE_JUST_BEFORE = re.compile(r"(?i)(?:\b" + _REFERENCE_WORD + r"|§)[\s$~]*\(?[\s$]*$")
 # Equation tags and labels are never text; nor is an equation number "(12)" right after a display, nor
 # the address of a link (a reference, wherever its digits are).
@@ -605,7 +606,7 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     conditioned = _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value))
     if conditioned and not _AFFIRMED.search(value + " " + first_sentence(text[mark.end : mark.end + _WINDOW])):
         return "conditioned"
-    if _QUOTED_VALUE.match(value) or _GIVEN.search(value) or _GIVEN.match(after.lstrip(" $*")):
+    if _echoed_quote(text[: mark.start], value, _sentence_before(text, mark.start)) or _GIVEN.search(value) or _GIVEN.match(after.lstrip(" $*")):
         return "echoed"
     if _CONDITION_OPENER.match(_opening_clause(text, mark.start)):
         return "conditioned"
@@ -626,6 +627,25 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     # "the answer is maybe 5": the words before the value qualify it too, and so do the words of the
     # phrase itself ("the tempting answer is 9").
     return _clause_cue(lead) or _clause_cue(_VALUE_HEAD.match(value).group(0))
+
+
+def _echoed_quote(before: str, value: str, last_sentence: str) -> bool:
+    """Whether ``value`` is in quotation marks and either its words were quoted before it or the sentence
+    before it cites the problem ("The problem says so. #### "12""): an echo. Quotation marks around an
+    answer no one quoted or cited before are only the answer's marks."""
+    from rewardsmith.reward_fns.math_verifier.normalize import unquoted  # normalize is heavy: only for quotes
+
+    inner = unquoted(value.strip(" $*"))
+    if inner == value.strip(" $*"):
+        return False
+    cited = _CANCELS["echoed"].search(last_sentence) or _CANCELS["echoed"].search(_last_sentence(before))
+    return not inner or bool(cited) or any(inner in quoted for quoted in _QUOTATION.findall(before))
+
+
+def _last_sentence(text: str) -> str:
+    """The last sentence of ``text`` (what a marker on the next line follows)."""
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", text[-_WINDOW:]) if s.strip()]
+    return sentences[-1] if sentences else ""
 
 
 def _is_reference(before: str, value: str) -> bool:

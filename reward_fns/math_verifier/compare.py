@@ -31,10 +31,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 from rewardsmith.common.hard_timeout_pool import run_with_hard_timeout
+from rewardsmith.reward_fns.math_verifier.answer_types import in_gold_convention
 from rewardsmith.reward_fns.math_verifier.constructs import unread_constant
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, VERDICTS, GradingPolicy, Verdict, quick_judge
 from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer, parse_number
 from rewardsmith.reward_fns.math_verifier.readable import unread_notation, unread_words
+from rewardsmith.reward_fns.math_verifier.spoken import unread_spoken
 
 __all__ = ["STRICT", "VERDICTS", "GradingPolicy", "Verdict", "compare"]
 
@@ -49,6 +51,7 @@ def compare(pred: str, gold: str, policy: GradingPolicy = STRICT, *, timeout: fl
 
 @lru_cache(maxsize=4096)
 def _cached_compare(pred: str, gold: str, policy: GradingPolicy, timeout: float) -> Verdict:
+    pred = in_gold_convention(pred, gold)
     verdict = quick_judge(pred, gold, policy)
     if verdict is None:
         # Imported only when needed: it brings in math-verify and sympy.
@@ -72,6 +75,8 @@ def _as_read(verdict: Verdict, pred: str, gold: str) -> Verdict:
     if verdict.method == "unparsed answer":
         unread = unread_notation(pred, canonical_answer(pred))
         return verdict if unread is None else Verdict("undecided", verdict.method, f"unreadable answer: {unread}")
+    if verdict.verdict == "wrong" and verdict.method == "text" and unread_spoken(pred) is not None:
+        return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread_spoken(pred)}")
     if verdict.verdict == "undecided" or verdict.method in _OWN_READERS:
         return verdict
     unread = unread_notation(pred, canonical_answer(pred))

@@ -23,11 +23,14 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rewardsmith.reward_fns.math_verifier.code_syntax import code_expression
+from rewardsmith.reward_fns.math_verifier.spoken import spoken_expression
 from rewardsmith.reward_fns.math_verifier.notation import (
     base_marked,
     plain_typesetting,
     chance_phrase,
     decimal_comma,
+    factorial_power,
     set_builder,
     written_form,
     scaled_number,
@@ -72,6 +75,26 @@ _CURRENCY_PREFIX = re.compile(r"^(?:USD|US\$?|Rs\.?|€|£|¥)\s*(?=[\d.])")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\approx|≈)\s*(.+)$", re.DOTALL)
 _RESTATED_SIDE = re.compile(rf"^({_NUMBER_CORE})\s*({_UNIT_WORDS})$")
 _ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…|\\[lc]?dots\b|\\dotsc\b)\s*$")
+# Marks that close an answer and carry no value: end of proof (∎, □, ■) and check marks (✓, ✔, ☑, ✅,
+# with or without the emoji variation selector). A cross (✗) says the value is wrong: it stays, unread.
+_END_MARK = re.compile(r"(?:\s*[∎□■▪◼✓✔☑✅]\ufe0f?)+\s*$")
+# Quotation marks of any convention around a whole answer: ("..." “...” „...“ «...» ‹...› 「...」 '...' ``...'').
+_QUOTE_PAIRS = {'"': ('"',), "“": ("”", "“"), "„": ("“", "”"), "«": ("»",), "»": ("«",), "‹": ("›",), "「": ("」",),
+                "『": ("』",), "'": ("'",), "‘": ("’",), "``": ("''",)}
+
+
+def unquoted(text: str) -> str:
+    """``text`` without quotation marks around the whole of it (one pair, of any convention), else unchanged."""
+    text = text.strip()
+    for opening, closings in _QUOTE_PAIRS.items():
+        for closing in closings:
+            inner = text[len(opening) : len(text) - len(closing)]
+            if (len(text) > len(opening) + len(closing) and text.startswith(opening) and text.endswith(closing)
+                    and opening not in inner and closing not in inner):
+                return inner.strip()
+    return text
+
+
 _ENDS_WITH_JOINER = re.compile(r"\b(?:or|and)\s*\}?\s*$")
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per cent)\b")
 _LOG_BASE_E = re.compile(r"\\log_\{?e\}?(?![A-Za-z])")
@@ -194,9 +217,12 @@ def dropped_words(answer: str) -> str | None:
 
 def canonical_answer(text: str) -> str:
     """The canonical form of a final answer (see the module docstring)."""
-    text = plain_digits(text).strip().strip("*").strip()
+    text = _END_MARK.sub("", plain_digits(text)).strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
+    text = unquoted(text)
+    # Before any LaTeX rule: "x**2", "17 %% 5" and "x squared plus one" are read whole, or not at all.
+    text = code_expression(text) or spoken_expression(text) or text
     text = typeset_quantities(_unicode_to_latex(plain_typesetting(text)))
     text = text.replace("\\$", "")  # a currency sign, before "$" is read as a math delimiter
     for token in _DELIMITERS:
@@ -215,6 +241,7 @@ def canonical_answer(text: str) -> str:
     text = text.strip().rstrip(".;,").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
+    text = factorial_power(text) or text  # before \overline is read as a repeating block
     text = base_marked(text) or text  # before remarks and units go: "25 (base 8)" is 21, not 25
     text = scaled_number(text) or text  # before units: "1.2\\text{k}" is 1200, not 1.2 of a unit k
     # Units: a trailing \text{ cm} group after an answer (not after an equation's last side:

@@ -20,7 +20,11 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   ``\\varnothing``, ``∅``, ``\\{\\}``, "no solution", "no real roots", "none")
   is ``\\emptyset``; the real line (``\\mathbb{R}``, ``ℝ``, ``(-\\infty,
   \\infty)``, "all real numbers", "all reals") is ``\\mathbb{R}``; "infinitely
-  many (solutions)" is ``infinitely many``.
+  many (solutions)" is ``infinitely many``; the real line without some numbers
+  (``\\mathbb{R} \\setminus \\{0\\}``, ``\\mathbb{R} - \\{1, 2\\}``) is the union of
+  the open intervals between them (:func:`real_line_minus`).
+* :func:`factorial_power`: a falling or rising factorial power of whole
+  numbers (``6^{\\underline{3}}`` = 120, ``6^{\\overline{3}}`` = 336) is its value.
 * :func:`written_form`: numbers written in a notation of their own: terms
   of a sequence joined by arrows ("4 → 2 → 1" is ``4, 2, 1``), a ratio
   in words ("3 to 2" is ``3:2``), a binomial coefficient (``C(10, 3)``,
@@ -400,9 +404,55 @@ def solution_set(text: str) -> str | None:
         return EMPTY_SET
     if _REAL_LINE.match(text):
         return REAL_LINE
+    minus = real_line_minus(text)
+    if minus is not None:
+        return minus
     if _INFINITELY_MANY.match(text):
         return INFINITELY_MANY
     return None
+
+
+_REAL_LINE_MINUS = re.compile(r"^(?:\\mathbb\s*\{?\s*R\s*\}?|ℝ|\\R)\s*(?:\\setminus|\\smallsetminus|\\backslash|-)"
+                              r"\s*\\\{(.*)\\\}$")
+_POINT = re.compile(r"^([+-]?)(?:(\d+(?:\.\d+)?)|\\frac\s*\{(\d+)\}\s*\{(\d+)\})$")
+
+
+def _point_value(text: str) -> Fraction | None:
+    match = _POINT.match(text.strip())
+    if match is None or (match.group(4) is not None and int(match.group(4)) == 0):
+        return None
+    value = Fraction(match.group(2)) if match.group(2) else Fraction(int(match.group(3)), int(match.group(4)))
+    return -value if match.group(1) == "-" else value
+
+
+def real_line_minus(text: str) -> str | None:
+    """The real line without finitely many numbers (``\\mathbb{R} \\setminus \\{0\\}``, ``ℝ - \\{1, 2\\}``)
+    as the union of open intervals it is (``(-\\infty, 0) \\cup (0, \\infty)``), else ``None``; points other
+    than plain numbers and fractions are not ordered here, so they are left unread."""
+    match = _REAL_LINE_MINUS.match(" ".join(text.split()))
+    if match is None:
+        return None
+    points = [_point_value(point) for point in match.group(1).split(",")]
+    if not points or any(point is None for point in points):
+        return None
+    written = {value: point.strip() for value, point in zip(points, match.group(1).split(","))}
+    ends = ["-\\infty", *(written[value] for value in sorted(written)), "\\infty"]
+    return " \\cup ".join(f"({low}, {high})" for low, high in zip(ends, ends[1:]))
+
+
+_FACTORIAL_POWER = re.compile(r"^(\d+)\s*\^\s*\{\s*\\(underline|overline)\s*\{\s*(\d+)\s*\}\s*\}$")
+MAX_FACTORIAL_POWER = 1000
+
+
+def factorial_power(text: str) -> str | None:
+    """The value of a falling or rising factorial power of whole numbers, ``6^{\\underline{3}}`` (6·5·4 = 120)
+    and ``6^{\\overline{3}}`` (6·7·8 = 336), else ``None``."""
+    match = _FACTORIAL_POWER.match(text.strip())
+    if match is None or int(match.group(3)) > MAX_FACTORIAL_POWER or int(match.group(1)) > 10**6:
+        return None
+    n, k = int(match.group(1)), int(match.group(3))
+    step = -1 if match.group(2) == "underline" else 1
+    return str(math.prod(range(n, n + step * k, step)))
 
 
 def congruence(text: str) -> tuple[int, int] | None:

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from rewardsmith.reward_fns.math_verifier.constructs import VALUE_WORDS, dropped_marks
 from rewardsmith.reward_fns.math_verifier.normalize import dropped_words
+from rewardsmith.reward_fns.math_verifier.notation import plain_typesetting
 
 # Special functions the symbolic judge evaluates (``symbolic.SPECIAL_FUNCTIONS``); cis t is e^{it}.
 SPECIAL_FUNCTION_NAMES = frozenset({"Gamma", "zeta", "erf", "erfc", "erfi", "Ei", "Si", "Ci", "li", "digamma", "B",
@@ -70,7 +71,7 @@ def unread_notation(answer: str, canonical: str) -> str | None:
     text of ``\\text{foo}``); commands in canonical form, which has read or
     dropped the layout ones (delimiters, siunitx, spacing).
     """
-    for match in _NAMED.finditer(answer):
+    for match in _NAMED.finditer(plain_typesetting(answer)):  # \operatorname{arctg} is \arctan
         name = match.group(1) or match.group(2)
         if name not in KNOWN_FUNCTIONS:
             return f"the unknown function {name!r}"
