@@ -29,7 +29,8 @@ COLUMNS = [
     ("split 5, tuned on (spent)", 1, "math_blind5_after_36e4cfe.txt", "math_answer"),
     ("split 5, tuned on (spent)", 2, "math_blind5_spent_after_2d5b2c7.txt", "math_answer"),
     ("blind split 6", 1, "math_blind6_before_29d0c8c.txt", "math_answer"),
-    ("blind split 6", 2, "math_blind6_before_29d0c8c.txt", "math_verify"),
+    ("blind split 6", 2, "math_blind6_after_ff3d4df.txt", "math_answer"),
+    ("blind split 6", 3, "math_blind6_before_29d0c8c.txt", "math_verify"),
 ]
 
 
