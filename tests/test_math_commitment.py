@@ -479,3 +479,27 @@ def test_an_answer_in_quotation_marks_commits_unless_it_echoes_a_quote(opening: 
         assert compute_score("openai/gsm8k", frame.format(n=n, q=f"{opening}{n + 1}{closing}"), str(n))["verdict"] == "wrong"
         echo = f'The problem says: "a farmer has {n} sheep". I cannot finish.\n#### {opening}{n} sheep{closing}'
         assert compute_score("openai/gsm8k", echo, str(n))["verdict"] != "correct"
+
+
+# A box inside a box is part of the outer box's value: the outer box is what the response commits to.
+_AROUND_INNER_BOX = [
+    ("\\boxed{{\\boxed{{{v}}} + {k}}}", lambda v, k: v + k),
+    ("\\boxed{{{k} - \\boxed{{{v}}}}}", lambda v, k: k - v),
+    ("\\boxed{{{k} \\times \\boxed{{{v}}}}}", lambda v, k: k * v),
+    ("\\boxed{{-\\boxed{{{v}}}}}", lambda v, k: -v),
+    ("\\boxed{{\\sqrt{{\\boxed{{{sq}}}}}}}", lambda v, k: v),
+    ("\\boxed{{\\boxed{{{v}}}}}", lambda v, k: v),
+]
+
+
+@PROPERTY
+@given(st.integers(1, 500), st.integers(2, 40), st.sampled_from(_AROUND_INNER_BOX),
+       st.sampled_from(["lighteval/MATH", "math_dapo"]), st.sampled_from(["$", "The answer is $", "Answer: $"]))
+def test_a_box_inside_a_box_is_part_of_the_outer_boxs_value(v, k, case, source, lead):
+    template, outer = case
+    response = lead + template.format(v=v, k=k, sq=v * v) + "$"
+    value = outer(v, k)
+    assert math_answer.compute_score(source, response, str(value))["verdict"] == "correct", response
+    inner = v * v if "sqrt" in template else v
+    if inner != value:
+        assert math_answer.compute_score(source, response, str(inner))["verdict"] != "correct", response

@@ -320,3 +320,19 @@ def test_a_factorial_power_is_its_value(n: int, k: int, falling: bool) -> None:
     answer = f"{n}^{{\\{'underline' if falling else 'overline'}{{{k}}}}}"
     assert _verdict(_boxed(answer), str(value)) == "correct"
     assert _verdict(_boxed(answer), str(value + 1)) == "wrong"
+
+
+# A note set over or under a value is a remark on it, not part of it.
+_NOTED = ["\\overset{{{note}}}{{{v}}}", "\\underset{{{note}}}{{{v}}}", "\\stackrel{{{note}}}{{{v}}}",
+          "\\underbrace{{{v}}}_{{{note}}}", "\\overbrace{{{v}}}^{{{note}}}", "\\underbrace{{{v}}}_\\text{{{note}}}"]
+
+
+@RULE
+@given(st.integers(-300, 300), st.integers(-300, 300), st.sampled_from(_NOTED),
+       st.sampled_from(["{w}", "\\text{{not }} {w}", "{w}?", "\\text{{cf. }} {w}"]),
+       st.sampled_from(["$\\boxed{{{a}}}$", "The answer is ${a}$.", "Answer: ${a}$"]))
+def test_a_note_over_or_under_a_value_is_not_part_of_it(v, w, form, note, frame):
+    response = frame.format(a=form.format(v=v, note=note.format(w=w)))
+    assert compute_score("lighteval/MATH", response, str(v))["verdict"] == "correct", response
+    if w != v:
+        assert compute_score("lighteval/MATH", response, str(w))["verdict"] != "correct", response

@@ -546,10 +546,22 @@ def _marks(text: str) -> list[_Mark]:
     # "the answer is \\boxed{5}" is the box.
     marks += [p for p in phrases if id(p) not in inside and not any(p.start < b.start < p.end for b in boxes)]
     marks += [b for b in boxes if id(b) not in inside]
+    # A box inside a box or an answer line is part of its value (\boxed{\boxed{42} - 1} commits to 41); a phrase
+    # whose value holds a box leaves it to the box.
+    marks = [_Mark(m.start, m.end, _unboxed(m.value), m.kind) for m in marks
+             if m.kind != PHRASE or not boxed_groups(m.value)]
     # An empty box or answer line is an empty commitment; a phrase that states nothing marks nothing.
     marks = [m if not is_blank(m.value) else _Mark(m.start, m.end, "", m.kind) for m in marks
-             if not boxed_groups(m.value) and not (m.kind == PHRASE and is_blank(m.value))]
+             if not (m.kind == PHRASE and is_blank(m.value))]
     return sorted(marks, key=lambda m: m.start)[-MAX_MARKERS:]
+
+
+def _unboxed(value: str) -> str:
+    """``value`` with each box in it replaced by its content, at every depth."""
+    while groups := boxed_groups(value):
+        for start, end, content in reversed(groups):
+            value = value[:start] + "{" + content + "}" + value[end:]
+    return value
 
 
 def _line_mark(text: str, match: re.Match[str], kind: str) -> _Mark:

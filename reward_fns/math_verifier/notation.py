@@ -40,7 +40,9 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   delimiters (``\\bigl( ... \\bigr)``, ``\\Big(``), TeX's ``{a \\over b}``
   (``\\frac{a}{b}``), French interval brackets (``]2, 5[`` is ``(2, 5)``,
   ``[1, 3[`` is ``[1, 3)``) and the tg / ctg / arctg / cosec names of
-  \\tan, \\cot, \\arctan, \\csc.
+  \\tan, \\cot, \\arctan, \\csc; a note set over or under a value
+  (``\\overset{A}{B}``, ``\\underset{A}{B}``, ``\\stackrel{A}{B}``,
+  ``\\underbrace{B}_{A}``, ``\\overbrace{B}^{A}``) is dropped: the value is B.
 * :func:`matlab_matrix` (in :func:`written_form`): a MATLAB / Octave matrix
   with ``;`` between rows or a ``'`` transpose (``[1 2; 3 4]``) as a
   ``pmatrix``; and (in :func:`plain_typesetting`) presentation MathML,
@@ -75,6 +77,8 @@ import html
 import math
 import re
 from fractions import Fraction
+
+from rewardsmith.reward_fns.latex_boxes import closing_brace_index
 
 _UNIT_BODY = r"((?:[^{}]|\{[^{}]*\})*)"
 _SI_QUANTITY = re.compile(r"\\(?:SI|qty)\s*\{([^{}]*)\}\s*\{" + _UNIT_BODY + r"\}")
@@ -326,6 +330,8 @@ def plain_typesetting(text: str) -> str:
         text = _BARE_TEX_OVER.sub(r"\\frac{\1}{\2}", text.strip())
     if "tg" in text or "cosec" in text:
         text = _NATIONAL_TRIG.sub(_trig_name, text)
+    if "set" in text or "brace" in text or "stackrel" in text:
+        text = without_notes(text)
     if "\\color" in text or "\\textcolor" in text:
         text = _COLOR.sub(_visible_colour, text)
     if "<m" in text:
@@ -336,6 +342,37 @@ def plain_typesetting(text: str) -> str:
     if interval and (interval.group(1) == "]" or interval.group(4) == "["):
         opening, low, high, closing = interval.groups()
         text = f"{'(' if opening == ']' else '['}{low}, {high}{')' if closing == '[' else ']'}"
+    return text
+
+
+_NOTE_OVER_OR_UNDER = re.compile(r"\\(overset|underset|stackrel|underbrace|overbrace)\s*(?=\{)")
+_NOTE_SCRIPT = re.compile(r"\s*[_^]\s*(?:\\[A-Za-z]+|(?=\{)|[^\s{])")
+
+
+def without_notes(text: str) -> str:
+    """``text`` with every note set over or under a value dropped, the value kept as a group: a remark on
+    a value is not part of it (``\\underbrace{6 \\times 7}_{42}`` is 6 x 7; ``\\overset{42?}{41}`` is 41)."""
+    while (match := _NOTE_OVER_OR_UNDER.search(text)) is not None:
+        first = closing_brace_index(text, match.end())
+        if first is None:
+            return text
+        if match.group(1) in ("underbrace", "overbrace"):
+            value, end = text[match.end() + 1 : first], first + 1
+            script = _NOTE_SCRIPT.match(text, end)
+            if script is not None:
+                end = script.end()
+                if text[end : end + 1] == "{":
+                    close = closing_brace_index(text, end)
+                    if close is None:
+                        return text
+                    end = close + 1
+        else:
+            second = re.compile(r"\s*\{").match(text, first + 1)
+            close = None if second is None else closing_brace_index(text, second.end() - 1)
+            if close is None:
+                return text
+            value, end = text[second.end() : close], close + 1
+        text = text[: match.start()] + "{" + value + "}" + text[end:]
     return text
 
 
