@@ -64,6 +64,12 @@ _HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin
 # when it holds a marker (an answer written as `5` stays).
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
+# Inline markup of HTML and forum BBCode, after hidden spans went: a superscript or subscript is the
+# LaTeX one ("2<sup>10</sup>", "2[sup]10[/sup]" are 2^{10}); formatting carries no value ("<b>Answer:</b> 5").
+_SCRIPT_TAGS = re.compile(r"<(sup|sub)>([^<>\n]{1,100})</\1>|\[(sup|sub)\]([^\[\]\n]{1,100})\[/\3\]", re.IGNORECASE)
+_FORMAT_TAGS = re.compile(r"</?(?:b|strong|i|em|u|span|font|p|div|br|center)\b[^<>]{0,200}?/?>|\[/?(?:b|i|u|center)\]",
+                          re.IGNORECASE)
+_BLOCK_TAG = re.compile(r"^</?(?:p|div|br)\b", re.IGNORECASE)
 # A question commits to nothing ("Is the answer \\boxed{3}?"); nor does a quoted one. A sentence
 # starts at a line start, after ". ", "! ", "? " or ": ", or after a "!" or "?"; a "." not followed
 # by a space (3.5) stays inside.
@@ -74,8 +80,12 @@ _MARKER = re.compile(r"\\boxed|\\fbox|####|(?i:\banswer\b)|\?")
 
 
 def visible_text(response: str) -> str:
-    """``response`` as a reader sees its commitments: hidden markup, code, questions and quoted questions removed."""
+    """``response`` as a reader sees its commitments: hidden markup, code, questions and quoted questions removed,
+    HTML and BBCode superscripts and subscripts in LaTeX, their formatting tags dropped."""
     text = _HIDDEN_SPANS.sub("", response)
+    if "<" in text or "[" in text:
+        text = _FORMAT_TAGS.sub(lambda m: "\n" if _BLOCK_TAG.match(m.group(0)) else "",
+                                _SCRIPT_TAGS.sub(_latex_script, text))
     if "```" in text or "~~~" in text:
         text = _CODE_BLOCK.sub("", text)
     if _HIDING_COMMANDS.search(text):
@@ -90,6 +100,11 @@ def visible_text(response: str) -> str:
     hides_marker = lambda m: "" if _MARKER.search(m.group(0)) else m.group(0)  # noqa: E731
     text = _INLINE_CODE.sub(hides_marker, _QUOTED.sub(hides_marker, text))
     return _without_questions(text)
+
+
+def _latex_script(match: re.Match[str]) -> str:
+    tag, content = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+    return ("^{" if tag.lower() == "sup" else "_{") + content + "}"
 
 
 def _without_questions(text: str) -> str:

@@ -503,3 +503,15 @@ def test_a_box_inside_a_box_is_part_of_the_outer_boxs_value(v, k, case, source, 
     inner = v * v if "sqrt" in template else v
     if inner != value:
         assert math_answer.compute_score(source, response, str(inner))["verdict"] != "correct", response
+
+
+# HTML and BBCode: a superscript is a power, a subscript an index; formatting tags carry no value.
+@PROPERTY
+@given(st.integers(2, 12), st.integers(2, 9), st.sampled_from(["html", "bbcode"]),
+       st.sampled_from(["<b>Answer:</b> {a}", "<p><strong>Answer:</strong> {a}</p>", "[b]Answer:[/b] {a}",
+                        "Answer: <em>{a}</em>", "The answer is {a}.<br>"]))
+def test_html_and_bbcode_scripts_are_latex_ones_and_formatting_carries_no_value(base, exponent, markup, frame):
+    power = f"{base}<sup>{exponent}</sup>" if markup == "html" else f"{base}[sup]{exponent}[/sup]"
+    response = "Counting the cases. " + frame.format(a=power)
+    assert math_answer.compute_score("lighteval/MATH", response, str(base**exponent))["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"{base}{exponent}")["verdict"] != "correct", response
