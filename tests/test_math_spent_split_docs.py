@@ -1,4 +1,4 @@
-"""docs/scorers.md's tables of blind splits 3 and 5 (scored blind, then tuned on once spent), 4 and 6 are the
+"""docs/scorers.md's tables of blind splits 3, 5 and 6 (scored blind, then tuned on once spent) and 4 are the
 benchmark's output, not typed by hand."""
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ COLUMNS = [
     ("blind split 6", 1, "math_blind6_before_29d0c8c.txt", "math_answer"),
     ("blind split 6", 2, "math_blind6_after_ff3d4df.txt", "math_answer"),
     ("blind split 6", 3, "math_blind6_before_29d0c8c.txt", "math_verify"),
+    ("split 6, tuned on (spent)", 1, "math_blind6_after_ff3d4df.txt", "math_answer"),
+    ("split 6, tuned on (spent)", 2, "math_blind6_spent_after_6e0af5b.txt", "math_answer"),
 ]
 
 
