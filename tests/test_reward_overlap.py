@@ -234,6 +234,17 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
     return float(len(solution_str) % 2)
 ''')
     trainer = PPOTrainer(tiny_config(tmp_path, reward, *GRPO, "reward_model.reward_manager=naive"))
+    model = trainer.actor.rollout.model
+    forward = model.forward
+
+    def slow_forward(*args, **kwargs):
+        # The tiny model steps in about a millisecond, so the reward call's fixed cost (handing samples to the
+        # worker process) came to 10-11% of a step on loaded cores: a real model's forward keeps cheap rewards
+        # well under a tenth.
+        time.sleep(0.02)
+        return forward(*args, **kwargs)
+
+    model.forward = slow_forward
     overlapped: list[bool] = []
     open_scoring = trainer.open_scoring
 
