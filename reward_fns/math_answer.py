@@ -116,6 +116,7 @@ def compute_score(
         verdict, method, why = WRONG, "no answer", reading.why
     elif reading.rule in _UNMARKED_RULES and any(fnmatch.fnmatchcase(str(data_source).lower(), p) for p in _MARKED_ONLY):
         verdict, method, why = WRONG, "no answer", "no marked answer (this data_source's prompt asks for one)"
+        reading = replace(reading, unread="")  # the prompt asked for a marked answer: none is decisive
     else:
         readings = comma_readings(reading.answer, response) or (reading.answer,)
         decided = [_decide(replace(reading, answer=answer), golds, policy, timeout) for answer in readings]
@@ -132,6 +133,9 @@ def compute_score(
         if unknowns:
             verdict, method = WRONG, "undetermined symbol"
             why = f"the answer depends on {', '.join(unknowns)}, which the response never determines"
+    # A reading that left part of the response unread proves no inequality (commitment, section 5b).
+    if verdict == WRONG and reading.unread and method != "undetermined symbol":
+        verdict, method, why = UNDECIDED, "unreadable answer", f"unreadable answer: {reading.unread}"
     score = {CORRECT: 1.0, WRONG: 0.0}.get(verdict, None if undecided == "abstain" else 0.0)
     return {"score": score, "verdict": verdict, "why": why, "pred": reading.answer or "", "gold": golds[0],
             "method": method}

@@ -515,3 +515,69 @@ def test_html_and_bbcode_scripts_are_latex_ones_and_formatting_carries_no_value(
     response = "Counting the cases. " + frame.format(a=power)
     assert math_answer.compute_score("lighteval/MATH", response, str(base**exponent))["verdict"] == "correct", response
     assert math_answer.compute_score("lighteval/MATH", response, f"{base}{exponent}")["verdict"] != "correct", response
+
+
+# What was not read (section 5b): a value read out of a larger expression, or a response ending in a
+# block no rule reads, proves no inequality; an answer read whole keeps its "wrong".
+_LARGER_EXPRESSIONS = [
+    "So the value is\n\n$ sqrt({a}) / {b} $",  # Typst
+    "The distance simplifies to\n\n$ {b} sqrt({a}) $",
+    "So the angle is `π/{b}`.",
+    "Maxima output: `sqrt({a})*%i+{b}`",
+    "The exact value is `sqrt {a} / {b}` (in Haskell notation).",
+    "So x runs from {a} to {b}, including {a} but not {b}.",
+]
+_UNREAD_ENDINGS = [
+    "Final answer:\n\n```\n  {a}\n ───\n  {b}\n```",
+    "```toml\nanswer = \"{a}/{b}\"\n```",
+    "```\n+------+\n|  {a}  |\n+------+\n```",
+    "The ratio follows.\n\nCevap: %{a}",
+    "The computation:\n\n.EQ\nP = {{{a}}} over {{{b}}}\n.EN",
+]
+
+
+@PROPERTY
+@given(st.integers(2, 99), st.integers(1, 50), st.sampled_from(_LARGER_EXPRESSIONS + _UNREAD_ENDINGS),
+       st.sampled_from(["lighteval/MATH", "openai/gsm8k"]))
+def test_a_value_not_read_whole_is_never_wrong(a, step, template, source):
+    b = a + step  # two different numbers: "from 5 to 5, including 5 but not 5" says nothing
+    response = "We work through the cases. " + template.format(a=a, b=b)
+    # The gold is the value the notation writes, or not: either way nothing established an inequality.
+    for gold in (f"\\frac{{{a}}}{{{b}}}", f"\\frac{{\\sqrt{{{a}}}}}{{{b}}}", f"{b}\\sqrt{{{a}}}", str(a * b + 1)):
+        result = math_answer.compute_score(source, response, gold)
+        assert result["verdict"] != "wrong", (response, gold, result)
+
+
+_READ_WHOLE = [
+    ("So she has {a} apples.", "{a}"),
+    ("Adding {b} and {a} gives {s}.", "{s}"),
+    ("Thus $x = {a}$.", "{a}"),
+    ("The sum is {b} + {a} = {s}.", "{s}"),
+    ("```python\nprint({b} + {a})\n```\nSo the answer is {s}.", "{s}"),
+]
+
+
+@PROPERTY
+@given(st.integers(2, 99), st.integers(2, 99), st.sampled_from(_READ_WHOLE))
+def test_a_closing_value_read_whole_keeps_its_verdicts(a, b, case):
+    template, value = case
+    response = "Counting step by step. " + template.format(a=a, b=b, s=a + b)
+    committed = value.format(a=a, s=a + b)
+    assert math_answer.compute_score("openai/gsm8k", response, committed)["verdict"] == "correct", response
+    result = math_answer.compute_score("openai/gsm8k", response, str(int(committed) + 1000))
+    assert result["verdict"] == "wrong", (response, result)
+
+
+def test_a_response_cut_off_inside_a_code_block_is_read_whole():
+    result = math_answer.compute_score("openai/gsm8k", "Let me compute it.\n\n```python\nx = 3 * 14\nprint(x", "42")
+    assert result["verdict"] == "wrong", result
+
+
+@pytest.mark.parametrize("answer, gold", [
+    ("`3//4`", "\\frac{1}{2}"), ("`3 % 4`", "\\frac{1}{2}"), ("`Math.pow(2, 8)`", "512"),
+    ("`M_PI / 4`", "\\frac{\\pi}{2}"), ("`2 sup 10`", "512"),
+])
+def test_code_notation_the_parsers_misread_is_never_wrong(answer, gold):
+    result = math_answer.compute_score("lighteval/MATH", f"The answer is {answer}.", gold)
+    assert (result["verdict"], result["method"]) == ("undecided", "unreadable answer"), result
+    assert math_answer.compute_score("lighteval/MATH", "The answer is $2^9$.", "1024")["verdict"] == "wrong"

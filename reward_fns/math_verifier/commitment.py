@@ -142,6 +142,16 @@ number or its last number; a bare list is read whole; several numbers with
 "or"/"maybe" are a hedge; a short sentence of words is a word answer), and
 nothing of section 3 cancels it.
 
+**5b. What was not read.** A closing sentence's value read out of a larger
+expression (the ``2`` of ``sqrt(3) / 2``, the ``5`` of ``2 sqrt(5)``, the
+``4`` of ``π/4``; or one of several numbers not introduced as the result:
+"from −2 to 3, including −2 but not 3"), and a response that ends in a block
+the reader skips (a code block, a table, a layout it has no rule for) holding
+a number, are what the reader *could not read*: :attr:`Reading.unread` names
+them. Such a reading cannot establish that the answer is wrong, only that it
+was not read: a grader makes it ``undecided`` where it would otherwise be
+``wrong``. A response cut off (an unclosed box or code block) was read whole.
+
 A response that hands the problem back, asking for what it needs ("could
 you tell me the number of trays so I can finish?", "once you tell me, I'll
 box the final answer") or leaving the last step to the reader ("which I
@@ -169,6 +179,7 @@ import re
 from dataclasses import dataclass
 
 from rewardsmith.reward_fns.math_verifier.answer_types import labelled_parts
+from rewardsmith.reward_fns.math_verifier.readable import KNOWN_FUNCTIONS
 from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
     BOXED,
@@ -373,13 +384,15 @@ class Reading:
     ``answer`` is the committed value (``None``: nothing committed), ``rule``
     the marker that committed it (a convention, ``answer is``, ``correction``
     or ``final sentence``), ``others`` the other values committed beside it,
-    and ``why`` a short account when nothing is committed.
+    ``why`` a short account when nothing is committed, and ``unread`` what
+    the reader saw and could not read as the answer (section 5b), else ``""``.
     """
 
     answer: str | None
     rule: str = ""
     others: tuple[str, ...] = ()
     why: str = ""
+    unread: str = ""
 
 
 @dataclass(frozen=True)
@@ -423,8 +436,10 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         if closing and handed_back:
             return Reading(None, why=f"the response hands the problem back ({handed_back.group(0)!r})")
         if closing:
-            return Reading(closing, CLOSING)
-        return Reading(None, why=_nothing(cancelled, cut))
+            return Reading(closing, CLOSING, unread=_unread_ending(response, blocks_only=True)
+                           or _part_of_larger(text, closing))
+        why = _nothing(cancelled, cut)
+        return Reading(None, why=why, unread=_unread_ending(response) if why == "no answer" else "")
     group, superseding = _last_group(text, commitments)
     tail = text[group[-1].end :]
     disclaimer = _DISCLAIMER.search(tail)
@@ -776,6 +791,50 @@ def _corrected_value(tail: str) -> str | None:
 
 
 # -- section 5: no marker -----------------------------------------------------------------------
+_OPERATOR_BESIDE = "/*^(√π×÷·_+-−"  # a value next to one of these is an operand of a larger expression
+_FUNCTION_BEFORE = re.compile(r"(?i)(?<![A-Za-z])(?:" + "|".join(sorted(KNOWN_FUNCTIONS | {"sqrt", "root", "sup", "sub", "over"}))
+                              + r")\s*$")
+# Words and signs that introduce a sentence's result ("so 12", "gives 12", "= 12"): one of several numbers
+# after them is the value the sentence states.
+_RESULT_BEFORE = re.compile(r"(?i)(?:[=:≈→]|\b(?:is|are|was|were|be|equals?|gives?|get|gets|got|makes?|total(?:s|ling)?|"
+                            r"so|thus|hence|therefore|becomes?|yields?|leaves?|remains?|comes? to|answer)\b)$")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_FENCE = re.compile(r"^(?:```|~~~)")
+_MAX_ANSWER_LINE = 60  # characters: a last line this short ends a block or an answer line, not prose cut off
+
+
+def _part_of_larger(text: str, value: str) -> str:
+    """How the closing sentence's ``value`` is only part of what it writes (section 5b), else ``""``."""
+    sentence = last_sentence(text) or ""
+    at = sentence.rfind(value)
+    if at < 0:
+        return ""
+    before = sentence[:at].rstrip(" \t$`*")
+    after = sentence[at + len(value) :].lstrip(" \t$`*")
+    if (before and before[-1] in _OPERATOR_BESIDE) or (after and after[0] in _OPERATOR_BESIDE) \
+            or _FUNCTION_BEFORE.search(before):
+        return f"{value!r} is part of the expression {sentence.strip()[:80]!r}"
+    if numbers(sentence[:at] + " " + sentence[at + len(value) :]) and not _RESULT_BEFORE.search(before):
+        return f"{value!r} is one of several numbers in {sentence.strip()[:80]!r}, none stated as the result"
+    return ""
+
+
+def _unread_ending(response: str, blocks_only: bool = False) -> str:
+    """The response's closing paragraph when it holds a number in a form no marker or sentence rule reads
+    (section 5b): a closed code block, or (unless ``blocks_only``: the closing sentence was read) a
+    paragraph that ends in a short line (an answer line, a block's closing ``.EN``); else ``""``."""
+    text = after_reasoning(response).rstrip()
+    if (text.count("```") + text.count("~~~")) % 2:
+        return ""  # cut off inside a code block: read whole
+    ending = _PARAGRAPH_BREAK.split(text)[-1].strip()
+    last_line = ending.splitlines()[-1].strip() if ending else ""
+    if not re.search(r"\d", ending):
+        return ""
+    if _FENCE.match(last_line) or (len(last_line) <= _MAX_ANSWER_LINE and not blocks_only):
+        return f"the response ends in {ending[-80:]!r}, which no rule reads as an answer"
+    return ""
+
+
 def _closing_value(text: str) -> str | None:
     sentence = last_sentence(text)
     if not sentence:

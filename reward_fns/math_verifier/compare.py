@@ -20,7 +20,10 @@ not know, so the value compared was not the one written. Identical strings,
 and judges that read words, choices, units, dates and times themselves, stand. A
 letter naming a constant the verifier does not evaluate (Catalan's ``G``) against a
 gold with no letters is undecided too
-(:func:`~rewardsmith.reward_fns.math_verifier.constructs.unread_constant`).
+(:func:`~rewardsmith.reward_fns.math_verifier.constructs.unread_constant`), and so is a ``wrong``
+by the parsers or the number reader when the answer holds code notation they misread
+(:func:`~rewardsmith.reward_fns.math_verifier.readable.code_notation`: ``3//4``, ``3 % 4``,
+``Math.pow(2, 8)``, ``M_PI / 4``, ``2 sup 10``).
 
 Verdicts are cached by ``(pred, gold, policy)``: the samples of a group share
 their gold and often commit to the same answer string, and a judgement
@@ -35,7 +38,7 @@ from rewardsmith.reward_fns.math_verifier.answer_types import in_gold_convention
 from rewardsmith.reward_fns.math_verifier.constructs import unread_constant
 from rewardsmith.reward_fns.math_verifier.judges import STRICT, VERDICTS, GradingPolicy, Verdict, quick_judge
 from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer, parse_number
-from rewardsmith.reward_fns.math_verifier.readable import unread_notation, unread_words
+from rewardsmith.reward_fns.math_verifier.readable import code_notation, unread_notation, unread_words
 from rewardsmith.reward_fns.math_verifier.spoken import unread_spoken
 
 __all__ = ["STRICT", "VERDICTS", "GradingPolicy", "Verdict", "compare"]
@@ -68,6 +71,8 @@ _OWN_READERS = frozenset({"string", "answer too long", "no answer", "empty gold"
 
 # Judges that compare what math-verify's or sympy's parser made of the whole answer, words included.
 _PARSED = frozenset({"math_verify", "sympy", "equation", "antiderivative", "step function"})
+# Judges whose reading code notation misleads: the parsers, and the number reader (``3 % 4`` reads as 3).
+_MISREAD = _PARSED | {"numeric"}
 
 
 def _as_read(verdict: Verdict, pred: str, gold: str) -> Verdict:
@@ -77,6 +82,9 @@ def _as_read(verdict: Verdict, pred: str, gold: str) -> Verdict:
         return verdict if unread is None else Verdict("undecided", verdict.method, f"unreadable answer: {unread}")
     if verdict.verdict == "wrong" and verdict.method == "text" and unread_spoken(pred) is not None:
         return Verdict("undecided", "unreadable answer", f"unreadable answer: {unread_spoken(pred)}")
+    code = code_notation(pred, canonical_answer(pred)) if verdict.verdict == "wrong" and verdict.method in _MISREAD else None
+    if code is not None:
+        return Verdict("undecided", "unreadable answer", f"unreadable answer: {code}")
     if verdict.verdict == "undecided" or verdict.method in _OWN_READERS:
         return verdict
     unread = unread_notation(pred, canonical_answer(pred))

@@ -9,6 +9,8 @@ command outside :data:`KNOWN_COMMANDS`, a function named by ``\\operatorname``
 symbol beyond ASCII that canonical form did not rewrite, Greek letters
 aside, or a prime after a number that no reader consumed: ``30'`` is 30
 minutes or feet, not 30); ``None`` when every part is notation the verifier reads.
+:func:`code_notation` names code that the parsers misread (``3//4`` is 0 to
+Python and 3/4 to Julia).
 """
 from __future__ import annotations
 
@@ -94,6 +96,33 @@ def unread_words(answer: str) -> str | None:
     for word in _WORD.findall(_NAMED_GROUP.sub(" ", _TEXT.sub(" ", answer))):
         if word not in KNOWN_COMMANDS and word != "and":  # math-verify reads "and" as a comma
             return f"the words {word!r}, which no math parser reads"
+    return None
+
+
+# Code that a math parser misreads: operators that mean different things in different languages, names
+# that mean nothing to it, a word where an operator stands. Looked for in canonical form, where the
+# readers of Python, Mathematica and spoken math have already read what they know.
+_CODE_NOTATION = (
+    (re.compile(r"[\w)]\s*//\s*[\w(]"), "the operator '//' (floor division in Python, a fraction in Julia)"),
+    (re.compile(r"(?<![\\\w])[A-Za-z]{2,}\.[A-Za-z_]{2,}"), "a dotted code name"),
+    (re.compile(r"(?<![\\\w])[A-Za-z]+_[A-Za-z]{2,}(?!\w*\})"), "a code name with an underscore"),
+    (re.compile(r"\d\s*(?!(?:and|or|to|by|times|plus|minus|over|of)\b)[A-Za-z]{2,}\s+[+-]?\d+"),
+     "a word between two numbers"),
+)
+# Canonical form reads a '%' as a percent and drops what follows it: looked for as written.
+_PERCENT_BEFORE_OPERAND = re.compile(r"(?<!\\)%(?:\s*[\d(]|[A-Za-z])")
+
+
+def code_notation(answer: str, canonical: str) -> str | None:
+    """What in ``answer`` (in canonical form: ``canonical``) is code a math parser misreads (``3//4``,
+    ``3 % 4``, ``Math.pow``, ``M_PI``, ``2 sup 10``), named with the text it is in; else ``None``."""
+    percent = _PERCENT_BEFORE_OPERAND.search(answer)
+    if percent:
+        return f"a '%' before an operand (a remainder, a ratio in Haskell, a prefix percent): {percent.group(0)!r}"
+    for pattern, name in _CODE_NOTATION:
+        match = pattern.search(canonical)
+        if match:
+            return f"{name}: {match.group(0).strip()!r}"
     return None
 
 
