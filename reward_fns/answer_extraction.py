@@ -44,6 +44,9 @@ _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # What a bare list of numbers ("3, 5 and 7") holds besides its numbers.
+# One unknown given several values, joined only by commas and "and" ("x = 3 and x = −2").
+_ASSIGNMENT = re.compile(r"(?<![\w\\])([A-Za-z])\s*=\s*([+\-−]?\d+(?:\.\d+)?(?:/\d+)?)(?![\d.]\d)")
+_JOINER = re.compile(r"\s*(?:,|,?\s*and)\s*")
 _LIST_SEPARATORS = re.compile(r"[\s$,;.!]|\band\b")
 # Inline "$..$" by pandoc's rule (no space just inside either "$", no digit just after the
 # closing one), so that currency ("costs $2 = $18") is not read as math.
@@ -70,6 +73,22 @@ _SCRIPT_TAGS = re.compile(r"<(sup|sub)>([^<>\n]{1,100})</\1>|\[(sup|sub)\]([^\[\
 _FORMAT_TAGS = re.compile(r"</?(?:b|strong|i|em|u|span|font|p|div|br|center)\b[^<>]{0,200}?/?>|\[/?(?:b|i|u|center)\]",
                           re.IGNORECASE)
 _BLOCK_TAG = re.compile(r"^</?(?:p|div|br)\b", re.IGNORECASE)
+# Tokens a chat template or a tokenizer left in decoded text ("42<|im_end|>", "27</s>"). The sequence ends
+# at the first end-of-sequence token: text after it was never generated as this response. A "</s>" after
+# an "<s>" closes a strike-out, not the sequence.
+_END_OF_SEQUENCE = re.compile(r"<\|(?:im_end|endoftext|end_of_text|eot_id|eot|eos|end)\|>|<eos>|<end_of_turn>|</s>")
+_SPECIAL_TOKENS = re.compile(r"<\|[A-Za-z_][\w.-]{0,40}\|>|\[(?:EOS|BOS|PAD|SEP|CLS)\]")
+# An end-of-proof mark after the last sentence closes it and carries no value ("... is 2. ∎").
+_END_OF_PROOF = re.compile(r"(?:\s*(?:[∎□■▪◼]|\$?\\(?:qed|blacksquare|square|Box|qedsymbol)\b\$?|\(?Q\.?\s?E\.?\s?D\.?\)?))+\s*$")
+# Math in wiki markup: <math>..</math> is a LaTeX math span (MathML, with tags inside, is read elsewhere).
+_WIKI_MATH = re.compile(r"<math(?:\s[^<>]{0,100})?>([^<]{1,2000})</math>", re.IGNORECASE)
+# An answer element (R1-style "<answer>..</answer>", "<answer unit=''>13</answer>", "<final_answer>") is an
+# answer line, however many lines it spans; a heading or a summary that is only the word "Answer" (org
+# "* Answer", markdown "## Answer", wiki "== Answer ==", "<summary>Answer</summary>") is an empty one.
+_ANSWER_ELEMENT = re.compile(r"<((?:final_)?answer)(?:\s[^<>]{0,200})?>((?:(?!</?(?:final_)?answer\b).){0,2000}?)</\1>",
+                             re.IGNORECASE | re.DOTALL)
+_ANSWER_HEADING = re.compile(r"(?im)^[ \t]*(?:[#*=]+[ \t]*|<summary>[ \t]*)((?:final[ \t]+)?answer)[ \t]*:?[ \t]*"
+                             r"(?:=+|</summary>)?[ \t]*$")
 # A question commits to nothing ("Is the answer \\boxed{3}?"); nor does a quoted one. A sentence
 # starts at a line start, after ". ", "! ", "? " or ": ", or after a "!" or "?"; a "." not followed
 # by a space (3.5) stays inside.
@@ -81,8 +100,15 @@ _MARKER = re.compile(r"\\boxed|\\fbox|####|(?i:\banswer\b)|\?")
 
 def visible_text(response: str) -> str:
     """``response`` as a reader sees its commitments: hidden markup, code, questions and quoted questions removed,
-    HTML and BBCode superscripts and subscripts in LaTeX, their formatting tags dropped."""
-    text = _HIDDEN_SPANS.sub("", response)
+    HTML and BBCode superscripts and subscripts in LaTeX, their formatting tags dropped; what follows an
+    end-of-sequence token (:func:`generated_text`), other special tokens and a closing end-of-proof mark dropped; wiki ``<math>`` spans as ``$..$``; an answer element
+    (``<answer>..</answer>``) as an ``Answer:`` line and a heading that is only "Answer" as an empty one."""
+    text = _END_OF_PROOF.sub("", generated_text(response))
+    text = _HIDDEN_SPANS.sub("", text)
+    if "<" in text:
+        text = _WIKI_MATH.sub(r"$\1$", text)
+        text = _ANSWER_ELEMENT.sub(lambda m: "\nAnswer: " + " ".join(m.group(2).split()) + "\n", text)
+    text = _ANSWER_HEADING.sub(r"\1:", text)
     if "<" in text or "[" in text:
         text = _FORMAT_TAGS.sub(lambda m: "\n" if _BLOCK_TAG.match(m.group(0)) else "",
                                 _SCRIPT_TAGS.sub(_latex_script, text))
@@ -100,6 +126,15 @@ def visible_text(response: str) -> str:
     hides_marker = lambda m: "" if _MARKER.search(m.group(0)) else m.group(0)  # noqa: E731
     text = _INLINE_CODE.sub(hides_marker, _QUOTED.sub(hides_marker, text))
     return _without_questions(text)
+
+
+def generated_text(response: str) -> str:
+    """``response`` up to its first end-of-sequence token, the other special tokens of a chat template dropped."""
+    for match in _END_OF_SEQUENCE.finditer(response):
+        if match.group(0) != "</s>" or "<s>" not in response[: match.start()]:
+            response = response[: match.start()]
+            break
+    return _SPECIAL_TOKENS.sub("", response)
 
 
 def _latex_script(match: re.Match[str]) -> str:
@@ -236,12 +271,16 @@ def sentence_value(sentence: str) -> str | None:
 
     A number the sentence rules out ("8, not 9") is no candidate; several
     numbers with hedge words ("7 or maybe 8") are handed on as a hedge ("7 or
-    8"); a bare list of numbers ("3, 5 and 7") is handed on whole; a short
-    sentence of words ("Tuesday.") is a word answer.
+    8"); a bare list of numbers ("3, 5 and 7") and the values of one unknown
+    ("x = 3 and x = −2") are handed on whole; a short sentence of words
+    ("Tuesday.") is a word answer.
     """
     spans = math_spans(sentence)
     if spans:
         return spans[-1].strip()
+    solutions = _solutions(sentence)
+    if solutions:
+        return solutions
     if "=" in sentence:
         # "9 * 2 = $18 every day": the value right after the last "=".
         rhs = sentence.rsplit("=", 1)[1].strip()
@@ -263,6 +302,16 @@ def sentence_value(sentence: str) -> str | None:
     if len(set(found)) > 1 and not _LIST_SEPARATORS.sub("", _NUMBER.sub("", sentence)):
         return ", ".join(found)
     return found[-1]
+
+
+def _solutions(sentence: str) -> str | None:
+    """The values of one unknown the sentence lists ("the solutions are x = 3 and x = −2": ``3, −2``), else ``None``."""
+    found = list(_ASSIGNMENT.finditer(sentence))
+    if len(found) < 2 or len({m.group(1) for m in found}) > 1:
+        return None
+    if any(not _JOINER.fullmatch(sentence[a.end() : b.start()]) for a, b in zip(found, found[1:])):
+        return None
+    return ", ".join(m.group(2) for m in found)
 
 
 def last_boxed(text: str) -> str | None:

@@ -581,3 +581,52 @@ def test_code_notation_the_parsers_misread_is_never_wrong(answer, gold):
     result = math_answer.compute_score("lighteval/MATH", f"The answer is {answer}.", gold)
     assert (result["verdict"], result["method"]) == ("undecided", "unreadable answer"), result
     assert math_answer.compute_score("lighteval/MATH", "The answer is $2^9$.", "1024")["verdict"] == "wrong"
+
+
+# What a reader sees, by class (tuned on blind split 7 once spent): the sequence ends at its first
+# end-of-sequence token; special tokens, a closing end-of-proof mark and heading markup carry no value.
+_EOS_TOKENS = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "</s>", "<eos>", "<end_of_turn>"]
+_END_MARKS = [" ∎", " □", " ■", " $\\blacksquare$", " \\qed", " Q.E.D.", " (QED)"]
+_ANSWER_PLACES = ["<answer>{v}</answer>", "<answer>\n{v}\n</answer>", "<answer unit=\"\">{v}</answer>",
+                  "<final_answer>{v}</final_answer>", "* Answer\n{v}", "## Answer\n{v}", "== Answer ==\n{v}",
+                  "<details>\n<summary>Answer</summary>\n{v}\n</details>"]
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.integers(1, 999), st.sampled_from(_EOS_TOKENS),
+       st.sampled_from(["openai/gsm8k", "lighteval/MATH", "math_dapo"]))
+def test_text_after_the_end_of_sequence_is_not_the_response(v, other, eos, source):
+    response = f"Counting the cases.\nAnswer: {v}{eos}"
+    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
+    if other != v:
+        appended = response + f"\n\nFinal answer: {other}"
+        assert math_answer.compute_score(source, appended, str(v))["verdict"] == "correct", appended
+        assert math_answer.compute_score(source, appended, str(other))["verdict"] != "correct", appended
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(_END_MARKS), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
+def test_an_end_of_proof_mark_closes_the_last_sentence(v, mark, source):
+    response = f"Each step checks out. Hence the count is {v}.{mark}"
+    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
+    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(_ANSWER_PLACES), st.sampled_from(["openai/gsm8k", "lighteval/MATH", "math_dapo"]))
+def test_an_answer_element_or_heading_marks_its_value(v, place, source):
+    response = "We add the parts: 3 + 4 = 7 and so on.\n\n" + place.format(v=v)
+    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
+    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+
+
+@pytest.mark.parametrize("response, gold, verdict", [
+    ("'''Answer:''' <math>\\frac{5}{12}</math>", "\\frac{5}{12}", "correct"),  # MediaWiki math
+    ("The answer is `1_024`.", "1024", "correct"),  # digit groups joined by underscores
+    ("The answer is $1_024$.", "1025", "wrong"),
+    ("Both cases check out, so the solutions are x = 3 and x = −2.", "-2, 3", "correct"),
+    ("Both cases check out, so the solutions are x = 3 and x = −2.", "-2", "wrong"),
+    ("Plug in and see whether you get 2 or -1.", "(2,-1)", "wrong"),  # a hedge of numbers is never the point
+])
+def test_notations_read_whole(response, gold, verdict):
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict

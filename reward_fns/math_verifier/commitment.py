@@ -190,6 +190,7 @@ from rewardsmith.reward_fns.answer_extraction import (
     boxed_groups,
     first_sentence,
     first_unclosed_box,
+    generated_text,
     is_blank,
     joined_boxes,
     last_sentence,
@@ -580,8 +581,9 @@ def _unboxed(value: str) -> str:
 
 
 def _line_mark(text: str, match: re.Match[str], kind: str) -> _Mark:
-    """The mark of a line marker; an empty ``####`` line marks the line under it when that is a bare value."""
-    if kind == HASH and is_blank(match.group(1)):
+    """The mark of a line marker; an empty ``####`` or ``Answer:`` line (a heading) marks the line under it
+    when that is a bare value."""
+    if is_blank(match.group(1)):
         below = _NEXT_LINE_VALUE.match(text, match.end())
         if below is not None and not is_blank(below.group(1)) and not _PROSE_WORD.search(below.group(1)):
             return _Mark(match.start(), below.end(), below.group(1), kind)
@@ -823,7 +825,7 @@ def _unread_ending(response: str, blocks_only: bool = False) -> str:
     """The response's closing paragraph when it holds a number in a form no marker or sentence rule reads
     (section 5b): a closed code block, or (unless ``blocks_only``: the closing sentence was read) a
     paragraph that ends in a short line (an answer line, a block's closing ``.EN``); else ``""``."""
-    text = after_reasoning(response).rstrip()
+    text = after_reasoning(generated_text(response)).rstrip()
     if (text.count("```") + text.count("~~~")) % 2:
         return ""  # cut off inside a code block: read whole
     ending = _PARAGRAPH_BREAK.split(text)[-1].strip()

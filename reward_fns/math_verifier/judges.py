@@ -393,16 +393,22 @@ def _interval_of(inequality: str) -> str | None:
     return None
 
 
+# A tuple, point or interval gold: one object with ordered parts, not a list of solutions.
+_BRACKETED_PAIR = re.compile(r"^(?:\\left)?[(\[].*,.*(?:\\right)?[)\]]$", re.DOTALL)
+
+
 def _hedge_or_collection(options: list[str], target: str, symbolic: SymbolicJudge | None,
                          policy: GradingPolicy = STRICT) -> Verdict | None:
     # "2 or -2" hedges against gold 2, but is the whole answer when the gold is "\pm 2" or
-    # "-2, 2": against a gold that is one number, letter or word it is always a hedge;
+    # "-2, 2": against a gold that is one number, letter or word, or a tuple or interval, it is always a hedge;
     # otherwise the symbolic judge is asked about the alternatives as a collection.
     if parse_number(target) is not None or _GOLD_CHOICE.match(target) or _is_text(target):
         return Verdict(False, "hedge")
     intervals = [_interval_of(option) for option in options]
     if all(intervals):  # "x < -2 or x > 2" is one answer, the union of its intervals, not a hedge
         return _equal_values(" \\cup ".join(intervals), target, symbolic, policy)
+    if _BRACKETED_PAIR.match(target.strip()):
+        return Verdict(False, "hedge")  # "2 or -1" offers two numbers, never the point (2,-1)
     if symbolic is None:
         return None
     whole = symbolic(", ".join(options), target, None, None)

@@ -123,6 +123,9 @@ _SHORT_FRACTION = re.compile(r"^([+-]?)(\d+)?\\frac(\d)(\d)$")
 _SPACE_BESIDE_SYMBOL = re.compile(r"\s*([^\d\s])\s*")
 # Digit groups separated by spaces are one number only as thousands groups ("4 200", as
 # "4\,200" reads); "4 2" is no number. "2 1/2" is a mixed number.
+# Digit groups joined by underscores, as Python, Rust, Java and Ruby write them ("1_024" is 1024); a
+# subscript ("10_2", "x_1") has no group of three after it.
+_UNDERSCORE_GROUPS = re.compile(r"(?<![\w.])\d{1,3}(?:_\d{3})+(?![\w.])")
 _SPACED_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _SPACED_MIXED = re.compile(r"^([+-]?)(\d+) (\d+)/(\d+)$")
 # The repeating block under a bar or dot, or in parentheses: 0.1\overline{6}, 0.\dot{3}, 0.(3).
@@ -237,6 +240,7 @@ def canonical_answer(text: str) -> str:
     for token in _DEGREES:
         text = text.replace(token, "")
     text = decimal_comma(text).replace("\\%", "%").replace("{,}", ",")
+    text = _UNDERSCORE_GROUPS.sub(lambda m: m.group(0).replace("_", ""), text)
     text = _ELLIPSIS.sub("\\\\ldots", text)  # before trailing dots go: "2..." is not "2"
     text = text.strip().rstrip(".;,").strip()
     for box in ("\\boxed", "\\fbox"):
