@@ -1,4 +1,4 @@
-"""docs/scorers.md's tables of blind splits 3, 5 and 6 (scored blind, then tuned on once spent) and 4 are the
+"""docs/scorers.md's tables of blind splits 3, 5, 6 and 7 (scored blind, then tuned on once spent) and 4 are the
 benchmark's output, not typed by hand."""
 from __future__ import annotations
 
@@ -33,6 +33,11 @@ COLUMNS = [
     ("blind split 6", 3, "math_blind6_before_29d0c8c.txt", "math_verify"),
     ("split 6, tuned on (spent)", 1, "math_blind6_after_ff3d4df.txt", "math_answer"),
     ("split 6, tuned on (spent)", 2, "math_blind6_spent_after_6e0af5b.txt", "math_answer"),
+    ("blind split 7", 1, "math_blind7_before_7e99c74.txt", "math_answer"),
+    ("blind split 7", 2, "math_blind7_after_1f05fa3.txt", "math_answer"),
+    ("blind split 7", 3, "math_blind7_before_7e99c74.txt", "math_verify"),
+    ("split 7, tuned on (spent)", 1, "math_blind7_after_1f05fa3.txt", "math_answer"),
+    ("split 7, tuned on (spent)", 2, "math_blind7_spent_after_4e90bb2.txt", "math_answer"),
 ]
 
 
