@@ -44,6 +44,12 @@ _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # What a bare list of numbers ("3, 5 and 7") holds besides its numbers.
+# A line that is only layout closes or opens a block and states nothing: a LaTeX environment's \\begin / \\end,
+# an Org directive (#+end_src, #+NAME:), an AsciiDoc or reST delimiter (****, ++++, ----), a [stem] block title.
+_LAYOUT_LINE = re.compile(r"^\s*(?:\\(?:begin|end)\s*\{[^{}]*\}(?:\[[^\]]*\])?|#\+[A-Za-z_]+(?::[^\n]*)?|[*+=\-_.~]{4,}"
+                          r"|\[[A-Za-z]+\])\s*$")
+# A tuple, point or interval of numbers ending a sentence is one value: "The midpoint is (2, -1)."
+_TRAILING_TUPLE = re.compile(r"[(\[]\s*[+\-−]?\d[\d.,/\s+\-−]*?\s*[)\]](?=[\s$`*.!]*$)")
 # One unknown given several values, joined only by commas and "and" ("x = 3 and x = −2").
 _ASSIGNMENT = re.compile(r"(?<![\w\\])([A-Za-z])\s*=\s*([+\-−]?\d+(?:\.\d+)?(?:/\d+)?)(?![\d.]\d)")
 _JOINER = re.compile(r"\s*(?:,|,?\s*and)\s*")
@@ -62,7 +68,9 @@ _HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin
                            # a "%" comment after text on its line: after a space that follows no digit ("25 %" is a percentage)
                            r"|(?<=[^\\\d\s])[ \t]+%[^\n]*|<(del|s|strike)>.*?(?:</\1>|$)|~~(?!~)[^~\n]{1,500}~~"
                            r"|<(\w{1,10})\s[^>]{0,200}?style\s*=\s*[\"'][^\"'>]{0,200}?(?:display\s*:\s*none|visibility\s*:\s*hidden"
-                           r"|font-size\s*:\s*0|color\s*:\s*(?:white|#fff(?:fff)?)\b)[^>]{0,200}>.*?(?:</\2>|$)", re.DOTALL)
+                           r"|font-size\s*:\s*0|color\s*:\s*(?:white|#fff(?:fff)?)\b)[^>]{0,200}>.*?(?:</\2>|$)"
+                           # a tool call or its result: an agent's action and what came back, not its answer
+                           r"|<(tool_call|tool_response|function_call)>.*?(?:</\3>|$)", re.DOTALL)
 # Code is not prose: a fenced block (closed or cut off) is dropped whole, an inline span
 # when it holds a marker (an answer written as `5` stays).
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.DOTALL)
@@ -70,14 +78,17 @@ _INLINE_CODE = re.compile(r"`[^`\n]*`")
 # Inline markup of HTML and forum BBCode, after hidden spans went: a superscript or subscript is the
 # LaTeX one ("2<sup>10</sup>", "2[sup]10[/sup]" are 2^{10}); formatting carries no value ("<b>Answer:</b> 5").
 _SCRIPT_TAGS = re.compile(r"<(sup|sub)>([^<>\n]{1,100})</\1>|\[(sup|sub)\]([^\[\]\n]{1,100})\[/\3\]", re.IGNORECASE)
-_FORMAT_TAGS = re.compile(r"</?(?:b|strong|i|em|u|span|font|p|div|br|center)\b[^<>]{0,200}?/?>|\[/?(?:b|i|u|center)\]",
-                          re.IGNORECASE)
-_BLOCK_TAG = re.compile(r"^</?(?:p|div|br)\b", re.IGNORECASE)
+_FORMAT_TAGS = re.compile(r"</?(?:b|strong|i|em|u|span|font|p|div|br|center|details|summary|section|article|h[1-6]|li|ul|ol"
+                          r"|blockquote|table|thead|tbody|tr|td|th)\b[^<>]{0,200}?/?>|\[/?(?:b|i|u|center)\]", re.IGNORECASE)
+_BLOCK_TAG = re.compile(r"^</?(?:p|div|br|details|summary|section|article|h[1-6]|li|ul|ol|blockquote|table|thead|tbody|tr"
+                        r"|td|th)\b", re.IGNORECASE)
 # Tokens a chat template or a tokenizer left in decoded text ("42<|im_end|>", "27</s>"). The sequence ends
 # at the first end-of-sequence token: text after it was never generated as this response. A "</s>" after
 # an "<s>" closes a strike-out, not the sequence.
-_END_OF_SEQUENCE = re.compile(r"<\|(?:im_end|endoftext|end_of_text|eot_id|eot|eos|end)\|>|<eos>|<end_of_turn>|</s>")
-_SPECIAL_TOKENS = re.compile(r"<\|[A-Za-z_][\w.-]{0,40}\|>|\[(?:EOS|BOS|PAD|SEP|CLS)\]")
+# DeepSeek's tokens use fullwidth bars and "▁" for spaces: <｜end▁of▁sentence｜>.
+_END_OF_SEQUENCE = re.compile(r"<[|｜](?:im_end|endoftext|end_of_text|eot_id|eot|eos|end|end▁of▁sentence)[|｜]>|<eos>"
+                              r"|<end_of_turn>|</s>")
+_SPECIAL_TOKENS = re.compile(r"<[|｜][A-Za-z_][\w.▁-]{0,40}[|｜]>|\[(?:EOS|BOS|PAD|SEP|CLS)\]")
 # An end-of-proof mark after the last sentence closes it and carries no value ("... is 2. ∎").
 _END_OF_PROOF = re.compile(r"(?:\s*(?:[∎□■▪◼]|\$?\\(?:qed|blacksquare|square|Box|qedsymbol)\b\$?|\(?Q\.?\s?E\.?\s?D\.?\)?))+\s*$")
 # Math in wiki markup: <math>..</math> is a LaTeX math span (MathML, with tags inside, is read elsewhere).
@@ -245,8 +256,8 @@ def first_sentence(text: str) -> str:
 
 
 def last_sentence(text: str) -> str | None:
-    """The last sentence of the last non-blank line of ``text``."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    """The last sentence of the last line of ``text`` that holds text (not only layout: ``\\end{proof}``)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip() and not _LAYOUT_LINE.match(line)]
     if not lines:
         return None
     line = lines[-1][-MAX_SENTENCE_CHARS:]
@@ -271,8 +282,8 @@ def sentence_value(sentence: str) -> str | None:
 
     A number the sentence rules out ("8, not 9") is no candidate; several
     numbers with hedge words ("7 or maybe 8") are handed on as a hedge ("7 or
-    8"); a bare list of numbers ("3, 5 and 7") and the values of one unknown
-    ("x = 3 and x = −2") are handed on whole; a short sentence of words
+    8"); a bare list of numbers ("3, 5 and 7"), the values of one unknown
+    ("x = 3 and x = −2") and a closing tuple or interval ("(2, -1).") are handed on whole; a short sentence of words
     ("Tuesday.") is a word answer.
     """
     spans = math_spans(sentence)
@@ -281,6 +292,9 @@ def sentence_value(sentence: str) -> str | None:
     solutions = _solutions(sentence)
     if solutions:
         return solutions
+    tuple_ = _TRAILING_TUPLE.search(sentence)
+    if tuple_ and "," in tuple_.group(0) and "=" not in sentence[tuple_.end() :]:
+        return tuple_.group(0)
     if "=" in sentence:
         # "9 * 2 = $18 every day": the value right after the last "=".
         rhs = sentence.rsplit("=", 1)[1].strip()

@@ -630,3 +630,37 @@ def test_an_answer_element_or_heading_marks_its_value(v, place, source):
 ])
 def test_notations_read_whole(response, gold, verdict):
     assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict
+
+
+@PROPERTY
+@given(st.lists(st.integers(-99, 99), min_size=2, max_size=3), st.sampled_from(["()", "[]"]),
+       st.sampled_from(["The midpoint is {t}.", "So the point is {t}", "The midpoint is :math:`{t}`.", "{t}"]))
+def test_a_closing_tuple_is_one_value(items, brackets, frame):
+    written = brackets[0] + ", ".join(map(str, items)) + brackets[1]
+    response = "Averaging the coordinates. " + frame.format(t=written)
+    assert math_answer.compute_score("lighteval/MATH", response, written.replace(" ", ""))["verdict"] == "correct", response
+    swapped = brackets[0] + ",".join(map(str, reversed(items))) + brackets[1]
+    if items != items[::-1]:
+        assert math_answer.compute_score("lighteval/MATH", response, swapped)["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(["\\begin{{theorem}}\nThe count is ${v}$.\n\\end{{theorem}}",
+                                             "#+begin_quote\nThe count is {v}.\n#+end_quote",
+                                             ".Answer\n****\nThe count is {v}.\n****"]))
+def test_a_line_of_layout_states_nothing(v, template):
+    response = "Counting.\n\n" + template.format(v=v)
+    assert math_answer.compute_score("lighteval/MATH", response, str(v))["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, str(v + 1))["verdict"] == "wrong", response
+
+
+@pytest.mark.parametrize("response, gold, verdict", [
+    ("The answer is `np.float64(0.75)`.", "\\frac{3}{4}", "correct"),  # a NumPy scalar's repr is its number
+    ("The answer is np.int64(252).", "253", "wrong"),
+    ("So the total is 5050.<｜end▁of▁sentence｜>\n\nFinal answer: 5051", "5050", "correct"),  # DeepSeek's EOS
+    ("<details><summary>Answer: (-1, 5)</summary>work</details>", "(-1,5)", "correct"),
+    ('Let me check.\n<tool_call>\n{"name": "check", "arguments": {"candidate": 42}}\n</tool_call>', "42", "wrong"),
+    ("Final answer\n[stem]\n++++\n9\\pi\n++++", "8\\pi", "undecided"),  # the 9 of 9\pi is no answer
+])
+def test_more_notations_read_whole(response, gold, verdict):
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict

@@ -813,8 +813,9 @@ def _part_of_larger(text: str, value: str) -> str:
         return ""
     before = sentence[:at].rstrip(" \t$`*")
     after = sentence[at + len(value) :].lstrip(" \t$`*")
+    attached = sentence[at + len(value) : at + len(value) + 1]  # "9\\pi": a command follows with no space
     if (before and before[-1] in _OPERATOR_BESIDE) or (after and after[0] in _OPERATOR_BESIDE) \
-            or _FUNCTION_BEFORE.search(before):
+            or _FUNCTION_BEFORE.search(before) or attached == "\\":
         return f"{value!r} is part of the expression {sentence.strip()[:80]!r}"
     if numbers(sentence[:at] + " " + sentence[at + len(value) :]) and not _RESULT_BEFORE.search(before):
         return f"{value!r} is one of several numbers in {sentence.strip()[:80]!r}, none stated as the result"
