@@ -661,6 +661,8 @@ def test_a_line_of_layout_states_nothing(v, template):
     ("<details><summary>Answer: (-1, 5)</summary>work</details>", "(-1,5)", "correct"),
     ('Let me check.\n<tool_call>\n{"name": "check", "arguments": {"candidate": 42}}\n</tool_call>', "42", "wrong"),
     ("Final answer\n[stem]\n++++\n9\\pi\n++++", "8\\pi", "undecided"),  # the 9 of 9\pi is no answer
+    ("Answer: 4 · 3 · 2 = *24*.", "24", "correct"),  # markdown emphasis is no multiplication
+    ("Answer: $2*3*4$", "24", "correct"),
 ])
 def test_more_notations_read_whole(response, gold, verdict):
     assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict

@@ -123,6 +123,8 @@ _SHORT_FRACTION = re.compile(r"^([+-]?)(\d+)?\\frac(\d)(\d)$")
 _SPACE_BESIDE_SYMBOL = re.compile(r"\s*([^\d\s])\s*")
 # Digit groups separated by spaces are one number only as thousands groups ("4 200", as
 # "4\,200" reads); "4 2" is no number. "2 1/2" is a mixed number.
+# Markdown emphasis around a value inside an answer ("4 · 3 · 2 = *24*") is no multiplication; "2*3*4" is.
+_EMPHASIS = re.compile(r"(?<![\w*\\])\*{1,2}(?=[^\s*])([^*\n]{1,200}?)(?<=[^\s*\\])\*{1,2}(?![\w*])")
 # A NumPy scalar's repr is its number: np.float64(0.75) is 0.75.
 _NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint|complex)(?:8|16|32|64|128)?\(\s*([^()]*?)\s*\)")
 # Digit groups joined by underscores, as Python, Rust, Java and Ruby write them ("1_024" is 1024); a
@@ -225,7 +227,7 @@ def canonical_answer(text: str) -> str:
     text = _END_MARK.sub("", plain_digits(text)).strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
-    text = _NUMPY_SCALAR.sub(r"\1", unquoted(text))
+    text = _EMPHASIS.sub(r"\1", _NUMPY_SCALAR.sub(r"\1", unquoted(text)))
     # Before any LaTeX rule: "x**2", "17 %% 5" and "x squared plus one" are read whole, or not at all.
     text = code_expression(text) or spoken_expression(text) or text
     text = typeset_quantities(_unicode_to_latex(plain_typesetting(text)))
