@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
@@ -58,6 +59,21 @@ def test_faulty_custom_scorer_costs_one_sample_each_on_ray_workers(local_cluster
     assert out.metrics["reward/errors"] == 2 and out.metrics["reward/timeouts"] == 1
 
 
+def _wait_until_dead(actor, timeout_s: float = 60.0) -> None:
+    """``ray.kill`` only sends the kill: on loaded cores the actor may still answer the next call (a newcomer run
+    saw 'ok' where 'crash' was due), so wait until a call fails as a dead actor's does."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=10)
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            continue  # a slow answer is no answer yet: ask again
+        time.sleep(0.1)
+    raise AssertionError(f"the killed reward actor still answers after {timeout_s} s")
+
+
 def test_a_dead_reward_actor_is_reported_by_rank_and_replaced(local_cluster, make_config):
     cfg = make_config("trainer.backend=ray", "reward_model.reward_manager=parallel", "reward_model.num_workers=1",
                       "reward_model.timeout=30")
@@ -68,6 +84,7 @@ def test_a_dead_reward_actor_is_reported_by_rank_and_replaced(local_cluster, mak
         assert manager(good).scores.tolist() == [1.0]
         executor = manager.executor
         ray.kill(executor._actors[0])
+        _wait_until_dead(executor._actors[0])
         out = manager(good)
         assert out.extra_info["reward_status"] == ["crash"]
         assert "reward worker rank 0 died" in out.extra_info["reward_error"][0]
