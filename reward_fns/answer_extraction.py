@@ -35,7 +35,8 @@ _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{|\\boxed ")
 _BARE_BOX_CONTENT = re.compile(r"[^\s$]*")
 _BOX_JOINER = re.compile(r"[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[\s$,]*$")
 # An ellipsis ("2...") does not end a sentence: it belongs to the answer.
-_SENTENCE_END = re.compile(r"(?<!\.\.)[.!?](?=\s|$)")
+# An abbreviation's dot ("i.e.", "e.g.", "cf.", "vs.") ends no sentence.
+_SENTENCE_END = re.compile(r"(?<!\.\.)(?<!\bi\.e)(?<!\be\.g)(?<!\bcf)(?<!\bvs)[.!?](?=\s|$)")
 _BLANK = re.compile(r"\\(?:boxed|fbox|text|mathrm|textbf|[lc]?dots|quad)\b|\\[,;:! ]|[\s$*{}_.:?()\[\]`]")
 _NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
 # A LaTeX command with its arguments ending a sentence outside math delimiters (a closing tag may follow).

@@ -666,3 +666,21 @@ def test_a_line_of_layout_states_nothing(v, template):
 ])
 def test_more_notations_read_whole(response, gold, verdict):
     assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict
+
+
+# A restatement in words is committed too (section 4c): one that differs is a second answer.
+_RESTATEMENTS = ["Answer: {v} — that is, {w} in all.", "Answer: {v} ({w})", "So the count is {v}, i.e. {w}.",
+                 "The total is {w} ({v}).", "We get ${v}$ = {w}."]
+
+
+@PROPERTY
+@given(st.integers(1, 9999), st.integers(1, 9999), st.sampled_from(_RESTATEMENTS))
+def test_a_value_restated_as_another_is_never_paid(v, other, frame):
+    num2words = pytest.importorskip("num2words").num2words
+    agreeing = frame.format(v=v, w=num2words(v))
+    assert math_answer.compute_score("openai/gsm8k", agreeing, str(v))["verdict"] == "correct", agreeing
+    if other != v:
+        differing = frame.format(v=v, w=num2words(other))
+        for gold in (v, other):
+            result = math_answer.compute_score("openai/gsm8k", differing, str(gold))
+            assert result["verdict"] == "undecided" and result["method"] == "several answers", (differing, gold, result)

@@ -136,6 +136,14 @@ when nothing is committed after them. A single "part (a)" stays attributed
 to another part; when exactly one of several parts is marked (a box, an
 answer line), the mark says which part is the answer, and it is read alone.
 
+**4c. Restatements.** A value restated in number words beside the committed
+one is committed too: after it, linked by ``=``, a parenthesis, a dash or
+"that is" ("27 — that is, twenty-nine", "2^{10} = one thousand forty-two"),
+or before a parenthesis that holds it ("three-fifths ($\\frac{3}{4}$)").
+It joins :attr:`Reading.others`, so a restatement that differs is a second,
+different answer, and one that agrees ("12 (twelve)", "24 (two dozen)")
+changes nothing.
+
 **5. No marker.** When no marker commits, the closing sentence does, if it
 states one value (its last math span, the value after its last ``=``, its one
 number or its last number; a bare list is read whole; several numbers with
@@ -437,8 +445,8 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         if closing and handed_back:
             return Reading(None, why=f"the response hands the problem back ({handed_back.group(0)!r})")
         if closing:
-            return Reading(closing, CLOSING, unread=_unread_ending(response, blocks_only=True)
-                           or _part_of_larger(text, closing))
+            return Reading(closing, CLOSING, others=tuple(_restated(last_sentence(text) or "")),
+                           unread=_unread_ending(response, blocks_only=True) or _part_of_larger(text, closing))
         why = _nothing(cancelled, cut)
         return Reading(None, why=why, unread=_unread_ending(response) if why == "no answer" else "")
     group, superseding = _last_group(text, commitments)
@@ -454,7 +462,8 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if not all(_is_word_answer(m.value) for m in group) and _retracted(tail, cue):
         return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
     chosen = _primary(group, convention)
-    others = tuple(dict.fromkeys(m.value.strip() for m in group if m is not chosen and not _same(m.value, chosen.value)))
+    others = tuple(dict.fromkeys([m.value.strip() for m in group if m is not chosen and not _same(m.value, chosen.value)]
+                                 + _restated(text[chosen.start : text.find("\n", chosen.end) % (len(text) + 1)])))
     # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
     rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
     return Reading(chosen.value.strip(), rule, others)
@@ -564,8 +573,8 @@ def _marks(text: str) -> list[_Mark]:
     marks += [b for b in boxes if id(b) not in inside]
     # A box inside a box or an answer line is part of its value (\boxed{\boxed{42} - 1} commits to 41); a phrase
     # whose value holds a box leaves it to the box.
-    marks = [_Mark(m.start, m.end, _unboxed(m.value), m.kind) for m in marks
-             if m.kind != PHRASE or not boxed_groups(m.value)]
+    marks = [_Mark(m.start, m.end, _unboxed(m.value), m.kind) if "\\boxed" in m.value or "\\fbox" in m.value else m
+             for m in marks if m.kind != PHRASE or not boxed_groups(m.value)]
     # An empty box or answer line is an empty commitment; a phrase that states nothing marks nothing.
     marks = [m if not is_blank(m.value) else _Mark(m.start, m.end, "", m.kind) for m in marks
              if not (m.kind == PHRASE and is_blank(m.value))]
@@ -790,6 +799,25 @@ def _corrected_value(tail: str) -> str | None:
         return None  # "which is 5 out of 10 options": no single new value
     after = sentence.rsplit(value, 1)[1].strip(" $.!")
     return value if len(after.split()) <= MAX_WORD_ANSWER and not _VALUE_CHAR.search(after) else None
+
+
+# -- section 4c: restatements ------------------------------------------------------------------
+_NUMBER_WORD = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+                r"thousand|million|billion|dozens?|score|gross|halves|half|thirds?|quarters?|fourths?|fifths?|sixths?|sevenths?|eighths?|"
+                r"ninths?|tenths?)")
+_NUMBER_WORDS = rf"(?:(?:negative|minus)\s+)?{_NUMBER_WORD}(?:(?:[\s-]+|,\s+|\s+and\s+|\s+a\s+){_NUMBER_WORD})*"
+# A value restated in words: after it, linked by "=", "(", a dash or "that is" ("27 — that is, twenty-nine",
+# "2^{10} = one thousand forty-two"); or before a parenthesis that holds it ("three-fifths ($\frac{3}{4}$)").
+_RESTATED = re.compile(rf"(?i)(?:[\d}}$)]\s*(?:[=≈(—–]|,)\s*(?:(?:that is|i\.e\.|namely|in words)\s*[,:]?\s*)?"
+                       rf"|(?:\bthat is|\bi\.e\.|\bnamely)\s*[,:]?\s*)(?P<after>{_NUMBER_WORDS})\b"
+                       rf"|\b(?P<before>{_NUMBER_WORDS})\s*\(\s*\$*\s*[-−\d\\]")
+
+
+def _restated(commitment: str) -> list[str]:
+    """The values a commitment restates in words beside its value (section 4b): each is committed too, so one
+    that differs makes two different answers."""
+    return [m.group("after") or m.group("before") for m in _RESTATED.finditer(commitment[:_WINDOW])]
 
 
 # -- section 5: no marker -----------------------------------------------------------------------

@@ -347,6 +347,7 @@ def plain_typesetting(text: str) -> str:
 
 _NOTE_OVER_OR_UNDER = re.compile(r"\\(overset|underset|stackrel|underbrace|overbrace)\s*(?=\{)")
 _NOTE_SCRIPT = re.compile(r"\s*[_^]\s*(?:\\[A-Za-z]+|(?=\{)|[^\s{])")
+_SECOND_GROUP = re.compile(r"\s*\{")
 
 
 def without_notes(text: str) -> str:
@@ -367,7 +368,7 @@ def without_notes(text: str) -> str:
                         return text
                     end = close + 1
         else:
-            second = re.compile(r"\s*\{").match(text, first + 1)
+            second = _SECOND_GROUP.match(text, first + 1)
             close = None if second is None else closing_brace_index(text, second.end() - 1)
             if close is None:
                 return text
