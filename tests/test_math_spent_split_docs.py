@@ -37,7 +37,7 @@ COLUMNS = [
     ("blind split 7", 2, "math_blind7_after_1f05fa3.txt", "math_answer"),
     ("blind split 7", 3, "math_blind7_before_7e99c74.txt", "math_verify"),
     ("split 7, tuned on (spent)", 1, "math_blind7_after_1f05fa3.txt", "math_answer"),
-    ("split 7, tuned on (spent)", 2, "math_blind7_spent_after_b0c48cc.txt", "math_answer"),
+    ("split 7, tuned on (spent)", 2, "math_blind7_spent_after_ae23b92.txt", "math_answer"),
 ]
 
 
