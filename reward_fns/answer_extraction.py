@@ -44,7 +44,6 @@ _TRAILING_LATEX = re.compile(r"(?:^|[\s>:])((?:[+-]\s*)?\\[A-Za-z]+(?:\s*\{[^{}]
 _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
-# What a bare list of numbers ("3, 5 and 7") holds besides its numbers.
 # A line that is only layout closes or opens a block and states nothing: a LaTeX environment's \\begin / \\end,
 # an Org directive (#+end_src, #+NAME:), an AsciiDoc or reST delimiter (****, ++++, ----), a [stem] block title.
 _LAYOUT_LINE = re.compile(r"^\s*(?:\\(?:begin|end)\s*\{[^{}]*\}(?:\[[^\]]*\])?|#\+[A-Za-z_]+(?::[^\n]*)?|[*+=\-_.~]{4,}"
@@ -54,6 +53,7 @@ _TRAILING_TUPLE = re.compile(r"[(\[]\s*[+\-−]?\d[\d.,/\s+\-−]*?\s*[)\]](?=[\
 # One unknown given several values, joined only by commas and "and" ("x = 3 and x = −2").
 _ASSIGNMENT = re.compile(r"(?<![\w\\])([A-Za-z])\s*=\s*([+\-−]?\d+(?:\.\d+)?(?:/\d+)?)(?![\d.]\d)")
 _JOINER = re.compile(r"\s*(?:,|,?\s*and)\s*")
+# What a bare list of numbers ("3, 5 and 7") holds besides its numbers.
 _LIST_SEPARATORS = re.compile(r"[\s$,;.!]|\band\b")
 # Inline "$..$" by pandoc's rule (no space just inside either "$", no digit just after the
 # closing one), so that currency ("costs $2 = $18") is not read as math.
@@ -113,8 +113,9 @@ _MARKER = re.compile(r"\\boxed|\\fbox|####|(?i:\banswer\b)|\?")
 def visible_text(response: str) -> str:
     """``response`` as a reader sees its commitments: hidden markup, code, questions and quoted questions removed,
     HTML and BBCode superscripts and subscripts in LaTeX, their formatting tags dropped; what follows an
-    end-of-sequence token (:func:`generated_text`), other special tokens and a closing end-of-proof mark dropped; wiki ``<math>`` spans as ``$..$``; an answer element
-    (``<answer>..</answer>``) as an ``Answer:`` line and a heading that is only "Answer" as an empty one."""
+    end-of-sequence token (:func:`generated_text`), other special tokens and a closing end-of-proof mark
+    dropped; wiki ``<math>`` spans as ``$..$``; an answer element (``<answer>..</answer>``) as an ``Answer:``
+    line and a heading that is only "Answer" as an empty one."""
     text = _END_OF_PROOF.sub("", generated_text(response))
     text = _HIDDEN_SPANS.sub("", text)
     if "<" in text:
@@ -284,8 +285,8 @@ def sentence_value(sentence: str) -> str | None:
     A number the sentence rules out ("8, not 9") is no candidate; several
     numbers with hedge words ("7 or maybe 8") are handed on as a hedge ("7 or
     8"); a bare list of numbers ("3, 5 and 7"), the values of one unknown
-    ("x = 3 and x = −2") and a closing tuple or interval ("(2, -1).") are handed on whole; a short sentence of words
-    ("Tuesday.") is a word answer.
+    ("x = 3 and x = −2") and a closing tuple or interval ("(2, -1).") are
+    handed on whole; a short sentence of words ("Tuesday.") is a word answer.
     """
     spans = math_spans(sentence)
     if spans:

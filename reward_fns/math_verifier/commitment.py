@@ -463,7 +463,7 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
     chosen = _primary(group, convention)
     others = tuple(dict.fromkeys([m.value.strip() for m in group if m is not chosen and not _same(m.value, chosen.value)]
-                                 + _restated(text[chosen.start : text.find("\n", chosen.end) % (len(text) + 1)])))
+                                 + _restated(_line_from(text, chosen.start))))
     # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
     rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
     return Reading(chosen.value.strip(), rule, others)
@@ -579,6 +579,12 @@ def _marks(text: str) -> list[_Mark]:
     marks = [m if not is_blank(m.value) else _Mark(m.start, m.end, "", m.kind) for m in marks
              if not (m.kind == PHRASE and is_blank(m.value))]
     return sorted(marks, key=lambda m: m.start)[-MAX_MARKERS:]
+
+
+def _line_from(text: str, start: int) -> str:
+    """``text`` from ``start`` to the end of that line."""
+    end = text.find("\n", start)
+    return text[start:] if end < 0 else text[start:end]
 
 
 def _unboxed(value: str) -> str:
@@ -815,7 +821,7 @@ _RESTATED = re.compile(rf"(?i)(?:[\d}}$)]\s*(?:[=≈(—–]|,)\s*(?:(?:that is|
 
 
 def _restated(commitment: str) -> list[str]:
-    """The values a commitment restates in words beside its value (section 4b): each is committed too, so one
+    """The values a commitment restates in words beside its value (section 4c): each is committed too, so one
     that differs makes two different answers."""
     return [m.group("after") or m.group("before") for m in _RESTATED.finditer(commitment[:_WINDOW])]
 
