@@ -9,7 +9,9 @@ sentences and clauses end, and which value a plain sentence states.
 from __future__ import annotations
 
 import bisect
+import csv
 import fnmatch
+import html
 import re
 
 from rewardsmith.reward_fns.latex_boxes import brace_partners
@@ -46,7 +48,7 @@ _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|no
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # A line that is only layout closes or opens a block and states nothing: a LaTeX environment's \\begin / \\end,
 # an Org directive (#+end_src, #+NAME:), an AsciiDoc or reST delimiter (****, ++++, ----), a [stem] block title.
-_LAYOUT_LINE = re.compile(r"^\s*(?:\\(?:begin|end)\s*\{[^{}]*\}(?:\[[^\]]*\])?|#\+[A-Za-z_]+(?::[^\n]*)?|[*+=\-_.~]{4,}"
+LAYOUT_LINE = re.compile(r"^\s*(?:\\(?:begin|end)\s*\{[^{}]*\}(?:\[[^\]]*\])?|#\+[A-Za-z_]+(?::[^\n]*)?|[*+=\-_.~]{4,}"
                           r"|\[[A-Za-z]+\])\s*$")
 # A tuple, point or interval of numbers ending a sentence is one value: "The midpoint is (2, -1)."
 _TRAILING_TUPLE = re.compile(r"[(\[]\s*[+\-−]?\d[\d.,/\s+\-−]*?\s*[)\]](?=[\s$`*.!]*$)")
@@ -75,6 +77,13 @@ _HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin
 # Code is not prose: a fenced block (closed or cut off) is dropped whole, an inline span
 # when it holds a marker (an answer written as `5` stays).
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.DOTALL)
+# A block of data (```csv, ```json, ```yaml, ...) is no program: a field named "answer" or "final_answer" in it,
+# a "key,value" row or a column under that name, is an answer line.
+_DATA_FENCE = re.compile(r"(?:```|~~~)[ \t]*(csv|tsv|json|jsonc|yaml|yml|toml|ini)[ \t]*\n(.*?)(?:```|~~~|$)",
+                         re.DOTALL | re.IGNORECASE)
+_ANSWER_KEY = re.compile(r"[\"']?(?:final[ _-]?)?answer[\"']?", re.IGNORECASE)
+_ANSWER_FIELD = re.compile(r"^[ \t\-{,]*" + _ANSWER_KEY.pattern + r"[ \t]*[:=][ \t]*(.+?)[ \t]*,?[ \t]*$",
+                           re.IGNORECASE | re.MULTILINE)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 # Inline markup of HTML and forum BBCode, after hidden spans went: a superscript or subscript is the
 # LaTeX one ("2<sup>10</sup>", "2[sup]10[/sup]" are 2^{10}); formatting carries no value ("<b>Answer:</b> 5").
@@ -92,6 +101,9 @@ _END_OF_SEQUENCE = re.compile(r"<[|｜](?:im_end|endoftext|end_of_text|eot_id|eo
 _SPECIAL_TOKENS = re.compile(r"<[|｜][A-Za-z_][\w.▁-]{0,40}[|｜]>|\[(?:EOS|BOS|PAD|SEP|CLS)\]")
 # An end-of-proof mark after the last sentence closes it and carries no value ("... is 2. ∎").
 _END_OF_PROOF = re.compile(r"(?:\s*(?:[∎□■▪◼]|\$?\\(?:qed|blacksquare|square|Box|qedsymbol)\b\$?|\(?Q\.?\s?E\.?\s?D\.?\)?))+\s*$")
+# XML and HTML character references and CDATA sections, as a browser or an XML parser reads them.
+_ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+_CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.DOTALL)
 # Math in wiki markup: <math>..</math> is a LaTeX math span (MathML, with tags inside, is read elsewhere).
 _WIKI_MATH = re.compile(r"<math(?:\s[^<>]{0,100})?>([^<]{1,2000})</math>", re.IGNORECASE)
 # An answer element (R1-style "<answer>..</answer>", "<answer unit=''>13</answer>", "<final_answer>") is an
@@ -114,10 +126,12 @@ def visible_text(response: str) -> str:
     """``response`` as a reader sees its commitments: hidden markup, code, questions and quoted questions removed,
     HTML and BBCode superscripts and subscripts in LaTeX, their formatting tags dropped; what follows an
     end-of-sequence token (:func:`generated_text`), other special tokens and a closing end-of-proof mark
-    dropped; wiki ``<math>`` spans as ``$..$``; an answer element (``<answer>..</answer>``) as an ``Answer:``
+    dropped; XML and HTML escapes (``&gt;``, ``<![CDATA[..]]>``) unescaped; wiki ``<math>`` spans as ``$..$``; an answer element (``<answer>..</answer>``) as an ``Answer:``
     line and a heading that is only "Answer" as an empty one."""
     text = _END_OF_PROOF.sub("", generated_text(response))
     text = _HIDDEN_SPANS.sub("", text)
+    if "&" in text or "<![" in text:  # XML and HTML escapes read as what they stand for ("x &gt;= 3")
+        text = _ENTITY.sub(lambda m: html.unescape(m.group(0)), _CDATA.sub(r"\1", text))
     if "<" in text:
         text = _WIKI_MATH.sub(r"$\1$", text)
         text = _ANSWER_ELEMENT.sub(lambda m: "\nAnswer: " + " ".join(m.group(2).split()) + "\n", text)
@@ -126,7 +140,7 @@ def visible_text(response: str) -> str:
         text = _FORMAT_TAGS.sub(lambda m: "\n" if _BLOCK_TAG.match(m.group(0)) else "",
                                 _SCRIPT_TAGS.sub(_latex_script, text))
     if "```" in text or "~~~" in text:
-        text = _CODE_BLOCK.sub("", text)
+        text = _CODE_BLOCK.sub("", _DATA_FENCE.sub(_data_answer, text))
     if _HIDING_COMMANDS.search(text):
         partners, kept, at = brace_partners(text), [], 0
         for match in _HIDING_COMMANDS.finditer(text):
@@ -139,6 +153,23 @@ def visible_text(response: str) -> str:
     hides_marker = lambda m: "" if _MARKER.search(m.group(0)) else m.group(0)  # noqa: E731
     text = _INLINE_CODE.sub(hides_marker, _QUOTED.sub(hides_marker, text))
     return _without_questions(text)
+
+
+def _data_answer(block: re.Match[str]) -> str:
+    """A data block's answer field as an ``Answer:`` line (the block itself is dropped as code is), else the block."""
+    language, body = block.group(1).lower(), block.group(2)
+    if language in ("csv", "tsv"):
+        rows = [row for row in csv.reader(body.splitlines(), delimiter="\t" if language == "tsv" else ",") if row]
+        keyed = [row[1] for row in rows if len(row) == 2 and _ANSWER_KEY.fullmatch(row[0].strip())]
+        columns = [i for i, name in enumerate(rows[0]) if _ANSWER_KEY.fullmatch(name.strip())] if len(rows) > 1 else []
+        value = keyed[-1] if keyed else rows[-1][columns[-1]] if columns and len(rows[-1]) == len(rows[0]) else None
+    else:
+        fields = _ANSWER_FIELD.findall(body)
+        value = fields[-1] if fields else None
+        if value is not None and value.count("}") > value.count("{"):
+            value = value.rstrip("} ,")  # a one-line object: {"answer": 42}
+        value = value.strip("\"'") if value is not None else None
+    return block.group(0) if value is None or not value.strip() else f"\nAnswer: {value.strip()}\n"
 
 
 def generated_text(response: str) -> str:
@@ -259,7 +290,7 @@ def first_sentence(text: str) -> str:
 
 def last_sentence(text: str) -> str | None:
     """The last sentence of the last line of ``text`` that holds text (not only layout: ``\\end{proof}``)."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip() and not _LAYOUT_LINE.match(line)]
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip() and not LAYOUT_LINE.match(line)]
     if not lines:
         return None
     line = lines[-1][-MAX_SENTENCE_CHARS:]

@@ -61,7 +61,8 @@ from rewardsmith.reward_fns.math_verifier.commitment import (
 )
 from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
 from rewardsmith.reward_fns.math_verifier.notation import comma_readings
-from rewardsmith.reward_fns.math_verifier.readable import unconsumed_words
+from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer
+from rewardsmith.reward_fns.math_verifier.readable import unconsumed_words, unread_words
 from rewardsmith.reward_fns.scorer_inputs import require_text
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -71,6 +72,7 @@ UNDECIDED_POLICIES = ("abstain", "wrong")
 _MARKED_ONLY = ("*dapo*",)
 _UNMARKED_RULES = (PHRASE, CLOSING)
 _UNREADABLE_GOLD = ("empty gold", "unparsed gold")
+_UNREAD = ("unreadable answer", "unparsed answer")  # methods of an answer the comparison could not read
 # Judges that compare the number of an answer whose trailing words canonical form dropped (or that a
 # math parser read as a product of letters).
 _NUMBER_JUDGES = ("numeric", "approximation", "math_verify", "sympy", "string")
@@ -118,27 +120,43 @@ def compute_score(
         verdict, method, why = WRONG, "no answer", "no marked answer (this data_source's prompt asks for one)"
         reading = replace(reading, unread="")  # the prompt asked for a marked answer: none is decisive
     else:
-        readings = comma_readings(reading.answer, response) or (reading.answer,)
-        decided = [_decide(replace(reading, answer=answer), golds, policy, timeout) for answer in readings]
-        verdict, method, why, golds = decided[0]
-        if any(d[0] != verdict for d in decided):
-            verdict, method = UNDECIDED, "ambiguous comma"
-            why = f"{reading.answer!r} reads as {' or '.join(readings)} here, and only one is the gold"
-        # Either way: an unread word left "correct" would pay any number with a word attached that happens
-        # to match, and "wrong" would refuse "3 lakh" for 300000.
-        unread = unconsumed_words(reading.answer, response, golds[0]) if verdict != UNDECIDED and method in _NUMBER_JUDGES else None
-        if unread:
-            verdict, method, why = UNDECIDED, "unreadable answer", f"unreadable answer: {unread}"
-        unknowns = undetermined_symbols(response, reading.answer, golds[0]) if verdict != WRONG else ()
-        if unknowns:
-            verdict, method = WRONG, "undetermined symbol"
-            why = f"the answer depends on {', '.join(unknowns)}, which the response never determines"
+        verdict, method, why, golds = _judged(reading, response, golds, policy, timeout)
+        if verdict != CORRECT and reading.restated and (method in _UNREAD or reading.unread
+                                                        or unread_words(canonical_answer(reading.answer))):
+            # "`(expt 2 10)`, i.e. 1024": the form said again stands in for one the reader could not read
+            # (the parsers read 'expt' as a product of letters); "25, i.e. 24" stays two answers.
+            again = replace(reading, answer=reading.restated, restated="",
+                            others=tuple(o for o in reading.others if o != reading.restated))
+            verdict, method, why, golds = _judged(again, response, golds, policy, timeout)
+            reading = again
     # A reading that left part of the response unread proves no inequality (commitment, section 5b).
     if verdict == WRONG and reading.unread and method != "undetermined symbol":
         verdict, method, why = UNDECIDED, "unreadable answer", f"unreadable answer: {reading.unread}"
     score = {CORRECT: 1.0, WRONG: 0.0}.get(verdict, None if undecided == "abstain" else 0.0)
     return {"score": score, "verdict": verdict, "why": why, "pred": reading.answer or "", "gold": golds[0],
             "method": method}
+
+
+def _judged(reading: Reading, response: str, golds: list[str], policy: GradingPolicy,
+            timeout: float) -> tuple[str, str, str, list[str]]:
+    """``(verdict, method, why, golds with the one compared first)`` for a reading that commits to an answer."""
+    assert reading.answer is not None
+    readings = comma_readings(reading.answer, response) or (reading.answer,)
+    decided = [_decide(replace(reading, answer=answer), golds, policy, timeout) for answer in readings]
+    verdict, method, why, golds = decided[0]
+    if any(d[0] != verdict for d in decided):
+        verdict, method = UNDECIDED, "ambiguous comma"
+        why = f"{reading.answer!r} reads as {' or '.join(readings)} here, and only one is the gold"
+    # Either way: an unread word left "correct" would pay any number with a word attached that happens
+    # to match, and "wrong" would refuse "3 lakh" for 300000.
+    unread = unconsumed_words(reading.answer, response, golds[0]) if verdict != UNDECIDED and method in _NUMBER_JUDGES else None
+    if unread:
+        verdict, method, why = UNDECIDED, "unreadable answer", f"unreadable answer: {unread}"
+    unknowns = undetermined_symbols(response, reading.answer, golds[0]) if verdict != WRONG else ()
+    if unknowns:
+        verdict, method = WRONG, "undetermined symbol"
+        why = f"the answer depends on {', '.join(unknowns)}, which the response never determines"
+    return verdict, method, why, golds
 
 
 def _decide(reading: Reading, golds: list[str], policy: GradingPolicy,

@@ -529,7 +529,7 @@ _LARGER_EXPRESSIONS = [
 ]
 _UNREAD_ENDINGS = [
     "Final answer:\n\n```\n  {a}\n ───\n  {b}\n```",
-    "```toml\nanswer = \"{a}/{b}\"\n```",
+    "```toml\nratio = \"{a}/{b}\"\n```",  # a data block with no answer field
     "```\n+------+\n|  {a}  |\n+------+\n```",
     "The ratio follows.\n\nCevap: %{a}",
     "The computation:\n\n.EQ\nP = {{{a}}} over {{{b}}}\n.EN",
@@ -684,3 +684,80 @@ def test_a_value_restated_as_another_is_never_paid(v, other, frame):
         for gold in (v, other):
             result = math_answer.compute_score("openai/gsm8k", differing, str(gold))
             assert result["verdict"] == "undecided" and result["method"] == "several answers", (differing, gold, result)
+
+
+# An answer line that holds a sentence commits to the value the sentence states as its result (section 2).
+_SENTENCE_ANSWER_LINES = ["Answer: the total is {v}.", "Final answer: there are {v} ways in all.",
+                          "#### The number of apples left is {v}.", "## Answer\n\nThe count comes to ${v}$.",
+                          "**Answer:** so the remainder equals {v}.", "* Answer\n#+begin_quote\nThe count is {v}.\n#+end_quote",
+                          "\\textbf{{Answer:}} The count is ${v}$.", "'''Answer:''' the count is {v}."]
+_SENTENCE_ANSWER_HACKS = ["Answer: my friend says the total is {v}.", "Answer: the total is not {v}.",
+                          "Answer: the total is maybe {v}.", "Answer: if each box held 10, the total would be {v}."]
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(_SENTENCE_ANSWER_LINES), st.sampled_from(["openai/gsm8k", "lighteval/MATH", "math_dapo"]))
+def test_an_answer_line_that_holds_a_sentence_commits_to_its_stated_value(v, line, source):
+    response = "We count the cases one by one: 3 + 4 = 7 of the first kind.\n\n" + line.format(v=v)
+    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
+    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(_SENTENCE_ANSWER_HACKS), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
+def test_an_answer_line_whose_sentence_does_not_commit_is_never_correct(v, line, source):
+    response = "We count the cases one by one.\n\n" + line.format(v=v)
+    assert math_answer.compute_score(source, response, str(v))["verdict"] != "correct", response
+
+
+# A data block's answer field is an answer line; a program's variable is not (code is not read).
+_DATA_BLOCKS = ["```csv\nfield,value\nboxes,12\nfinal_answer,{v}\n```", "```csv\nproblem,method,final_answer\ncount,3*4,{v}\n```",
+                "```tsv\nstep\tvalue\nanswer\t{v}\n```", '```json\n{{\n  "steps": ["3*4 = 12"],\n  "final_answer": {v}\n}}\n```',
+                '```json\n{{"answer": "{v}"}}\n```', "```yaml\nsteps:\n  - 3*4 = 12\nanswer: {v}\n```", "```toml\nanswer = {v}\n```"]
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(_DATA_BLOCKS), st.sampled_from(["openai/gsm8k", "lighteval/MATH", "math_dapo"]))
+def test_an_answer_field_of_a_data_block_marks_its_value(v, block, source):
+    response = "Here is the record of the computation.\n\n" + block.format(v=v)
+    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
+    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+    shown = "Example of the required output format:\n\n" + block.format(v=v) + "\n\nI could not finish the count."
+    assert math_answer.compute_score(source, shown, str(v))["verdict"] != "correct", shown
+
+
+def test_a_programs_answer_variable_is_no_answer():
+    response = "```python\nanswer = 6 * 12 - 30\nprint(answer)\n```"
+    assert math_answer.compute_score("openai/gsm8k", response, "42")["verdict"] != "correct"
+
+
+# "A, i.e. B" says the answer twice (section 4d): B stands in for an A the reader cannot read; read, they must agree.
+@PROPERTY
+@given(st.integers(2, 9), st.integers(2, 9), st.sampled_from(["Answer: `(expt {a} {b})`, i.e. {p}.",
+                                                              "The value is `(expt {a} {b})`, that is, {p}.",
+                                                              "#### pow({a}, {b}) in Lisp terms (expt {a} {b}), i.e. the result is {p}"]))
+def test_an_answer_said_again_stands_in_for_a_form_not_read(a, b, frame):
+    response = "Raising to the power.\n\n" + frame.format(a=a, b=b, p=a**b)
+    assert math_answer.compute_score("openai/gsm8k", response, str(a**b))["verdict"] == "correct", response
+    assert math_answer.compute_score("openai/gsm8k", response, str(a**b + 1))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(1, 9999), st.integers(1, 9999), st.sampled_from(["Answer: {v}, i.e. {w}.", "So the count is {v}, that is {w}.",
+                                                                    "#### {v} (i.e. {w})"]))
+def test_an_answer_said_again_as_another_value_is_never_paid(v, w, frame):
+    response = "Counting.\n\n" + frame.format(v=v, w=w)
+    for gold in (v, w):
+        result = math_answer.compute_score("openai/gsm8k", response, str(gold))
+        assert (result["verdict"] == "correct") == (v == w), (response, gold, result)
+
+
+@pytest.mark.parametrize("response, gold, verdict", [
+    ('<answer format="latex"><![CDATA[[3,\\infty)]]></answer>', "[3,\\infty)", "correct"),  # CDATA is its text
+    ("<reasoning>x &gt;= 3</reasoning>\n<answer>x &gt;= 3</answer>", "[3,\\infty)", "correct"),
+    ("<answer>x &lt; 3</answer>", "[3,\\infty)", "wrong"),
+    ("Answer: &#52;&#50;", "42", "correct"),  # character references
+    ("Answer: &#52;&#51;", "42", "wrong"),
+])
+def test_xml_and_html_escapes_are_read_as_what_they_stand_for(response, gold, verdict):
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict

@@ -11,7 +11,9 @@ hidden markup (``\\phantom``, white text, CSS ``display:none`` and the like,
 after a space that follows no digit: "25 %" stays a percentage), HTML comments, ``\\iffalse``, a ``comment``
 environment), struck-out text (``\\cancel``, ``\\sout``, ``~~..~~``,
 ``<del>``), code blocks (and inline code that holds a marker), questions and
-quoted text holding a marker or a question are removed; of a reasoning block
+quoted text holding a marker or a question are removed (a fenced block of data, ``csv``, ``json``,
+``yaml``, ..., gives its ``answer`` / ``final_answer`` field as an ``Answer:`` line; XML and HTML
+escapes are read as what they stand for); of a reasoning block
 ``<think>..</think>`` only what follows counts, when something does. A
 response cut off inside a box (``\\boxed{12`` never closed) or inside a
 ``<think>`` never closed is read up to there.
@@ -26,7 +28,11 @@ response cut off inside a box (``\\boxed{12`` never closed) or inside a
   in the languages whose numbers are read, ``Réponse :``, ``Antwort:``, ...,
   and Chinese ``答案：``); the rest of the line, or the value of a box or "the
   answer is" inside it. An empty ``####`` line marks the line under it when
-  that line is a bare value (no word of prose).
+  that line is a bare value (no word of prose); a heading that is only
+  "Answer" marks the line under it, past lines of layout (``#+begin_quote``).
+  An answer line that holds a sentence ("Answer: the count is 4·3·2 = 24.")
+  commits to the value the sentence states as its result, introduced by "is",
+  "=", "gives", ...; the sentence's words qualify it as they do any marked value.
 - phrase: "the answer is v", "answer would / will / should be v"; the rest of
   the sentence (a phrase that states no value, "the answer is found by ...",
   marks nothing; nor does one that ends its clause first, "whatever the
@@ -144,6 +150,13 @@ It joins :attr:`Reading.others`, so a restatement that differs is a second,
 different answer, and one that agrees ("12 (twelve)", "24 (two dozen)")
 changes nothing.
 
+**4d. Said again.** A value followed by "i.e.", "that is", "namely", "in other
+words" or "equivalently" and another value ("`(expt 2 10)`, i.e. 1024",
+"Mod(2, 7), i.e. the remainder is 2") says its answer twice:
+:attr:`Reading.restated` holds the second form, which is one of
+:attr:`Reading.others` too. A grader compares the first; where it cannot read
+the first, the second stands in for it; where it reads both, they must agree.
+
 **5. No marker.** When no marker commits, the closing sentence does, if it
 states one value (its last math span, the value after its last ``=``, its one
 number or its last number; a bare list is read whole; several numbers with
@@ -190,6 +203,7 @@ from rewardsmith.reward_fns.math_verifier.answer_types import labelled_parts
 from rewardsmith.reward_fns.math_verifier.readable import KNOWN_FUNCTIONS
 from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
+    LAYOUT_LINE,
     BOXED,
     CONVENTIONS,
     HASH,
@@ -217,10 +231,17 @@ _AFTER = 80  # characters after a marked value read for "is wrong"
 _HASH = re.compile(r"####[ \t]*((?:(?!####)[^\n])*)")
 # A value on the line under an empty "####" line: math or a number, not a sentence ("The key lists 144.").
 _NEXT_LINE_VALUE = re.compile(r"\n[ \t]*([^\n]+)")
+_NEXT_TEXT_LINE = re.compile(r"\s*\n[ \t]*([^\n]+)")
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3}")  # a word of prose, not a macro name
+_PROSE_WORDS = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+# "A, i.e. B": the answer said again in another form (section 4d).
+_RESTATEMENT = re.compile(r"(?i)(?:[,;(—–]\s*|\s)(?:i\.e\.|that is|namely|in other words|equivalently)\s*[,:]?\s+"
+                          r"(?P<value>[^()]*?(?:\([^()]*\)[^()]*?)*)\)?[\s.!]*$")
 # "Answer:" in English and the languages whose number words are read (numerals), and Chinese.
 _ANSWER_WORD = r"(?:\banswer|\b(?:réponse|respuesta|antwort|risposta|resposta|antwoord)|答案|答)"
-_ANSWER_COLON = re.compile(r"(?i)" + _ANSWER_WORD + r"\**\s*[:：]\**\s*((?:(?!" + _ANSWER_WORD + r"\**\s*[:：])[^\n])+)")
+# The colon may stand inside the answer word's markup: "**Answer:**", "\\textbf{Answer:}", wiki "'''Answer:'''".
+_ANSWER_COLON = re.compile(r"(?i)" + _ANSWER_WORD + r"\**\s*[:：](?:\*+|__|'{2,3}|\})?\s*((?:(?!" + _ANSWER_WORD
+                           + r"\**\s*[:：])[^\n])+)")
 _PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s*")
 
 # Section 3: cues in the clause before a marker.
@@ -260,7 +281,7 @@ _CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing
 _AFFIRMED = re.compile(r"(?i)\b(?:which|that|and this|and it|this) (?:(?:indeed|clearly|certainly) )?(?:holds|is the case|"
                        r"is true|is satisfied|is met|applies)\b")
 _QUOTATION = re.compile(r"\"[^\"]*\"|[“„][^”“]*[”“]|«[^»]*»|‹[^›]*›|「[^」]*」|『[^』]*』|‘[^’]*’|``.*?''|'[^'\n]*'", re.DOTALL)
-_CONDITION_IN_VALUE = re.compile(r"(?i)(?:\(\s*|,\s*|\s)(?:if|assuming|supposing|provided|unless)\b")
+_CONDITION_IN_VALUE = re.compile(r"(?i)(?:^\W*|\(\s*|,\s*|\s)(?:if|assuming|supposing|provided|unless)\b")
 _GIVEN = re.compile(r"(?i)\((?:given|as given|from the (?:problem|question|statement))\)|\bas given\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
 _WOULD = re.compile(r"(?i)(?:\bwould|'d)(?: have)? (?:be|been|get|give|equal)\b")
@@ -393,8 +414,10 @@ class Reading:
     ``answer`` is the committed value (``None``: nothing committed), ``rule``
     the marker that committed it (a convention, ``answer is``, ``correction``
     or ``final sentence``), ``others`` the other values committed beside it,
-    ``why`` a short account when nothing is committed, and ``unread`` what
-    the reader saw and could not read as the answer (section 5b), else ``""``.
+    ``why`` a short account when nothing is committed, ``unread`` what the
+    reader saw and could not read as the answer (section 5b), else ``""``,
+    and ``restated`` the answer said again in another form (section 4d), also
+    one of ``others``.
     """
 
     answer: str | None
@@ -402,6 +425,7 @@ class Reading:
     others: tuple[str, ...] = ()
     why: str = ""
     unread: str = ""
+    restated: str = ""
 
 
 @dataclass(frozen=True)
@@ -445,8 +469,12 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         if closing and handed_back:
             return Reading(None, why=f"the response hands the problem back ({handed_back.group(0)!r})")
         if closing:
-            return Reading(closing, CLOSING, others=tuple(_restated(last_sentence(text) or "")),
-                           unread=_unread_ending(response, blocks_only=True) or _part_of_larger(text, closing))
+            sentence = last_sentence(text) or ""
+            first, again = _restatement(sentence)
+            closing = (sentence_value(first) or closing) if again else closing  # "is 12, i.e. 12": the first
+            return Reading(closing, CLOSING, others=tuple(dict.fromkeys(_restated(sentence) + ([again] if again else []))),
+                           unread=_unread_ending(response, blocks_only=True) or _part_of_larger(text, closing),
+                           restated=again)
         why = _nothing(cancelled, cut)
         return Reading(None, why=why, unread=_unread_ending(response) if why == "no answer" else "")
     group, superseding = _last_group(text, commitments)
@@ -462,11 +490,39 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if not all(_is_word_answer(m.value) for m in group) and _retracted(tail, cue):
         return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
     chosen = _primary(group, convention)
-    others = tuple(dict.fromkeys([m.value.strip() for m in group if m is not chosen and not _same(m.value, chosen.value)]
-                                 + _restated(_line_from(text, chosen.start))))
+    answer, again = _restatement(chosen.value.strip())
+    answer = _stated(answer) if chosen.kind in (HASH, ANSWER_COLON) else answer
+    values = [_stated(m.value.strip()) if m.kind in (HASH, ANSWER_COLON) else m.value.strip()
+              for m in group if m is not chosen and not _same(m.value, chosen.value)]
+    others = tuple(dict.fromkeys(values + _restated(_line_from(text, chosen.start)) + ([again] if again else [])))
     # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
     rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
-    return Reading(chosen.value.strip(), rule, others)
+    return Reading(answer, rule, others, restated=again)
+
+
+def _stated(value: str) -> str:
+    """The value an answer line commits to. One that holds a sentence ("Answer: the count is 4·3·2 = 24.",
+    "#### The probability is $\\frac{3}{4}$.") commits to the value the sentence states as its result: the
+    closing-sentence rule's value, introduced by "is", "=", "gives", ... (section 2); any other is itself."""
+    if len(_PROSE_WORDS.findall(_VALUE_HEAD.match(value).group(0))) < 2:
+        return value
+    stated = sentence_value(value)
+    at = value.rfind(stated) if stated and _VALUE_CHAR.search(stated) else -1
+    if at <= 0 or not _RESULT_BEFORE.search(value[:at].rstrip(" \t$`*")):
+        return value
+    return stated
+
+
+def _restatement(value: str) -> tuple[str, str]:
+    """``(value, "")``, or ``(A, B)`` when ``value`` says its answer twice, "A, i.e. B" (section 4d):
+    "`(expt 2 10)`, i.e. 1024", "Mod(2, 7), i.e. the remainder is 2" (a sentence's stated value)."""
+    match = _RESTATEMENT.search(value)
+    if match is None or not _VALUE_CHAR.search(value[: match.start()]):
+        return value, ""
+    again = match.group("value").strip(" $*`")
+    if _PROSE_WORDS.search(_VALUE_HEAD.match(again).group(0)):
+        again = sentence_value(again) or ""
+    return (value[: match.start()].strip(), again.strip(" $*`")) if _VALUE_CHAR.search(again) else (value, "")
 
 
 def _parts(text: str, convention: str) -> tuple[int, str] | None:
@@ -598,11 +654,17 @@ def _unboxed(value: str) -> str:
 def _line_mark(text: str, match: re.Match[str], kind: str) -> _Mark:
     """The mark of a line marker; an empty ``####`` or ``Answer:`` line (a heading) marks the line under it
     when that is a bare value."""
-    if is_blank(match.group(1)):
-        below = _NEXT_LINE_VALUE.match(text, match.end())
+    end, value = match.end(), match.group(1)
+    while LAYOUT_LINE.match(value):  # org "* Answer" over "#+begin_quote": the value is inside the block
+        below = _NEXT_TEXT_LINE.match(text, end)
+        if below is None:
+            break
+        end, value = below.end(), below.group(1)
+    if is_blank(value):
+        below = _NEXT_LINE_VALUE.match(text, end)
         if below is not None and not is_blank(below.group(1)) and not _PROSE_WORD.search(below.group(1)):
             return _Mark(match.start(), below.end(), below.group(1), kind)
-    return _Mark(match.start(), match.end(), match.group(1), kind)
+    return _Mark(match.start(), end, value, kind)
 
 
 def _states_a_value(stated: str) -> bool:
