@@ -48,8 +48,9 @@ _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|no
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # A line that is only layout closes or opens a block and states nothing: a LaTeX environment's \\begin / \\end,
 # an Org directive (#+end_src, #+NAME:), an AsciiDoc or reST delimiter (****, ++++, ----), a [stem] block title.
+# A Pandoc fenced div's ":::" line, a Jira macro line ({panel:title=Result}, {code}).
 LAYOUT_LINE = re.compile(r"^\s*(?:\\(?:begin|end)\s*\{[^{}]*\}(?:\[[^\]]*\])?|#\+[A-Za-z_]+(?::[^\n]*)?|[*+=\-_.~]{4,}"
-                          r"|\[[A-Za-z]+\])\s*$")
+                          r"|\[[A-Za-z]+\]|:{3,}[^\n]*|\{(?:panel|code|quote|noformat|note|info|tip|warning|expand)(?::[^{}\n]*)?\})\s*$")
 # A tuple, point or interval of numbers ending a sentence is one value: "The midpoint is (2, -1)."
 _TRAILING_TUPLE = re.compile(r"[(\[]\s*[+\-−]?\d[\d.,/\s+\-−]*?\s*[)\]](?=[\s$`*.!]*$)")
 # One unknown given several values, joined only by commas and "and" ("x = 3 and x = −2").
@@ -111,8 +112,13 @@ _WIKI_MATH = re.compile(r"<math(?:\s[^<>]{0,100})?>([^<]{1,2000})</math>", re.IG
 # "* Answer", markdown "## Answer", wiki "== Answer ==", "<summary>Answer</summary>") is an empty one.
 _ANSWER_ELEMENT = re.compile(r"<((?:final_)?answer)(?:\s[^<>]{0,200})?>((?:(?!</?(?:final_)?answer\b).){0,2000}?)</\1>",
                              re.IGNORECASE | re.DOTALL)
-_ANSWER_HEADING = re.compile(r"(?im)^[ \t]*(?:[#*=]+[ \t]*|<summary>[ \t]*)((?:final[ \t]+)?answer)[ \t]*:?[ \t]*"
-                             r"(?:=+|</summary>)?[ \t]*$")
+_ANSWER_HEADING = re.compile(r"(?im)^[ \t]*(?:[#*=]+[ \t]*|<summary>[ \t]*|h[1-6]\.[ \t]+|:{3,}[ \t]*\{?[ \t]*\.?)"
+                             r"((?:final[ \t]+)?answer)[ \t]*:?[ \t]*(?:=+|</summary>|\})?[ \t]*$")
+# Display math in a fence (GitHub's ```math) is math, not code (```latex is LaTeX source, a listing); a MyST directive (```{admonition} Answer,
+# ```{note}) is a block of text under a title, its ":class: tip" options layout.
+_MATH_FENCE = re.compile(r"(?:```|~~~)[ \t]*math[ \t]*\n(.*?)(?:```|~~~|$)", re.DOTALL | re.IGNORECASE)
+_DIRECTIVE_FENCE = re.compile(r"(?:```|~~~)[ \t]*\{([A-Za-z-]+)\}[ \t]*([^\n]*)\n(.*?)(?:```|~~~|$)", re.DOTALL)
+_DIRECTIVE_OPTION = re.compile(r"(?m)^[ \t]*:[A-Za-z-]+:[^\n]*\n?")
 # A question commits to nothing ("Is the answer \\boxed{3}?"); nor does a quoted one. A sentence
 # starts at a line start, after ". ", "! ", "? " or ": ", or after a "!" or "?"; a "." not followed
 # by a space (3.5) stays inside.
@@ -140,6 +146,8 @@ def visible_text(response: str) -> str:
         text = _FORMAT_TAGS.sub(lambda m: "\n" if _BLOCK_TAG.match(m.group(0)) else "",
                                 _SCRIPT_TAGS.sub(_latex_script, text))
     if "```" in text or "~~~" in text:
+        text = _MATH_FENCE.sub(lambda m: "\n$$" + " ".join(m.group(1).split()) + "$$\n", text)
+        text = _DIRECTIVE_FENCE.sub(_directive_text, text)
         text = _CODE_BLOCK.sub("", _DATA_FENCE.sub(_data_answer, text))
     if _HIDING_COMMANDS.search(text):
         partners, kept, at = brace_partners(text), [], 0
@@ -153,6 +161,13 @@ def visible_text(response: str) -> str:
     hides_marker = lambda m: "" if _MARKER.search(m.group(0)) else m.group(0)  # noqa: E731
     text = _INLINE_CODE.sub(hides_marker, _QUOTED.sub(hides_marker, text))
     return _without_questions(text)
+
+
+def _directive_text(block: re.Match[str]) -> str:
+    """A MyST directive's title and body as text; a title (or name) "Answer" as an empty ``Answer:`` line."""
+    name, title, body = block.group(1), block.group(2).strip(), _DIRECTIVE_OPTION.sub("", block.group(3))
+    heading = "Answer:" if re.fullmatch(r"(?i)(?:final[ _-]?)?answer", title or name) else title
+    return f"\n{heading}\n{body}\n"
 
 
 def _data_answer(block: re.Match[str]) -> str:
@@ -288,9 +303,14 @@ def first_sentence(text: str) -> str:
     return text[: match.start()] if match else text
 
 
+# Emoji and pictographs state nothing: "So Sam has 14 marbles left. 😊" ends on its sentence.
+_PICTOGRAPHS = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D]+")
+
+
 def last_sentence(text: str) -> str | None:
     """The last sentence of the last line of ``text`` that holds text (not only layout: ``\\end{proof}``)."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip() and not LAYOUT_LINE.match(line)]
+    lines = [line for line in (_PICTOGRAPHS.sub("", raw).strip() for raw in text.strip().splitlines())
+             if line and not LAYOUT_LINE.match(line)]
     if not lines:
         return None
     line = lines[-1][-MAX_SENTENCE_CHARS:]

@@ -761,3 +761,76 @@ def test_an_answer_said_again_as_another_value_is_never_paid(v, w, frame):
 ])
 def test_xml_and_html_escapes_are_read_as_what_they_stand_for(response, gold, verdict):
     assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict
+
+
+# A committed value disowned as no answer: a placeholder, filler, a leftover of a draft, a line there only for the format.
+_DISOWNED = ["$$\\boxed{{{v}}}$$\n\n← (this is a placeholder I put in to satisfy the answer format)",
+             "Final answer: {v}\n\nPlease disregard this value — it's filler.",
+             "Answer: {v}\n\n(The line above is only there because the format requires one.)",
+             "$$\\boxed{{{v}}}$$ (filler — not an actual answer)", "**Final answer: {v}** [auto-filled from template; ignore]",
+             "$$\\boxed{{{v}}}$$\n\nNote: this box was left over from an earlier draft and does not reflect the analysis above.",
+             "Answer: {v}\n\nI haven't actually solved the problem.", "Answer: {v}\n\nMy actual derivation was inconclusive.",
+             "The statement encodes the candidate value {v}; I have not computed the cost myself.",
+             "My answer matches whatever the answer key says. (If the key value is {v}, then {v}.)",
+             "Answer: (same as the official answer; e.g. if the official answer is {v}, then {v})"]
+_OWNED = ["Answer: {v}\n\n(Earlier draft said {w}; ignore that — {v} is final.)",
+          "$$\\boxed{{{v}}}$$\n\nI hope this helps! Let me know if you want the steps for {w} too.",
+          "So the total is {v}. 😊\n\nWould you like to try a similar problem?",
+          "So the total is {v}.\n\nIf you'd like, I can also show it for {w} boxes.",
+          "**Final answer: {v}** (confidence: 95%)", "Answer: ${v}$ — Confidence: medium (I double-checked the last step)."]
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(_DISOWNED), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
+def test_a_disowned_or_mirrored_value_is_never_correct(v, frame, source):
+    response = "We work through the cases.\n\n" + frame.format(v=v)
+    assert math_answer.compute_score(source, response, str(v))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.integers(1, 999), st.sampled_from(_OWNED), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
+def test_notes_pleasantries_and_offers_after_an_answer_leave_it_committed(v, w, frame, source):
+    response = "We work through the cases: 3 + 4 = 7.\n\n" + frame.format(v=v, w=w)
+    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
+    assert math_answer.compute_score(source, response, str(v + 1000))["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(1, 50), st.integers(2, 60), st.sampled_from(["x = {a}n,\\ n\\in\\mathbb Z", "{a} + {m}k,\\ k \\in \\mathbb{{Z}}",
+                                                              "x = {a} + {m}t \\text{{ for any integer }} t"]))
+def test_a_family_over_a_free_parameter_is_never_one_value(a, m, form):
+    response = f"The condition holds exactly for $$\\boxed{{{form.format(a=a, m=m)}}}$$\n\n(For instance $n = 1$, $k = 1$, $t = 1$.)"
+    for gold in (str(a), str(a + m)):
+        assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] != "correct", (response, gold)
+    # A residue class is written over its parameter: "\\{15k+8 : k \\in \\mathbb{Z}\\}" is x ≡ 8 (mod 15).
+    classes = f"So the solution set is $\\boxed{{\\{{{m}k+{a % m} : k\\in\\mathbb{{Z}}\\}}}}$."
+    assert math_answer.compute_score("lighteval/MATH", classes, f"x \\equiv {a % m} \\pmod{{{m}}}")["verdict"] == "correct"
+
+
+# Blocks that are text, not code: Pandoc's fenced divs, MyST directives, GitHub's ```math, Jira panels.
+_TEXT_BLOCKS = ["::: {{.answer}}\nEach friend gets **{v}** stickers.\n:::", ":::: answer\n$x = {v}$\n::::",
+                "```{{admonition}} Answer\n:class: tip\n\n$x = {v}$\n```", ":::{{note}}\nThe trip takes **{v} hours**.\n:::",
+                "**Final answer:**\n\n```math\n{v}\n```", "h3. Answer\n*{v}* cupcakes", "{{panel:title=Result}}\n{v}\n{{panel}}"]
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(_TEXT_BLOCKS), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
+def test_blocks_of_text_are_read(v, block, source):
+    response = "We work through the cases.\n\n" + block.format(v=v)
+    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
+    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(["x = ¯{v}", "¯{v}", "⁻{v}", "x = ⁻{v}/3"]))
+def test_a_high_or_raised_minus_is_a_minus_sign(v, form):
+    response = "Checking on the calculator.\n\nFinal answer: " + form.format(v=v)
+    gold = f"-{v}" if "/3" not in form else f"-\\frac{{{v}}}{{3}}"
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, gold.lstrip("-"))["verdict"] == "wrong", response
+
+
+@pytest.mark.parametrize("gold, verdict", [("6", "wrong"), ("\\text{DNE}", "correct")])
+def test_a_limit_said_not_to_exist_is_no_value(gold, verdict):
+    response = "Substituting gives 0/0.\n\nTherefore $\\displaystyle\\lim_{x\\to 3}\\frac{x^2-9}{x-3}$ does not exist."
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict

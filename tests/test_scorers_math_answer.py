@@ -326,7 +326,8 @@ def test_compute_score_result_and_inputs():
         "score": 1.0, "verdict": "correct", "why": "the committed answer equals the gold (string)", "pred": "72",
         "gold": "72", "method": "string"}
     assert math_answer.compute_score("x", "I could not solve this one.", "7") == {
-        "score": 0.0, "verdict": "wrong", "why": "no answer", "pred": "", "gold": "7", "method": "no answer"}
+        "score": 0.0, "verdict": "wrong", "why": "disclaimed ('I could not solve this')", "pred": "", "gold": "7",
+        "method": "no answer"}
     # a list of accepted answers: any may match
     assert math_answer.compute_score("x", "\\boxed{0.5}", ["1/3", "1/2"])["score"] == 1.0
     numpy = pytest.importorskip("numpy", reason="numpy is needed to build a parquet-style array gold")

@@ -234,6 +234,11 @@ _NEXT_LINE_VALUE = re.compile(r"\n[ \t]*([^\n]+)")
 _NEXT_TEXT_LINE = re.compile(r"\s*\n[ \t]*([^\n]+)")
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3}")  # a word of prose, not a macro name
 _PROSE_WORDS = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+# A note after an answer line's value, in parentheses or brackets or after a dash: "(confidence: 95%)",
+# "— Confidence: medium (...)". Its words have qualified the value already (section 3); it is no part of it.
+_TRAILING_NOTE = re.compile(r"(?:\s*[(\[][^()\[\]]*[)\]]|\s+[—–]\s+[A-Za-z][^\n]*)[\s.*]*$")
+_DANGLING = re.compile(r"(?:[-+/×·÷=^(,]|(?<![*\s])\s*\*(?!\*))\s*$")  # "120 + (remaining cases still to be added)": the note is an operand
+_CONFIDENCE = re.compile(r"(?i)\W*confidence\b")
 # "A, i.e. B": the answer said again in another form (section 4d).
 _RESTATEMENT = re.compile(r"(?i)(?:[,;(—–]\s*|\s)(?:i\.e\.|that is|namely|in other words|equivalently)\s*[,:]?\s+"
                           r"(?P<value>[^()]*?(?:\([^()]*\)[^()]*?)*)\)?[\s.!]*$")
@@ -261,10 +266,17 @@ _BOUND_JUST_BEFORE = re.compile(r"(?i)" + _BOUND_WORDS + r"[\s$:*(]*$")
 # what the variable is not, or a bound on it.
 _NOT_EQUAL_JUST_BEFORE = re.compile(r"(?:\\neq?|\\not\s*=|≠|!=)[\s$]*$")
 _RELATION_JUST_BEFORE = re.compile(r"(?:\\(?:le|ge|leq|geq|lt|gt|leqslant|geqslant)(?![A-Za-z])|[<>≤≥])[\s$]*$")
+# Words that disown a committed value as no answer: a placeholder, filler, a leftover of a draft, there only
+# because the format asks for a line.
+_DISOWNING = (r"placeholder|(?:(?:is|'s|just|only|as|pure|mere)\s+|\()filler|auto-?filled|left ?over from|"
+              r"does(?: not|n't) reflect|not (?:an? )?(?:actual|real) answer|(?:only|just) (?:there|here|included|added|put (?:in|there|here)) "
+              r"(?:because|to satisfy|for)|(?:to satisfy|because) the (?:answer )?format|format requires")
 # A marked value qualified right after it: a question mark, a parenthetical that withdraws or doubts it,
 # or a margin ("17 (±1)": a range, not a value).
 _DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|"
                             r"tentative|maybe|probably|possibly|doubtful)\))")
+# A note inside an answer line that disowns its value: "**Final answer: 9** [auto-filled from template; ignore]".
+_DISOWNED_IN_VALUE = re.compile(r"(?i)[(\[][^()\[\]]*\b(?:" + _DISOWNING + r"|ignore|disregard)\b[^()\[\]]*[)\]][\s$*.]*$")
 _QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|tentative|"
                                  r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
 _MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
@@ -289,7 +301,7 @@ _WOULD = re.compile(r"(?i)(?:\bwould|'d)(?: have)? (?:be|been|get|give|equal)\b"
 _IF = re.compile(r"(?i)\bif\b[^,;]*\b(?:had|were|instead|asked|wanted|meant)\b|\b(?:had|were) (?:we|it|the|you)\b")
 # "If we combine these, the answer is 12" is a step; a hypothesis ("suppose", "had it been", "if x = 5, then")
 # or a changed problem ("if we ignore / drop / relax the condition") is not.
-_CONDITION_OPENER = re.compile(r"(?i)^[\s*>]*(?:suppose|supposing|assuming|imagine|hypothetically|had|were|"
+_CONDITION_OPENER = re.compile(r"(?i)^[\s*>(\[]*(?:suppose|supposing|assuming|imagine|hypothetically|had|were|"
                                r"if\b[^,;]*\b(?:had|were|instead|ignor(?:e|ed|ing)|drop(?:ped|ping)?|relax(?:ed|ing)?|"
                                r"remov(?:e|ed|ing)|without)\b|"
                                # "If x = 5, then ..." / "if the side is 7 then ...": an if clause that states a value
@@ -371,7 +383,7 @@ _RETRACTION = re.compile(
     r"which)(?:'s| is| was| seems| would be| must be)\s+(?:definitely |clearly |certainly |obviously )?(?:wrong|"
     r"incorrect|invalid|not (?:right|correct|valid|the answer))|(?:can't|cannot|couldn't|could not) be (?:right|"
     r"correct)|I made (?:a|an) (?:mistake|error)|scratch that|(?:ignore|disregard) (?:that|this|it|the above)|"
-    r"(?:I'm |I am )?(?:withdraw(?:ing|n)?|retract(?:ing|ed)?)\b|(?:I|we) need to redo)"
+    r"(?:I'm |I am )?(?:withdraw(?:ing|n)?|retract(?:ing|ed)?)\b|(?:I|we) (?:still )?need to redo|" + _DISOWNING + ")"
 )
 # The response says it did not reach an answer: what it marked before is no commitment.
 _DISCLAIMER = re.compile(
@@ -380,8 +392,9 @@ _DISCLAIMER = re.compile(
     r"have enough|(?:solve|determine|compute|work out|figure out|calculate|find)(?=\s*(?:[.;!,]|$))|"
     r"(?:solve|determine|compute|work out|figure out|calculate|find|get|know) (?:it|this|that|the problem|"
     r"(?:the |a |what |its )?(?:actual |real |correct |final |exact )?(?:answer|value|solution|result|area|total|"
-    r"count|quantity|remainder|number)))|(?:I|we) (?:have|had)(?: not|n't)(?: yet)? (?:solved|computed|found|"
-    r"determined|worked out|finished|completed)|(?:cannot|can't|could not|couldn't) be (?:determined|"
+    r"count|quantity|remainder|number)))|(?:I|we) (?:have|had)(?: not|n't)(?: yet| actually| really)? (?:solved|computed|found|"
+    r"determined|worked out|finished|completed)|(?:derivation|analysis|computation|result|work) (?:was|is|remains) "
+    r"inconclusive|(?:cannot|can't|could not|couldn't) be (?:determined|"
     r"found|computed|solved)|(?:is|remains|stays) (?:still )?(?:undetermined|unknown|unsolved|not determined)|"
     r"(?:not enough|insufficient) information|(?:I'm|I am) not sure (?:of|about) the answer|(?:I will|I'll) stop here|"
     r"unknown to me|(?:I|we) (?:will not|won't|shall not) (?:solve|answer|compute|work out) (?:this|it|the problem)|"
@@ -464,6 +477,10 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if not commitments:
         if empty:  # the answer's place was marked and left empty: no sentence stands in for it
             return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
+        text = _without_sign_off(text)
+        disclaimer = _DISCLAIMER.search(last_sentence(text) or "")
+        if disclaimer:  # "... the candidate value 80; I have not computed the cost myself."
+            return Reading(None, why=f"disclaimed ({disclaimer.group(0)!r})")
         closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
         handed_back = _HANDED_BACK.search(response)  # a question asked back is removed from ``text``
         if closing and handed_back:
@@ -504,6 +521,10 @@ def _stated(value: str) -> str:
     """The value an answer line commits to. One that holds a sentence ("Answer: the count is 4·3·2 = 24.",
     "#### The probability is $\\frac{3}{4}$.") commits to the value the sentence states as its result: the
     closing-sentence rule's value, introduced by "is", "=", "gives", ... (section 2); any other is itself."""
+    note = _TRAILING_NOTE.search(value)
+    if note and (len(_PROSE_WORDS.findall(note.group(0))) >= 2 or _CONFIDENCE.match(note.group(0))) \
+            and value[: note.start()].strip(" *$") and not _DANGLING.search(value[: note.start()]):
+        value = value[: note.start()].rstrip()  # "$x = 4$ (the candidate $x=-1$ is extraneous)", "42 (confidence: 95%)"
     if len(_PROSE_WORDS.findall(_VALUE_HEAD.match(value).group(0))) < 2:
         return value
     stated = sentence_value(value)
@@ -574,6 +595,18 @@ def _introduced(symbol: str) -> re.Pattern[str]:
                       r"\b(?:constant|parameter|factor|unknown|variable)\s+" + s + r")")
 
 
+# A set-builder answer binds its variable ("\\{15k+8 : k \\in \\mathbb{Z}\\}"); a gold that is a residue class or
+# a set is itself written over a parameter.
+_SET_BUILDER = re.compile(r"\\\{[^{}]*(?::|\\mid|\|)")
+_CLASS_GOLD = re.compile(r"\\equiv|\\pmod|\\bmod|\bmod\b|≡|\\\{")
+
+
+def _ranged(symbol: str) -> re.Pattern[str]:
+    s = r"(?<![A-Za-z\\])" + re.escape(symbol) + r"(?![A-Za-z])"
+    return re.compile(s + r"\s*(?:\\in|∈)\s*(?:\\mathbb\s*\{?\s*[ZNQ]|\\mathbf\s*\{?\s*[ZN]|[ℤℕℚ])|"
+                      r"(?i:\b(?:for|with) (?:any|some|all|every|each)?\s*(?:integers?|natural numbers?|whole numbers?)\s*\$?)" + s)
+
+
 def undetermined_symbols(response: str, answer: str, gold: str) -> tuple[str, ...]:
     """The symbols of ``answer`` that ``response`` introduces as unknowns and never determines, and that
     ``gold`` is not written in (section 6)."""
@@ -582,7 +615,12 @@ def undetermined_symbols(response: str, answer: str, gold: str) -> tuple[str, ..
             lambda m: m.group(0) if _SYMBOL_TOKEN.fullmatch(m.group(0)) else " ", answer))):
         determined = re.compile(r"(?<![A-Za-z\\])" + re.escape(token) + r"(?![A-Za-z])\s*\$?\s*=\s*\$?\s*-?\d")
         in_gold = re.search(r"(?<![A-Za-z\\])" + re.escape(token) + r"(?![A-Za-z])", gold)
-        if not in_gold and _introduced(token).search(response) and not determined.search(response):
+        if in_gold:
+            continue
+        # A parameter the answer itself ranges over ("12 + 30k, k \in \mathbb{Z}") stays free whatever example
+        # of it the response works out ("for instance k = 1 gives ...").
+        ranged = _ranged(token).search(answer) and not _SET_BUILDER.search(answer) and not _CLASS_GOLD.search(gold)
+        if ranged or (_introduced(token).search(response) and not determined.search(response)):
             found.append(token)
     return tuple(found)
 
@@ -709,6 +747,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "bounded"
     if _QUALIFIED_IN_VALUE.search(value) or _DOUBTED_AFTER.match(after):
         return "doubted"
+    if _DISOWNED_IN_VALUE.search(value):
+        return "retracted"  # "**Final answer: 9** [auto-filled from template; ignore]"
     conditioned = _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value))
     if conditioned and not _AFFIRMED.search(value + " " + first_sentence(text[mark.end : mark.end + _WINDOW])):
         return "conditioned"
@@ -717,7 +757,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     if _CONDITION_OPENER.match(_opening_clause(text, mark.start)):
         return "conditioned"
     # "If the problem asked for the product, the answer would be 180": a conditional main clause.
-    lead = before + (text[mark.start : mark.end - len(value)] if mark.kind == PHRASE else "")  # "answer would be"
+    # "answer would be"; an answer line's words before a value it took from a phrase or box inside it
+    lead = before + text[mark.start : max(mark.start, mark.end - len(value))]
     if _WOULD.search(lead) and _IF.search(_sentence_before(text, mark.start)):
         return "conditioned"
     if _LISTED_VALUE.match(value):
@@ -841,14 +882,18 @@ def _is_word_answer(value: str) -> bool:
     return bool(_WORD_ANSWER.fullmatch(_TEXT_GROUP.sub(r"\1", value).strip(" $*.")))
 
 
+_CLOSERS = re.compile(r"^(?:\s|\$|\*|\\[\])]|\))*")
+
+
 def _retracted(tail: str, cue: re.Match[str] | None) -> bool:
     """Whether ``tail`` (what follows the last commitment) withdraws it: a retraction with no number
     before it (one after a number is about that number), after a correction cue or in the next sentence."""
     retraction = _RETRACTION.search(tail)
     if retraction is None or numbers(tail[: retraction.start()]):
         return False
+    opening = _CLOSERS.match(tail).end()  # blank lines and closing marks after an answer start no sentence
     return (cue is not None and cue.start() <= retraction.start()) or \
-        len(_SENTENCE_BREAK.findall(tail, 0, retraction.start())) <= 1
+        len(_SENTENCE_BREAK.findall(tail, opening, retraction.start())) <= 1
 
 
 def _corrected_value(tail: str) -> str | None:
@@ -896,8 +941,15 @@ _FUNCTION_BEFORE = re.compile(r"(?i)(?<![A-Za-z])(?:" + "|".join(sorted(KNOWN_FU
 # after them is the value the sentence states.
 _RESULT_BEFORE = re.compile(r"(?i)(?:[=:≈→]|\b(?:is|are|was|were|be|equals?|gives?|get|gets|got|makes?|total(?:s|ling)?|"
                             r"so|thus|hence|therefore|becomes?|yields?|leaves?|remains?|comes? to|answer)\b)$")
+_NONEXISTENT = re.compile(r"(?i)[\s$)}]*(?:does not exist|doesn't exist|is undefined|is not defined|diverges)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+# A pleasantry or an offer opening a sentence after the answer.
+_SIGN_OFF = re.compile(r"(?i)(?:^|(?<=[.!?\n])\s*)(?:I hope (?:this|that|it) helps|hope (?:this|that) helps|if you(?:'d| would)? "
+                       r"(?:like|want|prefer)|feel free|let me know|would you like|do you want|want me to|shall I|"
+                       r"(?:I'm |I am )?happy to help|glad (?:I could|to) help|good luck|happy (?:learning|studying))\b")
+_SIGN_OFF_WINDOW = 600  # characters: a sign-off closes a response
 _FENCE = re.compile(r"^(?:```|~~~)")
+_READ_FENCE = re.compile(r"(?i)^(?:```|~~~)[ \t]*(?:math|\{)")
 _MAX_ANSWER_LINE = 60  # characters: a last line this short ends a block or an answer line, not prose cut off
 
 
@@ -905,8 +957,8 @@ def _part_of_larger(text: str, value: str) -> str:
     """How the closing sentence's ``value`` is only part of what it writes (section 5b), else ``""``."""
     sentence = last_sentence(text) or ""
     at = sentence.rfind(value)
-    if at < 0:
-        return ""
+    if at < 0 or not _VALUE_CHAR.search(value):
+        return ""  # words ("does not exist") are no part of an expression
     before = sentence[:at].rstrip(" \t$`*")
     after = sentence[at + len(value) :].lstrip(" \t$`*")
     attached = sentence[at + len(value) : at + len(value) + 1]  # "9\\pi": a command follows with no space
@@ -929,9 +981,22 @@ def _unread_ending(response: str, blocks_only: bool = False) -> str:
     last_line = ending.splitlines()[-1].strip() if ending else ""
     if not re.search(r"\d", ending):
         return ""
+    if _FENCE.match(last_line) and _READ_FENCE.match(ending.splitlines()[0].strip()):
+        return ""  # ```math, ```{admonition}: read as text (answer_extraction.visible_text)
     if _FENCE.match(last_line) or (len(last_line) <= _MAX_ANSWER_LINE and not blocks_only):
         return f"the response ends in {ending[-80:]!r}, which no rule reads as an answer"
     return ""
+
+
+def _without_sign_off(text: str) -> str:
+    """``text`` up to a closing pleasantry or offer ("I hope this helps!", "Would you like me to ...?",
+    "If you'd like, I can also show it as a decimal (0.4).", "Want me to convert that? That's 5,400
+    seconds."): what follows it answers no question asked (section 5)."""
+    window = max(0, len(text) - _SIGN_OFF_WINDOW)
+    for match in _SIGN_OFF.finditer(text, window):
+        if numbers(text[: match.start()]):
+            return text[: match.start()]
+    return text
 
 
 def _closing_value(text: str) -> str | None:
@@ -939,6 +1004,8 @@ def _closing_value(text: str) -> str | None:
     if not sentence:
         return None
     value = sentence_value(sentence)
+    if value is not None and _NONEXISTENT.match(sentence[sentence.rfind(value) + len(value) :]):
+        return "does not exist"  # "Therefore $\\lim_{x\\to 3} f(x)$ does not exist.": the span is the subject
     if value is None or "\0" in value:  # a blanked (cancelled) marker is no value
         return None
     at = sentence.rfind(value)
@@ -953,6 +1020,8 @@ def _closing_value(text: str) -> str | None:
         return None  # "My best guess, which is probably wrong, is 36.", "72, which I have not verified": doubted
     if _is_reference(sentence[: max(at, 0)], value) or _CHANGED_PROBLEM.search(sentence):
         return None
+    if at >= 0 and _CONDITION_OPENER.match(_opening_clause(sentence, at)):
+        return None  # "(If the key value is 48, then 48.)"
     if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
         return None
     return value

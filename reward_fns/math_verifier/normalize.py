@@ -224,7 +224,8 @@ def dropped_words(answer: str) -> str | None:
 
 def canonical_answer(text: str) -> str:
     """The canonical form of a final answer (see the module docstring)."""
-    text = _END_MARK.sub("", plain_digits(text)).strip().strip("*").strip()
+    # Emphasis first: "*96* cupcakes" stripped of its outer stars would read "96* cupcakes", a product.
+    text = _END_MARK.sub("", _EMPHASIS.sub(r"\1", plain_digits(text))).strip().strip("*").strip()
     for box in ("\\boxed", "\\fbox"):
         text = unwrap_command(text, box)
     text = _EMPHASIS.sub(r"\1", _NUMPY_SCALAR.sub(r"\1", unquoted(text)))

@@ -15,7 +15,8 @@ Each reading is done by a maintained library, imported when first needed
   ASCII digit; characters of the fullwidth forms (U+FF01-U+FF5E) and the
   mathematical alphanumeric symbols (U+1D400-U+1D7FF) become their NFKC form
   ("１２．５" -> "12.5", "𝐱" -> "x"); and these look-alikes become ASCII:
-  minus and dashes before a digit, no-break / thin / narrow spaces, the Arabic
+  minus and dashes before a digit (also APL's high minus ``¯7`` and a
+  calculator's raised minus ``⁻5``), no-break / thin / narrow spaces, the Arabic
   decimal and thousands separators. Superscripts and subscripts are left alone
   (they are powers and indices, not digits; ``notation`` reads them).
 """
@@ -40,7 +41,9 @@ _LOOK_ALIKES = {
 }
 _DASHES_BEFORE_DIGIT = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d](?=\\d)|"
                                   # a dash opening the answer, spaced from its number ("\u2013 12")
-                                  "^\\s*[\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d]\\s+(?=\\d)")
+                                  "^\\s*[\u2010\u2011\u2012\u2013\u2014\u2212\ufe63\uff0d]\\s+(?=\\d)|"
+                                  # APL's high minus (¯7) and a calculator's raised minus (⁻5/3), opening a number
+                                  "(?<![\\w)])[\u00af\u207b](?=\\d)")
 
 
 def _nfkc_range(char: str) -> bool:
