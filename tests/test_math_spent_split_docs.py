@@ -38,6 +38,11 @@ COLUMNS = [
     ("blind split 7", 3, "math_blind7_before_7e99c74.txt", "math_verify"),
     ("split 7, tuned on (spent)", 1, "math_blind7_after_1f05fa3.txt", "math_answer"),
     ("split 7, tuned on (spent)", 2, "math_blind7_spent_after_ae23b92.txt", "math_answer"),
+    ("blind split 8", 1, "math_blind8_before_d2d625c.txt", "math_answer"),
+    ("blind split 8", 2, "math_blind8_after_4022859.txt", "math_answer"),
+    ("blind split 8", 3, "math_blind8_before_d2d625c.txt", "math_verify"),
+    ("split 8, tuned on (spent)", 1, "math_blind8_after_4022859.txt", "math_answer"),
+    ("split 8, tuned on (spent)", 2, "math_blind8_spent_after_14d9b38.txt", "math_answer"),
 ]
 
 

@@ -125,7 +125,10 @@ After the last commitment, a correction cue followed by a closing sentence
 that ends on one value ("Wait, no: it is 1/3.") commits to that value; a
 retraction ("this is wrong", "that can't be right", "this result is
 invalid", "ignore that", "I'm withdrawing this answer", "I made a mistake",
-"scratch that") with no value after it, after a correction cue or in the
+"scratch that"; or words that disown it, "this is a placeholder", "it's
+filler", "left over from an earlier draft", "only there because the format
+requires one", also in a note in the answer line, "[auto-filled; ignore]")
+with no value after it, after a correction cue or in the
 next sentence and with no other number before it (one after a number is
 about that number), leaves nothing committed; so does a disclaimer of any
 answer after the last commitment ("I could not determine / finish / solve",
@@ -157,7 +160,9 @@ words" or "equivalently" and another value ("`(expt 2 10)`, i.e. 1024",
 :attr:`Reading.others` too. A grader compares the first; where it cannot read
 the first, the second stands in for it; where it reads both, they must agree.
 
-**5. No marker.** When no marker commits, the closing sentence does, if it
+**5. No marker.** When no marker commits, the closing sentence (before any
+pleasantry or offer, "I hope this helps!", "If you'd like, I can ...", and
+emoji) does, unless it disclaims the answer, if it
 states one value (its last math span, the value after its last ``=``, its one
 number or its last number; a bare list is read whole; several numbers with
 "or"/"maybe" are a hedge; a short sentence of words is a word answer), and
@@ -184,7 +189,10 @@ is the travel time", "$c$ is a constant", "the scale factor $\\lambda$") and
 never determines (no "$k = 3$") depends on that symbol:
 :func:`undetermined_symbols` names them, and a grader takes such an answer
 (``12+k``, ``12t``, ``\\frac{36}{m}``) for the gold only when the gold is
-written in the same symbols.
+written in the same symbols. So does an answer over a free integer parameter
+it ranges over itself ("12 + 30k, k ∈ ℤ"), whatever example of it the
+response works out; a set-builder set and a residue-class gold are written
+over their parameter.
 
 Long text before or after the committed answer changes nothing: length is
 not the verifier's concern (the DAPO overlong penalty handles it).
