@@ -21,6 +21,12 @@ PROPERTY = settings(max_examples=60, deadline=None, derandomize=True, database=N
                     suppress_health_check=[HealthCheck.too_slow])
 
 
+def _assert_read_as(v: int, response: str, source: str) -> None:
+    """``response`` commits to ``v``: it is correct against ``v`` and wrong against ``v + 1``."""
+    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
+    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+
+
 # -- the model, rule by rule ------------------------------------------------------------------
 @pytest.mark.parametrize(
     "response, why",
@@ -608,16 +614,14 @@ def test_text_after_the_end_of_sequence_is_not_the_response(v, other, eos, sourc
 @given(st.integers(1, 999), st.sampled_from(_END_MARKS), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
 def test_an_end_of_proof_mark_closes_the_last_sentence(v, mark, source):
     response = f"Each step checks out. Hence the count is {v}.{mark}"
-    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
-    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+    _assert_read_as(v, response, source)
 
 
 @PROPERTY
 @given(st.integers(1, 999), st.sampled_from(_ANSWER_PLACES), st.sampled_from(["openai/gsm8k", "lighteval/MATH", "math_dapo"]))
 def test_an_answer_element_or_heading_marks_its_value(v, place, source):
     response = "We add the parts: 3 + 4 = 7 and so on.\n\n" + place.format(v=v)
-    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
-    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+    _assert_read_as(v, response, source)
 
 
 @pytest.mark.parametrize("response, gold, verdict", [
@@ -699,8 +703,7 @@ _SENTENCE_ANSWER_HACKS = ["Answer: my friend says the total is {v}.", "Answer: t
 @given(st.integers(1, 999), st.sampled_from(_SENTENCE_ANSWER_LINES), st.sampled_from(["openai/gsm8k", "lighteval/MATH", "math_dapo"]))
 def test_an_answer_line_that_holds_a_sentence_commits_to_its_stated_value(v, line, source):
     response = "We count the cases one by one: 3 + 4 = 7 of the first kind.\n\n" + line.format(v=v)
-    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
-    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+    _assert_read_as(v, response, source)
 
 
 @PROPERTY
@@ -720,8 +723,7 @@ _DATA_BLOCKS = ["```csv\nfield,value\nboxes,12\nfinal_answer,{v}\n```", "```csv\
 @given(st.integers(1, 999), st.sampled_from(_DATA_BLOCKS), st.sampled_from(["openai/gsm8k", "lighteval/MATH", "math_dapo"]))
 def test_an_answer_field_of_a_data_block_marks_its_value(v, block, source):
     response = "Here is the record of the computation.\n\n" + block.format(v=v)
-    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
-    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+    _assert_read_as(v, response, source)
     shown = "Example of the required output format:\n\n" + block.format(v=v) + "\n\nI could not finish the count."
     assert math_answer.compute_score(source, shown, str(v))["verdict"] != "correct", shown
 
@@ -817,8 +819,7 @@ _TEXT_BLOCKS = ["::: {{.answer}}\nEach friend gets **{v}** stickers.\n:::", ":::
 @given(st.integers(1, 999), st.sampled_from(_TEXT_BLOCKS), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
 def test_blocks_of_text_are_read(v, block, source):
     response = "We work through the cases.\n\n" + block.format(v=v)
-    assert math_answer.compute_score(source, response, str(v))["verdict"] == "correct", response
-    assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
+    _assert_read_as(v, response, source)
 
 
 @PROPERTY
