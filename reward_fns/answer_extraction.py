@@ -50,7 +50,8 @@ _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # an Org directive (#+end_src, #+NAME:), an AsciiDoc or reST delimiter (****, ++++, ----), a [stem] block title.
 # A Pandoc fenced div's ":::" line, a Jira macro line ({panel:title=Result}, {code}).
 LAYOUT_LINE = re.compile(r"^\s*(?:\\(?:begin|end)\s*\{[^{}]*\}(?:\[[^\]]*\])?|#\+[A-Za-z_]+(?::[^\n]*)?|[*+=\-_.~]{4,}"
-                          r"|\[[A-Za-z]+\]|:{3,}[^\n]*|\{(?:panel|code|quote|noformat|note|info|tip|warning|expand)(?::[^{}\n]*)?\})\s*$")
+                          r"|\[[A-Za-z]+\]|:{3,}[^\n]*"
+                          r"|\{(?:panel|code|quote|noformat|note|info|tip|warning|expand)(?::[^{}\n]*)?\})\s*$")
 # A tuple, point or interval of numbers ending a sentence is one value: "The midpoint is (2, -1)."
 _TRAILING_TUPLE = re.compile(r"[(\[]\s*[+\-−]?\d[\d.,/\s+\-−]*?\s*[)\]](?=[\s$`*.!]*$)")
 # One unknown given several values, joined only by commas and "and" ("x = 3 and x = −2").
@@ -114,8 +115,10 @@ _ANSWER_ELEMENT = re.compile(r"<((?:final_)?answer)(?:\s[^<>]{0,200})?>((?:(?!</
                              re.IGNORECASE | re.DOTALL)
 _ANSWER_HEADING = re.compile(r"(?im)^[ \t]*(?:[#*=]+[ \t]*|<summary>[ \t]*|h[1-6]\.[ \t]+|:{3,}[ \t]*\{?[ \t]*\.?)"
                              r"((?:final[ \t]+)?answer)[ \t]*:?[ \t]*(?:=+|</summary>|\})?[ \t]*$")
-# Display math in a fence (GitHub's ```math) is math, not code (```latex is LaTeX source, a listing); a MyST directive (```{admonition} Answer,
-# ```{note}) is a block of text under a title, its ":class: tip" options layout.
+# Display math in a fence (GitHub's ```math) is math, not code (```latex is LaTeX source, a listing); a MyST
+# directive (```{admonition} Answer, ```{note}) is a block of text under a title, its ":class: tip" options
+# layout. TEXT_FENCE is the opening line of either.
+TEXT_FENCE = re.compile(r"(?i)^(?:```|~~~)[ \t]*(?:math\b|\{)")
 _MATH_FENCE = re.compile(r"(?:```|~~~)[ \t]*math[ \t]*\n(.*?)(?:```|~~~|$)", re.DOTALL | re.IGNORECASE)
 _DIRECTIVE_FENCE = re.compile(r"(?:```|~~~)[ \t]*\{([A-Za-z-]+)\}[ \t]*([^\n]*)\n(.*?)(?:```|~~~|$)", re.DOTALL)
 _DIRECTIVE_OPTION = re.compile(r"(?m)^[ \t]*:[A-Za-z-]+:[^\n]*\n?")
@@ -132,8 +135,10 @@ def visible_text(response: str) -> str:
     """``response`` as a reader sees its commitments: hidden markup, code, questions and quoted questions removed,
     HTML and BBCode superscripts and subscripts in LaTeX, their formatting tags dropped; what follows an
     end-of-sequence token (:func:`generated_text`), other special tokens and a closing end-of-proof mark
-    dropped; XML and HTML escapes (``&gt;``, ``<![CDATA[..]]>``) unescaped; wiki ``<math>`` spans as ``$..$``; an answer element (``<answer>..</answer>``) as an ``Answer:``
-    line and a heading that is only "Answer" as an empty one."""
+    dropped; XML and HTML escapes (``&gt;``, ``<![CDATA[..]]>``) unescaped; wiki ``<math>`` spans as ``$..$``;
+    an answer element (``<answer>..</answer>``) as an ``Answer:`` line and a heading that is only "Answer" as
+    an empty one; display math and MyST directives in fences as text, a data block's answer field as an
+    ``Answer:`` line."""
     text = _END_OF_PROOF.sub("", generated_text(response))
     text = _HIDDEN_SPANS.sub("", text)
     if "&" in text or "<![" in text:  # XML and HTML escapes read as what they stand for ("x &gt;= 3")
@@ -166,7 +171,7 @@ def visible_text(response: str) -> str:
 def _directive_text(block: re.Match[str]) -> str:
     """A MyST directive's title and body as text; a title (or name) "Answer" as an empty ``Answer:`` line."""
     name, title, body = block.group(1), block.group(2).strip(), _DIRECTIVE_OPTION.sub("", block.group(3))
-    heading = "Answer:" if re.fullmatch(r"(?i)(?:final[ _-]?)?answer", title or name) else title
+    heading = "Answer:" if _ANSWER_KEY.fullmatch(title or name) else title
     return f"\n{heading}\n{body}\n"
 
 
@@ -181,9 +186,8 @@ def _data_answer(block: re.Match[str]) -> str:
     else:
         fields = _ANSWER_FIELD.findall(body)
         value = fields[-1] if fields else None
-        if value is not None and value.count("}") > value.count("{"):
-            value = value.rstrip("} ,")  # a one-line object: {"answer": 42}
-        value = value.strip("\"'") if value is not None else None
+        if value is not None:
+            value = (value.rstrip("} ,") if value.count("}") > value.count("{") else value).strip("\"'")  # {"answer": 42}
     return block.group(0) if value is None or not value.strip() else f"\nAnswer: {value.strip()}\n"
 
 
@@ -309,11 +313,12 @@ _PICTOGRAPHS = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D]+")
 
 def last_sentence(text: str) -> str | None:
     """The last sentence of the last line of ``text`` that holds text (not only layout: ``\\end{proof}``)."""
-    lines = [line for line in (_PICTOGRAPHS.sub("", raw).strip() for raw in text.strip().splitlines())
-             if line and not LAYOUT_LINE.match(line)]
-    if not lines:
+    # From the end: only the last line that holds text is read.
+    line = next((line for line in (_PICTOGRAPHS.sub("", raw).strip() for raw in reversed(text.splitlines()))
+                 if line and not LAYOUT_LINE.match(line)), None)
+    if line is None:
         return None
-    line = lines[-1][-MAX_SENTENCE_CHARS:]
+    line = line[-MAX_SENTENCE_CHARS:]
     masked = _MATH_SPAN.sub(lambda m: "x" * len(m.group(0)), line)
     cuts = [m.end() for m in _SENTENCE_END.finditer(masked) if m.end() < len(masked)]
     return line[cuts[-1]:].strip() if cuts else line

@@ -212,6 +212,7 @@ from rewardsmith.reward_fns.math_verifier.readable import KNOWN_FUNCTIONS
 from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
     LAYOUT_LINE,
+    TEXT_FENCE,
     BOXED,
     CONVENTIONS,
     HASH,
@@ -245,7 +246,8 @@ _PROSE_WORDS = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 # A note after an answer line's value, in parentheses or brackets or after a dash: "(confidence: 95%)",
 # "— Confidence: medium (...)". Its words have qualified the value already (section 3); it is no part of it.
 _TRAILING_NOTE = re.compile(r"(?:\s*[(\[][^()\[\]]*[)\]]|\s+[—–]\s+[A-Za-z][^\n]*)[\s.*]*$")
-_DANGLING = re.compile(r"(?:[-+/×·÷=^(,]|(?<![*\s])\s*\*(?!\*))\s*$")  # "120 + (remaining cases still to be added)": the note is an operand
+# "120 + (remaining cases still to be added)": a note after an operator is its operand, not a note.
+_DANGLING = re.compile(r"(?:[-+/×·÷=^(,]|(?<![*\s])\s*\*(?!\*))\s*$")
 _CONFIDENCE = re.compile(r"(?i)\W*confidence\b")
 # "A, i.e. B": the answer said again in another form (section 4d).
 _RESTATEMENT = re.compile(r"(?i)(?:[,;(—–]\s*|\s)(?:i\.e\.|that is|namely|in other words|equivalently)\s*[,:]?\s+"
@@ -277,8 +279,9 @@ _RELATION_JUST_BEFORE = re.compile(r"(?:\\(?:le|ge|leq|geq|lt|gt|leqslant|geqsla
 # Words that disown a committed value as no answer: a placeholder, filler, a leftover of a draft, there only
 # because the format asks for a line.
 _DISOWNING = (r"placeholder|(?:(?:is|'s|just|only|as|pure|mere)\s+|\()filler|auto-?filled|left ?over from|"
-              r"does(?: not|n't) reflect|not (?:an? )?(?:actual|real) answer|(?:only|just) (?:there|here|included|added|put (?:in|there|here)) "
-              r"(?:because|to satisfy|for)|(?:to satisfy|because) the (?:answer )?format|format requires")
+              r"does(?: not|n't) reflect|not (?:an? )?(?:actual|real) answer|"
+              r"(?:only|just) (?:there|here|included|added|put (?:in|there|here)) (?:because|to satisfy|for)|"
+              r"(?:to satisfy|because) the (?:answer )?format|format requires")
 # A marked value qualified right after it: a question mark, a parenthetical that withdraws or doubts it,
 # or a margin ("17 (±1)": a range, not a value).
 _DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|"
@@ -485,20 +488,19 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if not commitments:
         if empty:  # the answer's place was marked and left empty: no sentence stands in for it
             return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
-        text = _without_sign_off(text)
-        disclaimer = _DISCLAIMER.search(last_sentence(text) or "")
+        sentence = last_sentence(_without_sign_off(text)) or ""
+        disclaimer = _DISCLAIMER.search(sentence)
         if disclaimer:  # "... the candidate value 80; I have not computed the cost myself."
             return Reading(None, why=f"disclaimed ({disclaimer.group(0)!r})")
-        closing = _closing_value(text) if cut is None else None  # the closing sentence is the one cut off
+        closing = _closing_value(sentence) if cut is None else None  # the closing sentence is the one cut off
         handed_back = _HANDED_BACK.search(response)  # a question asked back is removed from ``text``
         if closing and handed_back:
             return Reading(None, why=f"the response hands the problem back ({handed_back.group(0)!r})")
         if closing:
-            sentence = last_sentence(text) or ""
             first, again = _restatement(sentence)
             closing = (sentence_value(first) or closing) if again else closing  # "is 12, i.e. 12": the first
             return Reading(closing, CLOSING, others=tuple(dict.fromkeys(_restated(sentence) + ([again] if again else []))),
-                           unread=_unread_ending(response, blocks_only=True) or _part_of_larger(text, closing),
+                           unread=_unread_ending(response, blocks_only=True) or _part_of_larger(sentence, closing),
                            restated=again)
         why = _nothing(cancelled, cut)
         return Reading(None, why=why, unread=_unread_ending(response) if why == "no answer" else "")
@@ -530,9 +532,10 @@ def _stated(value: str) -> str:
     "#### The probability is $\\frac{3}{4}$.") commits to the value the sentence states as its result: the
     closing-sentence rule's value, introduced by "is", "=", "gives", ... (section 2); any other is itself."""
     note = _TRAILING_NOTE.search(value)
+    head = value[: note.start()] if note else ""
     if note and (len(_PROSE_WORDS.findall(note.group(0))) >= 2 or _CONFIDENCE.match(note.group(0))) \
-            and value[: note.start()].strip(" *$") and not _DANGLING.search(value[: note.start()]):
-        value = value[: note.start()].rstrip()  # "$x = 4$ (the candidate $x=-1$ is extraneous)", "42 (confidence: 95%)"
+            and head.strip(" *$") and not _DANGLING.search(head):
+        value = head.rstrip()  # "$x = 4$ (the candidate $x=-1$ is extraneous)", "42 (confidence: 95%)"
     if len(_PROSE_WORDS.findall(_VALUE_HEAD.match(value).group(0))) < 2:
         return value
     stated = sentence_value(value)
@@ -956,14 +959,13 @@ _SIGN_OFF = re.compile(r"(?i)(?:^|(?<=[.!?\n])\s*)(?:I hope (?:this|that|it) hel
                        r"(?:like|want|prefer)|feel free|let me know|would you like|do you want|want me to|shall I|"
                        r"(?:I'm |I am )?happy to help|glad (?:I could|to) help|good luck|happy (?:learning|studying))\b")
 _SIGN_OFF_WINDOW = 600  # characters: a sign-off closes a response
+_DIGIT = re.compile(r"\d")
 _FENCE = re.compile(r"^(?:```|~~~)")
-_READ_FENCE = re.compile(r"(?i)^(?:```|~~~)[ \t]*(?:math|\{)")
 _MAX_ANSWER_LINE = 60  # characters: a last line this short ends a block or an answer line, not prose cut off
 
 
-def _part_of_larger(text: str, value: str) -> str:
-    """How the closing sentence's ``value`` is only part of what it writes (section 5b), else ``""``."""
-    sentence = last_sentence(text) or ""
+def _part_of_larger(sentence: str, value: str) -> str:
+    """How the closing ``sentence``'s ``value`` is only part of what it writes (section 5b), else ``""``."""
     at = sentence.rfind(value)
     if at < 0 or not _VALUE_CHAR.search(value):
         return ""  # words ("does not exist") are no part of an expression
@@ -989,7 +991,7 @@ def _unread_ending(response: str, blocks_only: bool = False) -> str:
     last_line = ending.splitlines()[-1].strip() if ending else ""
     if not re.search(r"\d", ending):
         return ""
-    if _FENCE.match(last_line) and _READ_FENCE.match(ending.splitlines()[0].strip()):
+    if _FENCE.match(last_line) and TEXT_FENCE.match(ending.splitlines()[0].strip()):
         return ""  # ```math, ```{admonition}: read as text (answer_extraction.visible_text)
     if _FENCE.match(last_line) or (len(last_line) <= _MAX_ANSWER_LINE and not blocks_only):
         return f"the response ends in {ending[-80:]!r}, which no rule reads as an answer"
@@ -997,18 +999,16 @@ def _unread_ending(response: str, blocks_only: bool = False) -> str:
 
 
 def _without_sign_off(text: str) -> str:
-    """``text`` up to a closing pleasantry or offer ("I hope this helps!", "Would you like me to ...?",
-    "If you'd like, I can also show it as a decimal (0.4).", "Want me to convert that? That's 5,400
-    seconds."): what follows it answers no question asked (section 5)."""
-    window = max(0, len(text) - _SIGN_OFF_WINDOW)
-    for match in _SIGN_OFF.finditer(text, window):
-        if numbers(text[: match.start()]):
+    """``text`` up to a closing pleasantry or offer after a number ("I hope this helps!", "If you'd like, I
+    can also show it as a decimal (0.4)."): what follows it answers no question asked (section 5)."""
+    for match in _SIGN_OFF.finditer(text, max(0, len(text) - _SIGN_OFF_WINDOW)):
+        if _DIGIT.search(text, 0, match.start()):
             return text[: match.start()]
     return text
 
 
-def _closing_value(text: str) -> str | None:
-    sentence = last_sentence(text)
+def _closing_value(sentence: str) -> str | None:
+    """The value the closing ``sentence`` commits to (section 5), else ``None``."""
     if not sentence:
         return None
     value = sentence_value(sentence)
