@@ -508,7 +508,7 @@ class PPOTrainer:
         # would only be interleaved with its token steps, whose watch for ended groups costs each a host sync (on a
         # GPU, 0.86x the step of one call with no costly reward).
         rollout = self.config.actor_rollout_ref.rollout
-        streamed = rollout.stream_requests and (pending.overlap or enough is not None or rollout.name == "vllm")
+        streamed = rollout.stream_requests and (pending.overlap or enough is not None or rollout.engine == "vllm")
         parts: list[tuple[list[int], Batch]] = []
         taking = [0.0]
 
