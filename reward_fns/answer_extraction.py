@@ -46,6 +46,17 @@ _TRAILING_LATEX = re.compile(r"(?:^|[\s>:])((?:[+-]\s*)?\\[A-Za-z]+(?:\s*\{[^{}]
 _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
+# A factor said in words, in a sentence that writes no number: "the volume increases eightfold", "twice as
+# long", "it triples", "one quarter of the original".
+_FACTORS = {"twice": "2", "thrice": "3", "double": "2", "doubles": "2", "doubled": "2", "triple": "3", "triples": "3",
+            "tripled": "3", "quadruple": "4", "quadruples": "4", "quadrupled": "4", "halve": "1/2", "halves": "1/2",
+            "halved": "1/2"}
+_FOLD = {word: str(n) for n, word in enumerate("two three four five six seven eight nine ten".split(), start=2)}
+_PARTS = {word: f"1/{n}" for n, word in enumerate("half third quarter fourth fifth sixth seventh eighth ninth tenth".split(),
+                                                    start=2)}
+_PARTS["quarter"] = "1/4"
+_FACTOR = re.compile(r"(?i)\b(?:(" + "|".join(_FACTORS) + r")|(" + "|".join(_FOLD) + r"|hundred|thousand)-?fold|(?:a|one)[ -]("
+                     + "|".join(_PARTS) + r") of)\b")
 # A line that is only layout closes or opens a block and states nothing: a LaTeX environment's \\begin / \\end,
 # an Org directive (#+end_src, #+NAME:), an AsciiDoc or reST delimiter (****, ++++, ----), a [stem] block title.
 # A Pandoc fenced div's ":::" line, a Jira macro line ({panel:title=Result}, {code}).
@@ -129,6 +140,10 @@ _QUESTION_MARK = re.compile(r"\?(?=[\s\"”$*]|$)")
 _SENTENCE_START = re.compile(r"[.!:?]\s|\n|[!?]")
 _QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”')
 _MARKER = re.compile(r"\\boxed|\\fbox|####|(?i:\banswer\b)|\?")
+# An offer asked after the answer ("Want me to convert that into seconds?") is kept: it is no question about
+# the answer, and it tells the commitment reader that what follows it answers no question asked.
+OFFER = r"(?:would you like|do you want|want me to|shall I|should I)\b"
+_OFFER_QUESTION = re.compile(r"(?i)\s*(?:\w+,?\s+)?" + OFFER + r"[^\d\\#$]*$")
 
 
 def visible_text(response: str) -> str:
@@ -214,6 +229,8 @@ def _without_questions(text: str) -> str:
     for mark in _QUESTION_MARK.finditer(text):
         i = bisect.bisect_right(starts, mark.start()) - 1
         start = max(starts[i] if i >= 0 else 0, at)
+        if _OFFER_QUESTION.match(text, start, mark.start()):
+            continue
         kept.append(text[at:start])
         at = mark.end()
     kept.append(text[at:])
@@ -334,6 +351,19 @@ def numbers(text: str) -> list[str]:
     return [n.strip() for n in _NUMBER.findall(text)]
 
 
+def _factor(sentence: str) -> str | None:
+    """The one factor ``sentence`` says in words ("increases eightfold": 8), else ``None``."""
+    found = _FACTOR.findall(sentence)
+    if len(found) != 1:
+        return None
+    word, fold, part = (w.lower() for w in found[0])
+    if word:
+        return _FACTORS[word]
+    if part:
+        return _PARTS[part]
+    return _FOLD.get(fold) or {"hundred": "100", "thousand": "1000"}[fold]
+
+
 def sentence_value(sentence: str) -> str | None:
     """The value a plain sentence states: its last math span, the value after its last ``=``, a LaTeX
     command ending it (``\\frac{3}{4}``), its number.
@@ -342,7 +372,8 @@ def sentence_value(sentence: str) -> str | None:
     numbers with hedge words ("7 or maybe 8") are handed on as a hedge ("7 or
     8"); a bare list of numbers ("3, 5 and 7"), the values of one unknown
     ("x = 3 and x = −2") and a closing tuple or interval ("(2, -1).") are
-    handed on whole; a short sentence of words ("Tuesday.") is a word answer.
+    handed on whole; a short sentence of words ("Tuesday.") is a word answer; a longer
+    one may say a factor in words ("the volume increases eightfold": 8).
     """
     spans = math_spans(sentence)
     if spans:
@@ -368,7 +399,9 @@ def sentence_value(sentence: str) -> str | None:
     if not found:
         words = sentence.rstrip(".!?").split()
         answer = " ".join(words)
-        return answer if 0 < len(words) <= MAX_WORD_ANSWER and _WORDS.match(answer) else None
+        if 0 < len(words) <= MAX_WORD_ANSWER and _WORDS.match(answer):
+            return answer
+        return _factor(sentence)
     if len(set(found)) > 1 and _HEDGE_WORDS.search(sentence):
         return " or ".join(dict.fromkeys(found))
     if len(set(found)) > 1 and not _LIST_SEPARATORS.sub("", _NUMBER.sub("", sentence)):

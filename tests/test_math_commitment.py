@@ -779,7 +779,11 @@ _OWNED = ["Answer: {v}\n\n(Earlier draft said {w}; ignore that — {v} is final.
           "$$\\boxed{{{v}}}$$\n\nI hope this helps! Let me know if you want the steps for {w} too.",
           "So the total is {v}. 😊\n\nWould you like to try a similar problem?",
           "So the total is {v}.\n\nIf you'd like, I can also show it for {w} boxes.",
-          "**Final answer: {v}** (confidence: 95%)", "Answer: ${v}$ — Confidence: medium (I double-checked the last step)."]
+          "**Final answer: {v}** (confidence: 95%)", "Answer: ${v}$ — Confidence: medium (I double-checked the last step).",
+          "Final: {v}. I'm fairly confident (~{w}%); the only risk would be misreading the question.",
+          "Answer: ${v}$ (confidence: moderate). The alternative ${w}$ would only arise if order mattered, which it doesn't.",
+          "So the trip takes {v} minutes.\n\nWant me to also convert that into seconds? That's {w} seconds.",
+          "So the total is {v}.\n\nIf you also want to count the spare ones, that would make {w} — just let me know!"]
 
 
 @PROPERTY
@@ -835,3 +839,54 @@ def test_a_high_or_raised_minus_is_a_minus_sign(v, form):
 def test_a_limit_said_not_to_exist_is_no_value(gold, verdict):
     response = "Substituting gives 0/0.\n\nTherefore $\\displaystyle\\lim_{x\\to 3}\\frac{x^2-9}{x-3}$ does not exist."
     assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == verdict
+
+
+@PROPERTY
+@given(st.integers(1, 60), st.sampled_from([3, 7, 9, 11]), st.sampled_from([2, 3, 4]))
+def test_an_exact_answer_with_a_decimal_is_judged_by_the_exact_side_unless_the_decimal_contradicts_it(a, b, digits):
+    exact, other = f"\\frac{{{a * b + 1}}}{{{b}}}", (a * b + 1) / b + 1
+    agreeing = f"So the answer is $\\boxed{{{exact} \\approx {(a * b + 1) / b:.{digits}f}}}$."
+    contradicting = f"So the answer is $\\boxed{{{exact} \\approx {other:.{digits}f}}}$."
+    assert math_answer.compute_score("lighteval/MATH", agreeing, exact)["verdict"] == "correct", agreeing
+    assert math_answer.compute_score("lighteval/MATH", contradicting, exact)["verdict"] == "wrong", contradicting
+    # A calculator in the wrong angle mode: the exact side is the gold, the decimal says another value.
+    degrees = "So $\\sin 30^\\circ \\approx -.9880316241$."
+    assert math_answer.compute_score("lighteval/MATH", degrees, "\\frac{1}{2}")["verdict"] == "wrong"
+
+
+_FACTOR_SENTENCES = [("So the volume increases {word}fold.", "fold"), ("The new price is {word}-fold the old one.", "fold"),
+                     ("The red rope is twice as long as the blue one.", 2), ("So the area quadruples.", 4),
+                     ("Hence the output triples when the input does.", 3), ("So the intensity becomes one quarter of the original.", "1/4"),
+                     ("So the time is halved.", "1/2")]
+
+
+@PROPERTY
+@given(st.sampled_from(_FACTOR_SENTENCES), st.sampled_from(list(enumerate("two three four five six seven eight nine ten".split(), 2))),
+       st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
+def test_a_factor_said_in_words_is_the_closing_value(sentence, numbered, source):
+    template, factor = sentence
+    n, word = numbered
+    response = "Each length scales with the factor we found above.\n\n" + template.format(word=word)
+    gold = str(n) if factor == "fold" else str(factor)
+    assert math_answer.compute_score(source, response, gold)["verdict"] == "correct", response
+    assert math_answer.compute_score(source, response, gold + "1")["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(10, 999), st.sampled_from(["a bit under", "slightly over", "just below", "a little above"]))
+def test_an_estimate_with_a_bound_commits_to_nothing_and_the_exact_value_after_it_stands(v, bound):
+    response = f"Ballpark first: the answer should be {bound} {v + 7}.\n\nExact: {v}."
+    _assert_read_as(v, response, "openai/gsm8k")
+
+
+_LABELS = ["P(\\text{{no rain}})", "\\Pr(\\text{{two heads}})", "\\operatorname{{Var}}(X)", "E[X^2]", "P(B \\mid \\text{{at least one }} B)",
+           "\\mathbb{{E}}[\\text{{score}}]", "f(3)"]
+
+
+@PROPERTY
+@given(st.integers(1, 40), st.integers(41, 99), st.sampled_from(_LABELS))
+def test_a_named_quantity_is_read_as_its_value(a, b, label):
+    response = f"Counting the outcomes as above,\n\n$${label.format()} = \\frac{{{a}}}{{{b}}}.$$"
+    gold = f"\\frac{{{a}}}{{{b}}}"
+    assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"\\frac{{{a + 1}}}{{{b}}}")["verdict"] == "wrong", response

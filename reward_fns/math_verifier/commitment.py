@@ -30,9 +30,12 @@ response cut off inside a box (``\\boxed{12`` never closed) or inside a
   answer is" inside it. An empty ``####`` line marks the line under it when
   that line is a bare value (no word of prose); a heading that is only
   "Answer" marks the line under it, past lines of layout (``#+begin_quote``).
-  An answer line that holds a sentence ("Answer: the count is 4·3·2 = 24.")
-  commits to the value the sentence states as its result, introduced by "is",
-  "=", "gives", ...; the sentence's words qualify it as they do any marked value.
+  The sentences of prose after an answer line's value are no part of it: they
+  are read as what follows the answer ("Answer: 1/3 (confidence: moderate).
+  The alternative 1/4 would only arise if ..."). An answer line that holds a
+  sentence ("Answer: the count is 4·3·2 = 24.") commits to the value the
+  sentence states as its result, introduced by "is", "=", "gives", ...; the
+  sentence's words qualify it as they do any marked value.
 - phrase: "the answer is v", "answer would / will / should be v"; the rest of
   the sentence (a phrase that states no value, "the answer is found by ...",
   marks nothing; nor does one that ends its clause first, "whatever the
@@ -52,7 +55,7 @@ a phrase puts before its value ("the answer is maybe 5"):
   ``\\boxed{\\neq 5}``, ``x \\neq \\boxed{5}``, "the answer is not 5", or after it
   "\\boxed{5} is wrong / incorrect / not the answer";
 - bounded: "at least / at most / less than / more than / up to / of the
-  order of 5", ``\\boxed{\\le 5}``, ``n \\ge \\boxed{5}``, "5 or more", a
+  order of 5", "a bit under / slightly over 5", ``\\boxed{\\le 5}``, ``n \\ge \\boxed{5}``, "5 or more", a
   margin "17 (±1)" (a bound or a range commits to no value);
 - doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
   "I guess", "my (best) guess", "not sure", "unverified", "not verified"; a
@@ -161,12 +164,14 @@ words" or "equivalently" and another value ("`(expt 2 10)`, i.e. 1024",
 the first, the second stands in for it; where it reads both, they must agree.
 
 **5. No marker.** When no marker commits, the closing sentence (before any
-pleasantry or offer, "I hope this helps!", "If you'd like, I can ...", and
-emoji) does, unless it disclaims the answer, if it
+pleasantry, offer or remark on confidence, "I hope this helps!", "If you'd
+like, I can ...", "Want me to convert that? That's 5,400 seconds.", "I'm
+fairly confident (~85%)", and emoji) does, unless it disclaims the answer, if it
 states one value (its last math span, the value after its last ``=``, its one
 number or its last number; a bare list is read whole; several numbers with
-"or"/"maybe" are a hedge; a short sentence of words is a word answer), and
-nothing of section 3 cancels it.
+"or"/"maybe" are a hedge; a short sentence of words is a word answer; a longer
+one with no number may say one factor in words, "increases eightfold", "twice as
+long", "one quarter of"), and nothing of section 3 cancels it.
 
 **5b. What was not read.** A closing sentence's value read out of a larger
 expression (the ``2`` of ``sqrt(3) / 2``, the ``5`` of ``2 sqrt(5)``, the
@@ -212,6 +217,7 @@ from rewardsmith.reward_fns.math_verifier.readable import KNOWN_FUNCTIONS
 from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
     LAYOUT_LINE,
+    OFFER,
     TEXT_FENCE,
     BOXED,
     CONVENTIONS,
@@ -241,6 +247,7 @@ _HASH = re.compile(r"####[ \t]*((?:(?!####)[^\n])*)")
 # A value on the line under an empty "####" line: math or a number, not a sentence ("The key lists 144.").
 _NEXT_LINE_VALUE = re.compile(r"\n[ \t]*([^\n]+)")
 _NEXT_TEXT_LINE = re.compile(r"\s*\n[ \t]*([^\n]+)")
+_NEXT_SENTENCE = re.compile(r"[.!]\s+[A-Z][a-z]+\s+[a-z]")  # a sentence of prose after an answer line's value
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3}")  # a word of prose, not a macro name
 _PROSE_WORDS = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 # A note after an answer line's value, in parentheses or brackets or after a dash: "(confidence: 95%)",
@@ -291,7 +298,8 @@ _DISOWNED_IN_VALUE = re.compile(r"(?i)[(\[][^()\[\]]*\b(?:" + _DISOWNING + r"|ig
 _QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|tentative|"
                                  r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
 _MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
-_BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:<(?!math[\s>])|[>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|" + _BOUND_WORDS + r")")
+_BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:<(?!math[\s>])|[>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|"
+                          r"(?:(?:a bit|a little|slightly|just|somewhat|well|far)\s+)?" + _BOUND_WORDS + r")")
 _BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|"
                           r"thereabouts)|(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|\+(?!\s*\d)|and up)\b")
 _BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
@@ -713,6 +721,11 @@ def _line_mark(text: str, match: re.Match[str], kind: str) -> _Mark:
         below = _NEXT_LINE_VALUE.match(text, end)
         if below is not None and not is_blank(below.group(1)) and not _PROSE_WORD.search(below.group(1)):
             return _Mark(match.start(), below.end(), below.group(1), kind)
+    # "Answer: $\\frac13$ (confidence: moderate). The alternative $\\frac14$ would only arise if ...": the
+    # answer is the line's first sentence; the sentences after it are read as what follows the answer.
+    head = first_sentence(value)
+    if len(head) < len(value) and _NEXT_SENTENCE.match(value, len(head)) and _VALUE_CHAR.search(head):
+        return _Mark(match.start(), end - len(value) + len(head), head, kind)
     return _Mark(match.start(), end, value, kind)
 
 
@@ -951,13 +964,16 @@ _FUNCTION_BEFORE = re.compile(r"(?i)(?<![A-Za-z])(?:" + "|".join(sorted(KNOWN_FU
 # Words and signs that introduce a sentence's result ("so 12", "gives 12", "= 12"): one of several numbers
 # after them is the value the sentence states.
 _RESULT_BEFORE = re.compile(r"(?i)(?:[=:≈→]|\b(?:is|are|was|were|be|equals?|gives?|get|gets|got|makes?|total(?:s|ling)?|"
-                            r"so|thus|hence|therefore|becomes?|yields?|leaves?|remains?|comes? to|answer)\b)$")
+                            r"so|thus|hence|therefore|becomes?|yields?|leaves?|remains?|comes? to|answer|has|have|had)\b)$")
 _NONEXISTENT = re.compile(r"(?i)[\s$)}]*(?:does not exist|doesn't exist|is undefined|is not defined|diverges)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 # A pleasantry or an offer opening a sentence after the answer.
-_SIGN_OFF = re.compile(r"(?i)(?:^|(?<=[.!?\n])\s*)(?:I hope (?:this|that|it) helps|hope (?:this|that) helps|if you(?:'d| would)? "
-                       r"(?:like|want|prefer)|feel free|let me know|would you like|do you want|want me to|shall I|"
-                       r"(?:I'm |I am )?happy to help|glad (?:I could|to) help|good luck|happy (?:learning|studying))\b")
+# A remark on how sure the response is states no value either ("I'm fairly confident (~85%)", "Confidence: 90%").
+_SIGN_OFF = re.compile(r"(?i)(?:^|(?<=[.!?\n])\s*)(?:I hope (?:this|that|it) helps|hope (?:this|that) helps|if you(?:'d| would)?"
+                       r"(?: also| ever| still)? (?:like|want|prefer|need)|feel free|let me know|" + OFFER + r"|"
+                       r"(?:I'm |I am )?happy to help|glad (?:I could|to) help|good luck|"
+                       r"happy (?:learning|studying)|confidence\b\W|(?:I'm|I am) (?:\w+ )?(?:confident|sure|certain)(?=\s*[(;,.~])|"
+                       r"(?:I'm|I am) (?:about |roughly |~)?\d+\s*% (?:confident|sure|certain))\b")
 _SIGN_OFF_WINDOW = 600  # characters: a sign-off closes a response
 _DIGIT = re.compile(r"\d")
 _FENCE = re.compile(r"^(?:```|~~~)")
