@@ -47,16 +47,24 @@ _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # A factor said in words, in a sentence that writes no number: "the volume increases eightfold", "twice as
-# long", "it triples", "one quarter of the original".
+# long", "three times as heavy", "it triples", "one quarter of the original", "a third as long".
 _FACTORS = {"twice": "2", "thrice": "3", "double": "2", "doubles": "2", "doubled": "2", "triple": "3", "triples": "3",
             "tripled": "3", "quadruple": "4", "quadruples": "4", "quadrupled": "4", "halve": "1/2", "halves": "1/2",
             "halved": "1/2"}
+# A number in words: "three", "twenty-four", "one hundred and five" (not "one" alone: "the red one"; not the
+# count of a fraction, "two-thirds").
+_CARDINAL = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+             r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million)")
+_SPELLED_NUMBER = re.compile(rf"(?i)\b(?:(?:negative|minus)\s+)?{_CARDINAL}(?:(?:[\s-]+|(?<=hundred)\s+and\s+|"
+                             rf"(?<=thousand)\s+and\s+){_CARDINAL})*\b(?![\s-]*(?:halves|half|thirds?|quarters?|"
+                             rf"(?:four|fif|six|seven|eigh|nin|ten)ths?|fold|times)\b)")
 _FOLD = {word: str(n) for n, word in enumerate("two three four five six seven eight nine ten".split(), start=2)}
 _PARTS = {word: f"1/{n}" for n, word in enumerate("half third quarter fourth fifth sixth seventh eighth ninth tenth".split(),
                                                     start=2)}
 _PARTS["quarter"] = "1/4"
-_FACTOR = re.compile(r"(?i)\b(?:(" + "|".join(_FACTORS) + r")|(" + "|".join(_FOLD) + r"|hundred|thousand)-?fold|(?:a|one)[ -]("
-                     + "|".join(_PARTS) + r") of)\b")
+_FACTOR = re.compile(r"(?i)\b(?:(" + "|".join(_FACTORS) + r")|(" + "|".join(_FOLD) + r"|hundred|thousand)(?:-?fold|"
+                     r" times (?=as|the|larger|bigger|longer|more|greater|heavier|faster|taller|higher|wider|older))|(?:a|one)[ -]("
+                     + "|".join(_PARTS) + r") (?=of|as))")
 # A line that is only layout closes or opens a block and states nothing: a LaTeX environment's \\begin / \\end,
 # an Org directive (#+end_src, #+NAME:), an AsciiDoc or reST delimiter (****, ++++, ----), a [stem] block title.
 # A Pandoc fenced div's ":::" line, a Jira macro line ({panel:title=Result}, {code}).
@@ -372,8 +380,9 @@ def sentence_value(sentence: str) -> str | None:
     numbers with hedge words ("7 or maybe 8") are handed on as a hedge ("7 or
     8"); a bare list of numbers ("3, 5 and 7"), the values of one unknown
     ("x = 3 and x = −2") and a closing tuple or interval ("(2, -1).") are
-    handed on whole; a short sentence of words ("Tuesday.") is a word answer; a longer
-    one may say a factor in words ("the volume increases eightfold": 8).
+    handed on whole; a sentence with no digits may write its one number in words ("She
+    has twenty-four left."); a short sentence of words ("Tuesday.") is a word answer; a
+    longer one may say a factor in words ("the volume increases eightfold": 8).
     """
     spans = math_spans(sentence)
     if spans:
@@ -397,6 +406,9 @@ def sentence_value(sentence: str) -> str | None:
         return latex.group(1).strip()
     found = numbers(_NEGATED_NUMBER.sub(" ", sentence))
     if not found:
+        spelled = {m.group(0).lower(): m.group(0) for m in _SPELLED_NUMBER.finditer(sentence) if m.group(0).lower() != "one"}
+        if len(spelled) == 1:
+            return next(iter(spelled.values()))
         words = sentence.rstrip(".!?").split()
         answer = " ".join(words)
         if 0 < len(words) <= MAX_WORD_ANSWER and _WORDS.match(answer):

@@ -857,7 +857,8 @@ def test_an_exact_answer_with_a_decimal_is_judged_by_the_exact_side_unless_the_d
 _FACTOR_SENTENCES = [("So the volume increases {word}fold.", "fold"), ("The new price is {word}-fold the old one.", "fold"),
                      ("The red rope is twice as long as the blue one.", 2), ("So the area quadruples.", 4),
                      ("Hence the output triples when the input does.", 3), ("So the intensity becomes one quarter of the original.", "1/4"),
-                     ("So the time is halved.", "1/2")]
+                     ("So the time is halved.", "1/2"), ("The truck is {word} times heavier than the car.", "fold"),
+                     ("The new tank holds a third as much water.", "1/3")]
 
 
 @PROPERTY
@@ -890,3 +891,19 @@ def test_a_named_quantity_is_read_as_its_value(a, b, label):
     gold = f"\\frac{{{a}}}{{{b}}}"
     assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] == "correct", response
     assert math_answer.compute_score("lighteval/MATH", response, f"\\frac{{{a + 1}}}{{{b}}}")["verdict"] == "wrong", response
+
+
+_SPELLED = ["three", "seven", "twelve", "twenty-four", "ninety-nine", "one hundred and five", "forty two"]
+
+
+@PROPERTY
+@given(st.sampled_from(list(zip(_SPELLED, [3, 7, 12, 24, 99, 105, 42]))),
+       st.sampled_from(["So she has {w} apples left.", "There are {w}.", "In all, the class planted {w} trees this spring."]))
+def test_a_closing_sentence_may_write_its_one_number_in_words(spelled, template):
+    word, n = spelled
+    response = "We count the groups one by one.\n\n" + template.format(w=word)
+    _assert_read_as(n, response, "openai/gsm8k")
+    # "one" alone is a pronoun as often as a number; a fraction's count is no value.
+    for sentence in ("This one is hard.", "So two-thirds of the class passed."):
+        assert math_answer.compute_score("openai/gsm8k", "We count.\n\n" + sentence, "1")["verdict"] != "correct"
+        assert math_answer.compute_score("openai/gsm8k", "We count.\n\n" + sentence, "2")["verdict"] != "correct"

@@ -169,7 +169,8 @@ like, I can ...", "Want me to convert that? That's 5,400 seconds.", "I'm
 fairly confident (~85%)", and emoji) does, unless it disclaims the answer, if it
 states one value (its last math span, the value after its last ``=``, its one
 number or its last number; a bare list is read whole; several numbers with
-"or"/"maybe" are a hedge; a short sentence of words is a word answer; a longer
+"or"/"maybe" are a hedge; one with no digits may write its one number in words,
+"She has twenty-four left."; a short sentence of words is a word answer; a longer
 one with no number may say one factor in words, "increases eightfold", "twice as
 long", "one quarter of"), and nothing of section 3 cancels it.
 
