@@ -12,6 +12,7 @@ import bisect
 import csv
 import fnmatch
 import html
+import itertools
 import re
 
 from rewardsmith.reward_fns.latex_boxes import brace_partners
@@ -74,8 +75,11 @@ LAYOUT_LINE = re.compile(r"^\s*(?:\\(?:begin|end)\s*\{[^{}]*\}(?:\[[^\]]*\])?|#\
 # A tuple, point or interval of numbers ending a sentence is one value: "The midpoint is (2, -1)."
 _TRAILING_TUPLE = re.compile(r"[(\[]\s*[+\-−]?\d[\d.,/\s+\-−]*?\s*[)\]](?=[\s$`*.!]*$)")
 # One unknown given several values, joined only by commas and "and" ("x = 3 and x = −2").
-_ASSIGNMENT = re.compile(r"(?<![\w\\])([A-Za-z])\s*=\s*([+\-−]?\d+(?:\.\d+)?(?:/\d+)?)(?![\d.]\d)")
-_JOINER = re.compile(r"\s*(?:,|,?\s*and)\s*")
+# One unknown, maybe numbered ("x = 3", "x_1 = 3", "x₂ = -5", Jira's "x~1~ = 3"), given a number.
+_ASSIGNMENT = re.compile(r"(?<![\w\\])([A-Za-z])(?:_\{?\d\}?|[₀-₉]|~\d~)?\s*=\s*([+\-−]?\d+(?:\.\d+)?(?:/\d+)?)(?![\d.]\d)")
+_JOINER = re.compile(r"\s*\$?\s*(?:,|,?\s*and|;?\s*\n\s*(?:[-*•+]|\d[.)])?)\s*\$?\s*")
+# A list closing a response, one item a line: "- x₁ = 3", "* $x_2 = -5$", "2. x = -5".
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d[.)])\s+\S")
 # What a bare list of numbers ("3, 5 and 7") holds besides its numbers.
 _LIST_SEPARATORS = re.compile(r"[\s$,;.!]|\band\b")
 # Inline "$..$" by pandoc's rule (no space just inside either "$", no digit just after the
@@ -384,12 +388,12 @@ def sentence_value(sentence: str) -> str | None:
     has twenty-four left."); a short sentence of words ("Tuesday.") is a word answer; a
     longer one may say a factor in words ("the volume increases eightfold": 8).
     """
-    spans = math_spans(sentence)
-    if spans:
-        return spans[-1].strip()
     solutions = _solutions(sentence)
     if solutions:
         return solutions
+    spans = math_spans(sentence)
+    if spans:
+        return spans[-1].strip()
     tuple_ = _TRAILING_TUPLE.search(sentence)
     if tuple_ and "," in tuple_.group(0) and "=" not in sentence[tuple_.end() :]:
         return tuple_.group(0)
@@ -421,8 +425,20 @@ def sentence_value(sentence: str) -> str | None:
     return found[-1]
 
 
+def closing_list(text: str) -> str | None:
+    """The list that closes ``text`` (two or more item lines at its end), when its items give the values of one
+    unknown ("- x₁ = 3" / "- x₂ = −5"): the lines as one sentence for :func:`sentence_value`; else ``None``."""
+    lines = text.rstrip().splitlines()
+    items = list(itertools.takewhile(_LIST_ITEM.match, reversed(lines)))
+    if len(items) < 2:
+        return None
+    joined = "\n".join(reversed(items))
+    return joined if _solutions(joined) else None
+
+
 def _solutions(sentence: str) -> str | None:
-    """The values of one unknown the sentence lists ("the solutions are x = 3 and x = −2": ``3, −2``), else ``None``."""
+    """The values of one unknown the sentence lists ("the solutions are x = 3 and x = −2", "$x_1 = 3$ and
+    $x_2 = -5$": ``3, −2``), else ``None``."""
     found = list(_ASSIGNMENT.finditer(sentence))
     if len(found) < 2 or len({m.group(1) for m in found}) > 1:
         return None

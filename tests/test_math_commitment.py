@@ -11,7 +11,7 @@ from math import gcd
 from typing import Callable, NamedTuple
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rewardsmith.reward_fns import math_answer
@@ -907,3 +907,17 @@ def test_a_closing_sentence_may_write_its_one_number_in_words(spelled, template)
     for sentence in ("This one is hard.", "So two-thirds of the class passed."):
         assert math_answer.compute_score("openai/gsm8k", "We count.\n\n" + sentence, "1")["verdict"] != "correct"
         assert math_answer.compute_score("openai/gsm8k", "We count.\n\n" + sentence, "2")["verdict"] != "correct"
+
+
+_SOLUTION_LISTS = ["Solutions:\n* $x_1 = {a}$\n* $x_2 = {b}$", "The roots are:\n- x₁ = {a}\n- x₂ = {b}", "h3. Solutions\n* x~1~ = {a}\n* x~2~ = {b}",
+                   "The roots are:\n1. x = {a}\n2. x = {b}", "So $x_1 = {a}$ and $x_2 = {b}$."]
+
+
+@PROPERTY
+@given(st.integers(-30, 30), st.integers(-30, 30), st.sampled_from(_SOLUTION_LISTS))
+def test_the_values_of_one_unknown_listed_at_the_end_are_the_answer_together(a, b, listing):
+    assume(a != b)
+    response = "Factoring the quadratic gives two roots.\n\n" + listing.format(a=a, b=b)
+    assert math_answer.compute_score("lighteval/MATH", response, f"{b}, {a}")["verdict"] == "correct", response
+    for gold in (str(a), str(b)):  # one of them alone is not what the response committed to
+        assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] != "correct", (response, gold)

@@ -164,15 +164,16 @@ words" or "equivalently" and another value ("`(expt 2 10)`, i.e. 1024",
 the first, the second stands in for it; where it reads both, they must agree.
 
 **5. No marker.** When no marker commits, the closing sentence (before any
-pleasantry, offer or remark on confidence, "I hope this helps!", "If you'd
-like, I can ...", "Want me to convert that? That's 5,400 seconds.", "I'm
-fairly confident (~85%)", and emoji) does, unless it disclaims the answer, if it
-states one value (its last math span, the value after its last ``=``, its one
-number or its last number; a bare list is read whole; several numbers with
-"or"/"maybe" are a hedge; one with no digits may write its one number in words,
-"She has twenty-four left."; a short sentence of words is a word answer; a longer
-one with no number may say one factor in words, "increases eightfold", "twice as
-long", "one quarter of"), and nothing of section 3 cancels it.
+pleasantry, offer or remark on confidence, "I hope this helps!", "If you'd like,
+I can ...", "Want me to convert that? That's 5,400 seconds.", "I'm fairly
+confident (~85%)", and emoji) does, unless it disclaims the answer, if it states
+one value (its last math span, the value after its last ``=``, its one number or
+its last number; a bare list is read whole, and so are one unknown's values, in
+a sentence or in a list closing the response, one item a line; several numbers
+with "or"/"maybe" are a hedge; one with no digits may write its one number in
+words, "She has twenty-four left."; a short sentence of words is a word answer;
+a longer one with no number may say one factor in words, "increases eightfold",
+"twice as long", "one quarter of"), and nothing of section 3 cancels it.
 
 **5b. What was not read.** A closing sentence's value read out of a larger
 expression (the ``2`` of ``sqrt(3) / 2``, the ``5`` of ``2 sqrt(5)``, the
@@ -226,6 +227,7 @@ from rewardsmith.reward_fns.answer_extraction import (
     MAX_WORD_ANSWER,
     after_reasoning,
     boxed_groups,
+    closing_list,
     first_sentence,
     first_unclosed_box,
     generated_text,
@@ -497,7 +499,8 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if not commitments:
         if empty:  # the answer's place was marked and left empty: no sentence stands in for it
             return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
-        sentence = last_sentence(_without_sign_off(text)) or ""
+        closing_text = _without_sign_off(text)
+        sentence = closing_list(closing_text) or last_sentence(closing_text) or ""
         disclaimer = _DISCLAIMER.search(sentence)
         if disclaimer:  # "... the candidate value 80; I have not computed the cost myself."
             return Reading(None, why=f"disclaimed ({disclaimer.group(0)!r})")
