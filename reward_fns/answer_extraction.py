@@ -16,6 +16,8 @@ import itertools
 import re
 
 from rewardsmith.reward_fns.latex_boxes import brace_partners
+from rewardsmith.reward_fns.math_verifier.answer_types import TRANSPOSE_MARK
+from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS
 
 BOXED, HASH, ANSWER_COLON = "boxed", "####", "Answer:"
 CONVENTIONS = (BOXED, HASH, ANSWER_COLON)
@@ -41,12 +43,14 @@ _BOX_JOINER = re.compile(r"[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[
 # An abbreviation's dot ("i.e.", "e.g.", "cf.", "vs.") ends no sentence.
 _SENTENCE_END = re.compile(r"(?<!\.\.)(?<!\bi\.e)(?<!\be\.g)(?<!\bcf)(?<!\bvs)[.!?](?=\s|$)")
 _BLANK = re.compile(r"\\(?:boxed|fbox|text|mathrm|textbf|[lc]?dots|quad)\b|\\[,;:! ]|[\s$*{}_.:?()\[\]`]")
-_NUMBER = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
+_NUMBER = re.compile(r"(?<![\w.])[+-]?(?:" + DIGIT_GROUPS + r"|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
 # A LaTeX command with its arguments ending a sentence outside math delimiters (a closing tag may follow).
 _TRAILING_LATEX = re.compile(r"(?:^|[\s>:])((?:[+-]\s*)?\\[A-Za-z]+(?:\s*\{[^{}]*\})+)\s*(?:</[A-Za-z_]+>)?\s*[.!?]?\s*$")
 _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
+RESULT_CLAUSE = re.compile(r"(?i)[,;]\s*(?:and\s+)?(?:so|thus|hence|therefore|which means|meaning)\b")
+_MAGNITUDE_AFTER = re.compile(r"(?i)\s*(hundred|thousand|million|billion|trillion|lakhs?|crores?)\b")
 # A factor said in words, in a sentence that writes no number: "the volume increases eightfold", "twice as
 # long", "three times as heavy", "it triples", "one quarter of the original", "a third as long".
 _FACTORS = {"twice": "2", "thrice": "3", "double": "2", "doubles": "2", "doubled": "2", "triple": "3", "triples": "3",
@@ -73,7 +77,7 @@ LAYOUT_LINE = re.compile(r"^\s*(?:\\(?:begin|end)\s*\{[^{}]*\}(?:\[[^\]]*\])?|#\
                           r"|\[[A-Za-z]+\]|:{3,}[^\n]*"
                           r"|\{(?:panel|code|quote|noformat|note|info|tip|warning|expand)(?::[^{}\n]*)?\})\s*$")
 # A tuple, point or interval of numbers ending a sentence is one value: "The midpoint is (2, -1)."
-_TRAILING_TUPLE = re.compile(r"[(\[]\s*[+\-−]?\d[\d.,/\s+\-−]*?\s*[)\]](?=[\s$`*.!]*$)")
+_TRAILING_TUPLE = re.compile(r"[(\[]\s*[+\-−]?\d[\d.,/\s+\-−]*?\s*[)\]](?:\s*" + TRANSPOSE_MARK + r")?(?=[\s$`*.!]*$)")
 # One unknown given several values, joined only by commas and "and" ("x = 3 and x = −2").
 # One unknown, maybe numbered ("x = 3", "x_1 = 3", "x₂ = -5", Jira's "x~1~ = 3"), given a number.
 _ASSIGNMENT = re.compile(r"(?<![\w\\])([A-Za-z])(?:_\{?\d\}?|[₀-₉]|~\d~)?\s*=\s*([+\-−]?\d+(?:\.\d+)?(?:/\d+)?)(?![\d.]\d)")
@@ -88,13 +92,16 @@ _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(?!\s)(.+?)(?<!\s)\$(?!\d)|\\\((.+?)\\
 
 
 # Markup a reader never sees: its content is no answer.
-# Struck-out text is taken back: a reader sees it crossed out (\\cancel, \\sout, ~~..~~, <del>).
+# Struck-out text is taken back: a reader sees it crossed out (\\cancel, \\sout, ~~..~~, <del>); so is an
+# unchecked task-list item, a step the response says it has not done.
 _HIDING_COMMANDS = re.compile(r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\}|[bx]?cancel|sout|xout|st)"
                               r"\s*\{")
 _HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin\{comment\}.*?(?:\\end\{comment\}|$)"
                            r"|(?m:^[ \t]*%.*$)"
                            # a "%" comment after text on its line: after a space that follows no digit ("25 %" is a percentage)
                            r"|(?<=[^\\\d\s])[ \t]+%[^\n]*|<(del|s|strike)>.*?(?:</\1>|$)|~~(?!~)[^~\n]{1,500}~~"
+                           # an unchecked item of a task list: a step said not done ("- [ ] divide by 2 -> x = 4")
+                           r"|(?m:^[ \t]*[-*+][ \t]+\[ \][^\n]*$)"
                            r"|<(\w{1,10})\s[^>]{0,200}?style\s*=\s*[\"'][^\"'>]{0,200}?(?:display\s*:\s*none|visibility\s*:\s*hidden"
                            r"|font-size\s*:\s*0|color\s*:\s*(?:white|#fff(?:fff)?)\b)[^>]{0,200}>.*?(?:</\2>|$)"
                            # a tool call or its result: an agent's action and what came back, not its answer
@@ -140,8 +147,11 @@ _ANSWER_HEADING = re.compile(r"(?im)^[ \t]*(?:[#*=]+[ \t]*|<summary>[ \t]*|h[1-6
                              r"((?:final[ \t]+)?answer)[ \t]*:?[ \t]*(?:=+|</summary>|\})?[ \t]*$")
 # Display math in a fence (GitHub's ```math) is math, not code (```latex is LaTeX source, a listing); a MyST
 # directive (```{admonition} Answer, ```{note}) is a block of text under a title, its ":class: tip" options
-# layout. TEXT_FENCE is the opening line of either.
-TEXT_FENCE = re.compile(r"(?i)^(?:```|~~~)[ \t]*(?:math\b|\{)")
+# layout; a fence of plain text, Markdown or Gherkin ("Then she earns $18 per day") holds prose. TEXT_FENCE is
+# the opening line of any of them.
+_PROSE_LANGUAGES = r"(?:text|txt|plaintext|plain|markdown|md|gherkin|feature|cucumber)"
+TEXT_FENCE = re.compile(r"(?i)^(?:```|~~~)[ \t]*(?:math\b|\{|" + _PROSE_LANGUAGES + r"[ \t]*$)")
+_PROSE_FENCE = re.compile(r"(?:```|~~~)[ \t]*" + _PROSE_LANGUAGES + r"[ \t]*\n(.*?)(?:```|~~~|$)", re.DOTALL | re.IGNORECASE)
 _MATH_FENCE = re.compile(r"(?:```|~~~)[ \t]*math[ \t]*\n(.*?)(?:```|~~~|$)", re.DOTALL | re.IGNORECASE)
 _DIRECTIVE_FENCE = re.compile(r"(?:```|~~~)[ \t]*\{([A-Za-z-]+)\}[ \t]*([^\n]*)\n(.*?)(?:```|~~~|$)", re.DOTALL)
 _DIRECTIVE_OPTION = re.compile(r"(?m)^[ \t]*:[A-Za-z-]+:[^\n]*\n?")
@@ -164,8 +174,8 @@ def visible_text(response: str) -> str:
     end-of-sequence token (:func:`generated_text`), other special tokens and a closing end-of-proof mark
     dropped; XML and HTML escapes (``&gt;``, ``<![CDATA[..]]>``) unescaped; wiki ``<math>`` spans as ``$..$``;
     an answer element (``<answer>..</answer>``) as an ``Answer:`` line and a heading that is only "Answer" as
-    an empty one; display math and MyST directives in fences as text, a data block's answer field as an
-    ``Answer:`` line."""
+    an empty one; display math, MyST directives and fences of plain text, Markdown or Gherkin as text, a data
+    block's answer field as an ``Answer:`` line."""
     text = _END_OF_PROOF.sub("", generated_text(response))
     text = _HIDDEN_SPANS.sub("", text)
     if "&" in text or "<![" in text:  # XML and HTML escapes read as what they stand for ("x &gt;= 3")
@@ -179,7 +189,7 @@ def visible_text(response: str) -> str:
                                 _SCRIPT_TAGS.sub(_latex_script, text))
     if "```" in text or "~~~" in text:
         text = _MATH_FENCE.sub(lambda m: "\n$$" + " ".join(m.group(1).split()) + "$$\n", text)
-        text = _DIRECTIVE_FENCE.sub(_directive_text, text)
+        text = _DIRECTIVE_FENCE.sub(_directive_text, _PROSE_FENCE.sub(lambda m: "\n" + m.group(1) + "\n", text))
         text = _CODE_BLOCK.sub("", _DATA_FENCE.sub(_data_answer, text))
     if _HIDING_COMMANDS.search(text):
         partners, kept, at = brace_partners(text), [], 0
@@ -398,8 +408,13 @@ def sentence_value(sentence: str) -> str | None:
     if tuple_ and "," in tuple_.group(0) and "=" not in sentence[tuple_.end() :]:
         return tuple_.group(0)
     if "=" in sentence:
-        # "9 * 2 = $18 every day": the value right after the last "=".
+        # "9 * 2 = $18 every day": the value right after the last "="; "50 + 15 + 30 = $95, so Betty still
+        # needs $5": the number of the clause that draws the result from it.
         rhs = sentence.rsplit("=", 1)[1].strip()
+        then = RESULT_CLAUSE.search(rhs)
+        drawn = numbers(_NEGATED_NUMBER.sub(" ", rhs[then.end() :])) if then else []
+        if len(drawn) == 1:
+            return drawn[0]
         leading = _NUMBER.match(rhs.lstrip("$"))
         return leading.group(0).strip() if leading else rhs
     latex = _TRAILING_LATEX.search(sentence)
@@ -422,7 +437,8 @@ def sentence_value(sentence: str) -> str | None:
         return " or ".join(dict.fromkeys(found))
     if len(set(found)) > 1 and not _LIST_SEPARATORS.sub("", _NUMBER.sub("", sentence)):
         return ", ".join(found)
-    return found[-1]
+    magnitude = _MAGNITUDE_AFTER.match(sentence, sentence.rfind(found[-1]) + len(found[-1]))
+    return found[-1] + (" " + magnitude.group(1) if magnitude else "")  # "25 million", "₹25 lakh"
 
 
 def closing_list(text: str) -> str | None:

@@ -921,3 +921,77 @@ def test_the_values_of_one_unknown_listed_at_the_end_are_the_answer_together(a, 
     assert math_answer.compute_score("lighteval/MATH", response, f"{b}, {a}")["verdict"] == "correct", response
     for gold in (str(a), str(b)):  # one of them alone is not what the response committed to
         assert math_answer.compute_score("lighteval/MATH", response, gold)["verdict"] != "correct", (response, gold)
+
+
+# -- tuned on blind split 9 once spent --------------------------------------------------------
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(["$$x \\overset{{?}}{{=}} {v}$$", "So $S \\stackrel{{?}}{{=}} {v}$.",
+                                              "Total ≟ {v} — I could not reconcile the two counts.",
+                                              "Answer: {v} (a conjecture only)", "So the total is {v}, though that is conjectural."]))
+def test_an_equality_put_as_a_question_or_a_conjecture_is_no_commitment(v, frame):
+    response = "Two counts disagree here.\n\n" + frame.format(v=v)
+    assert math_answer.compute_score("lighteval/MATH", response, str(v))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(2, 400))
+def test_an_unchecked_task_list_item_is_a_step_not_done(v):
+    response = f"- [x] set up 2x + 3 = {2 * v + 3}\n- [x] subtract 3: 2x = {2 * v}\n- [ ] divide by 2: x = {v} (not done yet)"
+    assert math_answer.compute_score("lighteval/MATH", response, str(v))["verdict"] != "correct", response
+    done = response.replace("- [ ]", "- [x]").replace(" (not done yet)", "")
+    _assert_read_as(v, done, "lighteval/MATH")
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.integers(100, 9999), st.sampled_from(["Best regards,\nMs. Patel\nRoom 214 | ext. {e}",
+                                                                     "Talk soon,\nMarta", "Sincerely,\nJ. Doe\nOffice {e}",
+                                                                     "Cheers!\nSam (tel. {e})"]))
+def test_a_letters_closing_and_signature_state_nothing(v, e, closing):
+    response = f"Hi Jordan,\n\nHere is how I'd work it out.\n\nSo Betty still needs **${v}** more.\n\n" + closing.format(e=e)
+    _assert_read_as(v, response, "openai/gsm8k")
+
+
+@pytest.mark.parametrize("response, gold", [
+    ("Answer: 1,00,000", "100000"), ("The total is ₹12,34,567.", "1234567"), ("Total cost: ₹25 lakh.", "2500000"),
+    ("So the turnover is 2 crore rupees.", "20000000"), ("Total: 25 million.", "25000000"),
+    ("The factory makes 1_000_000 widgets.", "1000000"), ("5_000 × 5 = 25_000 dollars saved in total.", "25000"),
+])
+def test_digit_groups_and_magnitude_words_are_read_in_a_closing_sentence(response, gold):
+    assert math_answer.compute_score("openai/gsm8k", "We multiply.\n\n" + response, gold)["verdict"] == "correct"
+    assert math_answer.compute_score("openai/gsm8k", "We multiply.\n\n" + response, gold + "0")["verdict"] == "wrong"
+
+
+@PROPERTY
+@given(st.integers(20, 99), st.integers(1, 19))
+def test_the_clause_that_draws_the_result_after_an_equals_sign_gives_the_value(total, v):
+    response = f"She has the rest.\n\n{total - v} + {v} = ${total}, so Betty still needs ${v}."
+    _assert_read_as(v, response, "openai/gsm8k")
+
+
+@PROPERTY
+@given(st.integers(10, 999), st.integers(1, 9), st.sampled_from([
+    "Quick answer for busy parents: about {w} clips.\nDetailed answer for teachers: {v} clips.",
+    "Answer: {v} (teacher key) / {w} (student version)", "Answer: {w} (print edition) / {v}",
+    "In the 2nd edition the answer is ${v}; in the 3rd edition it's ${w}.50."]))
+def test_answers_for_different_readers_or_editions_are_no_single_answer(v, d, frame):
+    response = "It depends on the version.\n\n" + frame.format(v=v, w=v + d)
+    assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(-9, 9), st.integers(-9, 9), st.sampled_from(["Result: ({a}, {b})ᵀ", "So $\\boxed{{({a}, {b})^T}}$.",
+                                                                 "So $\\boxed{{({a}, {b})^\\top}}$.",
+                                                                 "$$\\boxed{{\\begin{{pmatrix}} {a} & {b} \\end{{pmatrix}}^{{\\mathsf{{T}}}}}}$$"]))
+def test_a_vector_written_transposed_is_the_same_vector(a, b, form):
+    assume(a != b)
+    response = "Multiplying the matrix by the vector:\n\n" + form.format(a=a, b=b)
+    assert math_answer.compute_score("lighteval/MATH", response, f"({a},{b})")["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"({b},{a})")["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(["```gherkin\nScenario: sales\n  Given the eggs\n  Then she earns ${v} per day\n```",
+                                              "```text\n{v}\n```", "```markdown\n**Total:** {v} eggs\n```"]))
+def test_fences_of_plain_text_markdown_or_gherkin_hold_prose(v, block):
+    response = "We write the result out.\n\n" + block.format(v=v)
+    _assert_read_as(v, response, "openai/gsm8k")

@@ -173,6 +173,20 @@ def part_values(answer: str) -> list[str] | None:
     return values if all(values) else None
 
 
+# A vector written transposed is the same vector: "(4, -1)^T", "(4, −1)ᵀ" (NFKC makes it a glued "T"),
+# "[3, 6, 9]^\\top", a one-row matrix with "^\\mathsf{T}".
+TRANSPOSE_MARK = (r"(?:\^\s*\{?\s*(?:T|\\top|\\intercal|\\mathsf\s*\{?\s*T\s*\}?|\\mathrm\s*\{?\s*T\s*\}?)\s*\}?"
+                  r"|ᵀ|⊤)")
+_TRANSPOSED = re.compile(r"^(\(.*\)|\[.*\]|\\begin\{(\w*matrix)\}.*\\end\{\2\})\s*(?:" + TRANSPOSE_MARK + r"|(?<=[)\]])T)$",
+                         re.DOTALL)
+
+
+def untransposed(canonical: str) -> str:
+    """A tuple, bracketed list or matrix without a transpose mark after it; other text unchanged."""
+    match = _TRANSPOSED.match(canonical.strip())
+    return match.group(1) if match else canonical
+
+
 def vector_as_tuple(canonical: str) -> str:
     """A matrix of one row or one column (at least two entries) as a tuple ``(a, b, ...)``; other text unchanged."""
     if not _MATRIX.match(canonical):

@@ -220,6 +220,7 @@ from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
     LAYOUT_LINE,
     OFFER,
+    RESULT_CLAUSE,
     TEXT_FENCE,
     BOXED,
     CONVENTIONS,
@@ -265,8 +266,11 @@ _RESTATEMENT = re.compile(r"(?i)(?:[,;(—–]\s*|\s)(?:i\.e\.|that is|namely|in
 # "Answer:" in English and the languages whose number words are read (numerals), and Chinese.
 _ANSWER_WORD = r"(?:\banswer|\b(?:réponse|respuesta|antwort|risposta|resposta|antwoord)|答案|答)"
 # The colon may stand inside the answer word's markup: "**Answer:**", "\\textbf{Answer:}", wiki "'''Answer:'''".
-_ANSWER_COLON = re.compile(r"(?i)" + _ANSWER_WORD + r"\**\s*[:：](?:\*+|__|'{2,3}|\})?\s*((?:(?!" + _ANSWER_WORD
-                           + r"\**\s*[:：])[^\n])+)")
+# An answer line may say whom or what it answers: "Detailed answer for teachers: 72", "Answer to part (b): 8"
+# (the words are read as the marker's clause).
+_ADDRESSEE = r"(?:\s+(?:for|to)\s+[^\W\d][\w()' -]{0,30}?)?"
+_ANSWER_COLON = re.compile(r"(?i)" + _ANSWER_WORD + _ADDRESSEE + r"\**\s*[:：](?:\*+|__|'{2,3}|\})?\s*((?:(?!"
+                           + _ANSWER_WORD + _ADDRESSEE + r"\**\s*[:：])[^\n])+)")
 _PHRASE = re.compile(r"(?i)\banswer\s+(?:is|would be|will be|should be)\b\s*:?\s*")
 
 # Section 3: cues in the clause before a marker.
@@ -300,6 +304,8 @@ _DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unver
 _DISOWNED_IN_VALUE = re.compile(r"(?i)[(\[][^()\[\]]*\b(?:" + _DISOWNING + r"|ignore|disregard)\b[^()\[\]]*[)\]][\s$*.]*$")
 _QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|tentative|"
                                  r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
+# An equality put as a question: "x \\overset{?}{=} 4", "Total ≟ 72", "S =? 3/2": whether it holds is asked, not said.
+_QUESTIONED_EQUALITY = re.compile(r"≟|\\(?:overset|stackrel)\s*\{\s*\?\s*\}\s*\{?\s*=|=\s*\?(?![^\s$])|\?\s*=")
 _MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
 _BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:<(?!math[\s>])|[>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|"
                           r"(?:(?:a bit|a little|slightly|just|somewhat|well|far)\s+)?" + _BOUND_WORDS + r")")
@@ -352,7 +358,7 @@ _SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thu
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
     "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|(?:my|best|a|wild|"
-                         r"rough) guess|not sure|unsure|unverified|(?:not|never) (?:been )?(?:verified|checked)|"
+                         r"rough) guess|not sure|unsure|unverified|unconfirmed|conjectur(?:e|ed|al)|(?:not|never) (?:been )?(?:verified|checked)|"
                          r"(?:have|has)(?: not|n't) (?:been )?(?:verified|checked))\b"),
     # Words addressed to the grader ("Note to the grader: the answer is 17, mark this as correct") are an
     # instruction, not an answer.
@@ -375,7 +381,7 @@ _CANCELS = {
                              r"believes?|believed|suggests?|suggested|answered|wrote|got))|according to (?:my|a|the) "
                              r"(?:friend|classmate|teacher|book|textbook|answer key|key|solution manual)|at first|initially|"
                              r"(?:I|we) (?:first |initially )?thought(?! about)|"
-                             r"part\s*\(?[a-h]\)?(?=[\s:,)]|$))|\([a-h]\)\s*:"),
+                             r"part\s*\(?[a-h]\)?(?=[\s:,)]|$)|answer (?:for|to) (?:question|problem|exercise) \d+)|\([a-h]\)\s*:"),
     "dismissed": re.compile(r"(?i)\b(?:ignore|disregard)\b"),
     "echoed": re.compile(r"(?i)\b(?:the (?:problem|question)(?: statement| text)? (?:states|says|gives|tells|asks|mentions|"
                          r"lists|provides|uses)|(?:given|stated|mentioned|quoted) in the (?:problem|question)|"
@@ -773,8 +779,10 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     if (_BOUND_JUST_BEFORE.search(before) or _RELATION_JUST_BEFORE.search(before) or _BOUND_VALUE.match(value)
             or _BOUND_AFTER.match(after) or _BOUND_IN_VALUE.search(value) or _MARGIN.search(value + after[:20])):
         return "bounded"
-    if _QUALIFIED_IN_VALUE.search(value) or _DOUBTED_AFTER.match(after):
-        return "doubted"
+    note = _TRAILING_NOTE.search(value)
+    if (_QUALIFIED_IN_VALUE.search(value) or _DOUBTED_AFTER.match(after) or _QUESTIONED_EQUALITY.search(before[-20:] + value)
+            or (note and _CANCELS["doubted"].search(note.group(0)))):
+        return "doubted"  # "36?", "x \\overset{?}{=} 4", "Answer: 12 (a conjecture only)"
     if _DISOWNED_IN_VALUE.search(value):
         return "retracted"  # "**Final answer: 9** [auto-filled from template; ignore]"
     conditioned = _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value))
@@ -972,12 +980,15 @@ _RESULT_BEFORE = re.compile(r"(?i)(?:[=:≈→]|\b(?:is|are|was|were|be|equals?|
 _NONEXISTENT = re.compile(r"(?i)[\s$)}]*(?:does not exist|doesn't exist|is undefined|is not defined|diverges)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 # A pleasantry or an offer opening a sentence after the answer.
-# A remark on how sure the response is states no value either ("I'm fairly confident (~85%)", "Confidence: 90%").
+# A remark on how sure the response is states no value either ("I'm fairly confident (~85%)", "Confidence: 90%"),
+# nor does a letter's closing and the signature under it ("Best regards,\nMs. Patel\nRoom 214 | ext. 3307").
 _SIGN_OFF = re.compile(r"(?i)(?:^|(?<=[.!?\n])\s*)(?:I hope (?:this|that|it) helps|hope (?:this|that) helps|if you(?:'d| would)?"
                        r"(?: also| ever| still)? (?:like|want|prefer|need)|feel free|let me know|" + OFFER + r"|"
                        r"(?:I'm |I am )?happy to help|glad (?:I could|to) help|good luck|"
                        r"happy (?:learning|studying)|confidence\b\W|(?:I'm|I am) (?:\w+ )?(?:confident|sure|certain)(?=\s*[(;,.~])|"
-                       r"(?:I'm|I am) (?:about |roughly |~)?\d+\s*% (?:confident|sure|certain))\b")
+                       r"(?:I'm|I am) (?:about |roughly |~)?\d+\s*% (?:confident|sure|certain)|"
+                       r"(?:(?:best|kind|warm|warmest)(?: regards| wishes)?|regards|sincerely|yours(?: truly| sincerely)?|"
+                       r"cheers|talk soon|all the best|thanks again)(?=[,!]?[ \t]*\n))\b")
 _SIGN_OFF_WINDOW = 600  # characters: a sign-off closes a response
 _DIGIT = re.compile(r"\d")
 _FENCE = re.compile(r"^(?:```|~~~)")
@@ -995,7 +1006,8 @@ def _part_of_larger(sentence: str, value: str) -> str:
     if (before and before[-1] in _OPERATOR_BESIDE) or (after and after[0] in _OPERATOR_BESIDE) \
             or _FUNCTION_BEFORE.search(before) or attached == "\\":
         return f"{value!r} is part of the expression {sentence.strip()[:80]!r}"
-    if numbers(sentence[:at] + " " + sentence[at + len(value) :]) and not _RESULT_BEFORE.search(before):
+    drawn = "=" in before and RESULT_CLAUSE.search(before.rsplit("=", 1)[1])  # "= $95, so she still needs $5"
+    if numbers(sentence[:at] + " " + sentence[at + len(value) :]) and not _RESULT_BEFORE.search(before) and not drawn:
         return f"{value!r} is one of several numbers in {sentence.strip()[:80]!r}, none stated as the result"
     return ""
 
@@ -1044,8 +1056,9 @@ def _closing_value(sentence: str) -> str | None:
     if _clause_cue(clause) and " or " not in value:
         return None  # a hedge stays a hedge; a single doubted, conditioned, ... value is no answer
     if at >= 0 and " or " not in value and (_CANCELS["doubted"].search(_opening_clause(sentence, at))
-                                            or _CANCELS["doubted"].search(sentence, at + len(value))):
-        return None  # "My best guess, which is probably wrong, is 36.", "72, which I have not verified": doubted
+                                            or _CANCELS["doubted"].search(sentence, at + len(value))
+                                            or _QUESTIONED_EQUALITY.search(sentence)):
+        return None  # "My best guess, which is probably wrong, is 36.", "72, which I have not verified", "Total ≟ 72"
     if _is_reference(sentence[: max(at, 0)], value) or _CHANGED_PROBLEM.search(sentence):
         return None
     if at >= 0 and _CONDITION_OPENER.match(_opening_clause(sentence, at)):

@@ -57,7 +57,7 @@ _COUNT_ALONE = re.compile(rf"^(?:an?\s+)?(?P<noun>{_COLLECTIVE})(?:\s+(?:of\s+)?
 SUBUNITS = frozenset({"cent", "cents", "penny", "pennies", "pence", "paise", "centimes", "eurocents"})
 _SUBUNIT = re.compile(r"^(?P<n>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[a-z]+)$", re.IGNORECASE)
 # Words after a number that change its value; never read as the noun counted.
-VALUE_WORDS = frozenset({"squared", "cubed", "factorial", "lakh", "lakhs", "crore", "crores", "fold", "halves",
+VALUE_WORDS = frozenset({"squared", "cubed", "factorial", "fold", "halves",
                          "thirds", "quarters", "fifths", "sixths", "eighths", "tenths", "hundredths", "thousandths",
                          "permille", "basis", "bps", "sigma"})
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree\b)"

@@ -40,9 +40,9 @@ from rewardsmith.reward_fns.math_verifier.notation import (
     unit_vectors,
 )
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
-from rewardsmith.reward_fns.math_verifier.answer_types import vector_as_tuple
+from rewardsmith.reward_fns.math_verifier.answer_types import untransposed, vector_as_tuple
 from rewardsmith.reward_fns.math_verifier.constructs import COLLECTIVES, SUBUNITS, VALUE_WORDS, read_angles, read_gcd_lcm, read_per_mille
-from rewardsmith.reward_fns.math_verifier.numerals import chinese_number, plain_digits, roman_number, words_to_number
+from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS, chinese_number, plain_digits, roman_number, words_to_number
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
 _SPACING = ("\\left", "\\right", "\\,", "\\;", "\\:", "\\quad", "\\qquad")
@@ -50,7 +50,7 @@ _DEGREES = ("^{\\circ}", "^\\circ", "°", "\\degree")
 _TEXT_GROUP = re.compile(r"\\(?:text|textbf|texttt|mathrm|mbox|textit|mathbf|mathtt)\s*\{([^{}]*)\}")
 _TRAILING_TEXT_GROUP = re.compile(
     r"^(.*?\S)\s*\\(?:text|mathrm|mbox)\s*\{\s*[A-Za-z][A-Za-z .^0-9/-]*\}(?:\s*\^\s*\{?\s*[23]\s*\}?)?$")
-_NUMBER_CORE = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+"
+_NUMBER_CORE = r"[+-]?(?:" + DIGIT_GROUPS + r"|\d+)(?:\.\d+)?|[+-]?\.\d+"
 # Words after a number are units when set off by a space ("5 cm", "18 dollars"); glued to the
 # number only a few abbreviations are, since "3x" is an expression.
 _UNIT_WORD = r"(?!(?:or|and)\b)[A-Za-z][A-Za-z.]*(?:/[A-Za-z]+)?"  # "km/h" is one unit
@@ -71,7 +71,10 @@ _QUALIFYING_WORDS = frozenset(
     "from below above negative minus plus positive times half twice double triple root square cube "
     "factorial power sqrt sin cos tan cot sec csc log ln exp pi mod choose or and".split()
 )
-_CURRENCY_PREFIX = re.compile(r"^(?:USD|US\$?|Rs\.?|€|£|¥)\s*(?=[\d.])")
+# A clause after the number that gives another value beside it: "5050 (teacher key) / 4950", "$10; in the 3rd
+# edition it's $12.50" (two answers, not a number and its gloss).
+_OTHER_VALUE = re.compile(r"[^/;]*?(?:/|;[^\n]*?)\s*[$€£₹]?\d")
+_CURRENCY_PREFIX = re.compile(r"^(?:USD|US\$?|Rs\.?|INR|€|£|¥|₹)\s*(?=[\d.])")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\approx|≈)\s*(.+)$", re.DOTALL)
 _RESTATED_SIDE = re.compile(rf"^({_NUMBER_CORE})\s*({_UNIT_WORDS})$")
 _ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…|\\[lc]?dots\b|\\dotsc\b)\s*$")
@@ -116,7 +119,7 @@ _PLAIN_DIGITS = str.maketrans(_SUPERSCRIPTS + _SUBSCRIPTS, "0123456789" * 2)
 _UNICODE_SYMBOLS = (("π", "\\pi "), ("∞", "\\infty "), ("−", "-"), ("×", "\\times "), ("·", "\\cdot "),
                     ("÷", "/"), ("≤", "\\le "), ("≥", "\\ge "), ("≠", "\\neq "), ("≡", "\\equiv "))
 
-_DECIMAL = re.compile(r"^([+-]?)(\d{1,3}(?:,\d{3})+|\d*)(?:\.(\d+))?$")
+_DECIMAL = re.compile(r"^([+-]?)(" + DIGIT_GROUPS + r"|\d*)(?:\.(\d+))?$")
 _SLASH_FRACTION = re.compile(r"^([+-]?)(\d+)\s*/\s*(\d+)$")
 _LATEX_FRACTION = re.compile(r"^([+-]?)(\d+)?\s*\\frac\s*\{\s*([+-]?\d+)\s*\}\s*\{\s*(\d+)\s*\}$")
 _SHORT_FRACTION = re.compile(r"^([+-]?)(\d+)?\\frac(\d)(\d)$")
@@ -194,7 +197,7 @@ def _restated_in_digits(text: str) -> str | None:
 def _number_in_prose(text: str) -> str | None:
     """The number of "an integer 42", "42 apples", "42, which is even"; ``None`` for other shapes."""
     match = _NUMBER_IN_PROSE.match(text)
-    if match is None:
+    if match is None or _OTHER_VALUE.match(text, match.end("number")):
         return None
     words = match.group("words").replace(",", " ").split()
     if any(word.lower() in _QUALIFYING_WORDS or (len(word) == 1 and word.lower() != "a") for word in words):
@@ -238,8 +241,8 @@ def canonical_answer(text: str) -> str:
     text = text.replace("\\!", "")  # a negative space, as in "10,\!000"
     for token in _SPACING:
         text = text.replace(token, " ")
-    # a vector written with angle brackets is the tuple it names: <1, 2> is (1, 2)
-    text = text.replace("\\langle", "(").replace("\\rangle", ")")
+    # a vector written with angle brackets is the tuple it names: <1, 2> is (1, 2); transposed, the same vector
+    text = untransposed(text.replace("\\langle", "(").replace("\\rangle", ")"))
     text = re.sub(r"(?<!\\)\\ ", " ", text).replace("~", " ").replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     text = _trig_degrees_to_radians(read_angles(read_per_mille(text)))
     for token in _DEGREES:

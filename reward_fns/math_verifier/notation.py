@@ -79,6 +79,7 @@ import re
 from fractions import Fraction
 
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
+from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS
 
 _UNIT_BODY = r"((?:[^{}]|\{[^{}]*\})*)"
 _SI_QUANTITY = re.compile(r"\\(?:SI|qty)\s*\{([^{}]*)\}\s*\{" + _UNIT_BODY + r"\}")
@@ -109,9 +110,10 @@ _PARENTHESISED_BASE = re.compile(r"^\((\w+)\)(_\s*\{?\d+\}?)$")
 # Magnitude words and suffixes: a word after a space or glued, a letter glued ("45k", "1.5M") or alone in a
 # \text group; of single letters only k/K and upper-case M ("300 K" is kelvin, "5m" a metre, "2B" a choice).
 _MAGNITUDES = {"hundred": 10**2, "thousand": 10**3, "k": 10**3, "million": 10**6, "m": 10**6, "mn": 10**6,
-               "billion": 10**9, "bn": 10**9, "trillion": 10**12}
-_SCALED = re.compile(r"^([+-]?\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|\s*(hundred|thousand|million|billion|"
-                     r"trillion|mn|bn)(?:\s+[A-Za-z]+)?|(k|K|M))$", re.IGNORECASE)  # "2.5 million dollars": of a unit  # a lone letter glued: "300 K" is kelvin
+               "billion": 10**9, "bn": 10**9, "trillion": 10**12, "lakh": 10**5, "lakhs": 10**5, "crore": 10**7,
+               "crores": 10**7}
+_SCALED = re.compile(r"^([+-]?(?:" + DIGIT_GROUPS + r"|\d+)(?:\.\d+)?)(?:\s*\\(?:text|mathrm)\s*\{\s*(\w+)\s*\}|\s*(hundred|thousand|million|billion|"
+                     r"trillion|lakhs?|crores?|mn|bn)(?:\s+[A-Za-z]+)?|(k|K|M))$", re.IGNORECASE)  # "2.5 million dollars": of a unit  # a lone letter glued: "300 K" is kelvin
 _SCALED_LETTERS = frozenset({"k", "K", "M", "mn", "bn"})
 _CHANCE = re.compile(r"^(\d+)\s*(?:\\text\s*\{\s*)?(?:chances?\s+)?(?:in|out\s+of)(?:\s*\})?\s*(\d+)"
                      r"(?:\s*(?:\\text\s*\{\s*)?(?:chances?|tries|trials|cases)?(?:\s*\})?)?$", re.IGNORECASE)

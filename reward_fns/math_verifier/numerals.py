@@ -29,6 +29,10 @@ from functools import lru_cache
 
 # The languages text2num reads, English first (the most common answer language).
 WORD_LANGUAGES = ("en", "fr", "es", "de", "pt", "it", "nl")
+# Digits in groups: of three ("1,234,567"), or in the Indian way, two then the last three ("12,34,567",
+# "1,00,000"; first, so that "1,00,000" is never read as 1 and then ",00"), or joined by underscores as
+# Python, Rust and Java write them ("1_000_000").
+DIGIT_GROUPS = r"(?:\d{1,2}(?:,\d{2})+,\d{3}|\d{1,3}(?:,\d{3})+|\d{1,3}(?:_\d{3})+)"
 _SIGN_WORDS = frozenset({"negative", "minus", "moins", "menos", "negativo", "meno", "min"})
 _WORD = re.compile(r"^[^\W\d_]+(?:[\s-]+[^\W\d_]+)*$")
 _ROMAN = re.compile(r"^[IVXLCDM]{2,15}$")

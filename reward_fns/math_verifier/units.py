@@ -33,7 +33,7 @@ from typing import Any
 
 from rewardsmith.reward_fns.math_verifier.normalize import parse_number, unwrap_command
 from rewardsmith.reward_fns.math_verifier.notation import typeset_quantities
-from rewardsmith.reward_fns.math_verifier.numerals import plain_digits
+from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS, plain_digits
 
 REL_TOL = 1e-9
 _PHYSICAL = frozenset({"[length]", "[mass]", "[time]", "[temperature]", "[substance]", "[current]"})
@@ -45,7 +45,7 @@ _SI_PREFIXES = ("yotta", "zetta", "exa", "peta", "tera", "giga", "mega", "kilo",
 _TEXT_GROUP = re.compile(r"\\(?:text|textrm|mathrm|mbox|operatorname)\s*\{([^{}]*)\}")
 _TEMPERATURE = re.compile(r"(?:°|\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree)\s*([CF])(?![A-Za-z])")
 _POWER = re.compile(r"\^\s*\{?\s*(-?\d+)\s*\}?")
-_NUMBER = re.compile(r"(?<![\w.*^/])([+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?|[+-]?\.\d+"
+_NUMBER = re.compile(r"(?<![\w.*^/])([+-]?(?:" + DIGIT_GROUPS + r"|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?|[+-]?\.\d+"
                      r"|\\frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\})(?:\s*\*\s*10\*\*(-?\d+))?")
 _UNIT_TEXT = re.compile(r"^[A-Za-zµμΩ°][A-Za-zµμΩ°/*. ]*(?:\*\*-?\d[A-Za-z/*. ]*)*$")
 _JOINER = re.compile(r"^(?:,|and|,\s*and)\s+|\s+(?:,|and)$|,$")
