@@ -1,4 +1,4 @@
-"""docs/scorers.md's tables of blind splits 3, 5, 6 and 7 (scored blind, then tuned on once spent) and 4 are the
+"""docs/scorers.md's tables of blind splits 3 and 5-9 (scored blind, then tuned on once spent) and 4 are the
 benchmark's output, not typed by hand."""
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ COLUMNS = [
     ("blind split 8", 3, "math_blind8_before_d2d625c.txt", "math_verify"),
     ("split 8, tuned on (spent)", 1, "math_blind8_after_4022859.txt", "math_answer"),
     ("split 8, tuned on (spent)", 2, "math_blind8_spent_after_14d9b38.txt", "math_answer"),
+    ("blind split 9", 1, "math_blind9_before_5309195.txt", "math_answer"),
+    ("blind split 9", 2, "math_blind9_after_01824f9.txt", "math_answer"),
+    ("blind split 9", 3, "math_blind9_before_5309195.txt", "math_verify"),
+    ("split 9, tuned on (spent)", 1, "math_blind9_after_01824f9.txt", "math_answer"),
+    ("split 9, tuned on (spent)", 2, "math_blind9_spent_after_479a2dd.txt", "math_answer"),
 ]
 
 

@@ -10,7 +10,8 @@ hidden markup (``\\phantom``, white text, CSS ``display:none`` and the like,
 ``%`` comment lines and a ``%`` comment after text on its line (a ``%``
 after a space that follows no digit: "25 %" stays a percentage), HTML comments, ``\\iffalse``, a ``comment``
 environment), struck-out text (``\\cancel``, ``\\sout``, ``~~..~~``,
-``<del>``), code blocks (and inline code that holds a marker), questions and
+``<del>``), unchecked task-list items ("- [ ] divide by 2: x = 4", a step not done), code
+blocks (and inline code that holds a marker), questions and
 quoted text holding a marker or a question are removed (a fenced block of data, ``csv``, ``json``,
 ``yaml``, ..., gives its ``answer`` / ``final_answer`` field as an ``Answer:`` line; XML and HTML
 escapes are read as what they stand for); of a reasoning block
@@ -24,7 +25,8 @@ response cut off inside a box (``\\boxed{12`` never closed) or inside a
   Boxes joined only by "and", "," or "or" are one value (``2, 3``; ``2 or
   3``, a hedge).
 - hash: ``#### v``; the value is the rest of the line.
-- colon: ``Answer: v`` (also ``Final Answer:``, ``**Answer:**``, and the word
+- colon: ``Answer: v`` (also ``Final Answer:``, ``**Answer:**``, an answer for
+  someone or something, "Detailed answer for teachers: v", and the word
   in the languages whose numbers are read, ``Réponse :``, ``Antwort:``, ...,
   and Chinese ``答案：``); the rest of the line, or the value of a box or "the
   answer is" inside it. An empty ``####`` line marks the line under it when
@@ -58,7 +60,8 @@ a phrase puts before its value ("the answer is maybe 5"):
   order of 5", "a bit under / slightly over 5", ``\\boxed{\\le 5}``, ``n \\ge \\boxed{5}``, "5 or more", a
   margin "17 (±1)" (a bound or a range commits to no value);
 - doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
-  "I guess", "my (best) guess", "not sure", "unverified", "not verified"; a
+  "I guess", "my (best) guess", "not sure", "unverified", "not verified",
+  "conjecture"; an equality put as a question (``x \\overset{?}{=} 4``, "Total ≟ 72"); a
   value followed by "?" or a parenthetical "(retracted)", "(guess)",
   "(unsure)"; in a closing sentence, a doubt anywhere in it ("My best guess,
   which is probably wrong, is 36.");
@@ -83,7 +86,7 @@ a phrase puts before its value ("the answer is maybe 5"):
   "mistakenly", "naively", "it is tempting to", "one might think", "someone", "some would say",
   "my friend / the book / the answer key says", "according to the book",
   "reference / official solution", "an online source says", "I thought", "at
-  first", "initially", "part (a)", "(a):", and the phrase's own words ("the
+  first", "initially", "part (a)", "(a):", "answer for question 3:", and the phrase's own words ("the
   tempting / common answer is 9");
 - dismissed: "ignore", "disregard";
 - an example of the answer's format, in the marker's sentence or a line that
@@ -164,16 +167,17 @@ words" or "equivalently" and another value ("`(expt 2 10)`, i.e. 1024",
 the first, the second stands in for it; where it reads both, they must agree.
 
 **5. No marker.** When no marker commits, the closing sentence (before any
-pleasantry, offer or remark on confidence, "I hope this helps!", "If you'd like,
-I can ...", "Want me to convert that? That's 5,400 seconds.", "I'm fairly
-confident (~85%)", and emoji) does, unless it disclaims the answer, if it states
-one value (its last math span, the value after its last ``=``, its one number or
-its last number; a bare list is read whole, and so are one unknown's values, in
-a sentence or in a list closing the response, one item a line; several numbers
-with "or"/"maybe" are a hedge; one with no digits may write its one number in
-words, "She has twenty-four left."; a short sentence of words is a word answer;
-a longer one with no number may say one factor in words, "increases eightfold",
-"twice as long", "one quarter of"), and nothing of section 3 cancels it.
+pleasantry, offer or remark on confidence or a letter's closing and signature,
+"I hope this helps!", "If you'd like, I can ...", "Want me to convert that?
+That's 5,400 seconds.", "I'm fairly confident (~85%)", and emoji) does, unless
+it disclaims the answer, if it states one value (its last math span, the value
+after its last ``=``, its one number or its last number; a bare list is read
+whole, and so are one unknown's values, in a sentence or in a list closing the
+response, one item a line; several numbers with "or"/"maybe" are a hedge; one
+with no digits may write its one number in words, "She has twenty-four left."; a
+short sentence of words is a word answer; a longer one with no number may say
+one factor in words, "increases eightfold", "twice as long", "one quarter of"),
+and nothing of section 3 cancels it.
 
 **5b. What was not read.** A closing sentence's value read out of a larger
 expression (the ``2`` of ``sqrt(3) / 2``, the ``5`` of ``2 sqrt(5)``, the
