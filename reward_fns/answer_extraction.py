@@ -49,6 +49,12 @@ _TRAILING_LATEX = re.compile(r"(?:^|[\s>:])((?:[+-]\s*)?\\[A-Za-z]+(?:\s*\{[^{}]
 _NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
+# An expression written out of math delimiters that ends a sentence after "is", "to", ":" ...: "the derivative
+# is 3x^2 + 2x - 5.", "Nested form: (6x + 7)x − 3", "It simplifies to 2(x + 1)." (numbers, one-letter variables,
+# operators and brackets only: a word of prose ends it).
+_MATH_TOKEN = r"(?:\d+(?:\.\d+)?|(?<![A-Za-z])[A-Za-z](?![A-Za-z])|[()+\-−*/^·×÷²³√]|[ \t]+)"
+_TRAILING_EXPRESSION = re.compile(r"(?:^|[:=]|\b(?:is|are|equals|to|gives|becomes|be))[ \t]+((?:" + _MATH_TOKEN + r")+?)[ \t]*[.!]?[ \t]*$")
+_OPERATOR = re.compile(r"[+\-−*/^×÷²³√]|\d\s*\(|\)\s*[\w(]")
 RESULT_CLAUSE = re.compile(r"(?i)[,;]\s*(?:and\s+)?(?:so|thus|hence|therefore|which means|meaning)\b")
 _MAGNITUDE_AFTER = re.compile(r"(?i)\s*(hundred|thousand|million|billion|trillion|lakhs?|crores?)\b")
 # A factor said in words, in a sentence that writes no number: "the volume increases eightfold", "twice as
@@ -388,7 +394,8 @@ def _factor(sentence: str) -> str | None:
 
 def sentence_value(sentence: str) -> str | None:
     """The value a plain sentence states: its last math span, the value after its last ``=``, a LaTeX
-    command ending it (``\\frac{3}{4}``), its number.
+    command ending it (``\\frac{3}{4}``), an expression out of delimiters ending it ("is 3x^2 + 2x - 5"),
+    its number.
 
     A number the sentence rules out ("8, not 9") is no candidate; several
     numbers with hedge words ("7 or maybe 8") are handed on as a hedge ("7 or
@@ -423,6 +430,10 @@ def sentence_value(sentence: str) -> str | None:
     # one value: beside another value or a hedge ("\\frac{3}{2} or \\frac{1}{2}") it is one of several.
     if latex and not _HEDGE_WORDS.search(before) and not numbers(before) and "\\" not in before:
         return latex.group(1).strip()
+    expression = _TRAILING_EXPRESSION.search(sentence)
+    if (expression and _OPERATOR.search(expression.group(1)) and not _HEDGE_WORDS.search(sentence)
+            and expression.group(1).count("(") == expression.group(1).count(")")):
+        return expression.group(1).strip()
     found = numbers(_NEGATED_NUMBER.sub(" ", sentence))
     if not found:
         spelled = {m.group(0).lower(): m.group(0) for m in _SPELLED_NUMBER.finditer(sentence) if m.group(0).lower() != "one"}

@@ -995,3 +995,13 @@ def test_a_vector_written_transposed_is_the_same_vector(a, b, form):
 def test_fences_of_plain_text_markdown_or_gherkin_hold_prose(v, block):
     response = "We write the result out.\n\n" + block.format(v=v)
     _assert_read_as(v, response, "openai/gsm8k")
+
+
+@PROPERTY
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9),
+       st.sampled_from(["So the derivative is {a}x^2 + {b}x - {c}.", "So the product is {a}x² + {b}x − {c}.",
+                        "Nested form: ({a}x + {b})x − {c}", "It simplifies to {a}x^2 + {b}x - {c}."]))
+def test_an_expression_written_out_of_math_delimiters_closes_a_sentence_whole(a, b, c, form):
+    response = "Collecting like terms gives the result.\n\n" + form.format(a=a, b=b, c=c)
+    assert math_answer.compute_score("lighteval/MATH", response, f"{a}x^2+{b}x-{c}")["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"{a}x^2+{b}x+{c}")["verdict"] == "wrong", response

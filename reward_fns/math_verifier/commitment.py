@@ -171,13 +171,14 @@ pleasantry, offer or remark on confidence or a letter's closing and signature,
 "I hope this helps!", "If you'd like, I can ...", "Want me to convert that?
 That's 5,400 seconds.", "I'm fairly confident (~85%)", and emoji) does, unless
 it disclaims the answer, if it states one value (its last math span, the value
-after its last ``=``, its one number or its last number; a bare list is read
-whole, and so are one unknown's values, in a sentence or in a list closing the
-response, one item a line; several numbers with "or"/"maybe" are a hedge; one
-with no digits may write its one number in words, "She has twenty-four left."; a
-short sentence of words is a word answer; a longer one with no number may say
-one factor in words, "increases eightfold", "twice as long", "one quarter of"),
-and nothing of section 3 cancels it.
+after its last ``=``, an expression written out of delimiters that ends it, "the
+derivative is 3x^2 + 2x - 5", its one number or its last number; a bare list is
+read whole, and so are one unknown's values, in a sentence or in a list closing
+the response, one item a line; several numbers with "or"/"maybe" are a hedge;
+one with no digits may write its one number in words, "She has twenty-four
+left."; a short sentence of words is a word answer; a longer one with no number
+may say one factor in words, "increases eightfold", "twice as long", "one
+quarter of"), and nothing of section 3 cancels it.
 
 **5b. What was not read.** A closing sentence's value read out of a larger
 expression (the ``2`` of ``sqrt(3) / 2``, the ``5`` of ``2 sqrt(5)``, the
