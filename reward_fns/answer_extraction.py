@@ -46,7 +46,10 @@ _BLANK = re.compile(r"\\(?:boxed|fbox|text|mathrm|textbf|[lc]?dots|quad)\b|\\[,;
 _NUMBER = re.compile(r"(?<![\w.])[+-]?(?:" + DIGIT_GROUPS + r"|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
 # A LaTeX command with its arguments ending a sentence outside math delimiters (a closing tag may follow).
 _TRAILING_LATEX = re.compile(r"(?:^|[\s>:])((?:[+-]\s*)?\\[A-Za-z]+(?:\s*\{[^{}]*\})+)\s*(?:</[A-Za-z_]+>)?\s*[.!?]?\s*$")
-_NEGATED_NUMBER = re.compile(r"(?i)\b(?:not|rather than|instead of)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
+# A number the sentence rules out or sets its value against: "8, not 9", "5 left, down from 7 at lunch", "12
+# compared with 10 last year".
+_NOT_THE_VALUE = re.compile(r"(?i)\b(?:not|rather than|instead of|(?:down|up) from|compared (?:to|with)|versus|vs\.?)"
+                            r"\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
 _HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # An expression written out of math delimiters that ends a sentence after "is", "to", ":" ...: "the derivative
@@ -102,6 +105,12 @@ _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(?!\s)(.+?)(?<!\s)\$(?!\d)|\\\((.+?)\\
 # unchecked task-list item, a step the response says it has not done.
 _HIDING_COMMANDS = re.compile(r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\}|[bx]?cancel|sout|xout|st)"
                               r"\s*\{")
+# A LaTeX macro written without its backslash, before its group ("frac{3}{4}", "boxed{2sqrt{5}}").
+_BARE_MACRO = re.compile(r"(?<![\\A-Za-z])(frac|dfrac|tfrac|sqrt|boxed|binom)(?=\s*\{)")
+# Emphasis around prose is layout: its text is read as if plain.
+# (Not an underline in an exponent: 6^{\\underline{3}} is a falling factorial.)
+_EMPHASIS_COMMANDS = re.compile(r"(?<!\^\{)(?<!\^)\\(?:emph|textit|textsl|textsc|textup|underline|uline)\s*\{")
+_MAX_EMPHASIS = 32  # emphasis commands unwrapped per response; a real answer has a few
 _HIDDEN_SPANS = re.compile(r"<!--.*?(?:-->|$)|\\iffalse\b.*?(?:\\fi\b|$)|\\begin\{comment\}.*?(?:\\end\{comment\}|$)"
                            r"|(?m:^[ \t]*%.*$)"
                            # a "%" comment after text on its line: after a space that follows no digit ("25 %" is a percentage)
@@ -175,7 +184,8 @@ _OFFER_QUESTION = re.compile(r"(?i)\s*(?:\w+,?\s+)?" + OFFER + r"[^\d\\#$]*$")
 
 
 def visible_text(response: str) -> str:
-    """``response`` as a reader sees its commitments: hidden markup, code, questions and quoted questions removed,
+    """``response`` as a reader sees its commitments: as displayed (carriage returns, backspaces and ANSI
+    cursor moves overwrite, bidirectional overrides reverse), hidden markup, code, questions and quoted questions removed,
     HTML and BBCode superscripts and subscripts in LaTeX, their formatting tags dropped; what follows an
     end-of-sequence token (:func:`generated_text`), other special tokens and a closing end-of-proof mark
     dropped; XML and HTML escapes (``&gt;``, ``<![CDATA[..]]>``) unescaped; wiki ``<math>`` spans as ``$..$``;
@@ -183,6 +193,8 @@ def visible_text(response: str) -> str:
     an empty one; display math, MyST directives and fences of plain text, Markdown or Gherkin as text, a data
     block's answer field as an ``Answer:`` line."""
     text = _END_OF_PROOF.sub("", generated_text(response))
+    if _DISPLAY_CONTROLS.search(text):
+        text = _displayed(text)  # "12\b\b15" shows 15; "Answer: 36\rAnswer: 63" shows Answer: 63
     text = _HIDDEN_SPANS.sub("", text)
     if "&" in text or "<![" in text:  # XML and HTML escapes read as what they stand for ("x &gt;= 3")
         text = _ENTITY.sub(lambda m: html.unescape(m.group(0)), _CDATA.sub(r"\1", text))
@@ -197,6 +209,8 @@ def visible_text(response: str) -> str:
         text = _MATH_FENCE.sub(lambda m: "\n$$" + " ".join(m.group(1).split()) + "$$\n", text)
         text = _DIRECTIVE_FENCE.sub(_directive_text, _PROSE_FENCE.sub(lambda m: "\n" + m.group(1) + "\n", text))
         text = _CODE_BLOCK.sub("", _DATA_FENCE.sub(_data_answer, text))
+    text = _BARE_MACRO.sub(r"\\\1", text)  # "boxed{2sqrt{5}}": a macro whose backslash was dropped
+    text = _without_emphasis(text)  # "\\emph{The final answer is $3\\sqrt{2}$.}": the sentence, emphasised
     if _HIDING_COMMANDS.search(text):
         partners, kept, at = brace_partners(text), [], 0
         for match in _HIDING_COMMANDS.finditer(text):
@@ -209,6 +223,62 @@ def visible_text(response: str) -> str:
     hides_marker = lambda m: "" if _MARKER.search(m.group(0)) else m.group(0)  # noqa: E731
     text = _INLINE_CODE.sub(hides_marker, _QUOTED.sub(hides_marker, text))
     return _without_questions(text)
+
+
+# Characters that change what a terminal or a text renderer shows: a carriage return or backspace (the next
+# characters overwrite), ANSI escape sequences (colours; cursor moves; line erasure), and bidirectional
+# overrides (U+202E shows "18" as "81").
+_DISPLAY_CONTROLS = re.compile("[\r\b\x1b\u202a-\u202e\u2066-\u2069]")
+_ANSI = re.compile(r"\x1b\[([0-9;]*)([A-Za-z])")
+_OVERRIDDEN = re.compile("\u202e([^\u202c\n]*)\u202c?")
+
+
+def _as_displayed(line: str) -> str:
+    """``line`` as a terminal shows it: each character written at the cursor, which a carriage return sends to
+    the line's start, a backspace or ``ESC[nD`` back, and ``ESC[2K`` blanks the line; colours are dropped."""
+    shown: list[str] = []
+    cursor, at = 0, 0
+    while at < len(line):
+        char = line[at]
+        ansi = _ANSI.match(line, at) if char == "\x1b" else None
+        if ansi:
+            count = int(ansi.group(1) or 1) if ansi.group(1).isdigit() else 1
+            if ansi.group(2) == "D":
+                cursor = max(0, cursor - count)
+            elif ansi.group(2) == "K":
+                shown, cursor = ([] if ansi.group(1) == "2" else shown[:cursor]), (0 if ansi.group(1) == "2" else cursor)
+            at = ansi.end()
+            continue
+        if char == "\r":
+            cursor = 0
+        elif char == "\b":
+            cursor = max(0, cursor - 1)
+        elif char != "\x1b":
+            shown[cursor : cursor + 1] = [char]
+            cursor += 1
+        at += 1
+    return "".join(shown)
+
+
+def _displayed(text: str) -> str:
+    """``text`` as it is displayed (see :data:`_DISPLAY_CONTROLS`), line by line."""
+    text = _OVERRIDDEN.sub(lambda m: m.group(1)[::-1], text)
+    text = re.sub("[\u202a-\u202e\u2066-\u2069]", "", text)
+    return "\n".join(_as_displayed(line) if _DISPLAY_CONTROLS.search(line) else line for line in text.split("\n"))
+
+
+def _without_emphasis(text: str) -> str:
+    """``text`` with each emphasis command (:data:`_EMPHASIS_COMMANDS`) replaced by its group's content, innermost
+    first; an unclosed one stays."""
+    for _ in range(_MAX_EMPHASIS):
+        matches = list(_EMPHASIS_COMMANDS.finditer(text))
+        ends = brace_partners(text) if matches else {}
+        closed = [(m, ends[m.end() - 1]) for m in matches if m.end() - 1 in ends]
+        if not closed:
+            return text
+        match, end = closed[-1]
+        text = text[: match.start()] + text[match.end() : end] + text[end + 1 :]
+    return text
 
 
 def _directive_text(block: re.Match[str]) -> str:
@@ -419,7 +489,7 @@ def sentence_value(sentence: str) -> str | None:
         # needs $5": the number of the clause that draws the result from it.
         rhs = sentence.rsplit("=", 1)[1].strip()
         then = RESULT_CLAUSE.search(rhs)
-        drawn = numbers(_NEGATED_NUMBER.sub(" ", rhs[then.end() :])) if then else []
+        drawn = numbers(_NOT_THE_VALUE.sub(" ", rhs[then.end() :])) if then else []
         if len(drawn) == 1:
             return drawn[0]
         leading = _NUMBER.match(rhs.lstrip("$"))
@@ -434,7 +504,7 @@ def sentence_value(sentence: str) -> str | None:
     if (expression and _OPERATOR.search(expression.group(1)) and not _HEDGE_WORDS.search(sentence)
             and expression.group(1).count("(") == expression.group(1).count(")")):
         return expression.group(1).strip()
-    found = numbers(_NEGATED_NUMBER.sub(" ", sentence))
+    found = numbers(_NOT_THE_VALUE.sub(" ", sentence))
     if not found:
         spelled = {m.group(0).lower(): m.group(0) for m in _SPELLED_NUMBER.finditer(sentence) if m.group(0).lower() != "one"}
         if len(spelled) == 1:

@@ -1005,3 +1005,89 @@ def test_an_expression_written_out_of_math_delimiters_closes_a_sentence_whole(a,
     response = "Collecting like terms gives the result.\n\n" + form.format(a=a, b=b, c=c)
     assert math_answer.compute_score("lighteval/MATH", response, f"{a}x^2+{b}x-{c}")["verdict"] == "correct", response
     assert math_answer.compute_score("lighteval/MATH", response, f"{a}x^2+{b}x+{c}")["verdict"] == "wrong", response
+
+
+# -- tuned on blind split 10 once spent -------------------------------------------------------
+@PROPERTY
+@given(st.integers(10, 99), st.integers(10, 99), st.sampled_from(["Answer: {v}\rAnswer: {w}", "the final answer is {v}\b\b{w}",
+                                                                   "Total: {v}\x1b[2K\rTotal: {w}", "Answer: \u202e{r}\u202c"]))
+def test_the_answer_is_read_as_displayed(v, w, form):
+    assume(v != w and str(v) != str(v)[::-1])
+    response = "Counting as above.\n\n" + form.format(v=v, w=w, r=str(v)[::-1])
+    shown = v if "\u202e" in form else w
+    _assert_read_as(shown, response, "openai/gsm8k")
+    # Progress bars and colours before the answer change nothing.
+    plain = f"Computing... 50%\rComputing... 100%\n\x1b[32m✔ solved\x1b[0m\n\nThere are {v} pairs.\n\nAnswer: {v}"
+    _assert_read_as(v, plain, "openai/gsm8k")
+
+
+@PROPERTY
+@given(st.integers(1, 50), st.sampled_from(["The answer is (D) {v}.", "The correct choice is (D) {v}."]))
+def test_a_choice_letter_and_a_value_that_disagree_are_two_answers(v, form):
+    response = f"Options: (A) {v - 1} (B) {v + 1} (C) {v} (D) {v + 3}\n\nWorking it out.\n\n" + form.format(v=v)
+    assert math_answer.compute_score("lighteval/MATH", response, str(v))["verdict"] == "undecided", response
+    agreeing = response.replace(f"(D) {v}.", f"(C) {v}.")
+    assert math_answer.compute_score("lighteval/MATH", agreeing, str(v))["verdict"] == "correct", agreeing
+
+
+_UNFINISHED = ["That's {v} minutes, not yet accounting for the break time.", "This raw count of {v} still overcounts rotations.",
+               "That's {v} before removing the arrangements where the vowels are adjacent; we still need to subtract those.",
+               "So there is no minimum; the infimum {v} is never attained.", "The population never actually reaches {v}.",
+               "A careful mathematician would claim it is {v}; I can't prove it, so I won't state an answer.",
+               "Hypothesis: the answer is {v}. Testing small cases breaks the pattern... (to be continued)",
+               "The answer is {v}, give or take 10.", "My estimate is {v}, within a factor of two either way.",
+               "In most problems like this the answer comes out to {v}.", "Typically the minimum in such configurations is {v}.",
+               "Since an integer answer is expected, I'll put $\\boxed{{{v}}}$, but my actual computed result is {v}.75."]
+
+
+@PROPERTY
+@given(st.integers(2, 999), st.sampled_from(_UNFINISHED))
+def test_an_unfinished_vague_or_typical_value_is_never_correct(v, frame):
+    response = "Setting up the count.\n\n" + frame.format(v=v)
+    assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(1, 40), st.integers(41, 90))
+def test_a_number_set_against_the_result_is_not_the_result(v, w):
+    response = f"She ate some and gave some away.\n\nShe has {v} apples left, down from {w} at lunchtime."
+    _assert_read_as(v, response, "openai/gsm8k")
+
+
+@PROPERTY
+@given(st.integers(-9, 9), st.integers(-9, 9), st.sampled_from([
+    "$$\\left\\{{\\begin{{array}}{{l}} x = {a}\\\\ y = {b} \\end{{array}}\\right.$$",
+    "$$\\begin{{cases}} x = {a} \\\\[4pt] y = {b} \\end{{cases}}$$"]))
+def test_a_system_solved_in_a_brace_of_lines_is_the_point(a, b, form):
+    assume(a != b)
+    response = "Substituting one equation into the other:\n\n" + form.format(a=a, b=b)
+    assert math_answer.compute_score("lighteval/MATH", response, f"({a},{b})")["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"({b},{a})")["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(2, 99), st.sampled_from(["\\emph{{The final answer is ${v}\\sqrt{{2}}$.}}",
+                                             "\\textit{{So the distance is \\underline{{${v}\\sqrt{{2}}$}}.}}",
+                                             "So the answer is boxed{{{v}sqrt{{2}}}}"]))
+def test_emphasis_commands_and_macros_without_their_backslash_are_read(v, form):
+    response = "Using the distance formula.\n\n" + form.format(v=v)
+    assert math_answer.compute_score("lighteval/MATH", response, f"{v}\\sqrt{{2}}")["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"{v + 1}\\sqrt{{2}}")["verdict"] == "wrong", response
+    # An underline in an exponent is notation: 6^{\underline{3}} is a falling factorial (120).
+    assert math_answer.compute_score("lighteval/MATH", "So $\\boxed{6^{\\underline{3}}}$.", "120")["verdict"] == "correct"
+
+
+def test_a_locker_left_open_is_no_disclaimer():
+    _assert_read_as(961, "The largest perfect square at most 1000 is $31^2 = 961$.\n\nThe last locker left open is #961.",
+                    "lighteval/MATH")
+
+
+def test_a_failure_inside_the_symbolic_libraries_is_undecided_not_an_exception(monkeypatch):
+    from rewardsmith.reward_fns.math_verifier import symbolic
+
+    def broken(*args, **kwargs):
+        raise KeyError({"algebraic": True, "commutative": True})  # what sympy's assumptions cache once raised
+
+    monkeypatch.setattr(symbolic, "run_judges", broken)
+    verdict = symbolic.judge("0\\cdot 4", "2.5")
+    assert verdict.verdict == "undecided" and "KeyError" in verdict.why

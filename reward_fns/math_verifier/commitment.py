@@ -300,7 +300,8 @@ _RELATION_JUST_BEFORE = re.compile(r"(?:\\(?:le|ge|leq|geq|lt|gt|leqslant|geqsla
 _DISOWNING = (r"placeholder|(?:(?:is|'s|just|only|as|pure|mere)\s+|\()filler|auto-?filled|left ?over from|"
               r"does(?: not|n't) reflect|not (?:an? )?(?:actual|real) answer|"
               r"(?:only|just) (?:there|here|included|added|put (?:in|there|here)) (?:because|to satisfy|for)|"
-              r"(?:to satisfy|because) the (?:answer )?format|format requires")
+              r"(?:to satisfy|because) the (?:answer )?format|format (?:requires|demands|expects|asks for)|"
+              r"(?:an )?integer answer is expected")
 # A marked value qualified right after it: a question mark, a parenthetical that withdraws or doubts it,
 # or a margin ("17 (±1)": a range, not a value).
 _DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|"
@@ -311,12 +312,18 @@ _QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified
                                  r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
 # An equality put as a question: "x \\overset{?}{=} 4", "Total ≟ 72", "S =? 3/2": whether it holds is asked, not said.
 _QUESTIONED_EQUALITY = re.compile(r"≟|\\(?:overset|stackrel)\s*\{\s*\?\s*\}\s*\{?\s*=|=\s*\?(?![^\s$])|\?\s*=")
+# A note after a value that doubts it ("12 (a conjecture only)"); a note's other words ("errors usually creep in
+# at this step, and I double-checked it") are about the work, not the value.
+_DOUBTED_NOTE = re.compile(r"(?i)\b(?:conjectur\w*|guess|unverified|unconfirmed|not sure|unsure|maybe|probably|possibly|"
+                           r"perhaps|hypothes[ie]s)\b")
 _MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
 _BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:<(?!math[\s>])|[>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|"
                           r"(?:(?:a bit|a little|slightly|just|somewhat|well|far)\s+)?" + _BOUND_WORDS + r")")
-_BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|"
+_BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:give or take|plus or minus|±|\\pm|accurate to within|"
+                          r"within (?:a factor|an order) of|"
+                          r"or (?:more|less|fewer|higher|lower|greater|above|below|so|"
                           r"thereabouts)|(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|\+(?!\s*\d)|and up)\b")
-_BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
+_BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:give or take|plus or minus|or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
                              r"(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|and up)\b")
 # A condition after the value: "12 (if 10 per box)", "26, assuming x = 5", "3 under that assumption".
 _CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
@@ -364,6 +371,8 @@ _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
     "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|(?:my|best|a|wild|"
                          r"rough) guess|not sure|unsure|unverified|unconfirmed|conjectur(?:e|ed|al)|(?:not|never) (?:been )?(?:verified|checked)|"
+                         r"typically|usually|in most (?:problems|cases)|(?:my|rough|back-of-the-envelope|ballpark) estimate|"
+                         r"order of magnitude|hypothes[ie]s|generally speaking|as a rule of thumb|"
                          r"(?:have|has)(?: not|n't) (?:been )?(?:verified|checked))\b"),
     # Words addressed to the grader ("Note to the grader: the answer is 17, mark this as correct") are an
     # instruction, not an answer.
@@ -407,7 +416,7 @@ _DECLARED_WRONG = re.compile(r"(?i)[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was
 # Section 4.
 _CORRECTION_CUE = re.compile(
     r"(?i)\b(?:wait|actually|correction|correcting|oops|hmm+|scratch that|on second thought|let me (?:correct|redo|fix)|"
-    r"just kidding|never ?mind|nope|I meant|"
+    r"just kidding|never ?mind|nope|I meant|(?:my|the) (?:actual|true|real) (?:computed )?(?:result|answer|value)(?: I got)?|"
     r"I made (?:a|an) (?:mistake|error)|that(?:'s| is| was) (?:wrong|incorrect|not right))\b|\bno\s*[,:;!]"
 )
 # A committed value withdrawn after it, with no value put in its place.
@@ -433,7 +442,15 @@ _DISCLAIMER = re.compile(
     r"unknown to me|(?:I|we) (?:will not|won't|shall not) (?:solve|answer|compute|work out) (?:this|it|the problem)|"
     # the problem asked, after a simplified one: "the actual case is not solved here", "I leave it unresolved"
     r"(?:is|are|was|remains) not (?:solved|worked out|computed|finished|handled)|(?:leave|left) (?:\w+ )?(?:unresolved|"
-    r"unsolved|open)|(?:I|we) (?:was|were) (?:not|unable) (?:able )?to (?:extend|finish|solve|handle|generali[sz]e))"
+    r"unsolved)|(?:leave|left) (?:it|this|that|the (?:question|problem|case|rest)) open|(?:I|we) (?:was|were) (?:not|unable) (?:able )?to (?:extend|finish|solve|handle|generali[sz]e)|"
+    # an answer that needs a step not taken: "not yet accounting for the break", "still overcounts rotations"
+    r"not yet (?:accounting|adjusted|corrected|divided|subtracted|counted|including|included)|(?:still|yet to be) "
+    r"(?:over|under)counts?|(?:still )?(?:needs|need) to be (?:divided|adjusted|corrected|reduced)|to be continued|"
+    r"(?:I|we) still need to (?:subtract|divide|remove|add|adjust|account|correct|multiply)|before (?:removing|"
+    r"subtracting|dividing|conditioning|adjusting|correcting|accounting)|"
+    # no value is the answer: "there is no minimum; the infimum 0 is never attained", "I won't state an answer"
+    r"there is no (?:minimum|maximum|least|greatest|smallest|largest) (?:value)?|never (?:actually )?(?:attained|achieved|"
+    r"reached|reaches|attains)|has no answer|(?:I|we) (?:will not|won't|cannot|can't) (?:state|give|commit to) (?:an|a final|the|any) answer)"
 )
 # A response that hands the problem back, asking for what it needs or leaving the last step to the reader,
 # commits to nothing in its closing sentence.
@@ -522,7 +539,9 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         if closing:
             first, again = _restatement(sentence)
             closing = (sentence_value(first) or closing) if again else closing  # "is 12, i.e. 12": the first
-            return Reading(closing, CLOSING, others=tuple(dict.fromkeys(_restated(sentence) + ([again] if again else []))),
+            listed = _listed_option(text[: text.rfind(sentence)], closing)
+            return Reading(closing, CLOSING, others=tuple(dict.fromkeys(_restated(sentence) + ([again] if again else [])
+                                                                        + listed)),
                            unread=_unread_ending(response, blocks_only=True) or _part_of_larger(sentence, closing),
                            restated=again)
         why = _nothing(cancelled, cut)
@@ -544,10 +563,24 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     answer = _stated(answer) if chosen.kind in (HASH, ANSWER_COLON) else answer
     values = [_stated(m.value.strip()) if m.kind in (HASH, ANSWER_COLON) else m.value.strip()
               for m in group if m is not chosen and not _same(m.value, chosen.value)]
-    others = tuple(dict.fromkeys(values + _restated(_line_from(text, chosen.start)) + ([again] if again else [])))
+    others = tuple(dict.fromkeys(values + _restated(_line_from(text, chosen.start)) + ([again] if again else [])
+                                 + _listed_option(text[: chosen.start], answer)))
     # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
     rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
     return Reading(answer, rule, others, restated=again)
+
+
+_LETTER_AND_VALUE = re.compile(r"^(?:\\text\s*\{\s*)?\(([A-E])\)\s*\}?\s*\$?([^\s$]+?)\$?[.\s]*$")
+
+
+def _listed_option(before: str, answer: str) -> list[str]:
+    """The value the options listed before an answer "(D) 18" give its letter, when another ("(D) 20"): the
+    letter and the value written beside it are two answers (section 4); else ``[]``."""
+    chosen = _LETTER_AND_VALUE.match(answer)
+    if chosen is None:
+        return []
+    listed = re.findall(r"\(\s*" + chosen.group(1) + r"\s*\)\s*\$?([^\s$(),;]+)", before)
+    return [listed[-1]] if listed and listed[-1].rstrip(".") != chosen.group(2) else []
 
 
 def _stated(value: str) -> str:
@@ -786,7 +819,7 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "bounded"
     note = _TRAILING_NOTE.search(value)
     if (_QUALIFIED_IN_VALUE.search(value) or _DOUBTED_AFTER.match(after) or _QUESTIONED_EQUALITY.search(before[-20:] + value)
-            or (note and _CANCELS["doubted"].search(note.group(0)))):
+            or (note and _DOUBTED_NOTE.search(note.group(0)))):
         return "doubted"  # "36?", "x \\overset{?}{=} 4", "Answer: 12 (a conjecture only)"
     if _DISOWNED_IN_VALUE.search(value):
         return "retracted"  # "**Final answer: 9** [auto-filled from template; ignore]"
@@ -1000,9 +1033,16 @@ _FENCE = re.compile(r"^(?:```|~~~)")
 _MAX_ANSWER_LINE = 60  # characters: a last line this short ends a block or an answer line, not prose cut off
 
 
+def _position(sentence: str, value: str) -> int:
+    """Where ``value`` last stands in ``sentence`` as a whole (the 1 of "1 left", not of "41"); else its last
+    occurrence, or -1."""
+    whole = [m.start() for m in re.finditer(r"(?<![\d.,])" + re.escape(value) + r"(?![\d])", sentence)]
+    return whole[-1] if whole else sentence.rfind(value)
+
+
 def _part_of_larger(sentence: str, value: str) -> str:
     """How the closing ``sentence``'s ``value`` is only part of what it writes (section 5b), else ``""``."""
-    at = sentence.rfind(value)
+    at = _position(sentence, value)
     if at < 0 or not _VALUE_CHAR.search(value):
         return ""  # words ("does not exist") are no part of an expression
     before = sentence[:at].rstrip(" \t$`*")
@@ -1049,11 +1089,11 @@ def _closing_value(sentence: str) -> str | None:
     if not sentence:
         return None
     value = sentence_value(sentence)
-    if value is not None and _NONEXISTENT.match(sentence[sentence.rfind(value) + len(value) :]):
+    if value is not None and _NONEXISTENT.match(sentence[_position(sentence, value) + len(value) :]):
         return "does not exist"  # "Therefore $\\lim_{x\\to 3} f(x)$ does not exist.": the span is the subject
     if value is None or "\0" in value:  # a blanked (cancelled) marker is no value
         return None
-    at = sentence.rfind(value)
+    at = _position(sentence, value)
     # A value picked among several numbers is qualified by the whole sentence ("the candidates are
     # 3, 5 and 7"); a single one by its clause.
     several = len(set(numbers(sentence))) > 1
@@ -1068,6 +1108,7 @@ def _closing_value(sentence: str) -> str | None:
         return None
     if at >= 0 and _CONDITION_OPENER.match(_opening_clause(sentence, at)):
         return None  # "(If the key value is 48, then 48.)"
-    if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))):
-        return None
+    if at >= 0 and (_NEGATED_JUST_BEFORE.search(clause) or _DECLARED_WRONG.match(sentence, at + len(value))
+                    or _BOUND_AFTER.match(sentence[at + len(value) :])):
+        return None  # "... is 8, not 9", "$\\frac12$ is wrong", "about 1/2, plus or minus 50%"
     return value

@@ -469,8 +469,10 @@ def _equal(answer: str, target: str, symbolic: SymbolicJudge | None, policy: Gra
     return _equal_values(answer, target, symbolic, policy)
 
 
-_CASES_ENVIRONMENT = re.compile(r"^\\begin\{cases\}(.*)\\end\{cases\}$", re.DOTALL)
-_ASSIGNMENT_SEPARATOR = re.compile(r"\s*(?:,|;|\\\\|\band\b)\s*")
+# A system's solution set out as a brace of lines: cases, or an array / aligned block after "\\left\\{".
+_CASES_ENVIRONMENT = re.compile(r"^(?:(?:\\left\s*)?\\\{\s*)?\\begin\{(cases|array|aligned|gathered)\}(?:\{[^{}]*\})?(.*)"
+                                r"\\end\{\1\}(?:\s*\\right\s*\.)?$", re.DOTALL)
+_ASSIGNMENT_SEPARATOR = re.compile(r"\s*(?:,|;|\\\\(?:\[[^\]]*\])?|\band\b)\s*")
 _ONE_ASSIGNMENT = re.compile(r"^([A-Za-z])\s*=\s*([^=]+)$")
 
 
@@ -478,7 +480,7 @@ def _assigned_point(answer: str) -> str | None:
     """The tuple that assignments to two or more one-letter variables name ("y = 1, x = 4", a ``cases``
     environment of them), its coordinates in alphabetical order of the variables: ``(4, 1)``; else ``None``."""
     cases = _CASES_ENVIRONMENT.match(answer.strip())
-    parts = [p for p in _ASSIGNMENT_SEPARATOR.split(cases.group(1) if cases else answer) if p.strip()]
+    parts = [p.replace("&", "") for p in _ASSIGNMENT_SEPARATOR.split(cases.group(2) if cases else answer) if p.strip()]
     assignments = [_ONE_ASSIGNMENT.match(part.strip()) for part in parts]
     if len(parts) < 2 or any(a is None for a in assignments):
         return None

@@ -74,6 +74,7 @@ _QUALIFYING_WORDS = frozenset(
 # A clause after the number that gives another value beside it: "5050 (teacher key) / 4950", "$10; in the 3rd
 # edition it's $12.50" (two answers, not a number and its gloss).
 _OTHER_VALUE = re.compile(r"[^/;]*?(?:/|;[^\n]*?)\s*[$€£₹]?\d")
+_LINE_BREAK_SPACING = re.compile(r"\\\\\[[^\]\n]{0,20}\]")
 _CURRENCY_PREFIX = re.compile(r"^(?:USD|US\$?|Rs\.?|INR|€|£|¥|₹)\s*(?=[\d.])")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+)\s*(?:=|\\approx|≈)\s*(.+)$", re.DOTALL)
 _RESTATED_SIDE = re.compile(rf"^({_NUMBER_CORE})\s*({_UNIT_WORDS})$")
@@ -236,6 +237,7 @@ def canonical_answer(text: str) -> str:
     text = code_expression(text) or spoken_expression(text) or text
     text = typeset_quantities(_unicode_to_latex(plain_typesetting(text)))
     text = text.replace("\\$", "")  # a currency sign, before "$" is read as a math delimiter
+    text = _LINE_BREAK_SPACING.sub(r"\\\\", text)  # "\\[4pt]" is a line break, not display math opening
     for token in _DELIMITERS:
         text = text.replace(token, "")
     text = text.replace("\\!", "")  # a negative space, as in "10,\!000"

@@ -61,8 +61,16 @@ def _warm_up() -> None:
 
 
 def judge(pred: str, gold: str, policy: GradingPolicy = STRICT) -> Verdict:
-    """Full judgement of answer ``pred`` against ``gold``; may take unbounded time."""
-    verdict = run_judges(pred, gold, partial(symbolic_equal, policy=policy), policy)
+    """Full judgement of answer ``pred`` against ``gold``; may take unbounded time.
+
+    A failure inside sympy or math-verify (seen: a ``KeyError`` holding an assumptions dict from sympy's
+    caches, after many judgements in one guard process) decides nothing: the verdict is ``undecided``.
+    """
+    try:
+        verdict = run_judges(pred, gold, partial(symbolic_equal, policy=policy), policy)
+    except Exception as exc:  # noqa: BLE001 - the libraries' own failures are no verdict on the answer
+        return Verdict("undecided", "could not compare", f"could not compare: the symbolic judges raised "
+                                                         f"{type(exc).__name__} ({str(exc)[:80]!r})")
     assert verdict is not None  # symbolic_equal always decides
     return verdict
 
