@@ -1045,6 +1045,8 @@ _UNFINISHED = ["That's {v} minutes, not yet accounting for the break time.", "Th
 def test_an_unfinished_vague_or_typical_value_is_never_correct(v, frame):
     response = "Setting up the count.\n\n" + frame.format(v=v)
     assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response
+    exact = f"3 groups of students.\n\nThe answer is {v}, give or take nothing — the count is exact."
+    _assert_read_as(v, exact, "openai/gsm8k")  # no margin given: a figure of speech
 
 
 @PROPERTY

@@ -319,11 +319,11 @@ _DOUBTED_NOTE = re.compile(r"(?i)\b(?:conjectur\w*|guess|unverified|unconfirmed|
 _MARGIN = re.compile(r"\(\s*(?:±|\\pm|\+/-|\+-)\s*[\d.]+\s*%?\s*\)")
 _BOUND_VALUE = re.compile(r"(?i)^[\s$*{]*(?:<(?!math[\s>])|[>≤≥]|\\(?:le|ge|leq|geq|lt|gt)(?![A-Za-z])|"
                           r"(?:(?:a bit|a little|slightly|just|somewhat|well|far)\s+)?" + _BOUND_WORDS + r")")
-_BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:give or take|plus or minus|±|\\pm|accurate to within|"
+_BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:(?:give or take|plus or minus|±|\\pm)\s*(?:about |around |roughly )?[$]?\d+|accurate to within|"
                           r"within (?:a factor|an order) of|"
                           r"or (?:more|less|fewer|higher|lower|greater|above|below|so|"
                           r"thereabouts)|(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|\+(?!\s*\d)|and up)\b")
-_BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:give or take|plus or minus|or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
+_BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:(?:give or take|plus or minus)\s*(?:about |around |roughly )?[$]?\d+|or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
                              r"(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|and up)\b")
 # A condition after the value: "12 (if 10 per box)", "26, assuming x = 5", "3 under that assumption".
 _CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
