@@ -1,4 +1,4 @@
-"""docs/scorers.md's tables of blind splits 3 and 5-9 (scored blind, then tuned on once spent) and 4 are the
+"""docs/scorers.md's tables of blind splits 3 and 5-10 (scored blind, then tuned on once spent) and 4 are the
 benchmark's output, not typed by hand."""
 from __future__ import annotations
 
@@ -48,6 +48,11 @@ COLUMNS = [
     ("blind split 9", 3, "math_blind9_before_5309195.txt", "math_verify"),
     ("split 9, tuned on (spent)", 1, "math_blind9_after_01824f9.txt", "math_answer"),
     ("split 9, tuned on (spent)", 2, "math_blind9_spent_after_479a2dd.txt", "math_answer"),
+    ("blind split 10", 1, "math_blind10_before_51cb965.txt", "math_answer"),
+    ("blind split 10", 2, "math_blind10_after_62b5cc8.txt", "math_answer"),
+    ("blind split 10", 3, "math_blind10_before_51cb965.txt", "math_verify"),
+    ("split 10, tuned on (spent)", 1, "math_blind10_after_62b5cc8.txt", "math_answer"),
+    ("split 10, tuned on (spent)", 2, "math_blind10_spent_after_e41528e.txt", "math_answer"),
 ]
 
 

@@ -5,7 +5,8 @@ answer. :func:`read_commitment` reads that commitment with one model: a few
 markers, the scope each has, the cues that cancel or qualify a marked value,
 and the cues that supersede one commitment with a later one.
 
-**1. What is read.** The text a reader sees (:func:`~rewardsmith.reward_fns.answer_extraction.visible_text`):
+**1. What is read.** The text a reader sees (:func:`~rewardsmith.reward_fns.answer_extraction.visible_text`),
+as displayed (``12\\b\\b15`` shows 15; a carriage return, ANSI cursor moves and a bidirectional override act):
 hidden markup (``\\phantom``, white text, CSS ``display:none`` and the like,
 ``%`` comment lines and a ``%`` comment after text on its line (a ``%``
 after a space that follows no digit: "25 %" stays a percentage), HTML comments, ``\\iffalse``, a ``comment``
@@ -57,11 +58,12 @@ a phrase puts before its value ("the answer is maybe 5"):
   ``\\boxed{\\neq 5}``, ``x \\neq \\boxed{5}``, "the answer is not 5", or after it
   "\\boxed{5} is wrong / incorrect / not the answer";
 - bounded: "at least / at most / less than / more than / up to / of the
-  order of 5", "a bit under / slightly over 5", ``\\boxed{\\le 5}``, ``n \\ge \\boxed{5}``, "5 or more", a
+  order of 5", "a bit under / slightly over 5", "5, give or take 2", "within a
+  factor of two", ``\\boxed{\\le 5}``, ``n \\ge \\boxed{5}``, "5 or more", a
   margin "17 (±1)" (a bound or a range commits to no value);
 - doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
   "I guess", "my (best) guess", "not sure", "unverified", "not verified",
-  "conjecture"; an equality put as a question (``x \\overset{?}{=} 4``, "Total ≟ 72"); a
+  "conjecture", "typically", "in most problems like this", "my estimate"; an equality put as a question (``x \\overset{?}{=} 4``, "Total ≟ 72"); a
   value followed by "?" or a parenthetical "(retracted)", "(guess)",
   "(unsure)"; in a closing sentence, a doubt anywhere in it ("My best guess,
   which is probably wrong, is 36.");
@@ -125,7 +127,9 @@ the response commits to. Its commitment in the row's convention (else the
 first convention, in ``boxed``, ``####``, ``Answer:`` order, that it has,
 else its last phrase) is the answer; the group's other values are
 :attr:`Reading.others`, which a grader requires to agree with it (several
-different answers committed side by side are no single answer).
+different answers committed side by side are no single answer; so are a choice
+letter and the value beside it when the options listed before give the letter
+another value, "(D) 18" after "(D) 20").
 
 After the last commitment, a correction cue followed by a closing sentence
 that ends on one value ("Wait, no: it is 1/3.") commits to that value; a
@@ -139,7 +143,10 @@ next sentence and with no other number before it (one after a number is
 about that number), leaves nothing committed; so does a disclaimer of any
 answer after the last commitment ("I could not determine / finish / solve",
 "cannot be determined", "is still unknown", "not enough information", "I
-have not computed", "I will not solve this") or of the problem asked after
+have not computed", "I will not solve this", "I won't state an answer"), of a
+finished answer ("not yet accounting for the break", "before removing ...", "we
+still need to subtract", "(to be continued)"), of any attained value ("there is
+no minimum", "never attained") or of the problem asked after
 a simplified one ("the actual case is not solved here", "the original case
 I leave unresolved", "I was not able to extend this").
 
