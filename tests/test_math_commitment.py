@@ -27,6 +27,12 @@ def _assert_read_as(v: int, response: str, source: str) -> None:
     assert math_answer.compute_score(source, response, str(v + 1))["verdict"] == "wrong", response
 
 
+def _assert_read_as_point(a: int, b: int, response: str) -> None:
+    """``response`` commits to the point ``(a, b)``: correct against it, wrong against ``(b, a)`` (``a != b``)."""
+    assert math_answer.compute_score("lighteval/MATH", response, f"({a},{b})")["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"({b},{a})")["verdict"] == "wrong", response
+
+
 # -- the model, rule by rule ------------------------------------------------------------------
 @pytest.mark.parametrize(
     "response, why",
@@ -984,9 +990,7 @@ def test_answers_for_different_readers_or_editions_are_no_single_answer(v, d, fr
                                                                  "$$\\boxed{{\\begin{{pmatrix}} {a} & {b} \\end{{pmatrix}}^{{\\mathsf{{T}}}}}}$$"]))
 def test_a_vector_written_transposed_is_the_same_vector(a, b, form):
     assume(a != b)
-    response = "Multiplying the matrix by the vector:\n\n" + form.format(a=a, b=b)
-    assert math_answer.compute_score("lighteval/MATH", response, f"({a},{b})")["verdict"] == "correct", response
-    assert math_answer.compute_score("lighteval/MATH", response, f"({b},{a})")["verdict"] == "wrong", response
+    _assert_read_as_point(a, b, "Multiplying the matrix by the vector:\n\n" + form.format(a=a, b=b))
 
 
 @PROPERTY
@@ -1062,9 +1066,7 @@ def test_a_number_set_against_the_result_is_not_the_result(v, w):
     "$$\\begin{{cases}} x = {a} \\\\[4pt] y = {b} \\end{{cases}}$$"]))
 def test_a_system_solved_in_a_brace_of_lines_is_the_point(a, b, form):
     assume(a != b)
-    response = "Substituting one equation into the other:\n\n" + form.format(a=a, b=b)
-    assert math_answer.compute_score("lighteval/MATH", response, f"({a},{b})")["verdict"] == "correct", response
-    assert math_answer.compute_score("lighteval/MATH", response, f"({b},{a})")["verdict"] == "wrong", response
+    _assert_read_as_point(a, b, "Substituting one equation into the other:\n\n" + form.format(a=a, b=b))
 
 
 @PROPERTY
