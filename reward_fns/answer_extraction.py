@@ -73,8 +73,7 @@ _SPELLED_NUMBER = re.compile(rf"(?i)\b(?:(?:negative|minus)\s+)?{_CARDINAL}(?:(?
                              rf"(?<=thousand)\s+and\s+){_CARDINAL})*\b(?![\s-]*(?:halves|half|thirds?|quarters?|"
                              rf"(?:four|fif|six|seven|eigh|nin|ten)ths?|fold|times)\b)")
 _FOLD = {word: str(n) for n, word in enumerate("two three four five six seven eight nine ten".split(), start=2)}
-_PARTS = {word: f"1/{n}" for n, word in enumerate("half third quarter fourth fifth sixth seventh eighth ninth tenth".split(),
-                                                    start=2)}
+_PARTS = {word: f"1/{n}" for n, word in enumerate("half third fourth fifth sixth seventh eighth ninth tenth".split(), start=2)}
 _PARTS["quarter"] = "1/4"
 _FACTOR = re.compile(r"(?i)\b(?:(" + "|".join(_FACTORS) + r")|(" + "|".join(_FOLD) + r"|hundred|thousand)(?:-?fold|"
                      r" times (?=as|the|larger|bigger|longer|more|greater|heavier|faster|taller|higher|wider|older))|(?:a|one)[ -]("
@@ -242,7 +241,7 @@ def _as_displayed(line: str) -> str:
         char = line[at]
         ansi = _ANSI.match(line, at) if char == "\x1b" else None
         if ansi:
-            count = int(ansi.group(1) or 1) if ansi.group(1).isdigit() else 1
+            count = int(ansi.group(1)) if ansi.group(1).isdigit() else 1
             if ansi.group(2) == "D":
                 cursor = max(0, cursor - count)
             elif ansi.group(2) == "K":

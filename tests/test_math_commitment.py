@@ -864,7 +864,8 @@ _FACTOR_SENTENCES = [("So the volume increases {word}fold.", "fold"), ("The new 
                      ("The red rope is twice as long as the blue one.", 2), ("So the area quadruples.", 4),
                      ("Hence the output triples when the input does.", 3), ("So the intensity becomes one quarter of the original.", "1/4"),
                      ("So the time is halved.", "1/2"), ("The truck is {word} times heavier than the car.", "fold"),
-                     ("The new tank holds a third as much water.", "1/3")]
+                     ("The new tank holds a third as much water.", "1/3"),
+                     ("So the new volume is one fifth of the original.", "1/5"), ("It shrinks to a fourth of its size.", "1/4")]
 
 
 @PROPERTY
