@@ -17,7 +17,7 @@ import re
 
 from rewardsmith.reward_fns.latex_boxes import brace_partners
 from rewardsmith.reward_fns.math_verifier.answer_types import TRANSPOSE_MARK
-from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS
+from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS, MYRIAD_UNITS, myriad_numbers
 
 BOXED, HASH, ANSWER_COLON = "boxed", "####", "Answer:"
 CONVENTIONS = (BOXED, HASH, ANSWER_COLON)
@@ -58,7 +58,7 @@ _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 _MATH_TOKEN = r"(?:\d+(?:\.\d+)?|(?<![A-Za-z])[A-Za-z](?![A-Za-z])|[()+\-−*/^·×÷²³√]|[ \t]+)"
 _TRAILING_EXPRESSION = re.compile(r"(?:^|[:=]|\b(?:is|are|equals|to|gives|becomes|be))[ \t]+((?:" + _MATH_TOKEN + r")+?)[ \t]*[.!]?[ \t]*$")
 _OPERATOR = re.compile(r"[+\-−*/^×÷²³√]|\d\s*\(|\)\s*[\w(]")
-RESULT_CLAUSE = re.compile(r"(?i)[,;]\s*(?:and\s+)?(?:so|thus|hence|therefore|which means|meaning)\b")
+RESULT_CLAUSE = re.compile(r"(?i)(?:[,;]|\.\.\.|…)\s*(?:and\s+)?(?:so|thus|hence|therefore|which means|meaning)\b")
 _MAGNITUDE_AFTER = re.compile(r"(?i)\s*(hundred|thousand|million|billion|trillion|lakhs?|crores?)\b")
 # A factor said in words, in a sentence that writes no number: "the volume increases eightfold", "twice as
 # long", "three times as heavy", "it triples", "one quarter of the original", "a third as long".
@@ -106,6 +106,11 @@ _HIDING_COMMANDS = re.compile(r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|co
                               r"\s*\{")
 # A LaTeX macro written without its backslash, before its group ("frac{3}{4}", "boxed{2sqrt{5}}").
 _BARE_MACRO = re.compile(r"(?<![\\A-Za-z])(frac|dfrac|tfrac|sqrt|boxed|binom)(?=\s*\{)")
+_BARE_PI = re.compile(r"(?<=[{\d])pi(?![A-Za-z])")  # and pi without its backslash beside them: "frac{pi}{6}"
+# A response whose LaTeX is escaped twice, as a JSON string holds it ("\\\\frac{1}{2}", "\\\\(x\\\\)"): a doubled
+# backslash before a command or a math delimiter, and no single one before a command.
+_DOUBLED_ESCAPE = re.compile(r"\\\\(?:frac|dfrac|sqrt|boxed|left|right|cdot|times|pi|text|[()\[\]$])")
+_SINGLE_COMMAND = re.compile(r"(?<!\\)\\[A-Za-z]")
 # Emphasis around prose is layout: its text is read as if plain.
 # (Not an underline in an exponent: 6^{\\underline{3}} is a falling factorial.)
 _EMPHASIS_COMMANDS = re.compile(r"(?<!\^\{)(?<!\^)\\(?:emph|textit|textsl|textsc|textup|underline|uline)\s*\{")
@@ -192,9 +197,13 @@ def visible_text(response: str) -> str:
     an empty one; display math, MyST directives and fences of plain text, Markdown or Gherkin as text, a data
     block's answer field as an ``Answer:`` line."""
     text = _END_OF_PROOF.sub("", generated_text(response))
+    if _DOUBLED_ESCAPE.search(text) and not _SINGLE_COMMAND.search(text.replace("\\\\", "")):
+        text = text.replace("\\\\", "\\")
     if _DISPLAY_CONTROLS.search(text):
         text = _displayed(text)  # "12\b\b15" shows 15; "Answer: 36\rAnswer: 63" shows Answer: 63
     text = _HIDDEN_SPANS.sub("", text)
+    if MYRIAD_UNITS.search(text):
+        text = myriad_numbers(text)  # "12万" is 120000
     if "&" in text or "<![" in text:  # XML and HTML escapes read as what they stand for ("x &gt;= 3")
         text = _ENTITY.sub(lambda m: html.unescape(m.group(0)), _CDATA.sub(r"\1", text))
     if "<" in text:
@@ -208,7 +217,8 @@ def visible_text(response: str) -> str:
         text = _MATH_FENCE.sub(lambda m: "\n$$" + " ".join(m.group(1).split()) + "$$\n", text)
         text = _DIRECTIVE_FENCE.sub(_directive_text, _PROSE_FENCE.sub(lambda m: "\n" + m.group(1) + "\n", text))
         text = _CODE_BLOCK.sub("", _DATA_FENCE.sub(_data_answer, text))
-    text = _BARE_MACRO.sub(r"\\\1", text)  # "boxed{2sqrt{5}}": a macro whose backslash was dropped
+    if _BARE_MACRO.search(text):  # "boxed{2sqrt{5}}", "frac{pi}{6}": macros whose backslash was dropped
+        text = _BARE_PI.sub(r"\\pi", _BARE_MACRO.sub(r"\\\1", text))
     text = _without_emphasis(text)  # "\\emph{The final answer is $3\\sqrt{2}$.}": the sentence, emphasised
     if _HIDING_COMMANDS.search(text):
         partners, kept, at = brace_partners(text), [], 0
@@ -461,6 +471,11 @@ def _factor(sentence: str) -> str | None:
     return _FOLD.get(fold) or {"hundred": "100", "thousand": "1000"}[fold]
 
 
+# A display that writes a whole sentence in ``\\text{..}`` groups (and no equation) is read as that sentence.
+_TEXT_GROUP = re.compile(r"\\(?:text|textrm|mbox|mathrm)\s*\{([^{}]*)\}")
+_PROSE_WORDS = 3
+
+
 def sentence_value(sentence: str) -> str | None:
     """The value a plain sentence states: its last math span, the value after its last ``=``, a LaTeX
     command ending it (``\\frac{3}{4}``), an expression out of delimiters ending it ("is 3x^2 + 2x - 5"),
@@ -479,6 +494,10 @@ def sentence_value(sentence: str) -> str | None:
         return solutions
     spans = math_spans(sentence)
     if spans:
+        prose = _TEXT_GROUP.findall(spans[-1])
+        # "\\[\\text{The slope is } -\\tfrac{1}{2}.\\]" is a sentence; "P(\\text{not a heart}) = 3/4" an equation
+        if len(" ".join(prose).split()) >= _PROSE_WORDS and "=" not in _TEXT_GROUP.sub("", spans[-1]):
+            return sentence_value(_TEXT_GROUP.sub(r" \1 ", spans[-1]).strip())
         return spans[-1].strip()
     tuple_ = _TRAILING_TUPLE.search(sentence)
     if tuple_ and "," in tuple_.group(0) and "=" not in sentence[tuple_.end() :]:

@@ -1096,3 +1096,99 @@ def test_a_failure_inside_the_symbolic_libraries_is_undecided_not_an_exception(m
     monkeypatch.setattr(symbolic, "run_judges", broken)
     verdict = symbolic.judge("0\\cdot 4", "2.5")
     assert verdict.verdict == "undecided" and "KeyError" in verdict.why
+
+
+_BREAKDOWNS = ["Total: {s} ({a} on Monday + {b} on Tuesday).", "She spent ${s} (${a} for the shirt, ${b} for the shoes).",
+               "He has {s} cards left ({t} − {a}).", "Answer: {s} (= {a} + {b})", "The answer is {s} ({a} + {b}, the two counts).",
+               "So there are {s} in all ({a} red and {b} blue)."]
+
+
+@PROPERTY
+@given(st.integers(1, 400), st.integers(1, 400), st.sampled_from(_BREAKDOWNS), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
+def test_a_breakdown_in_parentheses_after_the_value_is_its_derivation(a, b, frame, source):
+    s, t = a + b, a + b + a
+    response = "We count both days.\n\n" + frame.format(a=a, b=b, s=s, t=t)
+    assert math_answer.compute_score(source, response, str(s))["verdict"] == "correct", response
+    for operand in {a, b, t} - {s}:
+        assert math_answer.compute_score(source, response, str(operand))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(1, 400), st.integers(1, 400), st.sampled_from(["Total: {s} ({a} + {c}).", "Total: {s} (or {a}).",
+                                                                    "The answer is {s} (wait: {a})."]))
+def test_a_parenthesis_that_is_no_derivation_is_read_as_before(a, b, frame):
+    s, c = a + b, b + 1
+    response = "We count both days.\n\n" + frame.format(a=a, c=c, s=s)
+    for gold in {a, c} - {s}:
+        assert math_answer.compute_score("openai/gsm8k", response, str(gold))["verdict"] != "correct", response
+    # In math a number before a parenthesis multiplies it.
+    assert math_answer.compute_score("lighteval/MATH", f"So $x = {a} ({b} + 1)$.", str(a * (b + 1)))["verdict"] == "correct"
+
+
+_FRONTED = ["{v} is how many stamps Mia has left after giving {a} to Leo.", "${v} is what Carlos pays for the {a} tickets.",
+            "{v} — that's the number of balloons left after {a} popped.", "{v} is the remainder when $2^{{{a}}}$ is divided by 9."]
+_FRONTED_NOT_COMMITTED = ["{v} is what a common mistake gives after {a} steps.", "{v} is the answer if each box holds {a}.",
+                          "{v} is not the number of stamps left after {a} are given away."]
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.integers(1, 999), st.sampled_from(_FRONTED))
+def test_a_closing_sentence_may_open_on_its_value(v, a, frame):
+    assume(a not in (v, v + 1))
+    _assert_read_as(v, "Working it through step by step.\n\n" + frame.format(v=v, a=a), "openai/gsm8k")
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.integers(1, 999), st.sampled_from(_FRONTED_NOT_COMMITTED))
+def test_a_fronted_value_that_is_doubted_conditioned_or_negated_is_no_answer(v, a, frame):
+    assume(a != v)
+    response = "Working it through step by step.\n\n" + frame.format(v=v, a=a)
+    assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(["\\[\\text{{The required value of }} k \\text{{ is }} {v}.\\]",
+                                             "$$\\text{{Therefore, the total number of pages is }} {v}.$$"]))
+def test_a_display_that_writes_a_sentence_in_text_is_read_as_the_sentence(v, form):
+    _assert_read_as(v, "Solving for the unknown.\n\n" + form.format(v=v), "lighteval/MATH")
+
+
+@PROPERTY
+@given(st.integers(1, 60), st.integers(61, 99), st.sampled_from(["The value is \\\\(\\\\frac{{{a}}}{{{b}}}\\\\).",
+                                                                  "\\\\boxed{{\\\\dfrac{{{a}}}{{{b}}}\\\\cdot 1}}",
+                                                                  "Answer: \\\\(\\\\frac{{{a}}}{{{b}}}\\\\)"]))
+def test_latex_escaped_twice_as_in_a_json_string_is_read_once_unescaped(a, b, form):
+    response = "Computing the ratio.\n\n" + form.format(a=a, b=b)
+    assert math_answer.compute_score("lighteval/MATH", response, f"\\frac{{{a}}}{{{b}}}")["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"\\frac{{{a + 1}}}{{{b}}}")["verdict"] == "wrong", response
+    # A line break "\\" in a response that writes its commands with one backslash stays a line break.
+    matrix = f"So $\\boxed{{\\begin{{pmatrix}} {a} \\\\ {b} \\end{{pmatrix}}}}$."
+    assert math_answer.compute_score("lighteval/MATH", matrix, f"\\begin{{pmatrix}} {a} \\\\ {b} \\end{{pmatrix}}")["verdict"] == "correct"
+
+
+@PROPERTY
+@given(st.integers(2, 12), st.sampled_from(["boxed{{frac{{pi}}{{{k}}}}}", "So x = frac{{pi}}{{{k}}}.", "boxed{{frac{{2pi}}{{{k}}}}}"]))
+def test_pi_without_its_backslash_beside_bare_macros_is_pi(k, form):
+    response = "From the unit circle.\n\n" + form.format(k=k)
+    numerator = "2\\pi" if "2pi" in form else "\\pi"
+    assert math_answer.compute_score("lighteval/MATH", response, f"\\frac{{{numerator}}}{{{k}}}")["verdict"] == "correct", response
+    assert math_answer.compute_score("lighteval/MATH", response, f"\\frac{{{numerator}}}{{{k + 1}}}")["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(1, 99), st.integers(1, 9), st.sampled_from([("So the total is {w}万 units.", 10**4), ("答：全年收入为 {w}万元。", 10**4),
+                                                               ("答案：{w}万{k}千 个", None), ("따라서 총 {w}만 {k}천 가지입니다.", None),
+                                                               ("The budget is {w}億円.", 10**8)]))
+def test_numbers_with_cjk_myriad_magnitudes_are_read_whole(w, k, case):
+    frame, scale = case
+    value = w * scale if scale else w * 10**4 + k * 1000
+    response = "We multiply out.\n\n" + frame.format(w=w, k=k)
+    _assert_read_as(value, response, "openai/gsm8k")
+    assert math_answer.compute_score("openai/gsm8k", response, str(w))["verdict"] == "wrong", response
+
+
+@PROPERTY
+@given(st.integers(1, 9999), st.sampled_from(["答：大约 {v} 元。", "答：不是 {v} 个。", "答：{v} 或 {w} 人。", "答：至少 {v} 人。"]))
+def test_cjk_prose_that_qualifies_its_number_commits_to_nothing(v, frame):
+    response = "计算如下。\n\n" + frame.format(v=v, w=v + 1)
+    assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response

@@ -18,7 +18,10 @@ quoted text holding a marker or a question are removed (a fenced block of data, 
 escapes are read as what they stand for); of a reasoning block
 ``<think>..</think>`` only what follows counts, when something does. A
 response cut off inside a box (``\\boxed{12`` never closed) or inside a
-``<think>`` never closed is read up to there.
+``<think>`` never closed is read up to there. A parenthesis that breaks down
+the number before it is blanked: "Total: 18 (10 on Monday + 8 on Tuesday).",
+"Answer: 84 (= 7·12)" (:mod:`~rewardsmith.reward_fns.math_verifier.breakdown`:
+only when its arithmetic gives that number).
 
 **2. Markers and their scope.** Each marker gives a marked value:
 
@@ -185,7 +188,13 @@ the response, one item a line; several numbers with "or"/"maybe" are a hedge;
 one with no digits may write its one number in words, "She has twenty-four
 left."; a short sentence of words is a word answer; a longer one with no number
 may say one factor in words, "increases eightfold", "twice as long", "one
-quarter of"), and nothing of section 3 cancels it.
+quarter of"; a display that writes the sentence in ``\\text{..}``,
+``\\[\\text{The slope is } -\\tfrac{1}{2}.\\]``, is read as that sentence), and
+nothing of section 3 cancels it. A closing sentence that opens on its value
+and then says what it is ("18 is how many stamps Mia has left after giving 7
+to Leo", "Eleven — that's the number of balloons left after 3 popped")
+commits to that value, unless the words after it doubt, attribute or condition
+it ("18 is the answer if each box holds 6").
 
 **5b. What was not read.** A closing sentence's value read out of a larger
 expression (the ``2`` of ``sqrt(3) / 2``, the ``5`` of ``2 sqrt(5)``, the
@@ -227,6 +236,7 @@ import re
 from dataclasses import dataclass
 
 from rewardsmith.reward_fns.math_verifier.answer_types import labelled_parts
+from rewardsmith.reward_fns.math_verifier.breakdown import without_breakdowns
 from rewardsmith.reward_fns.math_verifier.readable import KNOWN_FUNCTIONS
 from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
@@ -510,7 +520,7 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     """What ``response`` commits to under the row's ``convention`` (see the module docstring)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown answer convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-    text = _TAG.sub(lambda m: " " * len(m.group(0)), after_reasoning(visible_text(response)))
+    text = without_breakdowns(_TAG.sub(lambda m: " " * len(m.group(0)), after_reasoning(visible_text(response))))
     cut = first_unclosed_box(text)
     if cut is not None:
         text = text[:cut]
@@ -1022,6 +1032,11 @@ _FUNCTION_BEFORE = re.compile(r"(?i)(?<![A-Za-z])(?:" + "|".join(sorted(KNOWN_FU
 # after them is the value the sentence states.
 _RESULT_BEFORE = re.compile(r"(?i)(?:[=:≈→]|\b(?:is|are|was|were|be|equals?|gives?|get|gets|got|makes?|total(?:s|ling)?|"
                             r"so|thus|hence|therefore|becomes?|yields?|leaves?|remains?|comes? to|answer|has|have|had)\b)$")
+# A closing sentence that opens on its value and then says what the value is: "18 is how many stamps Mia has
+# left after giving 7 to Leo", "Eleven — that's the number of balloons left after 3 popped", "$64 is what
+# Carlos pays for the 4 tickets": the numbers after it describe the value.
+_FRONTED = re.compile(r"(?i)^[\s*_]*(?:\$\s*)?(?P<value>[-−]?\d[\d,]*(?:\.\d+)?|" + _NUMBER_WORDS + r")[\s*_]*"
+                      r"(?:[—–:-]+\s*that(?:'s|’s| is)|is|are|was)\s+(?:exactly\s+|precisely\s+)?(?:the|what|how)\b")
 _NONEXISTENT = re.compile(r"(?i)[\s$)}]*(?:does not exist|doesn't exist|is undefined|is not defined|diverges)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 # A pleasantry or an offer opening a sentence after the answer.
@@ -1047,14 +1062,19 @@ def _position(sentence: str, value: str) -> int:
     return whole[-1] if whole else sentence.rfind(value)
 
 
+# Math delimiters and emphasis around a closing value are no operators: "is \\(\\frac{1}{2}\\).", "is **$5$**".
+_OPENING_DELIMITERS = re.compile(r"(?:\\[(\[]|[ \t$`*])+$")
+_CLOSING_DELIMITERS = re.compile(r"^(?:\\[)\]]|[ \t$`*])+")
+
+
 def _part_of_larger(sentence: str, value: str) -> str:
     """How the closing ``sentence``'s ``value`` is only part of what it writes (section 5b), else ``""``."""
     at = _position(sentence, value)
-    if at < 0 or not _VALUE_CHAR.search(value):
-        return ""  # words ("does not exist") are no part of an expression
-    before = sentence[:at].rstrip(" \t$`*")
-    after = sentence[at + len(value) :].lstrip(" \t$`*")
-    attached = sentence[at + len(value) : at + len(value) + 1]  # "9\\pi": a command follows with no space
+    if at < 0 or not _VALUE_CHAR.search(value) or _fronted(sentence) == value:
+        return ""  # words ("does not exist") are no part of an expression; a fronted value is described after it
+    before = _OPENING_DELIMITERS.sub("", sentence[:at])
+    after = _CLOSING_DELIMITERS.sub("", sentence[at + len(value) :])
+    attached = sentence[at + len(value) : at + len(value) + 1] if after.startswith("\\") else ""  # "9\\pi"
     if (before and before[-1] in _OPERATOR_BESIDE) or (after and after[0] in _OPERATOR_BESIDE) \
             or _FUNCTION_BEFORE.search(before) or attached == "\\":
         return f"{value!r} is part of the expression {sentence.strip()[:80]!r}"
@@ -1091,6 +1111,16 @@ def _without_sign_off(text: str) -> str:
     return text
 
 
+def _fronted(sentence: str) -> str | None:
+    """The value the closing ``sentence`` opens on and then describes (section 5), when nothing after it doubts,
+    attributes or conditions it ("18 is what a common mistake gives", "18 is the answer if each box holds 6")."""
+    fronted = _FRONTED.match(sentence)
+    if not fronted:
+        return None
+    rest = sentence[fronted.end("value") :]
+    return None if _clause_cue(rest) or _CONDITION_IN_VALUE.search(rest) else fronted.group("value")
+
+
 def _closing_value(sentence: str) -> str | None:
     """The value the closing ``sentence`` commits to (section 5), else ``None``."""
     if not sentence:
@@ -1098,6 +1128,9 @@ def _closing_value(sentence: str) -> str | None:
     value = sentence_value(sentence)
     if value is not None and _NONEXISTENT.match(sentence[_position(sentence, value) + len(value) :]):
         return "does not exist"  # "Therefore $\\lim_{x\\to 3} f(x)$ does not exist.": the span is the subject
+    fronted = _fronted(sentence)
+    if fronted:
+        return fronted
     if value is None or "\0" in value:  # a blanked (cancelled) marker is no value
         return None
     at = _position(sentence, value)

@@ -42,7 +42,8 @@ from rewardsmith.reward_fns.math_verifier.notation import (
 from rewardsmith.reward_fns.latex_boxes import closing_brace_index
 from rewardsmith.reward_fns.math_verifier.answer_types import untransposed, vector_as_tuple
 from rewardsmith.reward_fns.math_verifier.constructs import COLLECTIVES, SUBUNITS, VALUE_WORDS, read_angles, read_gcd_lcm, read_per_mille
-from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS, chinese_number, plain_digits, roman_number, words_to_number
+from rewardsmith.reward_fns.math_verifier.numerals import (DIGIT_GROUPS, chinese_number, number_in_cjk_prose, plain_digits, roman_number,
+                                                         words_to_number)
 
 _DELIMITERS = ("\\[", "\\]", "\\(", "\\)", "$", "\\displaystyle")
 _SPACING = ("\\left", "\\right", "\\,", "\\;", "\\:", "\\quad", "\\qquad")
@@ -271,7 +272,7 @@ def canonical_answer(text: str) -> str:
     text = _CURRENCY_PREFIX.sub("", " ".join(text.split()))
     text = _LOG_BASE_E.sub(r"\\ln", _PERCENT_WORD.sub("%", text))
     text = (set_builder(text) or read_gcd_lcm(text) or scaled_number(text) or chance_phrase(text) or solution_set(text) or written_form(text)
-            or _number_in_prose(text) or _restated_in_digits(text) or spelled_number(text) or text)
+            or _number_in_prose(text) or number_in_cjk_prose(text) or _restated_in_digits(text) or spelled_number(text) or text)
     return vector_as_tuple(" ".join(text.split()).rstrip(".").strip())
 
 

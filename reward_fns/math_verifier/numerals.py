@@ -18,7 +18,13 @@ Each reading is done by a maintained library, imported when first needed
   minus and dashes before a digit (also APL's high minus ``¯7`` and a
   calculator's raised minus ``⁻5``), no-break / thin / narrow spaces, the Arabic
   decimal and thousands separators. Superscripts and subscripts are left alone
-  (they are powers and indices, not digits; ``notation`` reads them).
+  (they are powers and indices, not digits; ``notation`` reads them);
+* digits with the myriad magnitudes of Chinese, Japanese and Korean
+  (:func:`myriad_numbers`): "12万" (120000), "3.6万" (36000), "5万4千" (54000),
+  "2만 5천" (25000), "1.2億" (120000000) become plain digits (``cn2an``); and a
+  short answer of CJK prose around one number ("全年收入为 36000元。") gives
+  that number (:func:`number_in_cjk_prose`), unless the prose negates, doubts,
+  bounds or conditions it (不, 约, 或, 左右, 至少, 如果, ...).
 """
 from __future__ import annotations
 
@@ -39,6 +45,17 @@ _ROMAN = re.compile(r"^[IVXLCDM]{2,15}$")
 _CHINESE_DIGITS = "零〇一二两三四五六七八九十百千万亿壹贰叁肆伍陆柒捌玖拾佰仟点负"
 _CHINESE = re.compile(rf"^[{_CHINESE_DIGITS}]+$")
 _CHINESE_FRACTION = re.compile(rf"^(负?)([{_CHINESE_DIGITS}]+)分之([{_CHINESE_DIGITS}]+)$")
+# Digits followed by a magnitude (万 10^4, 亿 10^8, 千 10^3, Korean 만, 억, 천), possibly several in a row.
+_MYRIAD_UNIT = "万萬亿億千만억천"
+_MYRIAD = re.compile(rf"(?<![\d.])\d+(?:\.\d+)?[{_MYRIAD_UNIT}](?:\s?\d+(?:\.\d+)?[{_MYRIAD_UNIT}])*(?:\s?\d+(?![\d.]))?")
+MYRIAD_UNITS = re.compile(rf"\d[{_MYRIAD_UNIT}]")
+_TO_CHINESE = str.maketrans({"萬": "万", "億": "亿", "만": "万", "억": "亿", "천": "千"})
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Words around a number that make it no plain statement of the answer: negation, doubt, alternatives, bounds,
+# conditions, questions.
+_CJK_QUALIFIERS = re.compile("不|没|沒|非|无|無|或|约|約|大概|可能|也许|也許|左右|吗|嗎|如果|假设|假設|若|以上|以下|至少|最多|"
+                             "超过|超過|[?？]|아니|약|또는|정도|만약|이상|이하|최소|최대|多少")
+_CJK_PROSE_NUMBER = re.compile(r"^[^\d\sA-Za-z\\$=]*\s*([+-]?\d+(?:\.\d+)?)\s*[^\d\sA-Za-z\\$=]*$")
 _LOOK_ALIKES = {
     "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2007": " ",  # spaces used between digit groups
     "\u066b": ".", "\u066c": ",",  # Arabic decimal and thousands separators
@@ -127,6 +144,24 @@ def chinese_number(text: str) -> tuple[Fraction, bool] | None:
         return None
     value = _chinese(text)
     return None if value is None else (value, False)
+
+
+def myriad_numbers(text: str) -> str:
+    """``text`` with each number written with CJK magnitudes in plain digits ("12万" -> "120000")."""
+    def plain(match: re.Match) -> str:
+        value = _chinese(match.group(0).translate(_TO_CHINESE).replace(" ", ""))
+        return match.group(0) if value is None else str(value)
+
+    return _MYRIAD.sub(plain, text)
+
+
+def number_in_cjk_prose(text: str) -> str | None:
+    """The one number of a short answer in CJK prose ("全年收入为 36000元。", "共 2400 人"), else ``None``: not
+    when the prose qualifies it (:data:`_CJK_QUALIFIERS`) or holds Latin letters, math or another number."""
+    if not _CJK.search(text) or _CJK_QUALIFIERS.search(text):
+        return None
+    match = _CJK_PROSE_NUMBER.match(text.strip())
+    return match.group(1) if match else None
 
 
 def roman_number(text: str) -> int | None:
