@@ -17,7 +17,7 @@ import re
 
 from rewardsmith.reward_fns.latex_boxes import brace_partners
 from rewardsmith.reward_fns.math_verifier.answer_types import TRANSPOSE_MARK
-from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS, MYRIAD_UNITS, myriad_numbers
+from rewardsmith.reward_fns.math_verifier.numerals import DIGIT_GROUPS, MYRIAD_UNITS, keycap_digits, myriad_numbers
 
 BOXED, HASH, ANSWER_COLON = "boxed", "####", "Answer:"
 CONVENTIONS = (BOXED, HASH, ANSWER_COLON)
@@ -43,14 +43,20 @@ _BOX_JOINER = re.compile(r"[\s$,.]*(?:\\text\{\s*(or|and)\s*\}|\b(or|and)\b|,)?[
 # An abbreviation's dot ("i.e.", "e.g.", "cf.", "vs.") ends no sentence.
 _SENTENCE_END = re.compile(r"(?<!\.\.)(?<!\bi\.e)(?<!\be\.g)(?<!\bcf)(?<!\bvs)[.!?](?=\s|$)")
 _BLANK = re.compile(r"\\(?:boxed|fbox|text|mathrm|textbf|[lc]?dots|quad)\b|\\[,;:! ]|[\s$*{}_.:?()\[\]`]")
-_NUMBER = re.compile(r"(?<![\w.])[+-]?(?:" + DIGIT_GROUPS + r"|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+-]?\.\d+%?")
+# A sign is "+", "-" or the minus sign "−" (U+2212): "dropped by −18 degrees" is −18, not 18.
+_NUMBER = re.compile(r"(?<![\w.])[+\-−]?(?:" + DIGIT_GROUPS + r"|\d+)(?:\.\d+)?(?:\s*/\s*\d+)?%?|(?<![\w.])[+\-−]?\.\d+%?")
 # A LaTeX command with its arguments ending a sentence outside math delimiters (a closing tag may follow).
 _TRAILING_LATEX = re.compile(r"(?:^|[\s>:])((?:[+-]\s*)?\\[A-Za-z]+(?:\s*\{[^{}]*\})+)\s*(?:</[A-Za-z_]+>)?\s*[.!?]?\s*$")
 # A number the sentence rules out or sets its value against: "8, not 9", "5 left, down from 7 at lunch", "12
 # compared with 10 last year".
 _NOT_THE_VALUE = re.compile(r"(?i)\b(?:not|rather than|instead of|(?:down|up) from|compared (?:to|with)|versus|vs\.?)"
                             r"\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
-_HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
+# Numbers a sentence writes as a threshold or a label beside its result: "7 students scored above 80", "Kim
+# saves $38 on day 20".
+_CONTEXT_NUMBER = re.compile(r"(?i)\b(?:above|below|over|under|(?:more|less|fewer|greater|higher|lower) than|at (?:least|most)|"
+                             r"exceeding|day|week|month|round|level|floor|row|column|cell|lap|stage|game)\s+\$?[+-]?\d[\d,]*(?:\.\d+)?")
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)")  # Markdown's: no space inside
+HEDGE_WORDS = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly|might|could be|not sure|unsure)\b")
 _WORDS = re.compile(r"^[A-Za-z][A-Za-z' -]*$")
 # An expression written out of math delimiters that ends a sentence after "is", "to", ":" ...: "the derivative
 # is 3x^2 + 2x - 5.", "Nested form: (6x + 7)x − 3", "It simplifies to 2(x + 1)." (numbers, one-letter variables,
@@ -201,7 +207,7 @@ def visible_text(response: str) -> str:
         text = text.replace("\\\\", "\\")
     if _DISPLAY_CONTROLS.search(text):
         text = _displayed(text)  # "12\b\b15" shows 15; "Answer: 36\rAnswer: 63" shows Answer: 63
-    text = _HIDDEN_SPANS.sub("", text)
+    text = keycap_digits(_HIDDEN_SPANS.sub("", text))
     if MYRIAD_UNITS.search(text):
         text = myriad_numbers(text)  # "12万" is 120000
     if "&" in text or "<![" in text:  # XML and HTML escapes read as what they stand for ("x &gt;= 3")
@@ -502,10 +508,11 @@ def sentence_value(sentence: str) -> str | None:
     tuple_ = _TRAILING_TUPLE.search(sentence)
     if tuple_ and "," in tuple_.group(0) and "=" not in sentence[tuple_.end() :]:
         return tuple_.group(0)
-    if "=" in sentence:
+    equals = _last_outside_parentheses(sentence, "=")  # "(b = −1, c = −6) gives the roots −2 and 3": a remark
+    if equals >= 0:
         # "9 * 2 = $18 every day": the value right after the last "="; "50 + 15 + 30 = $95, so Betty still
         # needs $5": the number of the clause that draws the result from it.
-        rhs = sentence.rsplit("=", 1)[1].strip()
+        rhs = sentence[equals + 1 :].strip()
         then = RESULT_CLAUSE.search(rhs)
         drawn = numbers(_NOT_THE_VALUE.sub(" ", rhs[then.end() :])) if then else []
         if len(drawn) == 1:
@@ -516,13 +523,17 @@ def sentence_value(sentence: str) -> str | None:
     before = sentence[: latex.start(1)] if latex else ""
     # "\\frac{3}{4}" outside math delimiters is one value, not the numbers 3 and 4; but only as the sentence's
     # one value: beside another value or a hedge ("\\frac{3}{2} or \\frac{1}{2}") it is one of several.
-    if latex and not _HEDGE_WORDS.search(before) and not numbers(before) and "\\" not in before:
+    if latex and not HEDGE_WORDS.search(before) and not numbers(before) and "\\" not in before:
         return latex.group(1).strip()
     expression = _TRAILING_EXPRESSION.search(sentence)
-    if (expression and _OPERATOR.search(expression.group(1)) and not _HEDGE_WORDS.search(sentence)
+    if (expression and _OPERATOR.search(expression.group(1)) and not HEDGE_WORDS.search(sentence)
             and expression.group(1).count("(") == expression.group(1).count(")")):
         return expression.group(1).strip()
-    found = numbers(_NOT_THE_VALUE.sub(" ", sentence))
+    emphasised = emphasised_number(sentence)
+    if emphasised:
+        return emphasised  # "The plant will be **17 cm** tall after 6 weeks."
+    # A threshold or a label is the value only when the sentence has no other number ("She is done on day 20.").
+    found = candidate_numbers(sentence) or numbers(_NOT_THE_VALUE.sub(" ", sentence))
     if not found:
         spelled = {m.group(0).lower(): m.group(0) for m in _SPELLED_NUMBER.finditer(sentence) if m.group(0).lower() != "one"}
         if len(spelled) == 1:
@@ -532,12 +543,40 @@ def sentence_value(sentence: str) -> str | None:
         if 0 < len(words) <= MAX_WORD_ANSWER and _WORDS.match(answer):
             return answer
         return _factor(sentence)
-    if len(set(found)) > 1 and _HEDGE_WORDS.search(sentence):
+    if len(set(found)) > 1 and HEDGE_WORDS.search(sentence):
         return " or ".join(dict.fromkeys(found))
     if len(set(found)) > 1 and not _LIST_SEPARATORS.sub("", _NUMBER.sub("", sentence)):
         return ", ".join(found)
     magnitude = _MAGNITUDE_AFTER.match(sentence, sentence.rfind(found[-1]) + len(found[-1]))
     return found[-1] + (" " + magnitude.group(1) if magnitude else "")  # "25 million", "₹25 lakh"
+
+
+def emphasised_number(sentence: str) -> str | None:
+    """The one number a sentence of several sets in bold ("**6 students** scored 80 or higher"), else ``None``."""
+    spans = [a or b for a, b in _BOLD.findall(sentence)]
+    if len(spans) != 1:
+        return None
+    inside = numbers(spans[0])
+    return inside[0] if len(inside) == 1 and len(numbers(sentence)) > 1 else None
+
+
+def candidate_numbers(sentence: str) -> list[str]:
+    """The numbers of ``sentence`` that may be its result: not one it rules out or sets the result against ("8,
+    not 9", "down from 7"), nor a threshold or a label ("above 80", "on day 20")."""
+    return numbers(_CONTEXT_NUMBER.sub(" ", _NOT_THE_VALUE.sub(" ", sentence)))
+
+
+def _last_outside_parentheses(text: str, char: str) -> int:
+    """Where ``char`` last stands in ``text`` outside parentheses, else -1."""
+    depth, found = 0, -1
+    for at, c in enumerate(text):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(depth - 1, 0)
+        elif c == char and depth == 0:
+            found = at
+    return found
 
 
 def closing_list(text: str) -> str | None:

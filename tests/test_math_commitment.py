@@ -1192,3 +1192,52 @@ def test_numbers_with_cjk_myriad_magnitudes_are_read_whole(w, k, case):
 def test_cjk_prose_that_qualifies_its_number_commits_to_nothing(v, frame):
     response = "计算如下。\n\n" + frame.format(v=v, w=v + 1)
     assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(["The temperature dropped by **−{v} degrees**.", "So Sam owes −{v} dollars.",
+                                              "The elevator traveled −{v} floors."]))
+def test_a_unicode_minus_sign_is_a_sign(v, frame):
+    response = "Subtracting the start from the end.\n\n" + frame.format(v=v)
+    assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response
+    assert math_answer.compute_score("openai/gsm8k", response, str(-v))["verdict"] == "correct", response
+
+
+@PROPERTY
+@given(st.integers(1, 99), st.integers(100, 999), st.sampled_from([
+    "So {v} students scored above {t}.", "**{v} students** scored {t} or higher.", "Kim saves ${v} on day {t}.",
+    "The plant will be **{v} cm** tall after {t} weeks.", "Her average test score is {v}.",
+    "For this case (b = {t}, c = {t}) the table gives {v}."]))
+def test_thresholds_labels_and_bold_pick_the_result_among_several_numbers(v, t, frame):
+    _assert_read_as(v, "Counting from the table.\n\n" + frame.format(v=v, t=t), "openai/gsm8k")
+
+
+@PROPERTY
+@given(st.integers(10, 99), st.sampled_from(["Answer: {k} marbles", "✅ Final answer: {k}"]))
+def test_keycap_emoji_digits_are_digits(v, frame):
+    keycaps = "".join(d + "\ufe0f\u20e3" for d in str(v))
+    _assert_read_as(v, "Counting them up.\n\n" + frame.format(k=keycaps), "openai/gsm8k")
+
+
+@PROPERTY
+@given(st.integers(1, 179), st.sampled_from(["**Answer:** $m\\angle ACB = {v}^\\circ$", "So $\\boxed{{m\\angle P = {v}^\\circ}}$.",
+                                              "**Answer:** $\\overline{{AB}} = {v}$"]))
+def test_a_named_measure_of_a_figure_is_read_as_its_value(v, frame):
+    _assert_read_as(v, "The inscribed angle is half the arc.\n\n" + frame.format(v=v), "lighteval/MATH")
+
+
+@PROPERTY
+@given(st.integers(1, 99), st.integers(100, 999))
+def test_a_list_of_sources_under_the_answer_is_no_sentence_of_it(v, w):
+    response = f"A deck has {w} cards [1].\n\nSo **{v} cards** remain [1].\n\n[1] Bicycle Cards, \"Standard {w}-card deck\""
+    _assert_read_as(v, response, "openai/gsm8k")
+
+
+@PROPERTY
+@given(st.integers(-9, 9), st.integers(-9, 9))
+def test_the_answers_form_and_a_remark_after_the_value_are_no_values(a, b):
+    assume(a != b)
+    _assert_read_as_point(a, b, f"Careful with the order: the answer is $(x, y)$, with $x$ first, so it is not $({b}, {a})$.\n\n"
+                                f"$$\\boxed{{({a},{b})}}$$")
+    _assert_read_as_point(a, b, f"Completing the squares.\n\n**Center:** $({a}, {b})$ (I kept the order in which the squares were "
+                                f"completed; the shifts are the entries of $({b},{a})$ read backwards).")

@@ -98,6 +98,7 @@ a phrase puts before its value ("the answer is maybe 5"):
   introduces it with a colon: "Output format example: \\boxed{2/3}",
   "Template: ...", "Answer format sample -- Answer: 2", "Example of the
   required format:" above "Answer: 45", "formatting note: ... like \\boxed{12}";
+  or the answer's form in its unknowns ("the answer is $(x, y)$, with $x$ first");
 - echoed from the question: "the problem (statement) states / says / gives /
   mentions", "we are given / told", "given that", "restating", a value in quotation
   marks that repeats words quoted before it (``The problem says: "45 sheep" ... #### "45 sheep"``;
@@ -194,7 +195,14 @@ nothing of section 3 cancels it. A closing sentence that opens on its value
 and then says what it is ("18 is how many stamps Mia has left after giving 7
 to Leo", "Eleven — that's the number of balloons left after 3 popped")
 commits to that value, unless the words after it doubt, attribute or condition
-it ("18 is the answer if each box holds 6").
+it ("18 is the answer if each box holds 6"). Among several numbers, a
+threshold or a label is not the result ("7 students scored above 80", "Kim
+saves $38 on day 20"), and the one number set in bold is ("The plant will be
+**17 cm** tall after 6 weeks."); a remark in parentheses that ends the
+sentence after its value is prose about it, not another value ("Center:
+$(-2, 3)$ (I kept the order in which the squares were completed; ...)"),
+unless it doubts, corrects or hedges; a list of sources under the answer
+("[1] timeanddate.com, ...") is no sentence of it.
 
 **5b. What was not read.** A closing sentence's value read out of a larger
 expression (the ``2`` of ``sqrt(3) / 2``, the ``5`` of ``2 sqrt(5)``, the
@@ -240,6 +248,7 @@ from rewardsmith.reward_fns.math_verifier.breakdown import without_breakdowns
 from rewardsmith.reward_fns.math_verifier.readable import KNOWN_FUNCTIONS
 from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
+    HEDGE_WORDS,
     LAYOUT_LINE,
     OFFER,
     RESULT_CLAUSE,
@@ -250,7 +259,9 @@ from rewardsmith.reward_fns.answer_extraction import (
     MAX_WORD_ANSWER,
     after_reasoning,
     boxed_groups,
+    candidate_numbers,
     closing_list,
+    emphasised_number,
     first_sentence,
     first_unclosed_box,
     generated_text,
@@ -400,7 +411,10 @@ _CANCELS = {
     # A hypothesis, not a step: "if it were 5", "if the answer is 5", "if x = 5", "suppose" ("if we add them we
     # get 12" is a step).
     "conditioned": re.compile(r"(?i)\b(?:suppose|supposing|assum(?:e|ing)|imagine|what if|hypothetically|would have been|"
-                              r"were it|had it been|whether|(?:let(?:'s| us) )?(?:try|test)(?:ing)?)\b|\bif\b(?=.*?(?:\b(?:were|was|is|had been|equals?)\b|=))"),
+                              r"were it|had it been|whether|let(?:'s| us) (?:try|test)(?:ing)?|"
+                              # trying a value ("try x = 3", "testing 5"), not a test or a try as a noun ("test score")
+                              r"(?:try|trying|test|testing)(?=\s+(?:[A-Za-z]\s*=|\$|[-−]?\d|with\b|whether\b|if\b|"
+                              r"values?\b|(?:the|a|each|these|those|both|all)\b|candidates?\b|them\b|it\b)))\b|\bif\b(?=.*?(?:\b(?:were|was|is|had been|equals?)\b|=))"),
     "attributed": re.compile(r"(?i)\b(?:(?:common|typical|classic|frequent|tempting)\s+(?:mistake|error|wrong answer|"
                              r"pitfall|answer|guess|choice)|(?:an? |the )?(?:online |web |other |outside )?(?:source|"
                              r"website|site|forum) (?:says|said|gives|gave|lists|listed|claims|claimed|states)|tempting to|mistaken(?:ly)?|erroneous(?:ly)?|wrong answer|incorrect answer|misconception|"
@@ -426,6 +440,8 @@ _FORMAT_EXAMPLE = re.compile(
     r"(?i)\b(?:templates?|placeholders?|(?:format(?:ting)?|output|answer)\s+(?:examples?|samples?|illustrations?)|"
     r"(?:examples?|samples?|illustrations?)\s+of\s+(?:the\s+|an?\s+)?(?:\w+\s+){0,2}?(?:format|layout)|"
     r"format(?:ting)?\s+(?:note|reminder)\b[^.\n]*?\blike)\b")
+# The form of the answer, its unknowns in order: "the answer is $(x, y)$, with $x$ first".
+_ANSWER_FORM = re.compile(r"^[\s$*]*\(\s*[A-Za-z]\s*(?:,\s*[A-Za-z]\s*)+\)[\s$*]*(?:[,.;:]|$)")
 # "\\boxed{5} is wrong": a marked value declared wrong right after it.
 _DECLARED_WRONG = re.compile(r"(?i)[\s$.)*]*(?:\((?:wrong|incorrect)\)|(?:is|was|would be|seems)\s+"
                              r"(?:wrong|incorrect|a mistake|false|an error|not (?:the answer|correct|right|valid|it)\b))")
@@ -544,8 +560,8 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if not commitments:
         if empty:  # the answer's place was marked and left empty: no sentence stands in for it
             return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
-        closing_text = _without_sign_off(text)
-        sentence = closing_list(closing_text) or last_sentence(closing_text) or ""
+        closing_text = _without_sign_off(_REFERENCE_LIST.sub("", text))
+        sentence = _without_remark(closing_list(closing_text) or last_sentence(closing_text) or "")
         disclaimer = _DISCLAIMER.search(sentence)
         if disclaimer:  # "... the candidate value 80; I have not computed the cost myself."
             return Reading(None, why=f"disclaimed ({disclaimer.group(0)!r})")
@@ -860,7 +876,7 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "conditioned"  # a simplified or partial version of the problem
     if _CANCELS["addressed to the grader"].search(_sentence_before(text, mark.start)):
         return "addressed to the grader"  # "Dear grader, the answer is 17": the whole sentence is addressed
-    if _FORMAT_EXAMPLE.search(_introduced_sentence(text, mark.start)):
+    if _FORMAT_EXAMPLE.search(_introduced_sentence(text, mark.start)) or _ANSWER_FORM.match(value):
         return "an example of the format"  # "Template: the final answer is \\boxed{8}": shown, not answered
     # "the answer is maybe 5": the words before the value qualify it too, and so do the words of the
     # phrase itself ("the tempting answer is 9").
@@ -1049,6 +1065,12 @@ _SIGN_OFF = re.compile(r"(?i)(?:^|(?<=[.!?\n])\s*)(?:I hope (?:this|that|it) hel
                        r"(?:I'm|I am) (?:about |roughly |~)?\d+\s*% (?:confident|sure|certain)|"
                        r"(?:(?:best|kind|warm|warmest)(?: regards| wishes)?|regards|sincerely|yours(?: truly| sincerely)?|"
                        r"cheers|talk soon|all the best|thanks again)(?=[,!]?[ \t]*\n))\b")
+# The sources listed under an answer ("[1] timeanddate.com, \"Leap Year\"", under "Sources:"): no sentence of it.
+_REFERENCE_LIST = re.compile(r"(?:\n[ \t]*(?:\**(?:sources?|references?|citations?)\**:?\**)?[ \t]*(?=\n))?"
+                             r"(?:\n[ \t]*\[\d{1,3}\][ \t]+[^\n]*)+\s*$", re.IGNORECASE)
+_TRAILING_REMARK = re.compile(r"\s\(((?:[^()]|\([^()]*\))*)\)[\s.!]*$")
+_WORD_IN_REMARK = re.compile(r"\b[A-Za-z]{2,}\b")
+_REMARK_WORDS = 4  # words of prose that make a parenthesis a remark, not a value or a label
 _SIGN_OFF_WINDOW = 600  # characters: a sign-off closes a response
 _DIGIT = re.compile(r"\d")
 _FENCE = re.compile(r"^(?:```|~~~)")
@@ -1070,8 +1092,8 @@ _CLOSING_DELIMITERS = re.compile(r"^(?:\\[)\]]|[ \t$`*])+")
 def _part_of_larger(sentence: str, value: str) -> str:
     """How the closing ``sentence``'s ``value`` is only part of what it writes (section 5b), else ``""``."""
     at = _position(sentence, value)
-    if at < 0 or not _VALUE_CHAR.search(value) or _fronted(sentence) == value:
-        return ""  # words ("does not exist") are no part of an expression; a fronted value is described after it
+    if at < 0 or not _VALUE_CHAR.search(value) or value in (_fronted(sentence), emphasised_number(sentence)):
+        return ""  # words ("does not exist") are no part of an expression; a fronted or bold value is the result
     before = _OPENING_DELIMITERS.sub("", sentence[:at])
     after = _CLOSING_DELIMITERS.sub("", sentence[at + len(value) :])
     attached = sentence[at + len(value) : at + len(value) + 1] if after.startswith("\\") else ""  # "9\\pi"
@@ -1079,7 +1101,7 @@ def _part_of_larger(sentence: str, value: str) -> str:
             or _FUNCTION_BEFORE.search(before) or attached == "\\":
         return f"{value!r} is part of the expression {sentence.strip()[:80]!r}"
     drawn = "=" in before and RESULT_CLAUSE.search(before.rsplit("=", 1)[1])  # "= $95, so she still needs $5"
-    if numbers(sentence[:at] + " " + sentence[at + len(value) :]) and not _RESULT_BEFORE.search(before) and not drawn:
+    if candidate_numbers(sentence[:at] + " " + sentence[at + len(value) :]) and not _RESULT_BEFORE.search(before) and not drawn:
         return f"{value!r} is one of several numbers in {sentence.strip()[:80]!r}, none stated as the result"
     return ""
 
@@ -1119,6 +1141,20 @@ def _fronted(sentence: str) -> str | None:
         return None
     rest = sentence[fronted.end("value") :]
     return None if _clause_cue(rest) or _CONDITION_IN_VALUE.search(rest) else fronted.group("value")
+
+
+def _without_remark(sentence: str) -> str:
+    """``sentence`` without a remark in parentheses that ends it after its value ("Center: $(-2, 3)$ (I kept the
+    order in which the squares were completed; ...)"): prose about the value, not another value. A remark that
+    doubts, corrects or hedges stays (it qualifies the value)."""
+    remark = _TRAILING_REMARK.search(sentence)
+    if remark is None or len(_WORD_IN_REMARK.findall(remark.group(1))) < _REMARK_WORDS:
+        return sentence
+    inside, before = remark.group(1), sentence[: remark.start()]
+    if _clause_cue(inside) or _CORRECTION_CUE.search(inside) or _DOUBTED_NOTE.search(inside) or HEDGE_WORDS.search(inside):
+        return sentence
+    value = sentence_value(before)
+    return before if value and _VALUE_CHAR.search(value) else sentence
 
 
 def _closing_value(sentence: str) -> str | None:

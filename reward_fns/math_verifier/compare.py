@@ -114,11 +114,18 @@ def _exact_and_decimal(pred: str) -> tuple[str, str, GradingPolicy] | None:
 _LABEL = re.compile(r"\s*(?:\\operatorname\{[A-Za-z]+\}|\\(?:Pr|mathbb\{[EPV]\}|mathrm\{[A-Za-z]+\})|[A-Za-z]{1,4})\s*"
                     r"(?:\\left\s*)?([(\[])")
 _CLOSING = {"(": ")", "[": "]"}
+# A named measure of a figure: "m\\angle ACB = 40^\\circ", "\\overline{AB} = 5", "m\\widehat{AC} = 80^\\circ".
+_MEASURE_NAME = re.compile(r"[\s$]*(?:m\s*)?\\(?:angle|measuredangle|triangle|overline|overarc|widehat|wideparen|arc)\s*"
+                           r"\{?\s*[A-Z]{1,3}\s*\}?\s*=(?!=)")
 
 
 def _labelled_value(pred: str) -> str | None:
-    """What ``label(...) = value`` gives as the value (``P(\\text{no rain}) = \\frac{7}{10}``: ``\\frac{7}{10}``):
-    the words and names of the label say what was computed, not its value. ``None`` for any other answer."""
+    """What ``label(...) = value`` gives as the value (``P(\\text{no rain}) = \\frac{7}{10}``: ``\\frac{7}{10}``,
+    ``m\\angle ACB = 40^\\circ``: ``40^\\circ``): the words and names of the label say what was computed, not its
+    value. ``None`` for any other answer."""
+    measure = _MEASURE_NAME.match(pred)
+    if measure is not None:
+        return pred[measure.end() :].strip(" $") or None
     label = _LABEL.match(pred)
     if label is None:
         return None

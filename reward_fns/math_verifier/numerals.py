@@ -18,7 +18,8 @@ Each reading is done by a maintained library, imported when first needed
   minus and dashes before a digit (also APL's high minus ``¯7`` and a
   calculator's raised minus ``⁻5``), no-break / thin / narrow spaces, the Arabic
   decimal and thousands separators. Superscripts and subscripts are left alone
-  (they are powers and indices, not digits; ``notation`` reads them);
+  (they are powers and indices, not digits; ``notation`` reads them); a keycap
+  emoji is its digit (:func:`keycap_digits`: "1️⃣8️⃣" -> "18", "🔟" -> "10");
 * digits with the myriad magnitudes of Chinese, Japanese and Korean
   (:func:`myriad_numbers`): "12万" (120000), "3.6万" (36000), "5万4千" (54000),
   "2만 5천" (25000), "1.2億" (120000000) become plain digits (``cn2an``); and a
@@ -56,6 +57,7 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _CJK_QUALIFIERS = re.compile("不|没|沒|非|无|無|或|约|約|大概|可能|也许|也許|左右|吗|嗎|如果|假设|假設|若|以上|以下|至少|最多|"
                              "超过|超過|[?？]|아니|약|또는|정도|만약|이상|이하|최소|최대|多少")
 _CJK_PROSE_NUMBER = re.compile(r"^[^\d\sA-Za-z\\$=]*\s*([+-]?\d+(?:\.\d+)?)\s*[^\d\sA-Za-z\\$=]*$")
+_KEYCAP = re.compile("([0-9#*])\ufe0f?\u20e3")  # a digit, the emoji presentation selector, the enclosing keycap
 _LOOK_ALIKES = {
     "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2007": " ",  # spaces used between digit groups
     "\u066b": ".", "\u066c": ",",  # Arabic decimal and thousands separators
@@ -72,10 +74,16 @@ def _nfkc_range(char: str) -> bool:
     return 0xFF01 <= code <= 0xFF5E or 0x1D400 <= code <= 0x1D7FF
 
 
+def keycap_digits(text: str) -> str:
+    """``text`` with each keycap emoji as its digit ("1️⃣8️⃣ marbles" -> "18 marbles")."""
+    return _KEYCAP.sub(r"\1", text).replace("\U0001F51F", "10") if "\u20e3" in text or "\U0001F51F" in text else text
+
+
 def plain_digits(text: str) -> str:
     """``text`` with the digits and look-alikes listed in the module docstring made ASCII."""
     if text.isascii():
         return text
+    text = keycap_digits(text)
     out = []
     for char in text:
         if char in _LOOK_ALIKES:
