@@ -1,4 +1,4 @@
-"""docs/scorers.md's tables of blind splits 3 and 5-10 (scored blind, then tuned on once spent) and 4 are the
+"""docs/scorers.md's tables of blind splits 3 and 5-11 (scored blind, then tuned on once spent) and 4 are the
 benchmark's output, not typed by hand."""
 from __future__ import annotations
 
@@ -53,6 +53,11 @@ COLUMNS = [
     ("blind split 10", 3, "math_blind10_before_51cb965.txt", "math_verify"),
     ("split 10, tuned on (spent)", 1, "math_blind10_after_62b5cc8.txt", "math_answer"),
     ("split 10, tuned on (spent)", 2, "math_blind10_spent_after_e41528e.txt", "math_answer"),
+    ("blind split 11", 1, "math_blind11_before_9af4f9d.txt", "math_answer"),
+    ("blind split 11", 2, "math_blind11_after_a059d60.txt", "math_answer"),
+    ("blind split 11", 3, "math_blind11_before_9af4f9d.txt", "math_verify"),
+    ("split 11, tuned on (spent)", 1, "math_blind11_after_a059d60.txt", "math_answer"),
+    ("split 11, tuned on (spent)", 2, "math_blind11_spent_after_2ef249f.txt", "math_answer"),
 ]
 
 
