@@ -60,7 +60,7 @@ from rewardsmith.reward_fns.math_verifier.commitment import (
     undetermined_symbols,
 )
 from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
-from rewardsmith.reward_fns.math_verifier.notation import comma_readings
+from rewardsmith.reward_fns.math_verifier.notation import separator_readings
 from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer
 from rewardsmith.reward_fns.math_verifier.readable import unconsumed_words, unread_words
 from rewardsmith.reward_fns.scorer_inputs import require_text
@@ -141,11 +141,11 @@ def _judged(reading: Reading, response: str, golds: list[str], policy: GradingPo
             timeout: float) -> tuple[str, str, str, list[str]]:
     """``(verdict, method, why, golds with the one compared first)`` for a reading that commits to an answer."""
     assert reading.answer is not None
-    readings = comma_readings(reading.answer, response) or (reading.answer,)
+    readings = separator_readings(reading.answer, response) or (reading.answer,)
     decided = [_decide(replace(reading, answer=answer), golds, policy, timeout) for answer in readings]
     verdict, method, why, golds = decided[0]
     if any(d[0] != verdict for d in decided):
-        verdict, method = UNDECIDED, "ambiguous comma"
+        verdict, method = UNDECIDED, "ambiguous separator"
         why = f"{reading.answer!r} reads as {' or '.join(readings)} here, and only one is the gold"
     # Either way: an unread word left "correct" would pay any number with a word attached that happens
     # to match, and "wrong" would refuse "3 lakh" for 300000.

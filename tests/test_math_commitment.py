@@ -1241,3 +1241,35 @@ def test_the_answers_form_and_a_remark_after_the_value_are_no_values(a, b):
                                 f"$$\\boxed{{({a},{b})}}$$")
     _assert_read_as_point(a, b, f"Completing the squares.\n\n**Center:** $({a}, {b})$ (I kept the order in which the squares were "
                                 f"completed; the shifts are the entries of $({b},{a})$ read backwards).")
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from([
+    "Boxing {v} for formatting purposes only; the correct count by my reasoning is {w}: $\\boxed{{{v}}}$",
+    "I can't confirm that the answer is $\\boxed{{{v}}}$ without seeing the figure. Please share it.",
+    "The value $\\boxed{{{v}}}$ is what a key would expect, but the problem is ill-posed. I decline to give a final answer.",
+    "Answer: {v}\n\nI could only pin down the sum modulo 10000 from my partial computation."]))
+def test_a_value_given_for_the_format_unconfirmed_or_declined_is_no_answer(v, frame):
+    response = "Let me work through it.\n\n" + frame.format(v=v, w=v + 1)
+    assert math_answer.compute_score("lighteval/MATH", response, str(v))["verdict"] != "correct", response
+
+
+@PROPERTY
+@given(st.integers(1, 99), st.integers(1, 9), st.sampled_from(["Net change: $20 - 32 = $ ({v}).", "Net profit/(loss): ({v})",
+                                                               "Answer: ({v})"]))
+def test_a_number_in_parentheses_is_negative_where_the_response_writes_negatives_so(v, d, frame):
+    convention = "Ledger convention: parentheses mark negative values.\n\n"
+    response = convention + frame.format(v=v)
+    assert math_answer.compute_score("openai/gsm8k", response, str(-v))["verdict"] == "correct", response
+    assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] == "wrong", response
+    # Without the convention "(12)" is no negative number.
+    assert math_answer.compute_score("openai/gsm8k", "Answer: (" + str(v) + ")", str(-v))["verdict"] != "correct"
+
+
+@PROPERTY
+@given(st.integers(100, 999), st.sampled_from(["Harga beras Rp 12.500, dibeli 20 kg.\n\nJawaban: Rp {v}.000",
+                                               "Der Preis ist {v}.000 € und das ist die Lösung mit der Rechnung.\n\nAntwort: {v}.000"]))
+def test_a_dot_that_groups_thousands_in_the_responses_locale_is_never_read_only_as_a_decimal_point(v, frame):
+    response = frame.format(v=v)
+    assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response
+    assert math_answer.compute_score("openai/gsm8k", f"Answer: 1.{v}.000", str(1000000 + v * 1000))["verdict"] == "correct"

@@ -21,7 +21,9 @@ response cut off inside a box (``\\boxed{12`` never closed) or inside a
 ``<think>`` never closed is read up to there. A parenthesis that breaks down
 the number before it is blanked: "Total: 18 (10 on Monday + 8 on Tuesday).",
 "Answer: 84 (= 7·12)" (:mod:`~rewardsmith.reward_fns.math_verifier.breakdown`:
-only when its arithmetic gives that number).
+only when its arithmetic gives that number). In a response that says it writes
+negatives in parentheses, "Net profit/(loss): (15)" is -15
+(:func:`~rewardsmith.reward_fns.math_verifier.notation.accounting_negatives`).
 
 **2. Markers and their scope.** Each marker gives a marked value:
 
@@ -66,7 +68,7 @@ a phrase puts before its value ("the answer is maybe 5"):
   margin "17 (±1)" (a bound or a range commits to no value);
 - doubted: "maybe", "perhaps", "possibly", "probably", "might", "could be",
   "I guess", "my (best) guess", "not sure", "unverified", "not verified",
-  "conjecture", "typically", "in most problems like this", "my estimate"; an equality put as a question (``x \\overset{?}{=} 4``, "Total ≟ 72"); a
+  "conjecture", "typically", "in most problems like this", "my estimate", "I can't confirm"; an equality put as a question (``x \\overset{?}{=} 4``, "Total ≟ 72"); a
   value followed by "?" or a parenthetical "(retracted)", "(guess)",
   "(unsure)"; in a closing sentence, a doubt anywhere in it ("My best guess,
   which is probably wrong, is 36.");
@@ -141,13 +143,15 @@ retraction ("this is wrong", "that can't be right", "this result is
 invalid", "ignore that", "I'm withdrawing this answer", "I made a mistake",
 "scratch that"; or words that disown it, "this is a placeholder", "it's
 filler", "left over from an earlier draft", "only there because the format
-requires one", also in a note in the answer line, "[auto-filled; ignore]")
+requires one", also in a note in the answer line, "[auto-filled; ignore]", or
+before it in its sentence, "Boxing 6 for formatting purposes only; ...")
 with no value after it, after a correction cue or in the
 next sentence and with no other number before it (one after a number is
 about that number), leaves nothing committed; so does a disclaimer of any
 answer after the last commitment ("I could not determine / finish / solve",
 "cannot be determined", "is still unknown", "not enough information", "I
-have not computed", "I will not solve this", "I won't state an answer"), of a
+have not computed", "I will not solve this", "I won't state an answer", "I
+decline to give a final answer", "I could only pin down the sum modulo 10000"), of a
 finished answer ("not yet accounting for the break", "before removing ...", "we
 still need to subtract", "(to be continued)"), of any attained value ("there is
 no minimum", "never attained") or of the problem asked after
@@ -245,6 +249,7 @@ from dataclasses import dataclass
 
 from rewardsmith.reward_fns.math_verifier.answer_types import labelled_parts
 from rewardsmith.reward_fns.math_verifier.breakdown import without_breakdowns
+from rewardsmith.reward_fns.math_verifier.notation import accounting_negatives
 from rewardsmith.reward_fns.math_verifier.readable import KNOWN_FUNCTIONS
 from rewardsmith.reward_fns.answer_extraction import (
     ANSWER_COLON,
@@ -335,6 +340,9 @@ _DISOWNING = (r"placeholder|(?:(?:is|'s|just|only|as|pure|mere)\s+|\()filler|aut
 _DOUBTED_AFTER = re.compile(r"(?i)^[\s$*})]*(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|"
                             r"tentative|maybe|probably|possibly|doubtful)\))")
 # A note inside an answer line that disowns its value: "**Final answer: 9** [auto-filled from template; ignore]".
+# ... and in the marker's sentence before it ("Boxing 6 for formatting purposes only; ... $\\boxed{6}$"); not "since
+# an integer answer is expected", which there says why the answer is exact.
+_DISOWNED_BEFORE = re.compile(r"(?i)\b(?:auto-?filled|for (?:formatting|format) purposes)\b")
 _DISOWNED_IN_VALUE = re.compile(r"(?i)[(\[][^()\[\]]*\b(?:" + _DISOWNING + r"|ignore|disregard)\b[^()\[\]]*[)\]][\s$*.]*$")
 _QUALIFIED_IN_VALUE = re.compile(r"(?i)(?:\?|\((?:retracted|withdrawn|unverified|unsure|not sure|(?:a |my )?guess|tentative|"
                                  r"maybe|probably|possibly|doubtful)\))[\s$*.]*$")
@@ -397,7 +405,8 @@ _TAG = re.compile(r"(?:https?://|www\.)[^\s)\]>]+|\\(?:tag\*?|label)\s*\{[^{}]*\
 _SENTENCE_OR_CONTRAST = re.compile(r"[.!?;](?=\s)|\n|(?i:\b(?:but|however|so|thus|therefore|hence|instead(?! of)|actually)\b)")
 _LISTED_VALUE = re.compile(r"(?i)[\s$*]*(?:one of|among)\b")
 _CANCELS = {
-    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|(?:my|best|a|wild|"
+    "doubted": re.compile(r"(?i)\b(?:maybe|perhaps|possibly|probably|might|could be|I guess|guessing|"
+                         r"(?:can't|cannot|can not|couldn't|could not|unable to) (?:confirm|verify|be sure)|(?:my|best|a|wild|"
                          r"rough) guess|not sure|unsure|unverified|unconfirmed|conjectur(?:e|ed|al)|(?:not|never) (?:been )?(?:verified|checked)|"
                          r"typically|usually|in most (?:problems|cases)|(?:my|rough|back-of-the-envelope|ballpark) estimate|"
                          r"order of magnitude|hypothes[ie]s|generally speaking|as a rule of thumb|"
@@ -483,7 +492,10 @@ _DISCLAIMER = re.compile(
     r"subtracting|dividing|conditioning|adjusting|correcting|accounting)|"
     # no value is the answer: "there is no minimum; the infimum 0 is never attained", "I won't state an answer"
     r"there is no (?:minimum|maximum|least|greatest|smallest|largest) (?:value)?|never (?:actually )?(?:attained|achieved|"
-    r"reached|reaches|attains)|has no answer|(?:I|we) (?:will not|won't|cannot|can't) (?:state|give|commit to) (?:an|a final|the|any) answer)"
+    r"reached|reaches|attains)|has no answer|(?:I|we) (?:will not|won't|cannot|can't|decline to|refuse to) (?:state|give|commit to|provide) (?:an|a final|the|any) answer|"
+    # only part of the answer determined: "I could only pin down the sum modulo 10000", "I only verified the last digits"
+    r"(?:I|we) (?:could|can) only (?:pin down|determine|find|compute|verify|get)|(?:I|we) only (?:verified|pinned down|"
+    r"determined|checked) (?:the )?(?:last|first|leading|trailing)\b)"
 )
 # A response that hands the problem back, asking for what it needs or leaving the last step to the reader,
 # commits to nothing in its closing sentence.
@@ -537,6 +549,7 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown answer convention {convention!r}; known: {', '.join(CONVENTIONS)}")
     text = without_breakdowns(_TAG.sub(lambda m: " " * len(m.group(0)), after_reasoning(visible_text(response))))
+    text = accounting_negatives(text)  # "Net profit/(loss): (15)" is -15
     cut = first_unclosed_box(text)
     if cut is not None:
         text = text[:cut]
@@ -854,8 +867,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
     if (_QUALIFIED_IN_VALUE.search(value) or _DOUBTED_AFTER.match(after) or _QUESTIONED_EQUALITY.search(before[-20:] + value)
             or (note and _DOUBTED_NOTE.search(note.group(0)))):
         return "doubted"  # "36?", "x \\overset{?}{=} 4", "Answer: 12 (a conjecture only)"
-    if _DISOWNED_IN_VALUE.search(value):
-        return "retracted"  # "**Final answer: 9** [auto-filled from template; ignore]"
+    if _DISOWNED_IN_VALUE.search(value) or _DISOWNED_BEFORE.search(_sentence_before(text, mark.start)):
+        return "retracted"  # "**Final answer: 9** [auto-filled from template; ignore]", "Boxing 6 for formatting purposes only; ..."
     conditioned = _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value))
     if conditioned and not _AFFIRMED.search(value + " " + first_sentence(text[mark.end : mark.end + _WINDOW])):
         return "conditioned"

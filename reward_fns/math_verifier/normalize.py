@@ -263,9 +263,10 @@ def canonical_answer(text: str) -> str:
     # "60 \text{ minutes} = 1 \text{ hour}" is a restatement), then bare words after a number.
     while "=" not in text:
         match = _TRAILING_TEXT_GROUP.match(text)
-        if (match is None or words_to_number(text[text.index("{", len(match.group(1))) + 1 : -1], ENGLISH) is not None
+        word = text[text.index("{", len(match.group(1))) + 1 : -1] if match else ""
+        if (match is None or words_to_number(word, ENGLISH) is not None or word.strip().lower() in COLLECTIVES
                 or _ENDS_WITH_JOINER.search(match.group(1))):
-            break  # "5\text{ thousand}" is 5000, not 5 of a unit; "\text{yes} \text{ or } \text{no}" is a hedge
+            break  # "5\text{ thousand}" is 5000 and "8\text{ dozen}" 96, not 5 or 8 of a unit; "\text{yes} \text{ or } \text{no}" is a hedge
         text = match.group(1)
     text = unit_vectors(text) or text  # before \mathbf goes: \mathbf{k} is a unit vector, k alone a letter
     text = _TEXT_GROUP.sub(lambda m: m.group(1), text)

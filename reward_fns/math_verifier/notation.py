@@ -57,12 +57,20 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
 * :func:`decimal_comma`: a decimal comma in LaTeX, ``2{,}5`` (the braces
   keep TeX from spacing it as a list), is ``2.5`` when the digits after it
   cannot be a thousands group (not exactly three: ``1{,}000`` stays 1000).
-* :func:`comma_readings`: a plain comma number, ``3,5``, in a response
+* :func:`separator_readings`: a plain comma number, ``3,5``, in a response
   written in a language that writes decimal commas (German, French, Spanish,
-  Italian, Portuguese, Dutch: at least :data:`MIN_LANGUAGE_WORDS` of their
-  common words) reads as ``3.5``; followed by exactly three digits ("1,234")
-  it reads both ways, a thousands group or a decimal comma, and a grader
-  decides only when both readings agree. In English "3,5" stays a list.
+  Italian, Portuguese, Dutch, Indonesian: at least :data:`MIN_LANGUAGE_WORDS`
+  of their common words) reads as ``3.5``; followed by exactly three digits
+  ("1,234") it reads both ways, a thousands group or a decimal comma, and a
+  grader decides only when both readings agree. In English "3,5" stays a
+  list. These languages (and the rupiah, the real and the euro written
+  beside a number) group thousands with a dot: there "250.000" reads
+  both ways too (250000 or 250.0); dot groups of three after a first group,
+  "1.250.000", are thousands in any language (no decimal has two points).
+* :func:`accounting_negatives`: a number in parentheses, ``(12)`` or ``($12)``,
+  is negative, -12, in a response that says it writes negatives so
+  ("parentheses mark negative values", "negatives in parentheses",
+  "accounting notation", a "profit/(loss)" line); elsewhere "(12)" is 12.
 * :func:`set_builder`: a set in set-builder notation, ``\\{x \\mid x > 3\\}``,
   ``\\{x \\in \\mathbb{R} : -2 \\le x \\le 5\\}``, is its condition (an
   inequality, read against an interval or inequality gold); over the
@@ -593,17 +601,44 @@ _DECIMAL_COMMA_LANGUAGE = re.compile(
     r"es|el|los|las|por|con|una|entonces|respuesta|"
     r"è|il|della|che|sono|quindi|risposta|"
     r"é|os|não|então|resposta|"
-    r"het|een|van|dus|antwoord)(?![\w'])")
+    r"het|een|van|dus|antwoord|"
+    r"dan|yang|adalah|jadi|jawaban|dengan|untuk|dari|harga)(?![\w'])")
 MIN_LANGUAGE_WORDS = 3
 _PLAIN_COMMA_NUMBER = re.compile(r"^([+-]?\d+),(\d+)$")
+# Currencies written with dot groups: the rupiah, the real, the euro as most of its countries write it.
+_DOT_CURRENCY = re.compile(r"\bRp\.?\s?\d|R\$\s?\d|\d\s?€|€\s?\d")
+_DOT_GROUPED = re.compile(r"^(?:Rp\.?\s*|R\$\s*|€\s*)?([+-]?\d{1,3})((?:\.\d{3})+)(?:\s*(?:€|EUR))?$")
 
 
-def comma_readings(answer: str, response: str) -> tuple[str, ...]:
-    """The readings of ``answer`` as a number with a decimal comma, when ``response`` is written in a
-    language that writes one (see the module docstring): one, or two when three digits follow the
-    comma (a thousands group first); none when the comma is no decimal comma."""
-    match = _PLAIN_COMMA_NUMBER.match(answer.strip().strip("$").strip())
-    if match is None or len(_DECIMAL_COMMA_LANGUAGE.findall(response)) < MIN_LANGUAGE_WORDS:
+# A number alone in parentheses, not a function's argument or a factor ("f(12)", "3(12)").
+_ACCOUNTING_VALUE = re.compile(r"(?<![\w)\]}^_])\(\s*\$?\s*(\d[\d,]*(?:\.\d+)?)\s*\)")
+_ACCOUNTING_CONVENTION = re.compile(r"(?i)parenthes[ie]s\W{0,3}(?:=|marks?|denotes?|indicates?|means?|for|shows?|are|is)\s+"
+                                    r"(?:a\s+)?(?:negative|loss|deficit)|negatives?\s+(?:\w+\s+)?in\s+parenthes[ie]s|"
+                                    r"accounting (?:notation|convention|format|style)|\w+\s*/\s*\((?:loss|deficit)\)")
+
+
+def accounting_negatives(text: str) -> str:
+    """``text`` with each number in parentheses negative (``(12)`` -> ``-12``, padded to the same length) when
+    ``text`` says it writes negatives so (see the module docstring); else ``text``."""
+    if "(" not in text or not _ACCOUNTING_CONVENTION.search(text):
+        return text
+    return _ACCOUNTING_VALUE.sub(lambda m: ("-" + m.group(1)).ljust(len(m.group(0))), text)
+
+
+def separator_readings(answer: str, response: str) -> tuple[str, ...]:
+    """The readings of ``answer`` as a number whose comma or dot is a decimal mark or a thousands group (see the
+    module docstring): one, or two when either could be (a thousands group first); none when ``answer`` is
+    no such number or ``response`` gives no reason to read it so."""
+    plain = answer.strip().strip("$").strip()
+    dotted = _DOT_GROUPED.match(plain)
+    if dotted is not None and dotted.group(2).count(".") > 1:
+        return (dotted.group(1) + dotted.group(2).replace(".", ""),)  # "1.250.000": groups, in any language
+    match = _PLAIN_COMMA_NUMBER.match(plain)
+    if match is None and dotted is None:
         return ()
+    if len(_DECIMAL_COMMA_LANGUAGE.findall(response)) < MIN_LANGUAGE_WORDS and not (dotted and _DOT_CURRENCY.search(response)):
+        return ()
+    if dotted is not None:
+        return dotted.group(1) + dotted.group(2)[1:], dotted.group(1) + dotted.group(2)
     decimal = f"{match.group(1)}.{match.group(2)}"
     return (match.group(1) + match.group(2), decimal) if len(match.group(2)) == 3 else (decimal,)
