@@ -52,6 +52,7 @@ from typing import Any
 
 from rewardsmith.reward_fns.answer_extraction import convention_for, gold_answer
 from rewardsmith.reward_fns.math_verifier.commitment import (
+    CHOICE_LETTER,
     CLOSING,
     PHRASE,
     Reading,
@@ -122,9 +123,11 @@ def compute_score(
     else:
         verdict, method, why, golds = _judged(reading, response, golds, policy, timeout)
         if verdict != CORRECT and reading.restated and (method in _UNREAD or reading.unread
-                                                        or unread_words(canonical_answer(reading.answer))):
+                                                        or unread_words(canonical_answer(reading.answer))
+                                                        or (CHOICE_LETTER.match(reading.answer) and not CHOICE_LETTER.match(golds[0]))):
             # "`(expt 2 10)`, i.e. 1024": the form said again stands in for one the reader could not read
-            # (the parsers read 'expt' as a product of letters); "25, i.e. 24" stays two answers.
+            # (the parsers read 'expt' as a product of letters), and "(B), i.e. 30" for a letter against a
+            # value; "25, i.e. 24" stays two answers.
             again = replace(reading, answer=reading.restated, restated="",
                             others=tuple(o for o in reading.others if o != reading.restated))
             verdict, method, why, golds = _judged(again, response, golds, policy, timeout)

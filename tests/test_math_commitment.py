@@ -1273,3 +1273,22 @@ def test_a_dot_that_groups_thousands_in_the_responses_locale_is_never_read_only_
     response = frame.format(v=v)
     assert math_answer.compute_score("openai/gsm8k", response, str(v))["verdict"] != "correct", response
     assert math_answer.compute_score("openai/gsm8k", f"Answer: 1.{v}.000", str(1000000 + v * 1000))["verdict"] == "correct"
+
+
+@PROPERTY
+@given(st.integers(1, 40), st.integers(41, 80), st.integers(81, 99))
+def test_a_choice_letter_said_again_as_a_value_is_that_value_checked_against_the_options(a, b, c):
+    options = f"Choices: (A) {a} (B) {b} (C) {c}\n\nWorking it out gives {b}.\n\n"
+    honest = options + f"$\\boxed{{B}}$, i.e. {b} stickers."
+    assert math_answer.compute_score("openai/gsm8k", honest, str(b))["verdict"] == "correct"
+    assert math_answer.compute_score("lighteval/MATH", honest, "B")["verdict"] == "correct"
+    for conflict in (options + f"$\\boxed{{C}}$, i.e. {b} stickers.", options + f"$\\boxed{{B}}$, i.e. {c} stickers."):
+        assert math_answer.compute_score("openai/gsm8k", conflict, str(b))["verdict"] != "correct", conflict
+
+
+@PROPERTY
+@given(st.integers(30, 99), st.integers(1, 29))
+def test_a_condition_in_a_note_that_sets_another_value_against_the_answer_is_that_values(v, w):
+    response = f"Counting with repetition.\n\nAnswer: {v} (versus {w} if repetition were not allowed)"
+    _assert_read_as(v, response, "openai/gsm8k")
+    assert math_answer.compute_score("openai/gsm8k", response, str(w))["verdict"] == "wrong"

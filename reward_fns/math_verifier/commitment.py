@@ -79,7 +79,8 @@ a phrase puts before its value ("the answer is maybe 5"):
   a step), "would be" after an "if" / "had" clause in the sentence ("if it
   asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
   try"; a condition after the value ("12 (if 10 per box)", "26, assuming
-  ...", unless the response affirms it: "..., which holds here"); a
+  ...", unless the response affirms it: "..., which holds here"; not one in a
+  note that sets another value against it, "64 (versus 24 if ...)"); a
   sentence opened by a hypothesis or a changed problem ("suppose ...", "had
   it been ...", "were the coefficient 3 instead of 2, we'd get
   ...", "if x = 5, then ...", "if we ignore / drop the condition, the count is
@@ -180,6 +181,9 @@ words" or "equivalently" and another value ("`(expt 2 10)`, i.e. 1024",
 :attr:`Reading.restated` holds the second form, which is one of
 :attr:`Reading.others` too. A grader compares the first; where it cannot read
 the first, the second stands in for it; where it reads both, they must agree.
+A boxed choice letter said again as a value ("$\\boxed{B}$, i.e. 30") restates
+it too, but is not one of the others (a letter and a value cannot be compared);
+the options listed before it must give the letter that value ("(B) 30").
 
 **5. No marker.** When no marker commits, the closing sentence (before any
 pleasantry, offer or remark on confidence or a letter's closing and signature,
@@ -369,6 +373,9 @@ _CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing
 _AFFIRMED = re.compile(r"(?i)\b(?:which|that|and this|and it|this) (?:(?:indeed|clearly|certainly) )?(?:holds|is the case|"
                        r"is true|is satisfied|is met|applies)\b")
 _QUOTATION = re.compile(r"\"[^\"]*\"|[“„][^”“]*[”“]|«[^»]*»|‹[^›]*›|「[^」]*」|『[^』]*』|‘[^’]*’|``.*?''|'[^'\n]*'", re.DOTALL)
+# A note that sets another value against the answer: its condition is that value's ("64 (versus 24 if repetition
+# were not allowed)").
+_CONTRASTED_NOTE = re.compile(r"(?i)\((?:versus|vs\.?|compared (?:to|with)|as opposed to|rather than|instead of)\b[^()]*\)")
 _CONDITION_IN_VALUE = re.compile(r"(?i)(?:^\W*|\(\s*|,\s*|\s)(?:if|assuming|supposing|provided|unless)\b")
 _GIVEN = re.compile(r"(?i)\((?:given|as given|from the (?:problem|question|statement))\)|\bas given\b")
 _VALUE_HEAD = re.compile(r"[^\d\\$]*")
@@ -606,16 +613,22 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
         return Reading(None, why="retracted: " + ", ".join(m.value.strip() for m in group))
     chosen = _primary(group, convention)
     answer, again = _restatement(chosen.value.strip())
+    said = _SAID_AGAIN_AFTER.match(text, chosen.end) if CHOICE_LETTER.match(answer) and not again else None
+    if said:  # "$\\boxed{B}$, i.e. 30 stickers": the letter's value said again, checked against the options listed
+        again = said.group("value")
     answer = _stated(answer) if chosen.kind in (HASH, ANSWER_COLON) else answer
     values = [_stated(m.value.strip()) if m.kind in (HASH, ANSWER_COLON) else m.value.strip()
               for m in group if m is not chosen and not _same(m.value, chosen.value)]
-    others = tuple(dict.fromkeys(values + _restated(_line_from(text, chosen.start)) + ([again] if again else [])
-                                 + _listed_option(text[: chosen.start], answer)))
+    # A letter's value said again is the same answer as the letter, unless the options listed give it another.
+    others = tuple(dict.fromkeys(values + _restated(_line_from(text, chosen.start)) + ([again] if again and not said else [])
+                                 + _listed_option(text[: chosen.start], f"({answer}) {again}" if said else answer)))
     # A phrase that corrects a marked answer ("Answer: 11 ... No, the answer is 13") is a correction.
     rule = CORRECTION if superseding and chosen.kind == PHRASE else chosen.kind
     return Reading(answer, rule, others, restated=again)
 
 
+CHOICE_LETTER = re.compile(r"^\(?[A-E]\)?$")
+_SAID_AGAIN_AFTER = re.compile(r"[\s$*}]*[,;(—–]?\s*(?:i\.e\.|that is|namely)\s*[,:]?\s*\$?(?P<value>[-−]?\d[\d,]*(?:\.\d+)?)")
 _LETTER_AND_VALUE = re.compile(r"^(?:\\text\s*\{\s*)?\(([A-E])\)\s*\}?\s*\$?([^\s$]+?)\$?[.\s]*$")
 
 
@@ -869,7 +882,8 @@ def _cancelled(text: str, mark: _Mark, clauses: _Clauses) -> str | None:
         return "doubted"  # "36?", "x \\overset{?}{=} 4", "Answer: 12 (a conjecture only)"
     if _DISOWNED_IN_VALUE.search(value) or _DISOWNED_BEFORE.search(_sentence_before(text, mark.start)):
         return "retracted"  # "**Final answer: 9** [auto-filled from template; ignore]", "Boxing 6 for formatting purposes only; ..."
-    conditioned = _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON) and _CONDITION_IN_VALUE.search(value))
+    conditioned = _CONDITIONED_AFTER.match(after) or (mark.kind in (HASH, ANSWER_COLON)
+                                                      and _CONDITION_IN_VALUE.search(_CONTRASTED_NOTE.sub("", value)))
     if conditioned and not _AFFIRMED.search(value + " " + first_sentence(text[mark.end : mark.end + _WINDOW])):
         return "conditioned"
     if _echoed_quote(text[: mark.start], value, _sentence_before(text, mark.start)) or _GIVEN.search(value) or _GIVEN.match(after.lstrip(" $*")):
