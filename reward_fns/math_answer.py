@@ -61,7 +61,7 @@ from rewardsmith.reward_fns.math_verifier.commitment import (
     undetermined_symbols,
 )
 from rewardsmith.reward_fns.math_verifier.compare import GradingPolicy, Verdict, compare
-from rewardsmith.reward_fns.math_verifier.notation import separator_readings
+from rewardsmith.reward_fns.math_verifier.notation import negative_in_words, separator_readings
 from rewardsmith.reward_fns.math_verifier.normalize import canonical_answer
 from rewardsmith.reward_fns.math_verifier.readable import unconsumed_words, unread_words
 from rewardsmith.reward_fns.scorer_inputs import require_text
@@ -132,6 +132,9 @@ def compute_score(
                             others=tuple(o for o in reading.others if o != reading.restated))
             verdict, method, why, golds = _judged(again, response, golds, policy, timeout)
             reading = again
+    if verdict == WRONG and reading.answer and negative_in_words(reading.answer, response) \
+            and compare("-" + reading.answer.strip(), golds[0], policy, timeout=timeout).correct:
+        verdict, method, why = CORRECT, "sign in words", f"{reading.answer!r} is written as negative in words, as the gold"
     # A reading that left part of the response unread proves no inequality (commitment, section 5b).
     if verdict == WRONG and reading.unread and method != "undetermined symbol":
         verdict, method, why = UNDECIDED, "unreadable answer", f"unreadable answer: {reading.unread}"

@@ -1292,3 +1292,15 @@ def test_a_condition_in_a_note_that_sets_another_value_against_the_answer_is_tha
     response = f"Counting with repetition.\n\nAnswer: {v} (versus {w} if repetition were not allowed)"
     _assert_read_as(v, response, "openai/gsm8k")
     assert math_answer.compute_score("openai/gsm8k", response, str(w))["verdict"] == "wrong"
+
+
+@PROPERTY
+@given(st.integers(1, 999), st.sampled_from(["The final elevation is {v} m below sea level.", "So the net change is a loss of ${v}.",
+                                              "At midnight it is {v} degrees below zero.", "After the purchase he is ${v} in debt."]))
+def test_a_sign_said_in_words_answers_a_negative_gold(v, frame):
+    response = "Subtracting the start from the end.\n\n" + frame.format(v=v)
+    assert math_answer.compute_score("openai/gsm8k", response, str(-v))["verdict"] == "correct", response
+    assert math_answer.compute_score("openai/gsm8k", response, str(-v - 1))["verdict"] == "wrong", response
+    # The number where it is committed, not elsewhere: "15 m below ... ends 15 m above" is +15.
+    moved = f"She starts {v} m below sea level and rises {2 * v} m, so she ends {v} m above sea level.\n\nThe final elevation is {v} m."
+    assert math_answer.compute_score("openai/gsm8k", moved, str(-v))["verdict"] == "wrong", moved

@@ -71,6 +71,10 @@ Used by :func:`~rewardsmith.reward_fns.math_verifier.normalize.canonical_answer`
   is negative, -12, in a response that says it writes negatives so
   ("parentheses mark negative values", "negatives in parentheses",
   "accounting notation", a "profit/(loss)" line); elsewhere "(12)" is 12.
+* :func:`negative_in_words`: whether a response gives a number's sign in
+  words: "15 m below sea level", "8 degrees below zero", "a loss of $20", "$30
+  in debt", "a deficit of 12" (a grader takes it for the negative gold it
+  names; against a positive gold the number stands as written).
 * :func:`set_builder`: a set in set-builder notation, ``\\{x \\mid x > 3\\}``,
   ``\\{x \\in \\mathbb{R} : -2 \\le x \\le 5\\}``, is its condition (an
   inequality, read against an interval or inequality gold); over the
@@ -623,6 +627,21 @@ def accounting_negatives(text: str) -> str:
     if "(" not in text or not _ACCOUNTING_CONVENTION.search(text):
         return text
     return _ACCOUNTING_VALUE.sub(lambda m: ("-" + m.group(1)).ljust(len(m.group(0))), text)
+
+
+_NEGATIVE_BEFORE = r"(?:an?\s+)?(?:net\s+)?(?:loss|deficit|debt|shortfall|decrease|drop|decline)\s+of\s+\$?\s*"
+_NEGATIVE_AFTER = (r"(?:\s*[^\W\d_][\w°.]*){0,2}\s+(?:below\s+(?:zero|sea\s+level|the\s+surface|ground|freezing|par)|"
+                   r"in\s+(?:debt|the\s+red)|overdrawn|under\s+water)\b")
+
+
+def negative_in_words(number: str, response: str) -> bool:
+    """Whether ``response``, where it last writes ``number``, gives its sign in words (see the module docstring)."""
+    value = re.escape(number.strip().lstrip("+"))
+    last = [m.start() for m in re.finditer(rf"(?<![\d.\-−]){value}(?!\.?\d)", response)]
+    if not last:
+        return False
+    before, after = response[: last[-1]], response[last[-1] + len(number.strip().lstrip("+")) :]
+    return bool(re.search(rf"(?i)\b{_NEGATIVE_BEFORE}$", before) or re.match(rf"(?i)(?:°)?{_NEGATIVE_AFTER}", after))
 
 
 def separator_readings(answer: str, response: str) -> tuple[str, ...]:
