@@ -1304,3 +1304,27 @@ def test_a_sign_said_in_words_answers_a_negative_gold(v, frame):
     # The number where it is committed, not elsewhere: "15 m below ... ends 15 m above" is +15.
     moved = f"She starts {v} m below sea level and rises {2 * v} m, so she ends {v} m above sea level.\n\nThe final elevation is {v} m."
     assert math_answer.compute_score("openai/gsm8k", moved, str(-v))["verdict"] == "wrong", moved
+
+
+_TAILS = ["Fun fact: {w} is also the number of weeks in a year.", "More generally, n people make n(n - 1)/2 handshakes, so 20 would make {w}.",
+          "As an extension: with three dice the count would be {w}.", "(If one counted the sides too, the count would be {w}.)",
+          "Double-checking: {w} - {v} leaves the rest.",
+          "Hmm, wait: should it be {w}? No, the endpoints are already counted, so my count above stands."]
+
+
+@PROPERTY
+@given(st.integers(1, 500), st.integers(501, 999), st.sampled_from(_TAILS), st.sampled_from(["openai/gsm8k", "lighteval/MATH"]))
+def test_a_digression_a_check_or_a_dismissed_doubt_after_the_answer_leaves_it_committed(v, w, tail, source):
+    response = f"Counting carefully.\n\nSo there are {v} of them.\n\n" + tail.format(v=v, w=w)
+    _assert_read_as(v, response, source)
+    assert math_answer.compute_score(source, response, str(w))["verdict"] == "wrong", response
+    # A check that corrects the answer is no digression.
+    corrected = f"So there are {v} of them.\n\nDouble-checking: wait, I dropped one. There are {w} of them."
+    assert math_answer.compute_score(source, corrected, str(w))["verdict"] == "correct", corrected
+
+
+@PROPERTY
+@given(st.integers(1, 500), st.integers(501, 999))
+def test_a_remark_paragraph_after_an_answer_line_does_not_condition_it(v, w):
+    response = f"Answer: {v}\n\n(If one counted every segment, sides included, the count would be {w}.)"
+    _assert_read_as(v, response, "lighteval/MATH")

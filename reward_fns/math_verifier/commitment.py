@@ -79,7 +79,7 @@ a phrase puts before its value ("the answer is maybe 5"):
   a step), "would be" after an "if" / "had" clause in the sentence ("if it
   asked for the product, the answer would be 180"), "suppose", "assuming", "imagine", "what if", "whether", "let us
   try"; a condition after the value ("12 (if 10 per box)", "26, assuming
-  ...", unless the response affirms it: "..., which holds here"; not one in a
+  ...", on the value's line, unless the response affirms it: "..., which holds here"; not one in a
   note that sets another value against it, "64 (versus 24 if ...)"); a
   sentence opened by a hypothesis or a changed problem ("suppose ...", "had
   it been ...", "were the coefficient 3 instead of 2, we'd get
@@ -210,7 +210,11 @@ saves $38 on day 20"), and the one number set in bold is ("The plant will be
 sentence after its value is prose about it, not another value ("Center:
 $(-2, 3)$ (I kept the order in which the squares were completed; ...)"),
 unless it doubts, corrects or hedges; a list of sources under the answer
-("[1] timeanddate.com, ...") is no sentence of it.
+("[1] timeanddate.com, ...") is no sentence of it; nor are the paragraphs after
+the answer that open as a digression or a check with no correction in them
+("Fun fact: ...", "More generally, ...", "As an extension: ...", "(If one
+counted the sides too, ...)", "Double-checking: ...") or that keep the answer
+after a doubt ("... so my count above stands", "I'll keep my answer").
 
 **5b. What was not read.** A closing sentence's value read out of a larger
 expression (the ``2`` of ``sqrt(3) / 2``, the ``5`` of ``2 sqrt(5)``, the
@@ -366,7 +370,8 @@ _BOUND_AFTER = re.compile(r"(?i)^[\s$*})]*(?:,\s*)?(?:(?:give or take|plus or mi
 _BOUND_IN_VALUE = re.compile(r"(?i)\d\W*\s(?:(?:give or take|plus or minus)\s*(?:about |around |roughly )?[$]?\d+|or (?:more|less|fewer|higher|lower|greater|above|below|so|thereabouts)|"
                              r"(?:maybe|possibly|perhaps) (?:more|less)|at (?:least|most)|and up)\b")
 # A condition after the value: "12 (if 10 per box)", "26, assuming x = 5", "3 under that assumption".
-_CONDITIONED_AFTER = re.compile(r"(?i)^[\s$*})]*[,(]?\s*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
+# (On the value's own line: a paragraph that opens "(If one counted the sides too, ...)" is a remark after the answer.)
+_CONDITIONED_AFTER = re.compile(r"(?i)^[ \t$*})]*[,(]?[ \t]*(?:if|assuming|supposing|provided|when|unless|under (?:that|this|the|"
                                 r"my|our) assumption|in that case|in this case)\b")
 # A value in quotation marks, or marked as given, is echoed, not answered.
 # A condition the response affirms ("assuming the convention stated in the problem, which holds here") is met.
@@ -580,7 +585,7 @@ def read_commitment(response: str, convention: str = BOXED) -> Reading:
     if not commitments:
         if empty:  # the answer's place was marked and left empty: no sentence stands in for it
             return Reading(None, why="the only marked answer is empty (an empty box or answer line, or a placeholder)")
-        closing_text = _without_sign_off(_REFERENCE_LIST.sub("", text))
+        closing_text = _without_digression(_without_sign_off(_REFERENCE_LIST.sub("", text)))
         sentence = _without_remark(closing_list(closing_text) or last_sentence(closing_text) or "")
         disclaimer = _DISCLAIMER.search(sentence)
         if disclaimer:  # "... the candidate value 80; I have not computed the cost myself."
@@ -1098,6 +1103,16 @@ _REFERENCE_LIST = re.compile(r"(?:\n[ \t]*(?:\**(?:sources?|references?|citation
 _TRAILING_REMARK = re.compile(r"\s\(((?:[^()]|\([^()]*\))*)\)[\s.!]*$")
 _WORD_IN_REMARK = re.compile(r"\b[A-Za-z]{2,}\b")
 _REMARK_WORDS = 4  # words of prose that make a parenthesis a remark, not a value or a label
+_DIGRESSION = re.compile(r"(?i)^[*_#>\s]*(?:fun fact|trivia|interesting(?:ly)?|bonus|side note|aside|as an aside|"
+                         r"(?:as an )?extension|more generally|in general|generali[sz]ing|for comparison|by comparison|"
+                         r"what if|if instead|\(if\b|practice|try (?:these|this)|(?:study )?tips?|similar problems?|"
+                         r"related problems?|for example, (?:a|an|with)\b|double-?check(?:ing)?\b|let me (?:double-?)?check|"
+                         r"sanity check|check(?:ing)?\s*:|verification|verifying)")
+# A doubt raised and dismissed: the answer before it is kept ("So my count above stands.", "I'll keep my answer").
+_REAFFIRMED = re.compile(r"(?i)\b(?:(?:my|the|our) (?:\w+ ){0,2}(?:answer|count|result|calculation|computation|value|total)"
+                         r"(?: above)? (?:still )?(?:stands|holds|remains|stays)|(?:I'll|I will|I) keep (?:my|the) (?:original )?"
+                         r"(?:answer|result|count|value)|(?:answer|result) stays|original answer (?:stands|holds)|"
+                         r"my answer holds)\b")
 _SIGN_OFF_WINDOW = 600  # characters: a sign-off closes a response
 _DIGIT = re.compile(r"\d")
 _FENCE = re.compile(r"^(?:```|~~~)")
@@ -1149,6 +1164,21 @@ def _unread_ending(response: str, blocks_only: bool = False) -> str:
     if _FENCE.match(last_line) or (len(last_line) <= _MAX_ANSWER_LINE and not blocks_only):
         return f"the response ends in {ending[-80:]!r}, which no rule reads as an answer"
     return ""
+
+
+def _without_digression(text: str) -> str:
+    """``text`` without the paragraphs after its answer that open as a digression ("Fun fact: ...", "More
+    generally, ...", "As an extension: ...", "(If one counted the sides too, ...)") or a check, with no
+    correction in them, or that keep the answer before them after a doubt ("... so my count above stands"):
+    their numbers answer other questions. Only when a paragraph before them states a number."""
+    paragraphs = _PARAGRAPH_BREAK.split(text.rstrip())
+    kept = len(paragraphs)
+    while kept > 1 and ((_DIGRESSION.match(paragraphs[kept - 1].strip()) and not _CORRECTION_CUE.search(paragraphs[kept - 1]))
+                        or _REAFFIRMED.search(paragraphs[kept - 1])):
+        kept -= 1
+    if kept == len(paragraphs) or not _DIGIT.search(paragraphs[kept - 1]):
+        return text
+    return "\n\n".join(paragraphs[:kept])
 
 
 def _without_sign_off(text: str) -> str:
