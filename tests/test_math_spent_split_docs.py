@@ -1,4 +1,4 @@
-"""docs/scorers.md's tables of blind splits 3 and 5-11 (scored blind, then tuned on once spent) and 4 are the
+"""docs/scorers.md's tables of blind splits 3 and 5-12 (scored blind, then tuned on once spent) and 4 are the
 benchmark's output, not typed by hand."""
 from __future__ import annotations
 
@@ -58,6 +58,10 @@ COLUMNS = [
     ("blind split 11", 3, "math_blind11_before_9af4f9d.txt", "math_verify"),
     ("split 11, tuned on (spent)", 1, "math_blind11_after_a059d60.txt", "math_answer"),
     ("split 11, tuned on (spent)", 2, "math_blind11_spent_after_2ef249f.txt", "math_answer"),
+    ("blind split 12", 1, "math_blind12_before_2624323.txt", "math_answer"),
+    ("blind split 12", 2, "math_blind12_before_2624323.txt", "math_verify"),
+    ("split 12, tuned on (spent)", 1, "math_blind12_before_2624323.txt", "math_answer"),
+    ("split 12, tuned on (spent)", 2, "math_blind12_spent_after_193b95c.txt", "math_answer"),
 ]
 
 
